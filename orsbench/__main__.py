@@ -1,0 +1,5 @@
+import sys
+
+from orsbench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,70 @@
+"""One typed configuration object for a served environment.
+
+The engine's knobs (TTL, keep-alive cadence, setup delay, latency, chunk size,
+body limit, ...) are read from a single :class:`ServerConfig` that the CLI, the
+launcher and the pytest plugin build and pass down. Nothing in the servers
+reads environment variables or module globals for these values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsbench import protocol
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Knobs of a served ORS environment. Defaults equal the reference server's."""
+
+    #: Seconds without a request or ping after which a session is reaped.
+    ttl: float = protocol.SESSION_TTL_S
+    #: Seconds between ``: ping`` comments on a running ``/call`` stream.
+    ping_interval: float = protocol.PING_INTERVAL_S
+    #: How often the reaper looks for idle sessions (``None``: min(5 s, ttl / 4)).
+    reaper_interval: float | None = None
+    #: Extra seconds every session's ``setup()`` takes, on top of the scenario's own.
+    setup_delay: float = 0.0
+    #: How long ``/prompt`` and ``/call`` wait for setup before answering 503.
+    setup_wait_timeout: float = protocol.SETUP_WAIT_TIMEOUT_S
+    #: Extra seconds every tool call takes before it runs.
+    latency: float = 0.0
+    #: Characters per SSE ``chunk`` event.
+    chunk_size: int = protocol.CHUNK_SIZE
+    #: Seconds a finished tool-call result stays resumable by ``task_id``.
+    linger: float = protocol.RESUME_LINGER_S
+    #: Largest accepted request body in bytes; larger bodies get 413.
+    max_body: int = 1 << 20
+    #: When set, every route but ``/health`` requires this key (``X-API-Key`` or Bearer).
+    api_key: str | None = None
+    #: Named fault profiles to apply (see ``orsbench.servers.faults``).
+    faults: tuple[str, ...] = ()
+    #: Seed for any randomness in fault profiles.
+    seed: int = 0
+    #: Log one line per request (off by default: it costs more than the work).
+    access_log: bool = False
+    #: Scenario parameters (``--param key=value``), passed to the scenario factory.
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def effective_reaper_interval(self) -> float:
+        if self.reaper_interval is not None:
+            return self.reaper_interval
+        return max(0.05, min(protocol.REAPER_INTERVAL_S, self.ttl / 4))
+
+    def replace(self, **changes: Any) -> "ServerConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> str:
+        data = dataclasses.asdict(self)
+        data["faults"] = list(self.faults)
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ServerConfig":
+        data = json.loads(text)
+        data["faults"] = tuple(data.get("faults", ()))
+        return cls(**data)

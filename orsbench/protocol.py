@@ -1,0 +1,131 @@
+"""The ORS wire protocol's constants, defined once for the whole project.
+
+Everything here mirrors what the openreward 0.1.167 reference server actually
+speaks (see ``shared/reference/ors-wire-protocol.md``); servers, the wire
+client, the checks and the load driver all import from this module so that a
+path, a header or a reason string can never drift between them.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+REFERENCE_VERSION: Final = "0.1.167"
+
+# -- headers ---------------------------------------------------------------
+SESSION_HEADER: Final = "X-Session-ID"
+SECRETS_HEADER: Final = "X-Secrets"
+API_KEY_HEADER: Final = "X-API-Key"
+DEPLOYMENT_HEADER: Final = "X-Deployment"
+BACKEND_STATE_HEADER: Final = "X-Backend-State"
+RETRY_AFTER_HEADER: Final = "Retry-After"
+BACKEND_STARTING: Final = "starting"
+
+SSE_CONTENT_TYPE: Final = "text/event-stream; charset=utf-8"
+JSON_CONTENT_TYPE: Final = "application/json"
+
+# -- root routes (no environment prefix) ------------------------------------
+HEALTH: Final = "/health"
+VERSION: Final = "/version"
+LIST_ENVIRONMENTS: Final = "/list_environments"
+PING: Final = "/ping"
+CREATE_SESSION: Final = "/create_session"
+CREATE: Final = "/create"
+DELETE: Final = "/delete"
+DELETE_SESSION: Final = "/delete_session"
+
+#: First path segments that are never redirected to the default environment.
+ROOT_SEGMENTS: Final = frozenset(
+    {
+        "health",
+        "version",
+        "ping",
+        "list_environments",
+        "create",
+        "delete",
+        "create_session",
+        "delete_session",
+        "docs",
+        "redoc",
+        "openapi.json",
+    }
+)
+
+# -- environment routes: ``/{env}/<name>`` ---------------------------------
+TOOLS: Final = "tools"
+SPLITS: Final = "splits"
+TASKS: Final = "tasks"
+NUM_TASKS: Final = "num_tasks"
+TASK: Final = "task"
+TASK_RANGE: Final = "task_range"
+TASK_TOOLS: Final = "task_tools"
+PROMPT: Final = "prompt"
+MESSAGES: Final = "messages"
+CALL: Final = "call"
+SCORE_GROUP: Final = "score_group"
+
+
+def env_path(env: str, route: str) -> str:
+    """``/{env}/{route}``: the one place environment URLs are spelled."""
+    return f"/{env}/{route}"
+
+
+# -- SSE --------------------------------------------------------------------
+EVENT_TASK_ID: Final = "task_id"
+EVENT_CHUNK: Final = "chunk"
+EVENT_END: Final = "end"
+EVENT_ERROR: Final = "error"
+CHUNK_SIZE: Final = 4096  # characters, not bytes (reference ``reconnect.py``)
+PING_INTERVAL_S: Final = 10.0
+RESUME_LINGER_S: Final = 60.0
+UNKNOWN_TASK_ID: Final = "unknown task_id"
+CLIENT_READ_TIMEOUT_S: Final = 30.0  # the SDK client's sock_read timeout
+
+# -- sessions ---------------------------------------------------------------
+SESSION_TTL_S: Final = 900.0
+REAPER_INTERVAL_S: Final = 5.0
+SETUP_WAIT_TIMEOUT_S: Final = 25.0
+STARTING_RETRY_AFTER_S: Final = 2
+
+# -- tool-call failure reasons (``RunToolError.reason``) --------------------
+REASON_NOT_FOUND: Final = "not_found"
+REASON_NAME_COLLISION: Final = "name_collision"
+REASON_INPUT_VALIDATION: Final = "input_validation"
+REASON_EPISODE_FINISHED: Final = "episode_finished"
+REASONS: Final = frozenset(
+    {REASON_NOT_FOUND, REASON_NAME_COLLISION, REASON_INPUT_VALIDATION, REASON_EPISODE_FINISHED}
+)
+
+# -- details the reference server answers with ------------------------------
+DETAIL_SID_REQUIRED: Final = "X-Session-ID header is required"
+DETAIL_SESSION_EXISTS: Final = "Session already exists"
+DETAIL_NOT_FOUND_SESSION: Final = "Active environment not found"
+DETAIL_STARTING: Final = "Environment still starting."
+DETAIL_SESSION_DELETED: Final = "Session deleted"
+DETAIL_INVALID_SPLIT: Final = "Invalid split"
+DETAIL_INVALID_INDEX: Final = "Invalid index"
+DETAIL_INVALID_RANGE: Final = "Invalid index range"
+DETAIL_NOT_FOUND: Final = "Not Found"
+DETAIL_METHOD_NOT_ALLOWED: Final = "Method Not Allowed"
+
+SPLIT_TYPES: Final = ("train", "validation", "test")
+BLOCK_TYPES: Final = ("text", "image", "reasoning", "tool_call", "tool_result")
+BUILTIN_TOOLSETS: Final = (
+    "backsearch",
+    "claude-code",
+    "cli",
+    "codex",
+    "gemini-cli",
+    "hermes",
+    "openclaw",
+    "web",
+)
+
+#: orsbench's own read-only introspection routes live under this prefix, which
+#: cannot be an environment name (environment names never start with ``_``).
+STATS: Final = "/_orsbench/stats"
+
+#: Environment variables the openreward SDK reads.
+ENV_SESSION_URL: Final = "OPENREWARD_SESSION_URL"
+ENV_API_URL: Final = "OPENREWARD_API_URL"
+ENV_DISABLE_UPDATE_CHECK: Final = "OPENREWARD_DISABLE_UPDATE_CHECK"

@@ -1,0 +1,750 @@
+"""The mock ORS engine: a lean ASGI app that speaks ORS as openreward 0.1.167 does.
+
+Why raw ASGI and not FastAPI: the engine *is* the protocol, and a load harness
+must not be slower than the servers it measures. Routing is two dict lookups,
+bodies are validated by pydantic models shaped like the reference's
+(:mod:`orsbench.servers.models`), JSON is written by orjson, and nothing is
+logged per request unless asked.
+
+Behaviour follows ``shared/reference/ors-wire-protocol.md`` — status codes and
+details (§2), the 308 redirect to the default environment (§1.2), SSE framing
+(§3), resume by ``task_id`` (§3.2), tool-call reasons and their precedence
+(§5), and the session lifecycle (§8). Where the reference answers 500 for bad
+client input, the engine answers 4xx instead; every such deliberate difference
+is listed in :data:`DELIBERATE_DIFFERENCES` (and in the README).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hmac
+import inspect
+import json
+import logging
+import sys
+import time
+import uuid
+from typing import Any, Awaitable, Callable, Iterable
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from orsbench import protocol
+from orsbench.config import ServerConfig
+from orsbench.scenarios.base import Episode, Scenario, ToolResult
+from orsbench.servers import models, sse
+from orsbench.servers.state import Session, Stats, TaskRecord, TaskRegistry
+
+log = logging.getLogger("orsbench.engine")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+#: Where the mock deliberately answers differently from the reference server.
+DELIBERATE_DIFFERENCES: tuple[str, ...] = (
+    "Malformed X-Secrets (not base64, not JSON, not {name: {'value': str}}) → 400 with a detail; the reference answers 500.",
+    "Request bodies over the size limit (default 1 MiB) → 413; the reference has no limit.",
+    "/num_tasks and /task on an environment whose task list is not available → 400; the reference answers 500.",
+    "A tool that returns something other than a ToolResult → `error` event naming the type, as the reference, "
+    "but the engine never lets a scenario bug become an HTTP 500.",
+    "/docs, /redoc and /openapi.json are not served (404); the reference serves FastAPI's generated pages.",
+    "/version reports the protocol version the engine emulates (0.1.167) with build_sha null.",
+    "Optional API-key enforcement (--api-key): 401 without the key; the reference never checks X-API-Key.",
+)
+
+_JSON_HEADERS = [(b"content-type", protocol.JSON_CONTENT_TYPE.encode())]
+_MESSAGE_BLOCK_TYPES = list(protocol.BLOCK_TYPES)
+
+
+class HTTPError(Exception):
+    """An error answer: status, JSON ``detail``, extra headers."""
+
+    def __init__(self, status: int, detail: Any, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+        self.status, self.detail, self.headers = status, detail, list(headers)
+
+
+class Request:
+    """The little of an HTTP request the handlers need."""
+
+    __slots__ = ("scope", "receive", "method", "path", "headers", "max_body", "_body")
+
+    def __init__(self, scope: Scope, receive: Receive, max_body: int) -> None:
+        self.scope, self.receive, self.max_body = scope, receive, max_body
+        self.method: str = scope["method"]
+        self.path: str = scope["path"]
+        self.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        self._body: bytes | None = None
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    @property
+    def sid(self) -> str:
+        """``X-Session-ID``, stripped; 400 when missing or empty (reference ``extract_sid``)."""
+        sid = (self.headers.get("x-session-id") or "").strip()
+        if not sid:
+            raise HTTPError(400, protocol.DETAIL_SID_REQUIRED)
+        return sid
+
+    async def body(self) -> bytes:
+        if self._body is not None:
+            return self._body
+        length = self.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            raise HTTPError(413, f"Request body too large: {length} bytes; the limit is {self.max_body} bytes.")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                raise HTTPError(413, f"Request body too large: over {self.max_body} bytes.")
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        self._body = b"".join(chunks)
+        return self._body
+
+    async def parse(self, model: type[BaseModel]) -> Any:
+        """Validate the JSON body against ``model``; 422 with FastAPI-shaped details."""
+        raw = await self.body()
+        if not raw.strip():
+            raise HTTPError(422, [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": None}])
+        try:
+            return model.model_validate_json(raw)
+        except ValidationError as exc:
+            raise HTTPError(422, _validation_detail(exc)) from None
+
+
+def _validation_detail(exc: ValidationError) -> list[dict[str, Any]]:
+    details = []
+    for err in exc.errors(include_url=False, include_context=False):
+        if err["type"] == "json_invalid":
+            # As FastAPI: the raw text is not echoed back.
+            details.append({"type": "json_invalid", "loc": ["body", 0], "msg": "JSON decode error", "input": {}, "ctx": {"error": err["msg"]}})
+            continue
+        item = {"type": err["type"], "loc": ["body", *err["loc"]], "msg": err["msg"], "input": err.get("input")}
+        details.append(_jsonable(item))
+    return details
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        orjson.dumps(value)
+        return value
+    except TypeError:
+        return json.loads(json.dumps(value, default=repr))
+
+
+def parse_secrets(header: str | None) -> dict[str, str]:
+    """Decode ``X-Secrets`` (base64 JSON ``{name: {"value": str}}``); 400 when malformed.
+
+    The detail never quotes the header, so a secret cannot leak into a response or log.
+    """
+    if header is None or header == "":
+        return {}
+    problem = "X-Secrets must be base64-encoded JSON of the form {name: {\"value\": string}}"
+    try:
+        decoded = json.loads(base64.b64decode(header, validate=True))
+    except (binascii.Error, ValueError):
+        raise HTTPError(400, f"{problem}; it is not valid base64 JSON.") from None
+    if not isinstance(decoded, dict):
+        raise HTTPError(400, f"{problem}; it decodes to a JSON {type(decoded).__name__}.")
+    secrets: dict[str, str] = {}
+    for name, entry in decoded.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("value"), str):
+            raise HTTPError(400, f"{problem}; entry {name!r} has no string 'value'.")
+        secrets[name] = entry["value"]
+    return secrets
+
+
+class Engine:
+    """The ASGI application serving one or more scenarios under one :class:`ServerConfig`."""
+
+    def __init__(self, scenarios: list[Scenario], config: ServerConfig | None = None) -> None:
+        if not scenarios:
+            raise ValueError("the engine needs at least one scenario")
+        self.config = config or ServerConfig()
+        self.scenarios: dict[str, Scenario] = {}
+        for scenario in scenarios:
+            key = scenario.name.lower()
+            if key in self.scenarios:
+                raise ValueError(f"two scenarios are named {scenario.name!r}")
+            self.scenarios[key] = scenario
+        self.default_env = scenarios[0].name
+        self.sessions: dict[str, Session] = {}
+        self.tasks = TaskRegistry(self.config.linger)
+        self.stats = Stats()
+        self._started = time.monotonic()
+        self._reaper: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._splits = {k: {s.name: s for s in sc.splits()} for k, sc in self.scenarios.items()}
+        self._task_lists: dict[tuple[str, str], list[dict[str, Any]] | None] = {}
+        self._tools_json = {k: self._tools_payload(sc, [t.spec() for t in sc.shared_tools()]) for k, sc in self.scenarios.items()}
+        self._task_tools_json: dict[tuple[str, tuple[str, ...]], bytes] = {}
+        self._root: dict[str, dict[str, Callable[[Request], Awaitable[Any]]]] = {
+            protocol.HEALTH: {"GET": self.health},
+            protocol.VERSION: {"GET": self.version},
+            protocol.LIST_ENVIRONMENTS: {"GET": self.list_environments},
+            protocol.PING: {"POST": self.ping},
+            protocol.CREATE_SESSION: {"POST": self.create_session},
+            protocol.CREATE: {"POST": self.create},
+            protocol.DELETE: {"POST": self.delete},
+            protocol.DELETE_SESSION: {"POST": self.delete_session},
+            protocol.STATS: {"GET": self.get_stats},
+        }
+        self._env_routes: dict[str, dict[str, Callable[[Request, Scenario, str], Awaitable[Any]]]] = {
+            protocol.TOOLS: {"GET": self.tools},
+            protocol.SPLITS: {"GET": self.splits},
+            protocol.TASKS: {"POST": self.list_tasks},
+            protocol.NUM_TASKS: {"POST": self.num_tasks},
+            protocol.TASK: {"POST": self.task},
+            protocol.TASK_RANGE: {"POST": self.task_range},
+            protocol.TASK_TOOLS: {"GET": self.task_tools},
+            protocol.PROMPT: {"GET": self.prompt},
+            protocol.MESSAGES: {"GET": self.messages},
+            protocol.CALL: {"POST": self.call},
+            protocol.SCORE_GROUP: {"POST": self.score_group},
+        }
+
+    # ------------------------------------------------------------------ ASGI
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self.start_background()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def start_background(self) -> None:
+        if self._reaper is None:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_forever())
+
+    async def shutdown(self) -> None:
+        """Delete every session with teardown, as the reference does on lifespan exit."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+        for sid in list(self.sessions):
+            await self._delete(sid)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive, self.config.max_body)
+        key = ""
+        try:
+            handler, key = self._route(request)
+            if self.config.api_key is not None and request.path != protocol.HEALTH:
+                self._authorise(request)
+            result = await handler()
+            if isinstance(result, _Streamer):
+                await result.run(send)
+            else:
+                await _send_json(send, 200, result)
+            self.stats.statuses[200] += 1
+        except HTTPError as exc:
+            await _send_json(send, exc.status, {"detail": exc.detail} if exc.status not in (307, 308) else None, exc.headers)
+            self.stats.statuses[exc.status] += 1
+            key = key or str(exc.status)
+        except Exception as exc:  # noqa: BLE001 - a scenario bug must still answer
+            log.exception("internal error on %s %s", request.method, request.path)
+            await _send_json(send, 500, {"detail": f"{type(exc).__name__}: {exc}"})
+            self.stats.statuses[500] += 1
+            key = key or "500"
+        self.stats.requests[key] += 1
+        if self.config.access_log:
+            print(f"{request.method} {request.path} [{key}]", file=sys.stderr)
+
+    def _route(self, request: Request) -> tuple[Callable[[], Awaitable[Any]], str]:
+        path, method = request.path, request.method
+        if len(path) > 1 and path.endswith("/"):
+            raise HTTPError(307, None, [(b"location", _absolute(request.scope, path.rstrip("/")).encode())])
+        methods = self._root.get(path)
+        if methods is not None:
+            handler = methods.get(method)
+            if handler is None:
+                raise _method_not_allowed(methods)
+            return (lambda: handler(request)), f"{method} {path}"
+        first, _, rest = path[1:].partition("/")
+        scenario = self.scenarios.get(first.lower())
+        if scenario is None:
+            if first in protocol.ROOT_SEGMENTS or first.startswith("_"):
+                raise HTTPError(404, protocol.DETAIL_NOT_FOUND)
+            location = f"/{self.default_env}{path}"
+            query = request.scope.get("query_string") or b""
+            if query:
+                location += "?" + query.decode("latin-1")
+            raise HTTPError(308, None, [(b"location", location.encode())])
+        env_methods = self._env_routes.get(rest)
+        if env_methods is None:
+            raise HTTPError(404, protocol.DETAIL_NOT_FOUND)
+        env_handler = env_methods.get(method)
+        if env_handler is None:
+            raise _method_not_allowed(env_methods)
+        return (lambda: env_handler(request, scenario, first)), f"{method} /{{env}}/{rest}"
+
+    def _authorise(self, request: Request) -> None:
+        expected = self.config.api_key or ""
+        given = request.header(protocol.API_KEY_HEADER) or ""
+        auth = request.header("authorization") or ""
+        if auth.lower().startswith("bearer "):
+            given = given or auth[7:].strip()
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            raise HTTPError(401, "Missing or invalid API key: send it as X-API-Key or 'Authorization: Bearer <key>'.")
+
+    # ------------------------------------------------------------ root routes
+    async def health(self, request: Request) -> Any:
+        return {"status": "ok"}
+
+    async def version(self, request: Request) -> Any:
+        return {"version": protocol.REFERENCE_VERSION, "build_sha": None}
+
+    async def list_environments(self, request: Request) -> Any:
+        return [sc.name for sc in self.scenarios.values()]
+
+    async def get_stats(self, request: Request) -> Any:
+        return self.stats.snapshot(
+            active_sessions=len(self.sessions),
+            tasks_tracked=len(self.tasks),
+            tasks_running=self.tasks.running,
+            uptime_s=round(time.monotonic() - self._started, 3),
+            config=json.loads(self.config.to_json()) | {"api_key": None},
+        )
+
+    async def ping(self, request: Request) -> Any:
+        session = self.sessions.get(request.sid)
+        if session is None:
+            raise HTTPError(404, protocol.DETAIL_NOT_FOUND_SESSION)
+        session.touch()
+        self.stats.pings += 1
+        return {"status": "ok"}
+
+    async def create_session(self, request: Request) -> Any:
+        sid = str(uuid.uuid4())
+        payload = sse.frame(protocol.EVENT_TASK_ID, sid) + sse.frame(protocol.EVENT_END, "")
+        return _Streamer(immediate=payload)
+
+    async def create(self, request: Request) -> Any:
+        sid = request.sid
+        body: models.CreateBody = await request.parse(models.CreateBody)
+        if sid in self.sessions:
+            raise HTTPError(400, protocol.DETAIL_SESSION_EXISTS)
+        env_name = body.env_name if body.env_name is not None else self.default_env
+        scenario = self.scenarios.get(env_name.lower())
+        if scenario is None:
+            raise HTTPError(404, f"unknown environment {env_name!r}")
+        secrets = parse_secrets(request.header(protocol.SECRETS_HEADER))
+        if body.task_spec is not None:
+            task = body.task_spec
+        else:
+            assert body.split is not None and body.index is not None
+            task = self._get_task(scenario, body.split, body.index)
+        if body.toolset_name is not None:
+            if body.toolset_name not in protocol.BUILTIN_TOOLSETS:
+                raise HTTPError(
+                    400, f"unknown toolset {body.toolset_name!r}; valid options are {sorted(protocol.BUILTIN_TOOLSETS)}"
+                )
+            raise HTTPError(400, f"toolset {body.toolset_name!r} needs an environment with a sandbox; {scenario.name!r} has none")
+        episode = Episode(scenario, task, body.split, body.index, secrets)
+        session = Session(sid, scenario, episode, scenario.session_tools(task))
+        self.sessions[sid] = session
+        self.stats.sessions_created += 1
+        if _overrides(scenario, "setup") or self.config.setup_delay > 0:
+            session.setup_task = asyncio.get_running_loop().create_task(self._setup(session))
+        else:
+            session.ready.set()
+        return {"sid": sid}
+
+    async def _setup(self, session: Session) -> None:
+        try:
+            if self.config.setup_delay > 0:
+                await asyncio.sleep(self.config.setup_delay)
+            await session.scenario.setup(session.episode)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - sticky setup failure, reported on every call
+            session.setup_error = exc
+        finally:
+            session.ready.set()
+
+    async def delete(self, request: Request) -> Any:
+        sid = request.sid
+        await self._delete(sid)
+        return {"sid": sid}
+
+    async def delete_session(self, request: Request) -> Any:
+        return {"sid": request.sid}
+
+    async def _delete(self, sid: str, *, reaped: bool = False) -> None:
+        session = self.sessions.pop(sid, None)
+        if session is None:
+            return
+        session.deleted = True
+        if session.setup_task is not None and not session.setup_task.done():
+            session.setup_task.cancel()
+        session.ready.set()  # waiters wake and answer 410
+        if reaped:
+            self.stats.sessions_reaped += 1
+        else:
+            self.stats.sessions_deleted += 1
+        if _overrides(session.scenario, "teardown"):
+            try:
+                await session.scenario.teardown(session.episode)
+            except Exception:  # noqa: BLE001 - the reference logs and swallows teardown errors
+                log.warning("teardown of session %s failed", sid, exc_info=True)
+
+    async def _reap_forever(self) -> None:
+        interval = self.config.effective_reaper_interval
+        while True:
+            await asyncio.sleep(interval)
+            horizon = time.monotonic() - self.config.ttl
+            for sid in [s.sid for s in self.sessions.values() if s.last_seen < horizon]:
+                await self._delete(sid, reaped=True)
+            self.tasks.evict()
+
+    # ------------------------------------------------------------ discovery
+    def _tools_payload(self, scenario: Scenario, specs: list[dict[str, Any]]) -> bytes:
+        return orjson.dumps(
+            {
+                "tools": sorted(specs, key=lambda s: s["name"]),
+                "terminal_tool": None,
+                "supports_score_group": _overrides(scenario, "score_group"),
+                "message_block_types": _MESSAGE_BLOCK_TYPES,
+            }
+        )
+
+    async def tools(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
+        return _Raw(self._tools_json[scenario.name.lower()])
+
+    async def splits(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
+        return [s.to_wire() for s in self._splits[scenario.name.lower()].values()]
+
+    def _check_split(self, scenario: Scenario, split: str) -> None:
+        if split not in self._splits[scenario.name.lower()]:
+            raise HTTPError(400, protocol.DETAIL_INVALID_SPLIT)
+
+    def _task_list(self, scenario: Scenario, split: str) -> list[dict[str, Any]] | None:
+        """The cached task list of a split, or ``None`` for an index-API-only scenario."""
+        key = (scenario.name, split)
+        if key not in self._task_lists:
+            try:
+                self._task_lists[key] = scenario.list_tasks(split)
+            except NotImplementedError:
+                self._task_lists[key] = None
+        return self._task_lists[key]
+
+    def _get_task(self, scenario: Scenario, split: str, index: int) -> dict[str, Any]:
+        self._check_split(scenario, split)
+        tasks = self._task_list(scenario, split)
+        try:
+            if tasks is not None:
+                return tasks[index]
+            return scenario.get_task(split, index)
+        except IndexError:
+            raise HTTPError(400, protocol.DETAIL_INVALID_INDEX) from None
+        except NotImplementedError:
+            raise HTTPError(400, "This environment cannot serve tasks by index.") from None
+
+    async def list_tasks(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
+        body: models.SplitBody = await request.parse(models.SplitBody)
+        self._check_split(scenario, body.split)
+        tasks = self._task_list(scenario, body.split)
+        if tasks is None:
+            raise HTTPError(
+                400,
+                "list_tasks is not supported for this environment. Use the index-based API (num_tasks + get_task) instead.",
+            )
+        return {"tasks": tasks, "env_name": raw_env}
+
+    async def num_tasks(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
+        body: models.SplitBody = await request.parse(models.SplitBody)
+        self._check_split(scenario, body.split)
+        tasks = self._task_list(scenario, body.split)
+        try:
+            count = len(tasks) if tasks is not None else scenario.num_tasks(body.split)
+        except NotImplementedError:
+            raise HTTPError(400, "This environment cannot count its tasks.") from None
+        return {"num_tasks": count}
+
+    async def task(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
+        body: models.TaskBody = await request.parse(models.TaskBody)
+        return {"task": self._get_task(scenario, body.split, body.index), "env_name": raw_env}
+
+    async def task_range(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
+        body: models.TaskRangeBody = await request.parse(models.TaskRangeBody)
+        self._check_split(scenario, body.split)
+        tasks = self._task_list(scenario, body.split)
+        if tasks is None:
+            count = scenario.num_tasks(body.split)
+            indices = range(count)[body.start : body.stop]
+            return {"tasks": [scenario.get_task(body.split, i) for i in indices], "env_name": raw_env}
+        return {"tasks": tasks[body.start : body.stop], "env_name": raw_env}
+
+    # ------------------------------------------------------------ sessions
+    def _existing(self, request: Request) -> Session:
+        session = self.sessions.get(request.sid)
+        if session is None:
+            raise HTTPError(404, protocol.DETAIL_NOT_FOUND_SESSION)
+        session.touch()
+        return session
+
+    async def _ready(self, request: Request) -> Session:
+        """The reference's ``await_environment_ready``: 404 / 503 starting / 410 / 500."""
+        session = self._existing(request)
+        if not session.ready.is_set():
+            try:
+                await asyncio.wait_for(session.ready.wait(), self.config.setup_wait_timeout)
+            except asyncio.TimeoutError:
+                raise HTTPError(
+                    503,
+                    protocol.DETAIL_STARTING,
+                    [
+                        (protocol.BACKEND_STATE_HEADER.lower().encode(), protocol.BACKEND_STARTING.encode()),
+                        (b"retry-after", str(protocol.STARTING_RETRY_AFTER_S).encode()),
+                    ],
+                ) from None
+        if session.deleted:
+            raise HTTPError(410, protocol.DETAIL_SESSION_DELETED)
+        self._raise_setup_error(session)
+        return session
+
+    @staticmethod
+    def _raise_setup_error(session: Session) -> None:
+        if session.setup_error is not None:
+            exc = session.setup_error
+            raise HTTPError(500, f"{type(exc).__name__}: {exc}")
+
+    async def task_tools(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
+        session = self._existing(request)
+        self._raise_setup_error(session)
+        names = tuple(session.scenario.task_tool_names(session.episode.task))
+        key = (session.scenario.name, names)
+        payload = self._task_tools_json.get(key)
+        if payload is None:
+            specs = [t.spec() for t in session.tools.values()]
+            shared = {t.name for t in session.scenario.shared_tools()}
+            ordered = sorted((s for s in specs if s["name"] in shared), key=lambda s: s["name"])
+            ordered += [s for s in specs if s["name"] not in shared]
+            payload = orjson.dumps(
+                {
+                    "tools": ordered,
+                    "terminal_tool": None,
+                    "supports_score_group": _overrides(session.scenario, "score_group"),
+                    "message_block_types": _MESSAGE_BLOCK_TYPES,
+                }
+            )
+            self._task_tools_json[key] = payload
+        return _Raw(payload)
+
+    async def prompt(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
+        session = await self._ready(request)
+        return session.scenario.prompt(session.episode)
+
+    async def messages(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
+        session = await self._ready(request)
+        return [{"role": "user", "blocks": session.scenario.prompt(session.episode), "detail": None}]
+
+    # ------------------------------------------------------------ tool calls
+    async def call(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
+        session = await self._ready(request)
+        body: models.CallBody = await request.parse(models.CallBody)
+        if body.task_id is not None:
+            return self._resume(body.task_id)
+        task_id = uuid.uuid4().hex
+        tool = session.tools.get(body.name)
+        if tool is not None and not inspect.iscoroutinefunction(tool.fn) and self.config.latency <= 0:
+            # Fast path: a synchronous tool finishes before the first byte is sent.
+            outcome = self._run_sync(session, body.name, body.input)
+            future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
+            future.set_result(outcome)
+            self.tasks.add(task_id, TaskRecord(future))
+            self.tasks.completed(task_id)
+        else:
+            future = asyncio.ensure_future(self._run_async(session, body.name, body.input))
+            self.tasks.add(task_id, TaskRecord(future))
+            future.add_done_callback(lambda _f: self.tasks.completed(task_id))
+        return _Streamer(task_id=task_id, future=future, engine=self)
+
+    def _resume(self, task_id: str) -> "_Streamer":
+        record = self.tasks.get(task_id)
+        if record is None:
+            return _Streamer(immediate=sse.frame(protocol.EVENT_ERROR, protocol.UNKNOWN_TASK_ID))
+        return _Streamer(task_id=task_id, future=record.future, engine=self)
+
+    def _precheck(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[Any, Any] | str:
+        """Reason precedence (§5): unknown tool, then the finish latch, then input validation."""
+        tool = session.tools.get(name)
+        if tool is None:
+            return _tool_error(f"{name!r} is not a valid tool", protocol.REASON_NOT_FOUND)
+        if session.finished:
+            return _finished_error(name)
+        if tool.params is None:
+            return tool, None
+        try:
+            return tool, tool.params.model_validate(tool_input)
+        except ValidationError as exc:
+            return _tool_error(f"Tool input validation error: {exc.errors(include_url=False)}", protocol.REASON_INPUT_VALIDATION)
+
+    def _finish(self, session: Session, name: str, result: Any) -> tuple[str, str]:
+        if not isinstance(result, ToolResult):
+            raise TypeError(f"tool {name!r} returned {type(result).__name__}, not a ToolOutput")
+        if session.finished:  # a concurrent call finished the episode first
+            return ("end", _finished_error(name))
+        if result.finished:
+            session.finished = True
+        self.stats.calls[name] += 1
+        return ("end", orjson.dumps({"ok": True, "output": result.to_wire()}).decode())
+
+    def _run_sync(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str]:
+        checked = self._precheck(session, name, tool_input)
+        if isinstance(checked, str):
+            self.stats.call_errors[name] += 1
+            return ("end", checked)
+        tool, args = checked
+        try:
+            return self._finish(session, name, tool.fn(session.scenario, session.episode, args))
+        except Exception as exc:  # noqa: BLE001 - becomes the `error` event
+            self.stats.call_errors[name] += 1
+            return ("error", str(exc))
+
+    async def _run_async(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str]:
+        checked = self._precheck(session, name, tool_input)
+        if isinstance(checked, str):
+            self.stats.call_errors[name] += 1
+            return ("end", checked)
+        tool, args = checked
+        try:
+            async with session.lock(name):
+                if self.config.latency > 0:
+                    await asyncio.sleep(self.config.latency)
+                result = tool.fn(session.scenario, session.episode, args)
+                if inspect.isawaitable(result):
+                    result = await result
+                return self._finish(session, name, result)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - becomes the `error` event
+            self.stats.call_errors[name] += 1
+            return ("error", str(exc))
+
+    async def score_group(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
+        session = await self._ready(request)
+        if not _overrides(session.scenario, "score_group"):
+            raise HTTPError(404, f"Environment {raw_env.lower()!r} does not implement score_group")
+        body: models.ScoreGroupBody = await request.parse(models.ScoreGroupBody)
+        if body.task_id is not None:
+            return self._resume(body.task_id)
+        candidates = [c.model_dump() for c in body.candidates]
+        task_id = uuid.uuid4().hex
+        future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
+        try:
+            scores = session.scenario.score_group(session.episode, candidates) or []
+            if len(scores) != len(candidates):
+                future.set_result(("error", f"score_group returned {len(scores)} scores for {len(candidates)} candidates"))
+            else:
+                payload = {"scores": [{"reward": float(s), "metadata": None} for s in scores]}
+                future.set_result(("end", orjson.dumps(payload).decode()))
+        except Exception as exc:  # noqa: BLE001
+            future.set_result(("error", str(exc)))
+        self.tasks.add(task_id, TaskRecord(future))
+        self.tasks.completed(task_id)
+        return _Streamer(task_id=task_id, future=future, engine=self)
+
+
+# ---------------------------------------------------------------- responses
+class _Raw:
+    """Pre-encoded JSON bytes, sent as they are."""
+
+    __slots__ = ("payload",)
+
+    def __init__(self, payload: bytes) -> None:
+        self.payload = payload
+
+
+class _Streamer:
+    """An SSE answer: either fixed bytes, or a tool-call task streamed with keep-alives."""
+
+    def __init__(
+        self,
+        *,
+        immediate: bytes | None = None,
+        task_id: str | None = None,
+        future: "asyncio.Future[tuple[str, str]] | None" = None,
+        engine: Engine | None = None,
+    ) -> None:
+        self.immediate, self.task_id, self.future, self.engine = immediate, task_id, future, engine
+
+    async def run(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
+        if self.immediate is not None:
+            await send({"type": "http.response.body", "body": self.immediate, "more_body": False})
+            return
+        assert self.future is not None and self.engine is not None and self.task_id is not None
+        head = sse.frame(protocol.EVENT_TASK_ID, self.task_id)
+        config = self.engine.config
+        if not self.future.done():
+            await send({"type": "http.response.body", "body": head, "more_body": True})
+            head = b""
+            while not self.future.done():
+                done, _ = await asyncio.wait({self.future}, timeout=config.ping_interval)
+                if not done:
+                    await send({"type": "http.response.body", "body": sse.ping_comment(), "more_body": True})
+        kind, payload = self.future.result()
+        if kind == "error":
+            tail = sse.frame(protocol.EVENT_ERROR, payload)
+        else:
+            tail = sse.result_frames(payload, config.chunk_size)
+        await send({"type": "http.response.body", "body": head + tail, "more_body": False})
+
+
+async def _send_json(send: Send, status: int, content: Any, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    if content is None:
+        body = b""
+        out = list(headers)
+    else:
+        body = content.payload if isinstance(content, _Raw) else orjson.dumps(content)
+        out = [*_JSON_HEADERS, *headers]
+    out.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _method_not_allowed(methods: dict[str, Any]) -> HTTPError:
+    return HTTPError(405, protocol.DETAIL_METHOD_NOT_ALLOWED, [(b"allow", ", ".join(methods).encode())])
+
+
+def _absolute(scope: Scope, path: str) -> str:
+    host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "127.0.0.1")
+    url = f"{scope.get('scheme', 'http')}://{host}{path}"
+    query = scope.get("query_string") or b""
+    return url + ("?" + query.decode("latin-1") if query else "")
+
+
+def _tool_error(message: str, reason: str) -> str:
+    return orjson.dumps({"ok": False, "error": message, "reason": reason}).decode()
+
+
+def _finished_error(name: str) -> str:
+    return _tool_error(
+        f"{name!r} was not run: the episode has finished (a tool returned finished=True), "
+        "so no further tool calls are accepted.",
+        protocol.REASON_EPISODE_FINISHED,
+    )
+
+
+def _overrides(scenario: Scenario, method: str) -> bool:
+    return getattr(type(scenario), method) is not getattr(Scenario, method)

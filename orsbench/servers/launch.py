@@ -1,0 +1,180 @@
+"""Start a served scenario in a subprocess; stop it by its PID.
+
+Tests, the checker, the load tools and training all start servers here, so
+every server orsbench starts binds 127.0.0.1 on a free port, reports its URL
+through a ready file, is waited for on ``/health``, and is stopped by its own
+PID (SIGTERM, then SIGKILL) — also at interpreter exit if a caller forgot.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+
+from orsbench import protocol
+from orsbench.config import ServerConfig
+
+_RUNNING: dict[int, "RunningServer"] = {}
+
+
+class ServerStartError(RuntimeError):
+    """The server process did not come up; the message carries its log."""
+
+
+@dataclass
+class RunningServer:
+    """A server process started by :func:`start`."""
+
+    url: str
+    env_name: str
+    impl: str
+    scenario: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    config: ServerConfig = field(default_factory=ServerConfig)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stats(self) -> dict[str, Any]:
+        """``GET /_orsbench/stats``: server-side counters (sessions, calls, pings, requests)."""
+        headers = {protocol.API_KEY_HEADER: self.config.api_key} if self.config.api_key else None
+        response = httpx.get(self.url + protocol.STATS, timeout=10, headers=headers)
+        response.raise_for_status()
+        return response.json()
+
+    def env(self) -> dict[str, str]:
+        """Environment variables that point the openreward SDK (and TRL) at this server."""
+        return {
+            protocol.ENV_API_URL: self.url,
+            protocol.ENV_SESSION_URL: self.url,
+            protocol.ENV_DISABLE_UPDATE_CHECK: "1",
+        }
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM (graceful: sessions are torn down), then SIGKILL after ``timeout``."""
+        _RUNNING.pop(self.pid, None)
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+def command(
+    scenario: str,
+    *,
+    impl: str = "mock",
+    config: ServerConfig | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    ready_file: str | None = None,
+) -> list[str]:
+    """The ``orsbench serve`` command line for these arguments."""
+    cmd = [sys.executable, "-m", "orsbench", "serve", scenario, "--impl", impl, "--host", host, "--port", str(port)]
+    if config is not None:
+        cmd += ["--config-json", config.to_json()]
+    if ready_file is not None:
+        cmd += ["--ready-file", ready_file]
+    return cmd
+
+
+def start(
+    scenario: str,
+    *,
+    impl: str = "mock",
+    config: ServerConfig | None = None,
+    params: dict[str, Any] | None = None,
+    host: str = "127.0.0.1",
+    timeout: float = 60.0,
+) -> RunningServer:
+    """Start ``orsbench serve`` for ``scenario`` and wait until ``/health`` answers 200."""
+    config = config or ServerConfig()
+    if params:
+        config = config.replace(params={**config.params, **params})
+    workdir = Path(tempfile.mkdtemp(prefix="orsbench-"))
+    ready = workdir / "url"
+    log_path = workdir / "server.log"
+    env = {**os.environ, protocol.ENV_DISABLE_UPDATE_CHECK: "1", "PYTHONUNBUFFERED": "1"}
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            command(scenario, impl=impl, config=config, host=host, ready_file=str(ready)),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    deadline = time.monotonic() + timeout
+    while not ready.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            if process.poll() is None:
+                process.kill()
+                process.wait(5)
+            text = log_path.read_text(errors="replace")
+            raise ServerStartError(f"orsbench serve {scenario} ({impl}) did not start:\n{text[-4000:]}")
+        time.sleep(0.02)
+    url = ready.read_text().strip()
+    server = RunningServer(url, scenario, impl, scenario, process, log_path, config)
+    _RUNNING[process.pid] = server
+    _wait_healthy(server, deadline)
+    return server
+
+
+def _wait_healthy(server: RunningServer, deadline: float) -> None:
+    while True:
+        try:
+            if httpx.get(server.url + protocol.HEALTH, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if not server.alive() or time.monotonic() > deadline:
+            server.stop()
+            raise ServerStartError(f"{server.url} never answered /health:\n{server.log()[-4000:]}")
+        time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def serve(
+    scenario: str,
+    *,
+    impl: str = "mock",
+    config: ServerConfig | None = None,
+    params: dict[str, Any] | None = None,
+    host: str = "127.0.0.1",
+) -> Iterator[RunningServer]:
+    """``with serve("echo") as srv: ...`` — a server for the duration of the block."""
+    server = start(scenario, impl=impl, config=config, params=params, host=host)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    for server in list(_RUNNING.values()):
+        with contextlib.suppress(Exception):
+            server.stop(timeout=3)

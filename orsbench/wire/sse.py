@@ -1,0 +1,166 @@
+"""The project's one SSE parser: strict WHATWG ``text/event-stream`` rules.
+
+Every consumer of event streams in orsbench — the wire client, the checks, the
+load driver — parses with :class:`SSEParser`, so a framing bug is found (or
+made) in exactly one place. The rules are the HTML standard's
+(https://html.spec.whatwg.org/multipage/server-sent-events.html#parsing-an-event-stream):
+
+* lines end with CRLF, LF or CR (a CR at the end of one chunk may pair with an
+  LF at the start of the next);
+* a line starting with ``:`` is a comment (ORS keep-alives: ``: ping - <ts>``);
+* ``field: value`` strips exactly one leading space from the value, never more
+  (the reference client's ``lstrip()`` loses data here);
+* ``data`` lines accumulate joined by ``\\n``; an empty line dispatches;
+* a block with no ``data`` line dispatches nothing;
+* an event that is not terminated by an empty line when the stream closes is
+  *not* dispatched — we keep it aside as ``incomplete`` so checks can say so.
+
+Unlike a browser we also record what a conformance checker needs: the line
+terminators seen and when each item arrived.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import time
+from dataclasses import dataclass, field
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    """A dispatched event. ``event`` is ``"message"`` when no ``event:`` field came."""
+
+    event: str
+    data: str
+    id: str | None = None
+    retry: int | None = None
+    at: float = 0.0  # time.monotonic() when the dispatching empty line arrived
+
+
+@dataclass(frozen=True)
+class SSEComment:
+    text: str  # without the leading colon
+    at: float = 0.0
+
+
+@dataclass
+class SSEStream:
+    """Everything parsed from one stream."""
+
+    events: list[SSEEvent] = field(default_factory=list)
+    comments: list[SSEComment] = field(default_factory=list)
+    #: Fields of a block still open when the stream ended (never dispatched).
+    incomplete: dict[str, str] | None = None
+    #: Line terminators seen, e.g. ``{"\\r\\n"}``.
+    line_endings: set[str] = field(default_factory=set)
+    #: Lines whose field name is not one of event/data/id/retry.
+    unknown_fields: list[str] = field(default_factory=list)
+
+    def first(self, name: str) -> SSEEvent | None:
+        return next((e for e in self.events if e.event == name), None)
+
+    def names(self) -> list[str]:
+        return [e.event for e in self.events]
+
+
+class SSEParser:
+    """Incremental parser: :meth:`feed` bytes as they arrive, then :meth:`close`."""
+
+    def __init__(self, clock: "callable[[], float] | None" = None) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+        self._first = True
+        self._clock = clock or time.monotonic
+        self._reset_block()
+        self.stream = SSEStream()
+
+    def _reset_block(self) -> None:
+        self._event = ""
+        self._data: list[str] = []
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._open = False  # any field line seen in the current block
+
+    def feed(self, chunk: bytes) -> list[SSEEvent | SSEComment]:
+        """Parse ``chunk``; return the events and comments it completed, in order."""
+        text = self._decoder.decode(chunk)
+        if self._first and text:
+            self._first = False
+            if text.startswith("\ufeff"):
+                text = text[1:]
+        return self._consume(self._buffer + text, final=False)
+
+    def close(self) -> SSEStream:
+        """End of stream: flush the decoder and the last line; keep an unterminated block aside."""
+        tail = self._decoder.decode(b"", final=True)
+        self._consume(self._buffer + tail, final=True)
+        if self._open:
+            block = {"event": self._event, "data": "\n".join(self._data)}
+            self.stream.incomplete = block
+        return self.stream
+
+    def _consume(self, text: str, *, final: bool) -> list[SSEEvent | SSEComment]:
+        out: list[SSEEvent | SSEComment] = []
+        pos = 0
+        for match in _LINE_BREAK.finditer(text):
+            brk = match.group()
+            # A lone CR at the very end may be the first half of a CRLF.
+            if brk == "\r" and match.end() == len(text) and not final:
+                break
+            self.stream.line_endings.add(brk)
+            item = self._line(text[pos : match.start()])
+            if item is not None:
+                out.append(item)
+            pos = match.end()
+        rest = text[pos:]
+        if final and rest:
+            # A last line with no terminator is processed, but its block can't dispatch.
+            self._line(rest)
+            rest = ""
+        self._buffer = rest
+        return out
+
+    def _line(self, line: str) -> SSEEvent | SSEComment | None:
+        now = self._clock()
+        if line == "":
+            return self._dispatch(now)
+        if line[0] == ":":
+            comment = SSEComment(line[1:], now)
+            self.stream.comments.append(comment)
+            return comment
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        self._open = True
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry":
+            if value.isdigit():
+                self._retry = int(value)
+        else:
+            self.stream.unknown_fields.append(line)
+        return None
+
+    def _dispatch(self, now: float) -> SSEEvent | None:
+        if not self._data:
+            self._reset_block()
+            return None
+        event = SSEEvent(self._event or "message", "\n".join(self._data), self._id, self._retry, now)
+        self.stream.events.append(event)
+        self._reset_block()
+        return event
+
+
+def parse(raw: bytes) -> SSEStream:
+    """Parse a whole stream at once."""
+    parser = SSEParser()
+    parser.feed(raw)
+    return parser.close()

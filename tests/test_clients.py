@@ -102,6 +102,6 @@ def test_trl_openrewardspec_builds_dataset_and_runs_a_rollout(ors_server_factory
     env.reset(**dataset[1])
     assert "no match" in env.echo(text="wrong")
     assert "match" in env.echo(text=dataset[1]["target"])
-    assert spec.reward_funcs[0](environments=[env], completions=[""], prompts=[""]) == [1.0]
+    assert spec.reward_funcs(environments=[env], completions=[""], prompts=[""]) == [1.0]
     env._close()
     assert server.stats()["active_sessions"] == 0

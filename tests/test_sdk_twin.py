@@ -1,23 +1,26 @@
 """The SDK twin serves orsbench scenarios through the real openreward ``Server``.
 
-Each scenario runs in its own uvicorn subprocess on 127.0.0.1 (the twin patches
-SDK module globals, so it must not share a process with other twins); tool-name
-mapping, which needs no timing, is checked in-process over ``httpx.ASGITransport``.
+Each scenario runs in its own uvicorn child process on 127.0.0.1 (the twin
+patches SDK module globals, so twins with different configs cannot share a
+process); tool-name mapping, which needs no timing, is checked in-process over
+``httpx.ASGITransport``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import multiprocessing
 import os
-import subprocess
-import sys
+import signal
+import socket
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from pydantic import BaseModel, Field
 
 os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
@@ -28,80 +31,59 @@ from orsbench.scenarios import Episode, Scenario, Split, ToolResult, get_scenari
 from orsbench.servers.sdk_twin import ToolNameError, build_app, environment_class  # noqa: E402
 from orsbench.wire.sse import SSEStream, parse  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ("echo", "task-tool", "sparse-reward", "slow")
 
-# Runs one twin: binds a free port, writes it to a file, serves until SIGTERM.
-# (Temporary: the lead replaces this with orsbench.servers.launch.)
-_SERVE = """
-import json, socket, sys
-import uvicorn
-from orsbench.config import ServerConfig
-from orsbench.scenarios import get_scenario
-from orsbench.servers.sdk_twin import build_app
-scenario = get_scenario(sys.argv[1])
-config = ServerConfig(**{**scenario.config_defaults, **json.loads(sys.argv[2])})
-sock = socket.socket()
-sock.bind(("127.0.0.1", 0))
-sock.listen(128)
-app = build_app([scenario], config)
-with open(sys.argv[3] + ".tmp", "w") as f:
-    f.write(str(sock.getsockname()[1]))
-import os; os.replace(sys.argv[3] + ".tmp", sys.argv[3])
-uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
-"""
+def _serve(scenario_name: str, overrides: dict[str, Any], sock: socket.socket) -> None:
+    """Child process body: the launcher's job in miniature (merge config_defaults, serve on ``sock``)."""
+    scenario = get_scenario(scenario_name)
+    config = ServerConfig(**{**scenario.config_defaults, **overrides})
+    uvicorn.Server(uvicorn.Config(build_app([scenario], config), log_level="warning")).run(sockets=[sock])
 
 
 class Twin:
-    """One twin subprocess; ``url`` is known once it has bound its socket."""
+    """One twin in a forked child serving a socket bound here (so the URL is known at once).
 
-    def __init__(self, scenario: str, workdir: Path, **config: Any) -> None:
+    Forking skips the ~4 s ``import openreward`` (it imports anthropic and openai)
+    that a fresh interpreter pays per twin. Temporary: the lead replaces this
+    with ``orsbench.servers.launch``.
+    """
+
+    def __init__(self, scenario: str, **overrides: Any) -> None:
         self.scenario = scenario
-        self.port_file = workdir / f"{scenario}-{len(config)}.port"
-        self.log = open(workdir / f"{scenario}-{len(config)}.log", "wb")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVE, scenario, json.dumps(config), str(self.port_file)],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
-        )
-        self.url = ""
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self.proc = multiprocessing.get_context("fork").Process(target=_serve, args=(scenario, overrides, sock), daemon=True)
+        self.proc.start()
+        sock.close()  # the child holds its own copy
 
-    def wait_ready(self, timeout: float = 15.0) -> None:
+    def wait_ready(self, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"twin {self.scenario} exited {self.proc.returncode}: {self._log_text()}")
-            if self.port_file.exists() and not self.url:
-                self.url = f"http://127.0.0.1:{self.port_file.read_text()}"
-            if self.url:
-                try:
-                    if httpx.get(self.url + protocol.HEALTH, timeout=1).status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-            time.sleep(0.05)
-        raise RuntimeError(f"twin {self.scenario} not ready after {timeout}s: {self._log_text()}")
+            if not self.proc.is_alive():
+                raise RuntimeError(f"twin {self.scenario} exited with {self.proc.exitcode}")
+            try:
+                if httpx.get(self.url + protocol.HEALTH, timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.02)
+        raise RuntimeError(f"twin {self.scenario} not ready after {timeout}s")
 
     def stop(self) -> None:
-        self.proc.terminate()  # SIGTERM to this child's PID only
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-        self.log.close()
-
-    def _log_text(self) -> str:
-        self.log.flush()
-        return Path(self.log.name).read_text(errors="replace")[-2000:]
+        if self.proc.pid is not None and self.proc.is_alive():
+            os.kill(self.proc.pid, signal.SIGTERM)  # this child only; uvicorn shuts down gracefully
+        self.proc.join(5)
+        if self.proc.is_alive():
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.join(5)
 
 
 @pytest.fixture(scope="module")
-def twins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Twin]]:
+def twins() -> Iterator[dict[str, Twin]]:
     """All twins start in parallel; ``echo-ttl`` reaps sessions idle for 1 s."""
-    workdir = tmp_path_factory.mktemp("twins")
-    started = {name: Twin(name, workdir) for name in SCENARIOS}
-    started["echo-ttl"] = Twin("echo", workdir, ttl=1.0)
+    started = {name: Twin(name) for name in SCENARIOS}
+    started["echo-ttl"] = Twin("echo", ttl=1.0)
     try:
         for twin in started.values():
             twin.wait_ready()
@@ -196,7 +178,9 @@ def test_echo_episode_runs_end_to_end_and_is_counted(twins: dict[str, Twin]) -> 
 def test_unknown_first_segment_counts_as_redirect(twins: dict[str, Twin]) -> None:
     with httpx.Client(base_url=twins["echo"].url) as client:
         before = stats(client)["requests"]
-        assert client.get("/" + protocol.TOOLS).status_code == 200  # 308 → /echo/tools, followed
+        response = client.get("/" + protocol.TOOLS, follow_redirects=True)
+        assert [r.status_code for r in response.history] == [308]
+        assert response.status_code == 200 and response.url.path == "/echo/tools"
         after = stats(client)["requests"]
     assert after["308"] == before.get("308", 0) + 1
     assert after["GET /{env}/tools"] == before.get("GET /{env}/tools", 0) + 1
@@ -303,26 +287,107 @@ class ReservedName(OddNames):
         return ToolResult([])
 
 
+@pytest.fixture(scope="module")
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """One loop for every in-process app: sse-starlette keeps a process-global
+    exit ``Event`` bound to the first loop that streamed, so a second
+    ``asyncio.run`` would fail inside the library, not in the twin."""
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
 def test_environment_class_is_named_after_the_scenario() -> None:
     assert environment_class(get_scenario("task-tool")).name() == "task-tool"
 
 
-def test_arbitrary_tool_names_are_listed_and_callable() -> None:
+def test_arbitrary_tool_names_are_listed_and_callable(loop: asyncio.AbstractEventLoop) -> None:
     scenario = OddNames()
-    transport = httpx.ASGITransport(app=build_app([scenario], ServerConfig()))
-    with httpx.Client(transport=transport, base_url="http://twin") as client:
-        listed = client.get("/odd-names/tools").json()["tools"]
-        assert listed == sorted((t.spec() for t in scenario.shared_tools()), key=lambda s: s["name"])
-        sid = "odd-1"
-        assert client.post(protocol.CREATE, headers=sid_header(sid), json={"split": "train", "index": 0}).status_code == 200
-        assert call(client, "odd-names", sid, "class", {"note": "k"})[0]["output"]["blocks"] == [text("k")]
-        assert call(client, "odd-names", sid, "a.b/c", {})[0]["output"]["blocks"] == [text("abc")]
-        assert call(client, "odd-names", sid, "file-path", {"note": "x"})[0]["output"]["blocks"] == [text("X")]
-        raw = client.post("/odd-names/call", headers=sid_header(sid), json={"name": "reset", "input": {}})
-        events = [(e.event, e.data) for e in parse(raw.content).events]
-        assert events[-1] == (protocol.EVENT_ERROR, "boom")
+    sid = sid_header("odd-1")
+
+    async def outcome(client: httpx.AsyncClient, name: str, args: dict[str, Any]) -> tuple[str, Any]:
+        response = await client.post("/odd-names/call", headers=sid, json={"name": name, "input": args})
+        last = parse(response.content).events[-1]
+        return last.event, json.loads(last.data)["output"]["blocks"] if last.event == protocol.EVENT_END else last.data
+
+    async def run() -> None:
+        transport = httpx.ASGITransport(app=build_app([scenario], ServerConfig()))
+        async with httpx.AsyncClient(transport=transport, base_url="http://twin") as client:
+            listed = (await client.get("/odd-names/tools")).json()["tools"]
+            assert listed == sorted((t.spec() for t in scenario.shared_tools()), key=lambda s: s["name"])
+            created = await client.post(protocol.CREATE, headers=sid, json={"split": "train", "index": 0})
+            assert created.status_code == 200, created.text
+            assert await outcome(client, "class", {"note": "k"}) == ("end", [text("k")])
+            assert await outcome(client, "a.b/c", {}) == ("end", [text("abc")])
+            assert await outcome(client, "file-path", {"note": "x"}) == ("end", [text("X")])
+            assert await outcome(client, "reset", {}) == (protocol.EVENT_ERROR, "boom")
+
+    loop.run_until_complete(run())
 
 
 def test_a_tool_named_like_an_sdk_method_fails_with_its_name() -> None:
     with pytest.raises(ToolNameError, match="'setup'"):
         environment_class(ReservedName())
+
+
+class IndexOnly(OddNames):
+    """``list_tasks`` unsupported: only the index API, plus group scoring."""
+
+    name = "index-only"
+
+    def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def num_tasks(self, split: str) -> int:
+        return 3
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        if not -3 <= index < 3:
+            raise IndexError(index)
+        return {"id": f"t{index % 3}"}
+
+    def score_group(self, episode: Episode, candidates: list[dict[str, Any]]) -> list[float]:
+        return [float(len(c["messages"])) for c in candidates]
+
+
+def test_index_only_scenario_serves_the_index_api_and_score_group(loop: asyncio.AbstractEventLoop) -> None:
+    env = "index-only"
+    sid = sid_header("idx-1")
+    candidate = {"messages": [{"role": "assistant", "blocks": [{"type": "text", "text": "a"}]}]}
+
+    async def run() -> None:
+        transport = httpx.ASGITransport(app=build_app([IndexOnly()], ServerConfig()))
+        async with httpx.AsyncClient(transport=transport, base_url="http://twin") as client:
+            assert (await client.post(f"/{env}/tasks", json={"split": "train"})).status_code == 400
+            assert (await client.post(f"/{env}/num_tasks", json={"split": "train"})).json() == {"num_tasks": 3}
+            task = await client.post(f"/{env}/task", json={"split": "train", "index": -1})
+            assert task.json() == {"task": {"id": "t2"}, "env_name": env}
+            assert (await client.post(f"/{env}/task", json={"split": "train", "index": 3})).status_code == 400
+            tasks = await client.post(f"/{env}/task_range", json={"split": "train", "start": 1})
+            assert tasks.json()["tasks"] == [{"id": "t1"}, {"id": "t2"}]
+            assert (await client.get(f"/{env}/tools")).json()["supports_score_group"] is True
+            created = await client.post(protocol.CREATE, headers=sid, json={"split": "train", "index": 1})
+            assert created.status_code == 200, created.text
+            scored = await client.post(f"/{env}/score_group", headers=sid, json={"candidates": [candidate, candidate]})
+            end = parse(scored.content).events[-1]
+            assert (end.event, json.loads(end.data)) == (
+                protocol.EVENT_END, {"scores": [{"reward": 1.0, "metadata": None}, {"reward": 1.0, "metadata": None}]},
+            )
+
+    loop.run_until_complete(run())
+
+
+def test_chunk_size_knob_cuts_results_into_that_many_characters(loop: asyncio.AbstractEventLoop) -> None:
+    sid = sid_header("chunky-1")
+
+    async def run() -> list[tuple[str, int]]:
+        transport = httpx.ASGITransport(app=build_app([OddNames()], ServerConfig(chunk_size=32)))
+        async with httpx.AsyncClient(transport=transport, base_url="http://twin") as client:
+            await client.post(protocol.CREATE, headers=sid, json={"split": "train", "index": 0})
+            response = await client.post("/odd-names/call", headers=sid, json={"name": "class", "input": {"note": "n" * 100}})
+            return [(e.event, len(e.data)) for e in parse(response.content).events[1:]]
+
+    events = loop.run_until_complete(run())
+    assert [kind for kind, _ in events[:-1]] == [protocol.EVENT_CHUNK] * (len(events) - 1)
+    assert events[-1][0] == protocol.EVENT_END
+    assert all(size == 32 for _, size in events[:-1]) and 0 < events[-1][1] <= 32

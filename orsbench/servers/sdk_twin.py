@@ -68,8 +68,9 @@ process, so :func:`build_app` patches the SDK in place:
 
 Not patchable: ``Retry-After: 2`` on 503 stays ``_SETUP_WAIT_RETRY_AFTER_S``
 (no knob); the 10 s disconnect poll inside ``sse_task_stream`` is a literal;
-``max_body``, ``api_key``, ``faults`` and ``seed`` are mock-engine features the
-reference has no equivalent for and are ignored. Calling :func:`build_app`
+``max_body`` and ``seed`` are mock-engine knobs the reference has no
+equivalent for and are ignored; ``faults`` and ``api_key`` would change what
+the reference does, so :func:`build_app` refuses a config that sets them. Calling :func:`build_app`
 twice in one process re-patches: the last config wins for every app.
 
 Stats
@@ -86,6 +87,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import logging
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -284,9 +286,15 @@ def _input_model(spec: Tool) -> type[BaseModel] | None:
     return type(base)(base.__name__, (base,), {"__module__": __name__, "model_json_schema": classmethod(model_json_schema)})
 
 
-def _sdk_tool_method(spec: Tool, scenario: Scenario, config: ServerConfig, stats: TwinStats) -> Callable[..., Any]:
+def _schema(model: type[BaseModel] | None) -> JSON | None:
+    """What the SDK puts in ``ToolSpec.input_schema`` for a tool taking ``model``."""
+    return None if model is None else model.model_json_schema()
+
+
+def _sdk_tool_method(
+    spec: Tool, model: type[BaseModel] | None, scenario: Scenario, config: ServerConfig, stats: TwinStats
+) -> Callable[..., Any]:
     """An ``@tool`` method the SDK introspects exactly like a hand-written one."""
-    model = _input_model(spec)
     takes_args = spec.params is not None
 
     async def run(env: Environment, args: Any) -> Any:
@@ -332,7 +340,12 @@ def environment_class(
     config = config or ServerConfig()
     stats = stats if stats is not None else TwinStats()
     _check_tool_names(scenario)
-    task_scoped = [t for t in scenario.all_tools.values() if not t.shared]
+    models = {t.name: _input_model(t) for t in scenario.all_tools.values()}
+    task_scoped = {
+        t.name: ToolSpec(name=t.name, description=t.description.strip(), input_schema=_schema(models[t.name]))
+        for t in scenario.all_tools.values()
+        if not t.shared
+    }
 
     def __init__(self: Environment, task_spec: JSON = {}, secrets: dict[str, str] = {}) -> None:
         Environment.__init__(self, task_spec, secrets)
@@ -341,9 +354,8 @@ def environment_class(
             visible = set(scenario.task_tool_names(task_spec))
         except Exception:
             visible = set()  # list_task_tools() re-raises it where the SDK would
-        for spec in task_scoped:
-            if spec.name not in visible:
-                setattr(self, spec.name, None)  # shadows the class tool: calling it is not_found
+        for name in task_scoped.keys() - visible:
+            setattr(self, name, None)  # shadows the class tool: calling it is not_found
 
     def list_splits(cls: type[Environment]) -> list[Split]:
         return [Split(name=s.name, type=s.type) for s in scenario.splits()]  # type: ignore[arg-type]
@@ -368,14 +380,7 @@ def environment_class(
 
     def list_task_tools(self: Environment) -> ListToolsOutput:
         names = scenario.task_tool_names(self.task_spec)
-        specs = [scenario.all_tools[n] for n in names if not scenario.all_tools[n].shared]
-        model_schemas = [_input_model(t) for t in specs]
-        return ListToolsOutput(
-            tools=[
-                ToolSpec(name=t.name, description=t.description.strip(), input_schema=m.model_json_schema() if m else None)
-                for t, m in zip(specs, model_schemas)
-            ]
-        )
+        return ListToolsOutput(tools=[task_scoped[n] for n in names if n in task_scoped])
 
     async def setup(self: Environment) -> None:
         if config.setup_delay > 0:
@@ -411,7 +416,7 @@ def environment_class(
 
         namespace["score_group"] = score_group
     for spec in scenario.all_tools.values():
-        namespace[spec.name] = _sdk_tool_method(spec, scenario, config, stats)
+        namespace[spec.name] = _sdk_tool_method(spec, models[spec.name], scenario, config, stats)
     return type(Environment)(scenario.name, (Environment,), namespace)
 
 
@@ -447,10 +452,15 @@ def _keepalive_response(interval: float) -> type:
 
 
 def _sdk_logger(name: str, access_log: bool) -> Any:
-    level = 20 if access_log else 30  # logging.INFO / logging.WARNING
+    level = logging.INFO if access_log else logging.WARNING
     return structlog.wrap_logger(
         structlog.PrintLogger(),
-        processors=[structlog.processors.add_log_level, structlog.dev.ConsoleRenderer(colors=False)],
+        processors=[
+            structlog.contextvars.merge_contextvars,  # session_id, method, path (the SDK binds them)
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback),
+        ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
     ).bind(logger_name=name)
 
@@ -468,6 +478,12 @@ def apply_config(server: Server, config: ServerConfig) -> None:
 
 def build_app(scenarios: list[Scenario], config: ServerConfig) -> ASGIApp:
     """An ASGI app: the openreward Server's FastAPI app serving these scenarios, plus orsbench's read-only GET /_orsbench/stats route."""
+    unsupported = [knob for knob, value in (("faults", config.faults), ("api_key", config.api_key)) if value]
+    if unsupported:
+        raise ValueError(
+            f"the SDK twin serves the reference server unchanged and has no {' / '.join(unsupported)}: "
+            "use the mock engine for those knobs"
+        )
     stats = TwinStats()
     server = Server([environment_class(s, config, stats) for s in scenarios])
     apply_config(server, config)

@@ -119,17 +119,26 @@ class Request:
         try:
             return model.model_validate_json(raw)
         except ValidationError as exc:
-            raise HTTPError(422, _validation_detail(exc)) from None
+            raise HTTPError(422, _validation_detail(exc, raw)) from None
 
 
-def _validation_detail(exc: ValidationError) -> list[dict[str, Any]]:
+def _validation_detail(exc: ValidationError, raw: bytes) -> list[dict[str, Any]]:
+    """FastAPI's 422 detail list: ``loc`` prefixed with ``body``, exceptions in ``ctx`` as ``{}``."""
     details = []
-    for err in exc.errors(include_url=False, include_context=False):
+    for err in exc.errors(include_url=False):
         if err["type"] == "json_invalid":
-            # As FastAPI: the raw text is not echoed back.
-            details.append({"type": "json_invalid", "loc": ["body", 0], "msg": "JSON decode error", "input": {}, "ctx": {"error": err["msg"]}})
+            # As FastAPI: the position and message of the stdlib decoder; the raw text is not echoed.
+            try:
+                json.loads(raw)
+                position, message = 0, err["msg"]
+            except ValueError as decode_error:
+                position = getattr(decode_error, "pos", 0)
+                message = getattr(decode_error, "msg", str(decode_error))
+            details.append({"type": "json_invalid", "loc": ["body", position], "msg": "JSON decode error", "input": {}, "ctx": {"error": message}})
             continue
-        item = {"type": err["type"], "loc": ["body", *err["loc"]], "msg": err["msg"], "input": err.get("input")}
+        item: dict[str, Any] = {"type": err["type"], "loc": ["body", *err["loc"]], "msg": err["msg"], "input": err.get("input")}
+        if "ctx" in err:
+            item["ctx"] = {k: (v if isinstance(v, (str, int, float, bool, type(None))) else {}) for k, v in err["ctx"].items()}
         details.append(_jsonable(item))
     return details
 
@@ -597,7 +606,7 @@ class Engine:
         try:
             return tool, tool.params.model_validate(tool_input)
         except ValidationError as exc:
-            return _tool_error(f"Tool input validation error: {exc.errors(include_url=False)}", protocol.REASON_INPUT_VALIDATION)
+            return _tool_error(f"Tool input validation error: {exc.errors()}", protocol.REASON_INPUT_VALIDATION)
 
     def _finish(self, session: Session, name: str, result: Any) -> tuple[str, str]:
         if not isinstance(result, ToolResult):

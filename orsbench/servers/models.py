@@ -41,10 +41,8 @@ class CreateBody(_Body):
     @model_validator(mode="after")
     def _one_task_source(self) -> "CreateBody":
         by_index = self.split is not None and self.index is not None
-        if self.task_spec is not None and (self.split is not None or self.index is not None):
-            raise ValueError("Provide either task_spec or both split and index, not both")
-        if self.task_spec is None and not by_index:
-            raise ValueError("Provide either task_spec or both split and index, not neither")
+        if (self.task_spec is not None) == by_index or (self.task_spec is not None and self.split is not None):
+            raise ValueError("Provide either task_spec or both split and index, not both/neither")
         return self
 
 

@@ -48,8 +48,6 @@ DELIBERATE_DIFFERENCES: tuple[str, ...] = (
     "Malformed X-Secrets (not base64, not JSON, not {name: {'value': str}}) → 400 with a detail; the reference answers 500.",
     "Request bodies over the size limit (default 1 MiB) → 413; the reference has no limit.",
     "/num_tasks and /task on an environment whose task list is not available → 400; the reference answers 500.",
-    "A tool that returns something other than a ToolResult → `error` event naming the type, as the reference, "
-    "but the engine never lets a scenario bug become an HTTP 500.",
     "/docs, /redoc and /openapi.json are not served (404); the reference serves FastAPI's generated pages.",
     "/version reports the protocol version the engine emulates (0.1.167) with build_sha null.",
     "Optional API-key enforcement (--api-key): 401 without the key; the reference never checks X-API-Key.",

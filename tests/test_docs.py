@@ -1,0 +1,27 @@
+"""The README stays true to the code it documents."""
+
+from pathlib import Path
+
+from orsbench.scenarios import REGISTRY
+from orsbench.servers.engine import DELIBERATE_DIFFERENCES
+
+README = (Path(__file__).parent.parent / "README.md").read_text()
+
+
+def test_readme_lists_every_deliberate_difference_exactly():
+    block = README.split("<!-- differences:start -->")[1].split("<!-- differences:end -->")[0]
+    listed = [line[2:] for line in block.strip().splitlines()]
+    assert listed == list(DELIBERATE_DIFFERENCES)
+
+
+def test_readme_quick_start_is_two_commands():
+    quick = README.split("## Quick start")[1].split("```bash")[1].split("```")[0]
+    assert [line for line in quick.strip().splitlines()] == [
+        'pip install torch==2.13.0 && pip install -e ".[all]" && orsbench check --serve echo',
+        "pytest -n auto",
+    ]
+
+
+def test_readme_names_every_builtin_scenario():
+    for name in ("echo", "task-tool", "sparse-reward", "slow"):
+        assert name in REGISTRY and f"`{name}`" in README

@@ -1,6 +1,6 @@
 """The SDK twin serves orsbench scenarios through the real openreward ``Server``.
 
-Each scenario runs in its own uvicorn child process on 127.0.0.1 (the twin
+Each scenario runs in its own server process started by the launcher (the twin
 patches SDK module globals, so twins with different configs cannot share a
 process); tool-name mapping, which needs no timing, is checked in-process over
 ``httpx.ASGITransport``.
@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import multiprocessing
 import os
-import signal
-import socket
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from pydantic import BaseModel, Field
 
 os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
@@ -29,68 +26,19 @@ from orsbench import protocol  # noqa: E402
 from orsbench.config import ServerConfig  # noqa: E402
 from orsbench.scenarios import Episode, Scenario, Split, ToolResult, get_scenario, text, tool  # noqa: E402
 from orsbench.servers.sdk_twin import ToolNameError, build_app, environment_class  # noqa: E402
+from orsbench.servers.launch import RunningServer  # noqa: E402
 from orsbench.wire.sse import SSEStream, parse  # noqa: E402
 
 SCENARIOS = ("echo", "task-tool", "sparse-reward", "slow")
 
-def _serve(scenario_name: str, overrides: dict[str, Any], sock: socket.socket) -> None:
-    """Child process body: the launcher's job in miniature (merge config_defaults, serve on ``sock``)."""
-    scenario = get_scenario(scenario_name)
-    config = ServerConfig(**{**scenario.config_defaults, **overrides})
-    uvicorn.Server(uvicorn.Config(build_app([scenario], config), log_level="warning")).run(sockets=[sock])
-
-
-class Twin:
-    """One twin in a forked child serving a socket bound here (so the URL is known at once).
-
-    Forking skips the ~4 s ``import openreward`` (it imports anthropic and openai)
-    that a fresh interpreter pays per twin. Temporary: the lead replaces this
-    with ``orsbench.servers.launch``.
-    """
-
-    def __init__(self, scenario: str, **overrides: Any) -> None:
-        self.scenario = scenario
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(128)
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        self.proc = multiprocessing.get_context("fork").Process(target=_serve, args=(scenario, overrides, sock), daemon=True)
-        self.proc.start()
-        sock.close()  # the child holds its own copy
-
-    def wait_ready(self, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.proc.is_alive():
-                raise RuntimeError(f"twin {self.scenario} exited with {self.proc.exitcode}")
-            try:
-                if httpx.get(self.url + protocol.HEALTH, timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.02)
-        raise RuntimeError(f"twin {self.scenario} not ready after {timeout}s")
-
-    def stop(self) -> None:
-        if self.proc.pid is not None and self.proc.is_alive():
-            os.kill(self.proc.pid, signal.SIGTERM)  # this child only; uvicorn shuts down gracefully
-        self.proc.join(5)
-        if self.proc.is_alive():
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.join(5)
-
-
 @pytest.fixture(scope="module")
-def twins() -> Iterator[dict[str, Twin]]:
-    """All twins start in parallel; ``echo-ttl`` reaps sessions idle for 1 s."""
-    started = {name: Twin(name) for name in SCENARIOS}
-    started["echo-ttl"] = Twin("echo", ttl=1.0)
-    try:
-        for twin in started.values():
-            twin.wait_ready()
-        yield started
-    finally:
-        for twin in started.values():
-            twin.stop()
+def twins(ors_server_factory) -> dict[str, RunningServer]:
+    """Every scenario's twin, started in parallel; ``echo-ttl`` reaps sessions idle for 1 s."""
+    wanted = {name: (name, ServerConfig()) for name in SCENARIOS}
+    wanted["echo-ttl"] = ("echo", ServerConfig(ttl=1.0))
+    with ThreadPoolExecutor(len(wanted)) as pool:
+        futures = {key: pool.submit(ors_server_factory, name, impl="sdk", config=config) for key, (name, config) in wanted.items()}
+        return {key: future.result() for key, future in futures.items()}
 
 
 # -- helpers ------------------------------------------------------------------------
@@ -125,12 +73,12 @@ def stats(client: httpx.Client) -> dict[str, Any]:
 
 # -- discovery ----------------------------------------------------------------------
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_health_answers_ok(twins: dict[str, Twin], name: str) -> None:
+def test_health_answers_ok(twins: dict[str, RunningServer], name: str) -> None:
     assert httpx.get(twins[name].url + protocol.HEALTH).json() == {"status": "ok"}
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_tools_lists_exactly_the_shared_tools_with_scenario_schemas(twins: dict[str, Twin], name: str) -> None:
+def test_tools_lists_exactly_the_shared_tools_with_scenario_schemas(twins: dict[str, RunningServer], name: str) -> None:
     scenario = get_scenario(name)
     body = httpx.get(twins[name].url + protocol.env_path(name, protocol.TOOLS)).json()
     expected = sorted((t.spec() for t in scenario.shared_tools()), key=lambda s: s["name"])  # the SDK lists in dir() order
@@ -138,7 +86,7 @@ def test_tools_lists_exactly_the_shared_tools_with_scenario_schemas(twins: dict[
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_splits_and_tasks_come_from_the_scenario(twins: dict[str, Twin], name: str) -> None:
+def test_splits_and_tasks_come_from_the_scenario(twins: dict[str, RunningServer], name: str) -> None:
     scenario = get_scenario(name)
     with httpx.Client(base_url=twins[name].url) as client:
         assert client.get(protocol.env_path(name, protocol.SPLITS)).json() == [s.to_wire() for s in scenario.splits()]
@@ -147,7 +95,7 @@ def test_splits_and_tasks_come_from_the_scenario(twins: dict[str, Twin], name: s
 
 
 # -- episodes -----------------------------------------------------------------------
-def test_echo_episode_runs_end_to_end_and_is_counted(twins: dict[str, Twin]) -> None:
+def test_echo_episode_runs_end_to_end_and_is_counted(twins: dict[str, RunningServer]) -> None:
     scenario = get_scenario("echo")
     task = scenario.get_task("train", 0)
     with httpx.Client(base_url=twins["echo"].url) as client:
@@ -175,7 +123,7 @@ def test_echo_episode_runs_end_to_end_and_is_counted(twins: dict[str, Twin]) -> 
     assert after["requests"]["GET /{env}/prompt"] >= 1
 
 
-def test_unknown_first_segment_counts_as_redirect(twins: dict[str, Twin]) -> None:
+def test_unknown_first_segment_counts_as_redirect(twins: dict[str, RunningServer]) -> None:
     with httpx.Client(base_url=twins["echo"].url) as client:
         before = stats(client)["requests"]
         response = client.get("/" + protocol.TOOLS, follow_redirects=True)
@@ -186,7 +134,7 @@ def test_unknown_first_segment_counts_as_redirect(twins: dict[str, Twin]) -> Non
     assert after["GET /{env}/tools"] == before.get("GET /{env}/tools", 0) + 1
 
 
-def test_task_tools_differ_between_tasks_and_only_listed_ones_are_callable(twins: dict[str, Twin]) -> None:
+def test_task_tools_differ_between_tasks_and_only_listed_ones_are_callable(twins: dict[str, RunningServer]) -> None:
     env = "task-tool"
     with httpx.Client(base_url=twins[env].url) as client:
         first, second = (open_session(client, {"split": "train", "index": i}) for i in (0, 1))
@@ -205,7 +153,7 @@ def test_task_tools_differ_between_tasks_and_only_listed_ones_are_callable(twins
             client.post(protocol.DELETE, headers=sid_header(sid))
 
 
-def test_slow_setup_answers_503_starting_then_long_call_streams_keepalives(twins: dict[str, Twin]) -> None:
+def test_slow_setup_answers_503_starting_then_long_call_streams_keepalives(twins: dict[str, RunningServer]) -> None:
     env = "slow"
     with httpx.Client(base_url=twins[env].url, timeout=10) as client:
         sid = open_session(client, {"split": "train", "index": 0})
@@ -224,7 +172,7 @@ def test_slow_setup_answers_503_starting_then_long_call_streams_keepalives(twins
         client.post(protocol.DELETE, headers=sid_header(sid))
 
 
-def test_ttl_knob_reaps_an_idle_session(twins: dict[str, Twin]) -> None:
+def test_ttl_knob_reaps_an_idle_session(twins: dict[str, RunningServer]) -> None:
     with httpx.Client(base_url=twins["echo-ttl"].url) as client:
         sid = open_session(client, {"split": "train", "index": 0})
         assert client.post(protocol.PING, headers=sid_header(sid)).status_code == 200

@@ -85,6 +85,7 @@ which Starlette's router sets in place; responses with no route (redirects,
 from __future__ import annotations
 
 import asyncio
+import json
 import contextvars
 import inspect
 import logging
@@ -164,6 +165,8 @@ class TwinStats:
     calls: Counter[str] = field(default_factory=Counter)
     requests: Counter[str] = field(default_factory=Counter)
     shutting_down: bool = False
+    #: The served ServerConfig (API key masked), as the mock reports it: checkers read ttl and ping_interval.
+    config: JSON = field(default_factory=dict)
 
     def snapshot(self, active_sessions: int) -> JSON:
         return {
@@ -177,6 +180,7 @@ class TwinStats:
             "calls": dict(self.calls),
             "calls_total": sum(self.calls.values()),
             "requests": dict(self.requests),
+            "config": self.config,
         }
 
     def count_teardown(self) -> None:
@@ -484,7 +488,7 @@ def build_app(scenarios: list[Scenario], config: ServerConfig) -> ASGIApp:
             f"the SDK twin serves the reference server unchanged and has no {' / '.join(unsupported)}: "
             "use the mock engine for those knobs"
         )
-    stats = TwinStats()
+    stats = TwinStats(config=json.loads(config.to_json()) | {"api_key": None})
     server = Server([environment_class(s, config, stats) for s in scenarios])
     apply_config(server, config)
     envs = getattr(server, "_active_envs", None)

@@ -100,14 +100,18 @@ class WireClient:
                 if stream and is_sse:
                     parser = SSEParser()
                     body = bytearray()
-                    for chunk in response.iter_raw():
-                        body += chunk
-                        parser.feed(chunk)
-                        if max_stream_seconds is not None and time.monotonic() - start > max_stream_seconds:
-                            exchange.error = f"stream still open after {max_stream_seconds:g}s; stopped reading"
-                            break
-                    exchange.body = bytes(body)
-                    exchange.sse = parser.close()
+                    try:
+                        for chunk in response.iter_raw():
+                            body += chunk
+                            parser.feed(chunk)
+                            if max_stream_seconds is not None and time.monotonic() - start > max_stream_seconds:
+                                exchange.error = f"stream still open after {max_stream_seconds:g}s; stopped reading"
+                                break
+                    finally:
+                        # Keep what arrived before a failure: a cut stream is evidence too
+                        # (and its task_id is what a client resumes with).
+                        exchange.body = bytes(body)
+                        exchange.sse = parser.close()
                 else:
                     exchange.body = response.read()
                     if is_sse:

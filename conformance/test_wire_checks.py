@@ -1,0 +1,73 @@
+"""The wire checks of ``orsbench check`` as pytest items: one test per check per target.
+
+    pytest conformance/test_wire_checks.py --ors-url http://127.0.0.1:8080 [--ors-env NAME] [--ors-split S]
+
+parametrises every check over that server; without ``--ors-url`` they run
+against embedded mocks of the core scenarios (started by the plugin's
+``ors_server_factory``, one per worker). Evidence is collected once per target
+and every item grades its own check, so a failing item names exactly one rule,
+with its remediation and spec section. Required checks fail the item;
+recommended and advisory ones that fail, and warnings, pass with a
+``UserWarning``; skips are skips (the reason names the unmet dependency).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+from orsbench.checks import Options, Report, Severity, Status, load_checks, run_checks
+
+#: Scenarios checked when no --ors-url is given.
+EMBEDDED = ("echo", "task-tool", "sparse-reward", "slow")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "wire_target" not in metafunc.fixturenames:
+        return
+    url = metafunc.config.getoption("--ors-url")
+    targets = [("ors-url", url)] if url else [(f"mock-{s}", s) for s in EMBEDDED]
+    params = [
+        pytest.param(target, check_id, id=f"{label}::{check_id}", marks=pytest.mark.xdist_group(f"wire-checks-{label}"))
+        for label, target in targets
+        for check_id in load_checks()
+    ]
+    metafunc.parametrize(("wire_target", "check_id"), params)
+
+
+@pytest.fixture(scope="session")
+def _wire_reports() -> dict[str, Report]:
+    return {}
+
+
+@pytest.fixture
+def wire_report(
+    wire_target: str, request: pytest.FixtureRequest, ors_server_factory: Any, _wire_reports: dict[str, Report]
+) -> Report:
+    """The check run for ``wire_target`` (made once per worker and target)."""
+    if wire_target not in _wire_reports:
+        url = request.config.getoption("--ors-url")
+        if url:
+            options = Options(env=request.config.getoption("--ors-env"), split=request.config.getoption("--ors-split"))
+        else:
+            server = ors_server_factory(wire_target)
+            url, options = server.url, Options(env=server.env_name)
+        _wire_reports[wire_target] = run_checks(url, options)
+    return _wire_reports[wire_target]
+
+
+def test_wire_check(wire_report: Report, check_id: str) -> None:
+    if wire_report.reason:
+        pytest.fail(wire_report.reason, pytrace=False)
+    result = wire_report.result(check_id)
+    text = f"{result.message}\n  fix:  {result.remediation}\n  spec: {result.spec}"
+    if result.status is Status.SKIP:
+        pytest.skip(result.message)
+    if result.status is Status.ERROR:
+        pytest.fail(f"orsbench internal error: {result.message}", pytrace=False)
+    if result.status is Status.FAIL and result.severity is Severity.REQUIRED:
+        pytest.fail(f"{check_id}: {text}", pytrace=False)
+    if result.status in (Status.FAIL, Status.WARN):
+        warnings.warn(f"{check_id} ({result.severity.value}, {result.status.value}): {text}", UserWarning, stacklevel=1)

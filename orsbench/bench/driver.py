@@ -1,0 +1,223 @@
+"""The asyncio episode driver: many whole ORS episodes at once over aiohttp.
+
+Why not Locust for the headline figure: one gevent process pays for its own
+statistics on every request, so it saturates earlier than the servers we want
+to compare. The driver does nothing per request but send, read, and check the
+answer (:mod:`orsbench.bench.episode`), so its rate is closer to what the
+server sustains. ``orsbench bench`` reports the Locust rate next to it.
+
+Every run is bounded twice: by ``duration`` (no new episode starts after it)
+and by ``max_episodes``; every request is bounded by a read timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+
+from orsbench import protocol
+from orsbench.bench.episode import (
+    EpisodeFailure,
+    check_list,
+    check_sid_echo,
+    check_stream_status,
+    check_tools,
+    session_id,
+    tool_output,
+)
+from orsbench.bench.plan import EpisodePlan
+from orsbench.wire.sse import SSEParser, SSEStream
+
+_JSON = {"Content-Type": protocol.JSON_CONTENT_TYPE}
+#: Distinct failure messages kept per run (the count of each is kept for all).
+MAX_FAILURE_KINDS = 20
+
+
+@dataclass
+class DriverResult:
+    """What one bounded driver run measured."""
+
+    episodes: int = 0
+    failures: int = 0
+    #: ``"<stage>: <message>"`` → how many episodes failed so.
+    failure_kinds: Counter[str] = field(default_factory=Counter)
+    #: Wall-clock seconds from the first request to the last answer.
+    elapsed: float = 0.0
+    #: Seconds each successful episode took, in completion order.
+    latencies: list[float] = field(default_factory=list)
+    #: CPU seconds (user+sys) this driver process spent during the run.
+    driver_cpu: float = 0.0
+    concurrency: int = 0
+
+    @property
+    def rate(self) -> float:
+        """Successful episodes per second."""
+        return self.episodes / self.elapsed if self.elapsed > 0 else 0.0
+
+    def percentile(self, p: float) -> float:
+        """The ``p``-th percentile episode latency in seconds (nearest rank); 0 with no episodes."""
+        return percentile(self.latencies, p)
+
+    def merge(self, other: DriverResult) -> DriverResult:
+        """Two runs as one: counts and times add up, latencies pool."""
+        return DriverResult(
+            self.episodes + other.episodes,
+            self.failures + other.failures,
+            self.failure_kinds + other.failure_kinds,
+            self.elapsed + other.elapsed,
+            self.latencies + other.latencies,
+            self.driver_cpu + other.driver_cpu,
+            max(self.concurrency, other.concurrency),
+        )
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile: the smallest value with at least ``p`` % of the values at or below it."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = min(len(ordered), max(1, math.ceil(p / 100 * len(ordered))))
+    return ordered[rank - 1]
+
+
+async def _read_stream(response: aiohttp.ClientResponse, stage: str) -> SSEStream:
+    check_stream_status(stage, response.status, response.headers.get("Content-Type", ""))
+    parser = SSEParser()
+    async for chunk in response.content.iter_any():
+        parser.feed(chunk)
+    return parser.close()
+
+
+class _Episode:
+    """One episode's requests on a shared aiohttp session."""
+
+    def __init__(self, http: aiohttp.ClientSession, plan: EpisodePlan) -> None:
+        self.http, self.plan = http, plan
+        self.prompt = plan.path(protocol.PROMPT)
+        self.task_tools = plan.path(protocol.TASK_TOOLS)
+        self.call = plan.path(protocol.CALL)
+        self.call_body = orjson.dumps({"name": plan.tool, "input": plan.tool_input})
+
+    async def run(self, n: int) -> None:
+        http, plan = self.http, self.plan
+        async with http.post(protocol.CREATE_SESSION) as r:
+            sid = session_id(await _read_stream(r, "create_session"))
+        sid_header = {protocol.SESSION_HEADER: sid}
+        json_headers = {**sid_header, **_JSON}
+        created = False
+        try:
+            body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})
+            async with http.post(protocol.CREATE, data=body, headers=json_headers) as r:
+                check_sid_echo("create", r.status, await r.read(), sid)
+            created = True
+            await self._think()
+            async with http.get(self.prompt, headers=sid_header) as r:
+                check_list("prompt", r.status, await r.read())
+            async with http.get(self.task_tools, headers=sid_header) as r:
+                check_tools("task_tools", r.status, await r.read(), plan.tool)
+            for _ in range(plan.calls):
+                await self._think()
+                async with http.post(self.call, data=self.call_body, headers=json_headers) as r:
+                    output = tool_output(await _read_stream(r, "call"))
+                if output.get("finished"):
+                    break
+            created = False
+            async with http.post(protocol.DELETE, headers=sid_header) as r:
+                check_sid_echo("delete", r.status, await r.read(), sid)
+            async with http.post(protocol.DELETE_SESSION, headers=sid_header) as r:
+                check_sid_echo("delete_session", r.status, await r.read(), sid)
+        except Exception:
+            if created:  # a failed episode still frees its server-side session (not when cancelled)
+                try:
+                    async with http.post(protocol.DELETE, headers=sid_header) as r:
+                        await r.read()
+                except (TimeoutError, aiohttp.ClientError):
+                    pass
+            raise
+
+    async def _think(self) -> None:
+        if self.plan.think_time > 0:
+            await asyncio.sleep(self.plan.think_time)
+
+
+async def run_episodes(
+    base_url: str,
+    plan: EpisodePlan,
+    *,
+    concurrency: int = 32,
+    duration: float = 10.0,
+    max_episodes: int | None = None,
+    read_timeout: float = protocol.CLIENT_READ_TIMEOUT_S,
+    api_key: str | None = None,
+) -> DriverResult:
+    """Run episodes from ``concurrency`` workers until ``duration`` s passed or ``max_episodes`` started."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    result = DriverResult(concurrency=concurrency)
+    headers = {protocol.API_KEY_HEADER: api_key} if api_key else None
+    connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
+    counter = itertools.count()
+    loop = asyncio.get_running_loop()
+    # ORS carries its state in headers, never cookies (the Locust user drops its cookie jar too).
+    jar = aiohttp.DummyCookieJar()
+    async with aiohttp.ClientSession(base_url, connector=connector, timeout=timeout, headers=headers, cookie_jar=jar) as http:
+        episode = _Episode(http, plan)
+        deadline = loop.time() + duration
+
+        async def worker() -> None:
+            while loop.time() < deadline:
+                n = next(counter)
+                if max_episodes is not None and n >= max_episodes:
+                    return
+                started = time.perf_counter()
+                try:
+                    await episode.run(n)
+                except EpisodeFailure as exc:
+                    _failed(result, str(exc))
+                except (TimeoutError, aiohttp.ClientError) as exc:
+                    _failed(result, f"transport: {type(exc).__name__}: {exc}")
+                else:
+                    result.latencies.append(time.perf_counter() - started)
+                    result.episodes += 1
+
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        workers = [asyncio.ensure_future(worker()) for _ in range(concurrency)]
+        # Hard bound: an episode in flight at the deadline gets a read timeout's grace, no more.
+        done, pending = await asyncio.wait(workers, timeout=duration + read_timeout + 5)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+            _failed(result, f"driver: {len(pending)} workers still busy at the hard time limit, cancelled")
+        for task in done:
+            if task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+        result.elapsed = time.perf_counter() - t0
+        result.driver_cpu = time.process_time() - cpu0
+    return result
+
+
+def _failed(result: DriverResult, message: str) -> None:
+    result.failures += 1
+    if message in result.failure_kinds or len(result.failure_kinds) < MAX_FAILURE_KINDS:
+        result.failure_kinds[message] += 1
+    else:
+        result.failure_kinds["(other failures)"] += 1
+
+
+def drive(base_url: str, plan: EpisodePlan, **kwargs: Any) -> DriverResult:
+    """:func:`run_episodes` from synchronous code, on uvloop when it is installed."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop comes with uvicorn[standard]
+        return asyncio.run(run_episodes(base_url, plan, **kwargs))
+    return uvloop.run(run_episodes(base_url, plan, **kwargs))

@@ -1,0 +1,115 @@
+"""How a load episode judges each answer, shared by the Locust user and the driver.
+
+A load number is only worth something if every counted episode really
+happened, so both front ends pass every answer through these functions and
+count an episode only when all of them passed. Each failure names the stage and
+says what came instead, which is what Locust shows in its failure table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from orsbench import protocol
+from orsbench.wire.sse import SSEStream
+
+#: The stages of one episode, in order (``call`` repeats).
+STAGES = ("create_session", "create", "prompt", "task_tools", "call", "delete", "delete_session")
+
+
+class EpisodeFailure(Exception):
+    """One stage of an episode went wrong; ``str()`` is ``"<stage>: <what happened>"``."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(f"{stage}: {message}")
+        self.stage = stage
+        self.message = message
+
+
+def _snippet(body: bytes, limit: int = 200) -> str:
+    text = body[:limit].decode("utf-8", errors="replace")
+    return text + ("..." if len(body) > limit else "")
+
+
+def json_answer(stage: str, status: int, body: bytes) -> Any:
+    """The JSON body of a 200 answer; anything else is a failure."""
+    if status != 200:
+        raise EpisodeFailure(stage, f"HTTP {status}, expected 200: {_snippet(body)}")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise EpisodeFailure(stage, f"answer is not JSON: {_snippet(body)}") from None
+
+
+def check_sid_echo(stage: str, status: int, body: bytes, sid: str) -> None:
+    """``/create``, ``/delete`` and ``/delete_session`` answer ``{"sid": <the X-Session-ID>}``."""
+    answer = json_answer(stage, status, body)
+    if not isinstance(answer, dict) or answer.get("sid") != sid:
+        raise EpisodeFailure(stage, f'expected {{"sid": {sid!r}}}, got {_snippet(body)}')
+
+
+def check_list(stage: str, status: int, body: bytes) -> list[Any]:
+    """``/prompt`` answers a JSON list of blocks."""
+    answer = json_answer(stage, status, body)
+    if not isinstance(answer, list):
+        raise EpisodeFailure(stage, f"expected a JSON list, got {_snippet(body)}")
+    return answer
+
+
+def check_tools(stage: str, status: int, body: bytes, tool: str) -> None:
+    """``/task_tools`` lists the tool the episode is about to call."""
+    answer = json_answer(stage, status, body)
+    tools = answer.get("tools") if isinstance(answer, dict) else None
+    if not isinstance(tools, list) or not any(isinstance(t, dict) and t.get("name") == tool for t in tools):
+        raise EpisodeFailure(stage, f"tool {tool!r} is not listed: {_snippet(body)}")
+
+
+def check_stream_status(stage: str, status: int, content_type: str, body: bytes = b"") -> None:
+    """An SSE stage must answer 200 with ``text/event-stream`` before any event is read."""
+    if status != 200:
+        raise EpisodeFailure(stage, f"HTTP {status}, expected 200 with an event stream: {_snippet(body)}")
+    if content_type.split(";")[0].strip() != "text/event-stream":
+        raise EpisodeFailure(stage, f"content-type {content_type!r}, expected text/event-stream")
+
+
+def session_id(stream: SSEStream) -> str:
+    """The sid carried by ``/create_session``'s ``task_id`` event."""
+    event = stream.first(protocol.EVENT_TASK_ID)
+    if event is None or not event.data:
+        raise EpisodeFailure("create_session", f"no task_id event carrying a sid (events: {stream.names()})")
+    if stream.first(protocol.EVENT_END) is None:
+        raise EpisodeFailure("create_session", f"stream ended without an end event (events: {stream.names()})")
+    return event.data
+
+
+def tool_output(stream: SSEStream) -> dict[str, Any]:
+    """The ``output`` of a successful ``/call`` stream: ``task_id``, ``chunk``*, ``end`` with ``ok: true``."""
+    if stream.first(protocol.EVENT_TASK_ID) is None:
+        error = stream.first(protocol.EVENT_ERROR)
+        detail = f"error event {error.data!r}" if error else f"events {stream.names()}"
+        raise EpisodeFailure("call", f"no task_id event first ({detail})")
+    parts: list[str] = []
+    for event in stream.events:
+        if event.event == protocol.EVENT_CHUNK:
+            parts.append(event.data)
+        elif event.event == protocol.EVENT_ERROR:
+            raise EpisodeFailure("call", f"error event: {event.data[:200]}")
+        elif event.event == protocol.EVENT_END:
+            parts.append(event.data)
+            break
+    else:
+        raise EpisodeFailure("call", f"truncated stream: it closed without an end event (events: {stream.names()})")
+    try:
+        result = orjson.loads("".join(parts))
+    except orjson.JSONDecodeError:
+        raise EpisodeFailure("call", f"end data is not JSON: {''.join(parts)[:200]!r}") from None
+    if not isinstance(result, dict) or result.get("ok") is not True:
+        reason = result.get("reason") if isinstance(result, dict) else None
+        error = result.get("error") if isinstance(result, dict) else result
+        raise EpisodeFailure("call", f"tool call failed (reason {reason!r}): {str(error)[:200]}")
+    output = result.get("output")
+    if not isinstance(output, dict):
+        raise EpisodeFailure("call", f"ok result has no output object: {''.join(parts)[:200]!r}")
+    return output

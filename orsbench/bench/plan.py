@@ -1,0 +1,152 @@
+"""What one load episode does: environment, split, tool, input, calls — decided once.
+
+Both load front ends (the Locust user in :mod:`orsbench.load` and the asyncio
+driver in :mod:`orsbench.bench.driver`) run the same episode, so the plan is
+resolved once, from the server's own discovery answers, and shared. A user who
+names nothing gets a working episode on any ORS server: the first environment,
+its first ``train`` split, its first tool, and an input built from that tool's
+JSON Schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsbench import protocol
+from orsbench.wire import WireClient
+
+#: The string used for every free-text field of a derived input. It matches no
+#: echo target, so a default episode never finishes early.
+SAMPLE_TEXT = "orsbench"
+
+
+class PlanError(RuntimeError):
+    """Discovery failed or contradicted the options given; the message says which."""
+
+
+@dataclass(frozen=True)
+class EpisodePlan:
+    """One episode: ``create_session → create → prompt → task_tools → calls × call → delete → delete_session``."""
+
+    env: str
+    split: str
+    num_tasks: int
+    tool: str
+    tool_input: dict[str, Any] = field(default_factory=dict)
+    #: Tool calls per episode; fewer when a call returns ``finished: true`` (as a trainer stops).
+    calls: int = 1
+    #: Seconds to wait between the requests of an episode (a model "thinking"); 0 = none.
+    think_time: float = 0.0
+
+    def index(self, n: int) -> int:
+        """The task index of the ``n``-th episode: tasks are used round-robin."""
+        return n % self.num_tasks if self.num_tasks > 0 else 0
+
+    def path(self, route: str) -> str:
+        return protocol.env_path(self.env, route)
+
+    def describe(self) -> str:
+        return (
+            f"env={self.env} split={self.split} ({self.num_tasks} tasks) tool={self.tool}"
+            f" input={self.tool_input} calls={self.calls} think={self.think_time:g}s"
+        )
+
+
+def example_input(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """A small valid input for a tool's JSON Schema (required properties only)."""
+    if not schema:
+        return {}
+    value = _example(schema, schema)
+    return value if isinstance(value, dict) else {}
+
+
+def _example(schema: dict[str, Any], root: dict[str, Any], depth: int = 0) -> Any:
+    if depth > 8:
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        return _example(target, root, depth + 1)
+    if "default" in schema:
+        return schema["default"]
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            return _example(schema[key][0], root, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or (kind is None and "properties" in schema):
+        props = schema.get("properties", {})
+        return {name: _example(props.get(name, {}), root, depth + 1) for name in schema.get("required", [])}
+    if kind == "array":
+        count = int(schema.get("minItems", 0))
+        return [_example(schema.get("items", {}), root, depth + 1) for _ in range(count)]
+    if kind == "integer":
+        return int(schema.get("minimum", 0))
+    if kind == "number":
+        return float(schema.get("minimum", 0))
+    if kind == "boolean":
+        return False
+    if kind == "string":
+        return SAMPLE_TEXT[: schema["maxLength"]] if "maxLength" in schema else SAMPLE_TEXT
+    return None
+
+
+def discover(
+    base_url: str,
+    *,
+    env: str | None = None,
+    split: str | None = None,
+    tool: str | None = None,
+    tool_input: dict[str, Any] | None = None,
+    calls: int = 1,
+    think_time: float = 0.0,
+    api_key: str | None = None,
+) -> EpisodePlan:
+    """Resolve a plan from ``/list_environments``, ``/{env}/splits``, ``/{env}/tools``, ``/{env}/num_tasks``."""
+    if calls < 1:
+        raise PlanError(f"calls per episode must be at least 1, got {calls}")
+    with WireClient(base_url, api_key=api_key, timeout=15) as client:
+        if env is None:
+            envs = _json(client.list_environments(), "GET /list_environments")
+            if not isinstance(envs, list) or not envs:
+                raise PlanError(f"{base_url}/list_environments names no environment; pass the env name explicitly")
+            env = str(envs[0])
+        splits = _json(client.splits(env), f"GET /{env}/splits")
+        names = [s.get("name") for s in splits if isinstance(s, dict)] if isinstance(splits, list) else []
+        if split is None:
+            split = next((s.get("name") for s in splits if s.get("type") == "train"), names[0] if names else None)
+            if split is None:
+                raise PlanError(f"environment {env!r} lists no splits")
+        elif split not in names:
+            raise PlanError(f"environment {env!r} has no split {split!r}; it has {names}")
+        count = _json(client.num_tasks(env, split), f"POST /{env}/num_tasks").get("num_tasks", 0)
+        tools = _json(client.tools(env), f"GET /{env}/tools").get("tools", [])
+        by_name = {t["name"]: t for t in tools if isinstance(t, dict) and "name" in t}
+        if tool is None:
+            if not by_name:
+                raise PlanError(f"environment {env!r} lists no tools; pass the tool name and input explicitly")
+            tool = next(iter(by_name))
+        if tool_input is None:
+            if tool not in by_name:
+                raise PlanError(
+                    f"environment {env!r} lists no tool {tool!r} (it has {sorted(by_name)}); pass its input explicitly"
+                )
+            tool_input = example_input(by_name[tool].get("input_schema"))
+    return EpisodePlan(env, split, int(count), tool, dict(tool_input), calls, think_time)
+
+
+def _json(exchange: Any, what: str) -> Any:
+    if not exchange.ok:
+        raise PlanError(f"{what} failed: status {exchange.status}, {exchange.error or exchange.body[:200]!r}")
+    try:
+        return exchange.json()
+    except ValueError:
+        raise PlanError(f"{what} did not answer JSON: {exchange.body[:200]!r}") from None

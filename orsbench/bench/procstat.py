@@ -1,0 +1,71 @@
+"""CPU time and resident memory of a server's process tree, read from ``/proc``.
+
+The bench reports *server* CPU per episode, which is independent of how the
+driver and the server share the cores: user+sys time of the server process and
+all its descendants (live ones from their own ``stat``, reaped ones through
+their parent's ``cutime``/``cstime``), sampled before and after a run.
+Linux only; elsewhere the readers return ``None`` and the figure is left out.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_PROC = Path("/proc")
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        raw = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # The command name is in parentheses and may hold spaces; fields follow the last ')'.
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every live process below it."""
+    children: dict[int, list[int]] = {}
+    for entry in _PROC.iterdir() if _PROC.exists() else ():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat_fields(int(entry.name))
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))  # field 4: ppid
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, ()))
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """User+system CPU seconds of ``pid``'s process tree (including reaped children); ``None`` if unreadable."""
+    total = 0
+    seen = False
+    for member in descendants(pid):
+        fields = _stat_fields(member)
+        if fields is None:
+            continue
+        seen = True
+        # utime, stime, cutime, cstime are fields 14-17 of stat (11-14 after the name).
+        total += sum(int(x) for x in fields[11:15])
+    return total / _TICKS if seen else None
+
+
+def tree_rss_bytes(pid: int) -> int | None:
+    """Resident set size of ``pid``'s process tree in bytes; ``None`` if unreadable."""
+    total = 0
+    seen = False
+    for member in descendants(pid):
+        try:
+            pages = int((_PROC / str(member) / "statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        seen = True
+        total += pages * _PAGE
+    return total if seen else None

@@ -1,0 +1,187 @@
+"""Evidence: every exchange the collector made, by name, plus what it learned.
+
+The collector (:mod:`orsbench.checks.probes`) is the only code that talks to
+the target; checks only read an :class:`Evidence`. That split is what makes a
+check a plain, testable function and lets one run of probes feed every check.
+
+The helpers at the bottom read evidence the way every check must: an SSE
+endpoint's body is parsed with the project's one SSE parser even when the
+server sent the wrong content type (that is its own check's failure, not a
+reason to go blind), and JSON is decoded without trusting the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsbench import protocol
+from orsbench.checks.model import Outcome, failed, passed, skipped
+from orsbench.wire.evidence import Exchange
+from orsbench.wire.sse import SSEStream, parse
+
+#: Names the collector uses where it needs a value nothing valid can have.
+NO_SUCH_SPLIT = "orsbench-no-such-split"
+NO_SUCH_ENV = "orsbench-no-such-env"
+NO_SUCH_TOOL = "orsbench_no_such_tool"
+NO_SUCH_TASK_ID = "orsbench-unknown-task-id"
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a check run is configured (the CLI's flags, the pytest front end's options)."""
+
+    #: Environment to check (default: the server's first).
+    env: str | None = None
+    #: Split to draw tasks from (default: the first split of type ``train``).
+    split: str | None = None
+    #: The longest a single probe may wait: request read timeout, readiness
+    #: retries, and the ceiling for long checks (TTL, keep-alive).
+    timeout: float = 30.0
+    #: The server's session TTL, if known (orsbench servers report theirs).
+    ttl: float | None = None
+    #: The keep-alive cadence the server promises on long calls (default: the
+    #: one an orsbench server reports, else the reference's 10 s).
+    ping_interval: float | None = None
+    #: At most this many tool calls while playing an episode to its finish.
+    max_play_calls: int = 24
+    api_key: str | None = None
+
+
+@dataclass
+class Evidence:
+    target: str
+    options: Options
+    env: str | None = None
+    split: str | None = None
+    index: int | None = None
+    exchanges: dict[str, Exchange] = field(default_factory=dict)
+    #: What probes learned: parsed tools, tasks, the tool inputs they built, ...
+    facts: dict[str, Any] = field(default_factory=dict)
+    probes_run: list[str] = field(default_factory=list)
+    #: probe name → error text, when a probe itself crashed (an orsbench bug).
+    probe_errors: dict[str, str] = field(default_factory=dict)
+    #: Set when the target cannot be reached (connection error on ``/health``).
+    unreachable: str | None = None
+    #: Set when the target answers HTTP but does not look like an ORS server.
+    not_ors: str | None = None
+
+    def get(self, name: str) -> Exchange | None:
+        return self.exchanges.get(name)
+
+    def record(self, name: str, exchange: Exchange) -> Exchange:
+        self.exchanges[name] = exchange
+        return exchange
+
+    def matching(self, prefix: str) -> list[tuple[str, Exchange]]:
+        """Exchanges whose name starts with ``prefix``, in the order they were made."""
+        return [(k, v) for k, v in self.exchanges.items() if k.startswith(prefix)]
+
+    def calls(self) -> Iterator[tuple[str, Exchange]]:
+        """Every ``/call`` exchange that started a new tool call (not resumes, not bad requests)."""
+        for name, exchange in self.exchanges.items():
+            if (
+                exchange.method == "POST"
+                and exchange.url.endswith("/" + protocol.CALL)
+                and name in self.facts.get("fresh_calls", ())
+            ):
+                yield name, exchange
+
+
+# -- reading evidence -----------------------------------------------------------
+def json_of(exchange: Exchange | None) -> tuple[bool, Any]:
+    """``(True, value)`` when the body is JSON, else ``(False, None)``."""
+    if exchange is None or exchange.status is None:
+        return False, None
+    try:
+        return True, json.loads(exchange.body)
+    except ValueError:
+        return False, None
+
+
+def stream_of(exchange: Exchange | None) -> SSEStream | None:
+    """The parsed event stream of an answer that was meant to be SSE (whatever its content type)."""
+    if exchange is None or exchange.status != 200:
+        return None
+    if exchange.sse is not None:
+        return exchange.sse
+    if not exchange.body:
+        return SSEStream()
+    return parse(exchange.body)
+
+
+def task_id_of(exchange: Exchange | None) -> str | None:
+    """Data of the first ``task_id`` event of a stream (whatever its content type)."""
+    stream = stream_of(exchange)
+    event = stream.first(protocol.EVENT_TASK_ID) if stream is not None else None
+    return event.data if event is not None and event.data else None
+
+
+def result_of(exchange: Exchange | None) -> tuple[str, Any]:
+    """Classify a ``/call`` answer.
+
+    ``("result", obj)`` — an ``end`` whose reassembled data is a JSON object;
+    ``("error", text)`` — an SSE ``error`` event;
+    ``("bad-json", text)`` — an ``end`` that is not a JSON object;
+    ``("no-end", None)`` — a 200 stream with neither ``end`` nor ``error``;
+    ``("http", status)`` — not a 200 answer (or no answer at all).
+    """
+    if exchange is None or exchange.status != 200:
+        return "http", None if exchange is None else exchange.status
+    stream = stream_of(exchange)
+    assert stream is not None
+    for event in stream.events:
+        if event.event == protocol.EVENT_ERROR:
+            return "error", event.data
+        if event.event == protocol.EVENT_END:
+            text = dataclasses.replace(exchange, sse=stream).reassembled()
+            try:
+                value = json.loads(text or "")
+            except ValueError:
+                return "bad-json", text
+            return ("result", value) if isinstance(value, dict) else ("bad-json", text)
+    return "no-end", None
+
+
+def is_number(value: Any) -> bool:
+    """A finite JSON number that is not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def short(value: Any, limit: int = 160) -> str:
+    """A compact one-line rendering of ``value`` for messages."""
+    if isinstance(value, bytes):
+        text = value.decode("utf-8", errors="replace")
+    elif isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=repr)
+        except (TypeError, ValueError):
+            text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def answer(exchange: Exchange | None) -> str:
+    """``"<status> <body excerpt>"`` (or the transport error) for messages."""
+    if exchange is None:
+        return "no request was made"
+    if exchange.status is None:
+        return f"no answer ({exchange.error})"
+    body = short(exchange.body, 120)
+    return f"{exchange.status} {body}" if body else str(exchange.status)
+
+
+def expect_status(ex: Exchange | None, expected: int, label: str = "", *more: Exchange | None) -> Outcome:
+    """Pass when ``ex`` was answered ``expected``; fail saying what came instead; skip when it was never sent."""
+    if ex is None:
+        return skipped("not probed")
+    prefix = f"{label}: " if label else ""
+    if ex.status == expected:
+        return passed(f"{prefix}{expected}", expected, ex)
+    return failed(f"{prefix}expected {expected}, got {answer(ex)}", ex.status, ex, *more)

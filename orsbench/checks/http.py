@@ -1,0 +1,127 @@
+"""HTTP hygiene checks across every exchange: content types, 4xx for bad input, 405, no 5xx, error details."""
+
+from __future__ import annotations
+
+from orsbench import protocol
+from orsbench.checks.evidence import Evidence, answer, expect_status, json_of
+from orsbench.checks.model import Outcome, failed, passed, skipped
+from orsbench.checks.registry import check
+from orsbench.wire.evidence import Exchange
+
+_STREAMING = ("/" + protocol.CALL, "/" + protocol.SCORE_GROUP, protocol.CREATE_SESSION)
+
+
+def _path(ex: Exchange) -> str:
+    return "/" + ex.url.split("//", 1)[-1].split("/", 1)[-1]
+
+
+@check(
+    "http.json_content_type",
+    title="JSON answers are labelled application/json",
+    probe="timing",
+    spec="§1.1",
+    remediation="Send Content-Type: application/json with every JSON body (success and error alike).",
+)
+def json_content_type(ev: Evidence) -> Outcome:
+    wrong = []
+    count = 0
+    for name, ex in ev.exchanges.items():
+        if (
+            not ex.body
+            or ex.status is None
+            or _path(ex).split("?")[0].endswith(_STREAMING)
+            or ex.status == 503
+            and name == "starting"
+        ):
+            continue
+        ok, _ = json_of(ex)
+        if not ok:
+            continue
+        count += 1
+        if ex.content_type.split(";")[0].strip() != protocol.JSON_CONTENT_TYPE:
+            wrong.append(ex)
+    if wrong:
+        return failed(
+            "; ".join(f"{e.method} {_path(e)} → {e.content_type or 'none'}" for e in wrong[:3]),
+            {f"{e.method} {_path(e)}": e.content_type for e in wrong},
+            *wrong[:3],
+        )
+    return passed(f"{count} JSON answer(s) labelled application/json", count)
+
+
+@check(
+    "http.malformed_body_4xx",
+    title="a body that is not JSON is answered 4xx, not 5xx",
+    probe="call",
+    spec="§1.1",
+    remediation="Reject unparseable or incomplete request bodies with 422 (or 400) and a detail, before they reach environment code.",
+)
+def malformed_body_4xx(ev: Evidence) -> Outcome:
+    names = ("http.malformed.tasks", "http.malformed.create", "http.malformed.call")
+    shown = [(n, ev.get(n)) for n in names if ev.get(n) is not None]
+    if not shown:
+        return skipped("not probed")
+    wrong = [(n, ex) for n, ex in shown if ex.status is None or not 400 <= ex.status < 500]
+    measured = {n.rsplit(".", 1)[1]: ex.status for n, ex in shown}
+    if wrong:
+        return failed("; ".join(f"{n.rsplit('.', 1)[1]}: {answer(ex)}" for n, ex in wrong), measured, *(ex for _, ex in wrong))
+    return passed(f"{measured}", measured)
+
+
+@check(
+    "http.wrong_method_405",
+    title="a wrong method is answered 405",
+    probe="discovery",
+    spec="§1",
+    remediation="Answer a known path with the wrong method (GET /create) with 405 and an Allow header.",
+)
+def wrong_method_405(ev: Evidence) -> Outcome:
+    return expect_status(ev.get("http.wrong_method"), 405, "GET /create")
+
+
+@check(
+    "http.no_server_errors",
+    title="no request of the run was answered 5xx (besides 503 starting)",
+    probe="timing",
+    spec="§1.1",
+    remediation="Answer bad input with 4xx and a detail; a 5xx tells clients the server is broken (and some retry it).",
+)
+def no_server_errors(ev: Evidence) -> Outcome:
+    errors = [
+        ex
+        for ex in ev.exchanges.values()
+        if ex.status is not None
+        and ex.status >= 500
+        and not (ex.status == 503 and ex.headers.get(protocol.BACKEND_STATE_HEADER.lower()))
+    ]
+    if errors:
+        return failed(
+            "; ".join(f"{e.method} {_path(e)} → {answer(e)}" for e in errors[:3]),
+            [f"{e.method} {_path(e)} {e.status}" for e in errors],
+            *errors[:3],
+        )
+    return passed(f"{len(ev.exchanges)} exchange(s), no 5xx", len(ev.exchanges))
+
+
+@check(
+    "http.error_detail",
+    title="4xx answers carry a JSON detail",
+    probe="timing",
+    spec="§1.1",
+    remediation='Send every error as JSON {"detail": <message>} so clients can show what went wrong.',
+)
+def error_detail(ev: Evidence) -> Outcome:
+    wrong = []
+    count = 0
+    for ex in ev.exchanges.values():
+        if ex.status is None or not 400 <= ex.status < 500 or ex.status == 405 and not ex.body:
+            continue
+        count += 1
+        ok, body = json_of(ex)
+        if not ok or not isinstance(body, dict) or "detail" not in body:
+            wrong.append(ex)
+    if wrong:
+        return failed("; ".join(f"{e.method} {_path(e)} → {answer(e)}" for e in wrong[:3]), len(wrong), *wrong[:3])
+    if not count:
+        return skipped("no 4xx answer was seen")
+    return passed(f"{count} 4xx answer(s) carry a detail", count)

@@ -1,0 +1,125 @@
+"""The result model shared by every check, the runner and the reports.
+
+A check returns an :class:`Outcome` — its own verdict on the evidence, with no
+opinion on how much that verdict matters. The runner turns it into a
+:class:`CheckResult` by adding what the check's registration and the severity
+policy say (title, spec reference, remediation, severity) and what the
+expected-failures baseline says. Reports only ever read ``CheckResult``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from orsbench.wire.evidence import Exchange
+
+#: Evidence excerpts in reports are cut to this many characters per body.
+EVIDENCE_CHARS = 600
+
+
+class Status(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    WARN = "warn"
+    SKIP = "skip"
+    ERROR = "error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Severity(str, Enum):
+    """How much a failing check matters (from :mod:`orsbench.checks.policy`)."""
+
+    REQUIRED = "required"  # a failure fails the run (exit 1)
+    RECOMMENDED = "recommended"  # a failure is reported as a warning
+    ADVISORY = "advisory"  # informational
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class Outcome:
+    """What a check function returns: its verdict, what it measured, and the exchanges that show it."""
+
+    status: Status
+    message: str
+    measured: Any = None
+    evidence: list[Exchange] = field(default_factory=list)
+    #: For a skip caused by another check: that check's id.
+    depends_on: str | None = None
+
+
+def passed(message: str, measured: Any = None, *evidence: Exchange | None) -> Outcome:
+    return Outcome(Status.PASS, message, measured, [e for e in evidence if e is not None])
+
+
+def failed(message: str, measured: Any = None, *evidence: Exchange | None) -> Outcome:
+    return Outcome(Status.FAIL, message, measured, [e for e in evidence if e is not None])
+
+
+def warned(message: str, measured: Any = None, *evidence: Exchange | None) -> Outcome:
+    return Outcome(Status.WARN, message, measured, [e for e in evidence if e is not None])
+
+
+def skipped(message: str, depends_on: str | None = None) -> Outcome:
+    return Outcome(Status.SKIP, message, depends_on=depends_on)
+
+
+@dataclass
+class CheckResult:
+    """One check's entry in a report."""
+
+    id: str
+    title: str
+    status: Status
+    severity: Severity
+    message: str
+    measured: Any
+    evidence: list[dict[str, Any]]
+    remediation: str
+    spec: str
+    depends_on: str | None = None
+    #: ``"expected"`` (a listed failure), ``"stale"`` (listed but passed) or ``None``.
+    baseline: str | None = None
+    duration_s: float = 0.0
+
+    @property
+    def group(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def blocking(self) -> bool:
+        """Whether this result alone makes the run fail (exit 1)."""
+        if self.baseline == "stale":
+            return True
+        return self.status is Status.FAIL and self.severity is Severity.REQUIRED and self.baseline != "expected"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "status": self.status.value,
+            "severity": self.severity.value,
+            "message": self.message,
+            "measured": self.measured,
+            "evidence": self.evidence,
+            "remediation": self.remediation,
+            "spec": self.spec,
+            "depends_on": self.depends_on,
+            "baseline": self.baseline,
+            "duration_s": round(self.duration_s, 4),
+        }
+
+
+def evidence_summaries(exchanges: list[Exchange], limit: int = EVIDENCE_CHARS) -> list[dict[str, Any]]:
+    """Truncated, JSON-ready accounts of ``exchanges`` (at most 6, in order)."""
+    out = []
+    for exchange in exchanges[:6]:
+        summary = exchange.summary(limit)
+        summary["elapsed_s"] = round(exchange.elapsed, 4)
+        out.append(summary)
+    return out

@@ -1,0 +1,110 @@
+"""The registry of named checks.
+
+A check is a plain function over :class:`~orsbench.checks.evidence.Evidence`
+returning an :class:`~orsbench.checks.model.Outcome`. Its registration says
+which probe collects the evidence it reads, which checks must pass before its
+verdict means anything (``requires``: when one did not pass, the runner skips
+this check and names that one), the section of the wire-protocol notes it
+enforces, and a one-line remediation. Severity is *not* here: it lives in
+:mod:`orsbench.checks.policy`, so a check never decides how much it matters.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orsbench.checks.evidence import Evidence
+    from orsbench.checks.model import Outcome
+
+CheckFn = Callable[["Evidence"], "Outcome"]
+
+#: The probes of the evidence collector, in the order they run; a probe may use
+#: what every earlier probe found (the call probe needs the tools and a task).
+PROBES: tuple[str, ...] = ("discovery", "dataset", "session", "call", "play", "timing")
+
+#: Where the section references point.
+SPEC_DOCUMENT = "ors-wire-protocol.md"
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    title: str
+    probe: str
+    spec: str
+    remediation: str
+    requires: tuple[str, ...]
+    fn: CheckFn
+
+    @property
+    def group(self) -> str:
+        return self.id.split(".", 1)[0]
+
+
+CHECKS: dict[str, Check] = {}
+
+_MODULES = (
+    "orsbench.checks.discovery",
+    "orsbench.checks.dataset",
+    "orsbench.checks.session",
+    "orsbench.checks.call",
+    "orsbench.checks.reward",
+    "orsbench.checks.http",
+)
+
+
+def check(
+    id: str,
+    *,
+    title: str,
+    probe: str,
+    spec: str,
+    remediation: str,
+    requires: Iterable[str] = (),
+) -> Callable[[CheckFn], CheckFn]:
+    """Register ``fn`` as the check ``id`` (decorator)."""
+    if probe not in PROBES:
+        raise ValueError(f"check {id!r}: unknown probe {probe!r}")
+
+    def decorate(fn: CheckFn) -> CheckFn:
+        if id in CHECKS:
+            raise ValueError(f"check {id!r} registered twice")
+        CHECKS[id] = Check(id, title, probe, spec, remediation, tuple(requires), fn)
+        return fn
+
+    return decorate
+
+
+def load_checks() -> dict[str, Check]:
+    """Import every check module (idempotent) and return the registry, in registration order."""
+    for module in _MODULES:
+        importlib.import_module(module)
+    return CHECKS
+
+
+def select(patterns: Iterable[str] | None) -> list[Check]:
+    """The checks whose id matches any glob in ``patterns`` (all when none are given)."""
+    checks = list(load_checks().values())
+    wanted = [p for p in (patterns or ()) if p]
+    if not wanted:
+        return checks
+    return [c for c in checks if any(fnmatch.fnmatchcase(c.id, p) for p in wanted)]
+
+
+def closure(selected: Iterable[Check]) -> list[Check]:
+    """``selected`` plus every check they require, transitively, in registration order."""
+    registry = load_checks()
+    needed: set[str] = set()
+    stack = [c.id for c in selected]
+    while stack:
+        check_id = stack.pop()
+        if check_id in needed:
+            continue
+        needed.add(check_id)
+        stack.extend(registry[check_id].requires)
+    return [c for c in registry.values() if c.id in needed]

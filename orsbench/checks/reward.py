@@ -1,0 +1,88 @@
+"""Reward checks: every ToolOutput's reward and finished flag, as trainers read them."""
+
+from __future__ import annotations
+
+from orsbench.checks.call import _label, _results
+from orsbench.checks.evidence import Evidence, is_number, short
+from orsbench.checks.model import Outcome, failed, passed, skipped, warned
+from orsbench.checks.registry import check
+
+
+def _outputs(ev: Evidence) -> list[tuple[str, dict]]:
+    return [
+        (name, body["output"]) for name, body in _results(ev) if body.get("ok") is True and isinstance(body.get("output"), dict)
+    ]
+
+
+@check(
+    "reward.well_formed",
+    title="reward is a finite number or null — never a bool or a string",
+    probe="play",
+    spec="§4; checker-anchors §2.3 (runtime.reward_well_formed)",
+    remediation="Send reward as a JSON number (e.g. 1.0) or null; true/false are not rewards, and NaN/Infinity are not JSON.",
+    requires=("call.end_json",),
+)
+def well_formed(ev: Evidence) -> Outcome:
+    outputs = _outputs(ev)
+    if not outputs:
+        return skipped("no call answered ok:true")
+    bad = {}
+    shown = []
+    rewards = []
+    for name, output in outputs:
+        reward = output.get("reward")
+        rewards.append(reward)
+        if reward is None or is_number(reward):
+            continue
+        kind = (
+            "a bool"
+            if isinstance(reward, bool)
+            else "not finite"
+            if isinstance(reward, float)
+            else f"a JSON {type(reward).__name__}"
+        )
+        bad[_label(name)] = f"reward {reward!r} is {kind}"
+        shown.append(ev.get(name))
+    if bad:
+        return failed("; ".join(list(bad.values())[:3]), bad, *shown[:3])
+    return passed(f"{len(outputs)} reward(s): {short(rewards, 80)}", rewards)
+
+
+@check(
+    "reward.finished_bool",
+    title="finished is a JSON bool",
+    probe="play",
+    spec="§4",
+    remediation='Send "finished": true or false in every ToolOutput (not 0/1, not a string, not omitted).',
+    requires=("call.end_json",),
+)
+def finished_bool(ev: Evidence) -> Outcome:
+    outputs = _outputs(ev)
+    if not outputs:
+        return skipped("no call answered ok:true")
+    wrong = {_label(n): o.get("finished") for n, o in outputs if "finished" in o and not isinstance(o["finished"], bool)}
+    missing = [_label(n) for n, o in outputs if "finished" not in o]
+    if wrong:
+        name, value = next(iter(wrong.items()))
+        return failed(f"{name}: finished is {value!r}, not a bool", wrong, *(ev.get(n) for n, _ in outputs if _label(n) in wrong))
+    if missing:
+        return warned(f"finished is omitted in {len(missing)} output(s) (clients read it as false)", missing)
+    return passed(f"{len(outputs)} output(s) carry a bool", len(outputs))
+
+
+@check(
+    "reward.terminal_reward",
+    title="the output that finishes the episode carries a numeric reward",
+    probe="play",
+    spec="§4; client-pain-points P7",
+    remediation="Return a numeric reward with finished:true; a null final reward gives a trainer no signal for the episode.",
+    requires=("call.episode_finishes", "reward.well_formed"),
+)
+def terminal_reward(ev: Evidence) -> Outcome:
+    final = [(n, o) for n, o in _outputs(ev) if o.get("finished") is True]
+    if not final:
+        return skipped("no output with finished:true", depends_on="call.episode_finishes")
+    name, output = final[0]
+    if output.get("reward") is None:
+        return warned(f"{_label(name)} finished the episode with reward null", None, ev.get(name))
+    return passed(f"final reward {output['reward']}", output["reward"])

@@ -1,0 +1,237 @@
+"""Run checks against a target: collect evidence probe by probe, grade it, apply policy and baseline.
+
+The run is one pass: after each probe the runner grades every check whose
+evidence is now complete and reports it through ``on_result`` (that is the
+progress a terminal shows), so a slow probe never hides the verdicts already
+known. A check whose ``requires`` did not all pass is skipped, naming the
+first one that did not.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from orsbench.checks.baseline import Baseline
+from orsbench.checks.evidence import Evidence, Options
+from orsbench.checks.model import CheckResult, Outcome, Severity, Status, evidence_summaries
+from orsbench.checks.policy import severity
+from orsbench.checks.probes import Collector
+from orsbench.checks.registry import PROBES, SPEC_DOCUMENT, Check, closure, load_checks, select
+from orsbench.wire.client import WireClient
+
+#: The exit codes of ``orsbench check`` (documented in docs/checks.md).
+EXIT_PASS, EXIT_FAIL, EXIT_UNREACHABLE, EXIT_INTERNAL = 0, 1, 2, 3
+
+ProbeCallback = Callable[[str, float, int], None]
+ResultCallback = Callable[[CheckResult], None]
+
+
+@dataclass
+class Report:
+    target: str
+    options: Options
+    results: list[CheckResult] = field(default_factory=list)
+    env: str | None = None
+    split: str | None = None
+    started_at: str = ""
+    duration_s: float = 0.0
+    exchanges: int = 0
+    unreachable: str | None = None
+    not_ors: str | None = None
+    internal_errors: list[str] = field(default_factory=list)
+    baseline: str | None = None
+    #: The raw evidence of the run (not part of the JSON report; for debugging and tests).
+    evidence: Evidence | None = None
+
+    def result(self, check_id: str) -> CheckResult:
+        return next(r for r in self.results if r.id == check_id)
+
+    def ids(self, status: Status, severity: Severity | None = None) -> list[str]:
+        return [r.id for r in self.results if r.status is status and (severity is None or r.severity is severity)]
+
+    @property
+    def exit_code(self) -> int:
+        if self.unreachable or self.not_ors:
+            return EXIT_UNREACHABLE
+        if self.internal_errors or any(r.status is Status.ERROR for r in self.results):
+            return EXIT_INTERNAL
+        if any(r.blocking for r in self.results):
+            return EXIT_FAIL
+        return EXIT_PASS
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == EXIT_PASS
+
+    @property
+    def verdict(self) -> str:
+        return {EXIT_PASS: "pass", EXIT_FAIL: "fail", EXIT_UNREACHABLE: "unreachable", EXIT_INTERNAL: "error"}[self.exit_code]
+
+    @property
+    def reason(self) -> str | None:
+        """Why the run could not check anything (exit 2), if so."""
+        if self.unreachable:
+            return f"cannot reach {self.target}: {self.unreachable}"
+        if self.not_ors:
+            return f"{self.target} does not look like an ORS server: {self.not_ors}"
+        return None
+
+    def summary(self) -> dict[str, Any]:
+        counts = {s.value: sum(1 for r in self.results if r.status is s) for s in Status}
+        failing = {
+            f"failed_{sev.value}": [
+                r.id for r in self.results if r.status is Status.FAIL and r.severity is sev and r.baseline != "expected"
+            ]
+            for sev in Severity
+        }
+        return {
+            "total": len(self.results),
+            **counts,
+            **failing,
+            "expected_failures": [r.id for r in self.results if r.baseline == "expected"],
+            "stale": [r.id for r in self.results if r.baseline == "stale"],
+            "errors": [r.id for r in self.results if r.status is Status.ERROR] + self.internal_errors,
+            "exchanges": self.exchanges,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        from orsbench import __version__
+
+        return {
+            "target": self.target,
+            "env": self.env,
+            "split": self.split,
+            "passed": self.passed,
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "reason": self.reason,
+            "orsbench_version": __version__,
+            "spec": SPEC_DOCUMENT,
+            "baseline": self.baseline,
+            "started_at": self.started_at,
+            "duration_s": round(self.duration_s, 3),
+            "options": {k: v for k, v in vars(self.options).items() if k != "api_key"},
+            "summary": self.summary(),
+            "checks": [r.to_json() for r in self.results],
+        }
+
+
+def _ordered(checks: list[Check]) -> list[Check]:
+    """Dependencies first (stable: registration order otherwise)."""
+    by_id = {c.id: c for c in checks}
+    done: set[str] = set()
+    out: list[Check] = []
+
+    def visit(check: Check) -> None:
+        if check.id in done:
+            return
+        done.add(check.id)
+        for dep in check.requires:
+            if dep in by_id:
+                visit(by_id[dep])
+        out.append(check)
+
+    for check in checks:
+        visit(check)
+    return out
+
+
+def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckResult:
+    """Run one check over the evidence (or skip it for an unmet dependency)."""
+    start = time.monotonic()
+    outcome: Outcome
+    unmet = next((dep for dep in check.requires if dep in earlier and earlier[dep].status is not Status.PASS), None)
+    if unmet is not None:
+        outcome = Outcome(Status.SKIP, f"unmet dependency: {unmet} ({earlier[unmet].status.value})", depends_on=unmet)
+    elif check.probe in ev.probe_errors:
+        outcome = Outcome(Status.ERROR, f"the {check.probe} probe crashed: {ev.probe_errors[check.probe]}")
+    else:
+        try:
+            outcome = check.fn(ev)
+        except Exception as exc:  # noqa: BLE001 - a check bug is reported, never fatal to the run
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            outcome = Outcome(
+                Status.ERROR,
+                f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
+            )
+    return CheckResult(
+        id=check.id,
+        title=check.title,
+        status=outcome.status,
+        severity=severity(check.id),
+        message=outcome.message,
+        measured=outcome.measured,
+        evidence=evidence_summaries(outcome.evidence),
+        remediation=check.remediation,
+        spec=f"{SPEC_DOCUMENT} {check.spec}",
+        depends_on=outcome.depends_on,
+        duration_s=time.monotonic() - start,
+    )
+
+
+def run_checks(
+    target: str,
+    options: Options | None = None,
+    *,
+    only: Iterable[str] | None = None,
+    baseline: Baseline | None = None,
+    on_probe: ProbeCallback | None = None,
+    on_result: ResultCallback | None = None,
+) -> Report:
+    """Check the ORS server at ``target``; returns the report (its ``exit_code`` is the CLI's)."""
+    options = options or Options()
+    load_checks()
+    selected = select(only)
+    wanted = {c.id for c in selected}
+    to_run = _ordered(closure(selected))
+    last_probe = max((PROBES.index(c.probe) for c in to_run), default=-1)
+    report = Report(
+        target,
+        options,
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        baseline=baseline.source if baseline else None,
+    )
+    evidence = Evidence(target, options)
+    started = time.monotonic()
+    graded: dict[str, CheckResult] = {}
+    client = WireClient(target, timeout=options.timeout, api_key=options.api_key)
+    collector = Collector(client, evidence)
+    try:
+        for probe in PROBES[: last_probe + 1]:
+            probe_start = time.monotonic()
+            before = len(evidence.exchanges)
+            try:
+                collector.run(probe)
+            except Exception as exc:  # noqa: BLE001 - an orsbench bug: its checks report ERROR
+                where = traceback.extract_tb(exc.__traceback__)[-1]
+                evidence.probe_errors[probe] = f"{type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
+                report.internal_errors.append(f"probe {probe}: {evidence.probe_errors[probe]}")
+            if on_probe is not None:
+                on_probe(probe, time.monotonic() - probe_start, len(evidence.exchanges) - before)
+            if evidence.unreachable or evidence.not_ors:
+                break
+            for check in to_run:
+                if check.probe == probe:
+                    result = graded[check.id] = grade(check, evidence, graded)
+                    if check.id in wanted:
+                        if baseline is not None:
+                            baseline.mark(result)
+                        report.results.append(result)
+                        if on_result is not None:
+                            on_result(result)
+    finally:
+        try:
+            collector.close()
+        finally:
+            client.close()
+    report.env, report.split = evidence.env, evidence.split
+    report.unreachable, report.not_ors = evidence.unreachable, evidence.not_ors
+    report.exchanges = len(evidence.exchanges)
+    report.duration_s = time.monotonic() - started
+    report.evidence = evidence
+    return report

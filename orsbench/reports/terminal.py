@@ -1,0 +1,123 @@
+"""The terminal report: one line per check as its verdict is known, then a summary.
+
+Plain text that reads the same in a CI log as in a terminal: fixed columns,
+one line per item, no cursor movement. Colour is added only when the stream
+is a TTY (and ``NO_COLOR`` is unset).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from orsbench.checks.model import CheckResult, Severity, Status
+
+if TYPE_CHECKING:
+    from orsbench.checks.runner import Report
+
+_COLOURS = {"pass": "32", "fail": "31", "warn": "33", "skip": "2", "error": "35", "bold": "1", "dim": "2"}
+_ID_WIDTH = 38
+
+
+class TerminalReporter:
+    """Prints progress (``on_probe``/``on_result``) while a run goes, and the summary after it."""
+
+    def __init__(
+        self, stream: TextIO | None = None, *, verbose: bool = False, quiet: bool = False, colour: bool | None = None
+    ) -> None:
+        self.out = stream or sys.stdout
+        self.verbose, self.quiet = verbose, quiet
+        tty = hasattr(self.out, "isatty") and self.out.isatty()
+        self.colour = (tty and "NO_COLOR" not in os.environ) if colour is None else colour
+        self.width = shutil.get_terminal_size((120, 24)).columns if tty else 120
+
+    # -- helpers ---------------------------------------------------------------
+    def _c(self, text: str, style: str) -> str:
+        return f"\033[{_COLOURS[style]}m{text}\033[0m" if self.colour else text
+
+    def _line(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    @staticmethod
+    def _label(result: CheckResult) -> tuple[str, str]:
+        if result.baseline == "stale":
+            return "STALE", "fail"
+        if result.baseline == "expected":
+            return "XFAIL", "warn"
+        status = result.status.value
+        if result.status is Status.FAIL and result.severity is not Severity.REQUIRED:
+            return "FAIL", "warn"
+        return status.upper(), status
+
+    # -- progress ------------------------------------------------------------------
+    def start(self, target: str, detail: str = "") -> None:
+        self._line(self._c(f"orsbench check {target}", "bold") + (f"  {detail}" if detail else ""))
+
+    def on_probe(self, probe: str, seconds: float, requests: int) -> None:
+        if not self.quiet:
+            self._line(self._c(f"── {probe:<10} {requests:>3} request(s) in {seconds:5.2f} s", "dim"))
+
+    def on_result(self, result: CheckResult) -> None:
+        if self.quiet and result.status is Status.PASS and result.baseline is None:
+            return
+        label, style = self._label(result)
+        room = max(30, self.width - 5 - 1 - 11 - 1 - _ID_WIDTH - 2)
+        message = result.message if len(result.message) <= room else result.message[: room - 1] + "…"
+        self._line(f"{self._c(f'{label:<5}', style)} {result.severity.value:<11} {result.id:<{_ID_WIDTH}} {message}")
+        if self.verbose and result.status is not Status.PASS:
+            self._details(result, indent="      ")
+
+    def _details(self, result: CheckResult, indent: str) -> None:
+        if result.remediation:
+            self._line(f"{indent}fix:  {result.remediation}")
+        self._line(f"{indent}spec: {result.spec}")
+        for item in result.evidence[:3]:
+            body = " ".join(str(item.get("body", "")).split())[:160]
+            shown = f"{item['status']} {body}" if item.get("status") is not None else item.get("error", "no answer")
+            self._line(f"{indent}seen: {item['request']} → {shown}")
+
+    # -- summary --------------------------------------------------------------------
+    def finish(self, report: Report) -> None:
+        if report.reason:
+            self._line(self._c(f"cannot check: {report.reason}", "fail"))
+            self._line(f"verdict: {report.verdict.upper()} (exit {report.exit_code})")
+            return
+        s = report.summary()
+        self._line()
+        self._line(
+            f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warned, {s['skip']} skipped, {s['error']} errors"
+            f" — {len(report.results)} checks, {report.exchanges} requests, {report.duration_s:.2f} s"
+        )
+        sections: list[tuple[str, list[CheckResult], str]] = [
+            ("failed (required)", [r for r in report.results if r.blocking and r.baseline != "stale"], "fail"),
+            ("stale baseline entries (they pass now)", [r for r in report.results if r.baseline == "stale"], "fail"),
+            ("errors (orsbench itself)", [r for r in report.results if r.status is Status.ERROR], "error"),
+            (
+                "failed (recommended)",
+                [
+                    r
+                    for r in report.results
+                    if r.status is Status.FAIL and r.severity is Severity.RECOMMENDED and r.baseline is None
+                ],
+                "warn",
+            ),
+            ("expected failures (baseline)", [r for r in report.results if r.baseline == "expected"], "warn"),
+        ]
+        for title, results, style in sections:
+            if not results:
+                continue
+            self._line(self._c(f"{title}:", style))
+            for result in results:
+                self._line(f"  {self._c('✗', style)} {result.id} — {result.message}")
+                self._details(result, indent="      ")
+        for error in report.internal_errors:
+            self._line(self._c(f"internal error: {error}", "error"))
+        style = "pass" if report.passed else "fail"
+        self._line(self._c(f"verdict: {report.verdict.upper()} (exit {report.exit_code})", style))
+
+
+def describe(check: Any, severity: Severity) -> str:
+    """One line of ``orsbench check --list``."""
+    return f"{severity.value:<11} {check.id:<{_ID_WIDTH}} {check.title}"

@@ -1,0 +1,136 @@
+"""``orsbench check``: exit codes 0/1/2/3, report files, --only, --list, the expected-failures baseline."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import socket
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from orsbench.checks import CHECKS, load_checks
+from orsbench.cli import main
+from orsbench.servers.faults.violations import ROUTER_PREFIX
+
+BASELINE = Path(__file__).parent.parent / "fixtures" / "expected-failures" / "reward-bool.yaml"
+
+
+@pytest.fixture(scope="module")
+def echo(ors_server_factory):
+    return ors_server_factory("echo")
+
+
+@pytest.fixture(scope="module")
+def router(ors_server_factory):
+    return ors_server_factory("echo", faults=("violation-router",))
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_serve_echo_passes_and_writes_json_and_junit(tmp_path, capsys):
+    json_path, junit_path = tmp_path / "report.json", tmp_path / "junit.xml"
+    code = main(["check", "--serve", "echo", "--json", str(json_path), "--junit", str(junit_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "── discovery" in out and "verdict: PASS (exit 0)" in out
+    report = json.loads(json_path.read_text())
+    assert report["passed"] is True and report["target"].startswith("http://127.0.0.1:")
+    assert len(report["checks"]) == len(load_checks())
+    suite = ET.parse(junit_path).getroot().find("testsuite")
+    assert suite.get("failures") == "0" and int(suite.get("tests")) == len(load_checks())
+
+
+def test_serve_with_a_violation_fails_with_exit_1(capsys):
+    code = main(["check", "--serve", "echo", "--fault", "reward-bool", "-q"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "reward.well_formed" in out and "is a bool" in out
+    assert "verdict: FAIL (exit 1)" in out
+
+
+def test_required_failure_against_a_url_exits_1_and_junit_has_the_failure(router, tmp_path, capsys):
+    junit_path = tmp_path / "junit.xml"
+    code = main(["check", router.url + ROUTER_PREFIX + "reason-missing", "--env", "echo", "--junit", str(junit_path)])
+    assert code == 1
+    failures = [c for c in ET.parse(junit_path).getroot().iter("testcase") if c.find("failure") is not None]
+    assert [c.get("name") for c in failures] == ["call.error_reason"]
+
+
+def test_unreachable_target_exits_2(capsys):
+    code = main(["check", f"http://127.0.0.1:{_closed_port()}", "--json", "-"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "cannot reach" in captured.err  # with --json - the table goes to stderr ...
+    report = json.loads(captured.out)  # ... and stdout is the JSON report alone
+    assert report["verdict"] == "unreachable" and report["passed"] is False and report["checks"] == []
+
+
+def test_a_server_that_is_not_ors_exits_2(router, capsys):
+    # Every path under an unknown violation name answers 404: an HTTP server, but not an ORS one.
+    code = main(["check", router.url + ROUTER_PREFIX + "no-such-violation"])
+    assert code == 2
+    assert "does not look like an ORS server" in capsys.readouterr().out
+
+
+def test_internal_error_exits_3(echo, monkeypatch, capsys):
+    def broken(ev):
+        raise RuntimeError("bug in a check")
+
+    monkeypatch.setitem(CHECKS, "discovery.splits", dataclasses.replace(CHECKS["discovery.splits"], fn=broken))
+    code = main(["check", echo.url, "--only", "discovery.*"])
+    assert code == 3
+    assert "bug in a check" in capsys.readouterr().out
+
+
+def test_expected_failure_in_baseline_exits_0(router, capsys):
+    code = main(["check", router.url + ROUTER_PREFIX + "reward-bool", "--env", "echo", "--expected-failures", str(BASELINE)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "XFAIL" in out and "expected failures (baseline)" in out
+
+
+def test_stale_baseline_entry_exits_1(echo, tmp_path, capsys):
+    json_path = tmp_path / "r.json"
+    code = main(["check", echo.url, "--only", "reward.*,call.*", "--expected-failures", str(BASELINE), "--json", str(json_path)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "STALE" in out and "remove it from" in out
+    report = json.loads(json_path.read_text())
+    assert report["summary"]["stale"] == ["reward.well_formed"]
+
+
+def test_only_selects_by_glob(echo, tmp_path, capsys):
+    json_path = tmp_path / "r.json"
+    assert main(["check", echo.url, "--only", "dataset.*", "--only", "discovery.health", "--json", str(json_path)]) == 0
+    ids = [c["id"] for c in json.loads(json_path.read_text())["checks"]]
+    assert ids and set(ids) == {i for i in load_checks() if i.startswith("dataset.")} | {"discovery.health"}
+
+
+def test_list_prints_every_check_with_its_severity(capsys):
+    assert main(["check", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(load_checks())
+    assert any(line.startswith("required") and "call.chunk_reassembly" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check"],
+        ["check", "http://127.0.0.1:1", "--serve", "echo"],
+        ["check", "http://127.0.0.1:1", "--only", "nothing.matches*"],
+        ["check", "http://127.0.0.1:1", "--expected-failures", "/nonexistent.yaml"],
+        ["check", "--serve", "echo", "--fault", "no-such-fault"],
+    ],
+    ids=["no-target", "two-targets", "only-matches-nothing", "missing-baseline", "unknown-fault"],
+)
+def test_usage_errors_exit_2_before_contacting_anything(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2

@@ -387,3 +387,18 @@ def test_api_key_enforcement(ors_server_factory):
     with WireClient(server.url) as bearer:
         assert bearer.request("GET", "/echo/tools", headers={"Authorization": "Bearer k3y"}).status == 200
         assert bearer.request("GET", "/echo/tools", headers={"Authorization": "Bearer nope"}).status == 401
+
+
+def test_unplayable_task_spec_is_422_not_a_later_500(ors_server_factory):
+    server = ors_server_factory("sparse-reward")
+    with WireClient(server.url) as c:
+        for spec in ({}, {"length": 10**9, "seed": 1}, {"length": "three", "seed": 0}):
+            answer = c.create("s-unplayable", task_spec=spec)
+            assert answer.status == 422 and answer.detail[0]["loc"][:2] == ["body", "task_spec"], answer.body
+        assert c.ping("s-unplayable").status == 404
+
+
+def test_secrets_sent_in_the_body_are_rejected_and_redacted(client):
+    answer = client.create("s-body-secret", split="train", index=0, extra={"secrets": {"OPENAI_API_KEY": "sk-secret"}})
+    assert answer.status == 422 and answer.detail[0]["loc"] == ["body", "secrets"]
+    assert "sk-secret" not in answer.body.decode()

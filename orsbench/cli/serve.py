@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from orsbench.config import ServerConfig
 from orsbench.scenarios import REGISTRY, get_scenario
 from orsbench.servers.app import IMPLEMENTATIONS, build_app, effective_config, serve_forever, write_ready_file
+
+#: Read when neither --api-key nor a launcher's config gives a key: a key in the
+#: environment does not show in ``ps`` output the way a command-line flag does.
+API_KEY_ENV = "ORSBENCH_API_KEY"
 
 #: CLI flag → ServerConfig field, for the knobs settable one by one.
 KNOBS: dict[str, tuple[str, type, str]] = {
@@ -41,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default 0)")
     for flag, (field, kind, text) in KNOBS.items():
         parser.add_argument(flag, dest=field, type=kind, default=None, help=text)
-    parser.add_argument("--api-key", dest="api_key", default=None, help="require this key (X-API-Key or Bearer) on every route but /health")
+    parser.add_argument("--api-key", dest="api_key", default=None, help=f"require this key (X-API-Key or Bearer) on every route but /health (default: ${API_KEY_ENV} if set)")
     parser.add_argument("--fault", dest="faults", action="append", default=None, metavar="NAME[,NAME]", help="apply fault profiles (see docs)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (see `orsbench scenarios -v`)")
     parser.add_argument("--access-log", action="store_true", help="log one line per request to stderr")
@@ -63,6 +68,8 @@ def config_from_args(args: argparse.Namespace) -> tuple[ServerConfig, set[str]]:
             changes[field] = value
     if args.api_key is not None:
         changes["api_key"] = args.api_key
+    elif not args.config_json and os.environ.get(API_KEY_ENV):
+        changes["api_key"] = os.environ[API_KEY_ENV]
     if args.faults:
         changes["faults"] = tuple(n.strip() for item in args.faults for n in item.split(",") if n.strip())
     if args.access_log:
@@ -86,7 +93,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"orsbench serve: {exc}", file=sys.stderr)
         return 2
     config = effective_config(scenario, config, explicit)
-    app = build_app([scenario], config, args.impl)
+    try:
+        app = build_app([scenario], config, args.impl)
+    except ValueError as exc:  # an unknown fault, a knob the SDK twin lacks, ...
+        print(f"orsbench serve: {exc}", file=sys.stderr)
+        return 2
 
     def on_ready(url: str) -> None:
         print(f"orsbench: serving {scenario.name} ({args.impl}) at {url} — env name {scenario.name!r}; Ctrl-C stops", flush=True)

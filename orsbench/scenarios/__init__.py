@@ -51,3 +51,5 @@ __all__ = [
     "text",
     "tool",
 ]
+
+from orsbench.scenarios import schema_zoo  # noqa: E402,F401  (registers schema-zoo and its variants)

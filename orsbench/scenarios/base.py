@@ -152,6 +152,8 @@ class Scenario:
     summary: ClassVar[str] = ""
     #: ``{param: (default, help)}``: the knobs this scenario accepts.
     params_help: ClassVar[Mapping[str, tuple[Any, str]]] = {}
+    #: What a playable task looks like; ``/create`` with a ``task_spec`` it rejects answers 422.
+    task_model: ClassVar[type[BaseModel] | None] = None
     #: ServerConfig fields this scenario changes by default (e.g. a short ping interval).
     config_defaults: ClassVar[Mapping[str, Any]] = {}
     _tool_markers: ClassVar[dict[str, _ToolMarker]]
@@ -186,6 +188,11 @@ class Scenario:
     def list_tasks(self, split: str) -> list[JSON]:
         """All tasks of ``split``. May raise ``NotImplementedError`` (index API only)."""
         raise NotImplementedError
+
+    def validate_task(self, task: JSON) -> None:
+        """Raise pydantic's ``ValidationError`` when ``task`` is not one this scenario can play."""
+        if self.task_model is not None:
+            self.task_model.model_validate(task)
 
     def num_tasks(self, split: str) -> int:
         return len(self.list_tasks(split))

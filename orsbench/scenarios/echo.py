@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from orsbench.scenarios.base import JSON, Episode, Scenario, Split, ToolResult, text, tool
 
@@ -21,10 +21,16 @@ class EchoParams(BaseModel):
     text: str = Field(description="The string to echo back.")
 
 
+class EchoTask(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    target: str
+
+
 class Echo(Scenario):
     """Tasks carry a ``target``; ``echo(text)`` wins (reward 1.0, finished) on a match."""
 
     name = "echo"
+    task_model = EchoTask
     summary = "say the task's target word with echo(text); reward 1.0 and finished on match, else 0.0"
     params_help = {
         "train_size": (48, "tasks in the train split"),

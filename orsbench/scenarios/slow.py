@@ -10,9 +10,14 @@ real-world timings, e.g. ``--param long_call=1200 --ping-interval 10``.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from orsbench.scenarios.base import JSON, Episode, Scenario, Split, ToolResult, text, tool
+
+
+class SlowTask(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    steps: int = Field(ge=1, le=1_000_000)
 
 
 class StepParams(BaseModel):
@@ -25,6 +30,7 @@ class WaitParams(BaseModel):
 
 class Slow(Scenario):
     name = "slow"
+    task_model = SlowTask
     summary = "slow setup (503 starting), per-call latency, a long call with keep-alives, a many-step episode"
     params_help = {
         "latency": (0.05, "seconds every tool call takes"),

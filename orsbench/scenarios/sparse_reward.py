@@ -9,7 +9,7 @@ no reward at all, and any call after ``submit`` is refused with
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from orsbench.scenarios.base import JSON, Episode, Scenario, Split, ToolResult, text, tool
 
@@ -22,6 +22,12 @@ class SubmitParams(BaseModel):
     total: int = Field(description="Sum of all hidden digits.")
 
 
+class SparseTask(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    length: int = Field(ge=1, le=64)
+    seed: int = Field(ge=0, le=2**31)
+
+
 def digits(task: JSON) -> list[int]:
     """The hidden digits of a task, derived from its seed (never sent to clients)."""
     seed = int(task["seed"])
@@ -30,6 +36,7 @@ def digits(task: JSON) -> list[int]:
 
 class SparseReward(Scenario):
     name = "sparse-reward"
+    task_model = SparseTask
     summary = "reveal(position) returns reward null; only submit(total) is rewarded (-1 / 0 / 1) and finishes"
     params_help = {"train_size": (32, "tasks in the train split"), "test_size": (8, "tasks in the test split")}
 

@@ -8,12 +8,21 @@ misses ``lookup`` and ``hint``.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from orsbench.scenarios.base import JSON, Episode, Scenario, Split, ToolResult, text, tool
 
 KINDS = ("add", "lookup", "hint")
 TABLE = {"alpha": "red", "beta": "green", "gamma": "blue", "delta": "black", "epsilon": "white"}
+
+
+class TaskToolTask(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    kind: Literal["add", "lookup", "hint"]
+    question: str
+    answer: str
 
 
 class AnswerParams(BaseModel):
@@ -31,6 +40,7 @@ class LookupParams(BaseModel):
 
 class TaskTool(Scenario):
     name = "task-tool"
+    task_model = TaskToolTask
     summary = "shared answer() plus one task-scoped tool per task (add / lookup / hint), visible only via task_tools"
     params_help = {"train_size": (30, "tasks in the train split"), "test_size": (9, "tasks in the test split")}
 

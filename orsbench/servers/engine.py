@@ -25,8 +25,9 @@ import json
 import logging
 import sys
 import time
-import uuid
+from random import getrandbits
 from typing import Any, Awaitable, Callable, Iterable
+from urllib.parse import quote
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -50,10 +51,14 @@ DELIBERATE_DIFFERENCES: tuple[str, ...] = (
     "/num_tasks and /task on an environment whose task list is not available → 400; the reference answers 500.",
     "/docs, /redoc and /openapi.json are not served (404); the reference serves FastAPI's generated pages.",
     "/version reports the protocol version the engine emulates (0.1.167) with build_sha null.",
+    "A task_spec the scenario cannot play (its task model rejects it) → 422 at /create; "
+    "a reference environment whose constructor rejects it answers 500.",
+    "A `secrets` field in a /create body is rejected with 422 as the reference does, but its value is redacted from the detail.",
     "Optional API-key enforcement (--api-key): 401 without the key; the reference never checks X-API-Key.",
 )
 
 _JSON_HEADERS = [(b"content-type", protocol.JSON_CONTENT_TYPE.encode())]
+_JSON_TYPE = _JSON_HEADERS[0]
 _MESSAGE_BLOCK_TYPES = list(protocol.BLOCK_TYPES)
 
 
@@ -64,25 +69,52 @@ class HTTPError(Exception):
         self.status, self.detail, self.headers = status, detail, list(headers)
 
 
-class Request:
-    """The little of an HTTP request the handlers need."""
+#: Header name as asked for → its lower-case ASGI bytes (the code asks for a handful of names).
+_HEADER_KEYS: dict[str, bytes] = {}
 
-    __slots__ = ("scope", "receive", "method", "path", "headers", "max_body", "_body")
+
+class Request:
+    """The little of an HTTP request the handlers need.
+
+    Headers are looked up in the raw ASGI list on demand: a handler reads one or
+    two of them, so decoding all of them for every request would cost more than
+    the lookups. :attr:`headers` still gives the whole decoded dict when asked.
+    """
+
+    __slots__ = ("scope", "receive", "method", "path", "_headers", "max_body", "_body")
 
     def __init__(self, scope: Scope, receive: Receive, max_body: int) -> None:
         self.scope, self.receive, self.max_body = scope, receive, max_body
         self.method: str = scope["method"]
         self.path: str = scope["path"]
-        self.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        self._headers: dict[str, str] | None = None
         self._body: bytes | None = None
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """All headers, decoded (names as the server passed them: lower-case under ASGI)."""
+        if self._headers is None:
+            self._headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in self.scope["headers"]}
+        return self._headers
+
     def header(self, name: str) -> str | None:
-        return self.headers.get(name.lower())
+        if self._headers is not None:
+            return self._headers.get(name.lower())
+        key = _HEADER_KEYS.get(name)
+        if key is None:
+            key = name.lower().encode("latin-1")
+            if len(_HEADER_KEYS) < 64:
+                _HEADER_KEYS[name] = key
+        found = None
+        for k, v in self.scope["headers"]:
+            if k == key:
+                found = v  # the last one wins, as in the dict
+        return None if found is None else found.decode("latin-1")
 
     @property
     def sid(self) -> str:
         """``X-Session-ID``, stripped; 400 when missing or empty (reference ``extract_sid``)."""
-        sid = (self.headers.get("x-session-id") or "").strip()
+        sid = (self.header("x-session-id") or "").strip()
         if not sid:
             raise HTTPError(400, protocol.DETAIL_SID_REQUIRED)
         return sid
@@ -90,7 +122,7 @@ class Request:
     async def body(self) -> bytes:
         if self._body is not None:
             return self._body
-        length = self.headers.get("content-length")
+        length = self.header("content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body:
             raise HTTPError(413, f"Request body too large: {length} bytes; the limit is {self.max_body} bytes.")
         chunks: list[bytes] = []
@@ -120,7 +152,7 @@ class Request:
             raise HTTPError(422, _validation_detail(exc, raw)) from None
 
 
-def _validation_detail(exc: ValidationError, raw: bytes) -> list[dict[str, Any]]:
+def _validation_detail(exc: ValidationError, raw: bytes, prefix: tuple[str, ...] = ("body",)) -> list[dict[str, Any]]:
     """FastAPI's 422 detail list: ``loc`` prefixed with ``body``, exceptions in ``ctx`` as ``{}``."""
     details = []
     for err in exc.errors(include_url=False):
@@ -134,11 +166,20 @@ def _validation_detail(exc: ValidationError, raw: bytes) -> list[dict[str, Any]]
                 message = getattr(decode_error, "msg", str(decode_error))
             details.append({"type": "json_invalid", "loc": ["body", position], "msg": "JSON decode error", "input": {}, "ctx": {"error": message}})
             continue
-        item: dict[str, Any] = {"type": err["type"], "loc": ["body", *err["loc"]], "msg": err["msg"], "input": err.get("input")}
+        item: dict[str, Any] = {"type": err["type"], "loc": [*prefix, *err["loc"]], "msg": err["msg"], "input": _redact(err.get("input"), err["loc"])}
         if "ctx" in err:
             item["ctx"] = {k: (v if isinstance(v, (str, int, float, bool, type(None))) else {}) for k, v in err["ctx"].items()}
         details.append(_jsonable(item))
     return details
+
+
+def _redact(value: Any, loc: tuple[Any, ...]) -> Any:
+    """Never echo secrets: a ``secrets`` body field (as the ORS guides send it) comes back redacted."""
+    if "secrets" in loc:
+        return "<redacted>"
+    if isinstance(value, dict) and "secrets" in value:
+        return {**value, "secrets": "<redacted>"}
+    return value
 
 
 def _jsonable(value: Any) -> Any:
@@ -146,7 +187,13 @@ def _jsonable(value: Any) -> Any:
         orjson.dumps(value)
         return value
     except TypeError:
-        return json.loads(json.dumps(value, default=repr))
+        # orjson refuses integers beyond 64 bits; such an echoed input comes back as its decimal string.
+        return json.loads(json.dumps(value, default=repr), parse_int=_int_or_text)
+
+
+def _int_or_text(text: str) -> int | str:
+    number = int(text)
+    return number if -(1 << 63) <= number < (1 << 64) else text
 
 
 def parse_secrets(header: str | None) -> dict[str, str]:
@@ -159,7 +206,7 @@ def parse_secrets(header: str | None) -> dict[str, str]:
     problem = "X-Secrets must be base64-encoded JSON of the form {name: {\"value\": string}}"
     try:
         decoded = json.loads(base64.b64decode(header, validate=True))
-    except (binascii.Error, ValueError):
+    except (binascii.Error, ValueError, RecursionError):  # RecursionError: JSON nested too deep
         raise HTTPError(400, f"{problem}; it is not valid base64 JSON.") from None
     if not isinstance(decoded, dict):
         raise HTTPError(400, f"{problem}; it decodes to a JSON {type(decoded).__name__}.")
@@ -195,6 +242,7 @@ class Engine:
         self._task_lists: dict[tuple[str, str], list[dict[str, Any]] | None] = {}
         self._tools_json = {k: self._tools_payload(sc, [t.spec() for t in sc.shared_tools()]) for k, sc in self.scenarios.items()}
         self._task_tools_json: dict[tuple[str, tuple[str, ...]], bytes] = {}
+        self._async_fns: dict[Any, bool] = {}
         self._root: dict[str, dict[str, Callable[[Request], Awaitable[Any]]]] = {
             protocol.HEALTH: {"GET": self.health},
             protocol.VERSION: {"GET": self.version},
@@ -251,29 +299,30 @@ class Engine:
             await self._delete(sid)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive, self.config.max_body)
+        config, stats = self.config, self.stats
+        request = Request(scope, receive, config.max_body)
         key = ""
         try:
+            if config.api_key is not None and request.path != protocol.HEALTH:
+                self._authorise(request)  # before routing: no route, redirect or 404 leaks to a stranger
             handler, key = self._route(request)
-            if self.config.api_key is not None and request.path != protocol.HEALTH:
-                self._authorise(request)
             result = await handler()
             if isinstance(result, _Streamer):
                 await result.run(send)
             else:
                 await _send_json(send, 200, result)
-            self.stats.statuses[200] += 1
+            stats.statuses[200] += 1
         except HTTPError as exc:
             await _send_json(send, exc.status, {"detail": exc.detail} if exc.status not in (307, 308) else None, exc.headers)
-            self.stats.statuses[exc.status] += 1
+            stats.statuses[exc.status] += 1
             key = key or str(exc.status)
         except Exception as exc:  # noqa: BLE001 - a scenario bug must still answer
             log.exception("internal error on %s %s", request.method, request.path)
             await _send_json(send, 500, {"detail": f"{type(exc).__name__}: {exc}"})
-            self.stats.statuses[500] += 1
+            stats.statuses[500] += 1
             key = key or "500"
-        self.stats.requests[key] += 1
-        if self.config.access_log:
+        stats.requests[key] += 1
+        if config.access_log:
             print(f"{request.method} {request.path} [{key}]", file=sys.stderr)
 
     def _route(self, request: Request) -> tuple[Callable[[], Awaitable[Any]], str]:
@@ -291,7 +340,7 @@ class Engine:
         if scenario is None:
             if first in protocol.ROOT_SEGMENTS or first.startswith("_"):
                 raise HTTPError(404, protocol.DETAIL_NOT_FOUND)
-            location = f"/{self.default_env}{path}"
+            location = f"/{self.default_env}{_quote_path(path)}"
             query = request.scope.get("query_string") or b""
             if query:
                 location += "?" + query.decode("latin-1")
@@ -341,7 +390,7 @@ class Engine:
         return {"status": "ok"}
 
     async def create_session(self, request: Request) -> Any:
-        sid = str(uuid.uuid4())
+        sid = _uuid4_str()
         payload = sse.frame(protocol.EVENT_TASK_ID, sid) + sse.frame(protocol.EVENT_END, "")
         return _Streamer(immediate=payload)
 
@@ -357,6 +406,10 @@ class Engine:
         secrets = parse_secrets(request.header(protocol.SECRETS_HEADER))
         if body.task_spec is not None:
             task = body.task_spec
+            try:
+                scenario.validate_task(task)
+            except ValidationError as exc:
+                raise HTTPError(422, _validation_detail(exc, b"", prefix=("body", "task_spec"))) from None
         else:
             assert body.split is not None and body.index is not None
             task = self._get_task(scenario, body.split, body.index)
@@ -571,20 +624,26 @@ class Engine:
         body: models.CallBody = await request.parse(models.CallBody)
         if body.task_id is not None:
             return self._resume(body.task_id)
-        task_id = uuid.uuid4().hex
+        task_id = _uuid4_hex()
         tool = session.tools.get(body.name)
-        if tool is not None and not inspect.iscoroutinefunction(tool.fn) and self.config.latency <= 0:
+        if tool is not None and not self._is_async(tool.fn) and self.config.latency <= 0:
             # Fast path: a synchronous tool finishes before the first byte is sent.
             outcome = self._run_sync(session, body.name, body.input)
             future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
             future.set_result(outcome)
-            self.tasks.add(task_id, TaskRecord(future))
-            self.tasks.completed(task_id)
+            self.tasks.add_result(task_id, *outcome)
         else:
             future = asyncio.ensure_future(self._run_async(session, body.name, body.input))
             self.tasks.add(task_id, TaskRecord(future))
             future.add_done_callback(lambda _f: self.tasks.completed(task_id))
         return _Streamer(task_id=task_id, future=future, engine=self)
+
+    def _is_async(self, fn: Any) -> bool:
+        """``inspect.iscoroutinefunction``, remembered per tool function (it is slow)."""
+        known = self._async_fns.get(fn)
+        if known is None:
+            known = self._async_fns[fn] = inspect.iscoroutinefunction(fn)
+        return known
 
     def _resume(self, task_id: str) -> "_Streamer":
         record = self.tasks.get(task_id)
@@ -656,7 +715,7 @@ class Engine:
         if body.task_id is not None:
             return self._resume(body.task_id)
         candidates = [c.model_dump() for c in body.candidates]
-        task_id = uuid.uuid4().hex
+        task_id = _uuid4_hex()
         future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
         try:
             scores = session.scenario.score_group(session.episode, candidates) or []
@@ -724,19 +783,46 @@ async def _send_json(send: Send, status: int, content: Any, headers: Iterable[tu
         out = list(headers)
     else:
         body = content.payload if isinstance(content, _Raw) else orjson.dumps(content)
-        out = [*_JSON_HEADERS, *headers]
-    out.append((b"content-length", str(len(body)).encode()))
+        out = [_JSON_TYPE, *headers] if headers else [_JSON_TYPE]
+    out.append((b"content-length", b"%d" % len(body)))
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": body})
+
+
+def _uuid4_hex() -> str:
+    """``uuid.uuid4().hex`` for ids, without a ``UUID`` object or a syscall per id.
+
+    Same format and bits as ``uuid4`` (128 random bits, version 4, RFC variant),
+    drawn from :mod:`random`, which is seeded from ``os.urandom`` and reseeded
+    in a forked child. Session and task ids need to be unique, not secret.
+    """
+    return "%032x" % ((getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET)
+
+
+def _uuid4_str() -> str:
+    """``str(uuid.uuid4())``, the same way."""
+    h = _uuid4_hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+# uuid.UUID(version=4): clear the variant (2 bits) and version (4 bits), then set them.
+_UUID4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64)) & ((1 << 128) - 1)
+_UUID4_SET = (0x8000 << 48) | (0x4000 << 64)
 
 
 def _method_not_allowed(methods: dict[str, Any]) -> HTTPError:
     return HTTPError(405, protocol.DETAIL_METHOD_NOT_ALLOWED, [(b"allow", ", ".join(methods).encode())])
 
 
+def _quote_path(path: str) -> str:
+    """Re-encode a decoded path for a Location header: a %0d or %00 in the request must not become a raw
+    control character there (uvicorn refuses such a header and drops the connection)."""
+    return quote(path, safe="/:@!$&'()*+,;=")
+
+
 def _absolute(scope: Scope, path: str) -> str:
     host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "127.0.0.1")
-    url = f"{scope.get('scheme', 'http')}://{host}{path}"
+    url = f"{scope.get('scheme', 'http')}://{host}{_quote_path(path)}"
     query = scope.get("query_string") or b""
     return url + ("?" + query.decode("latin-1") if query else "")
 

@@ -1,0 +1,473 @@
+"""Client robustness: the openreward SDK and TRL's OpenRewardSpec under every fault profile.
+
+For each fault profile of the mock engine (``orsbench.servers.faults.profiles``)
+both clients play one whole ``sparse-reward`` episode — prompt, ``reveal`` each
+hidden digit, ``submit`` their sum — and the outcome is pinned:
+
+* **survives**: reward 1.0, finished, and the server ran every tool exactly once
+  (a retry never executed a tool twice);
+* **fails with a clear error**: the error names what happened (status and the
+  server's detail), raised by the SDK or, for OpenRewardSpec, returned to the
+  model as ``"Error: ..."`` text (TRL's design: ``_call_ors_tool`` catches everything);
+* **known upstream defect**: ``xfail(strict=True)`` asserting the behaviour we
+  want, with the behaviour we observed as the reason, so a fixed upstream
+  release turns the test red and the table gets updated.
+
+Every client runs in a forked child with a hard deadline and is killed at it,
+so a client that retries forever cannot hang the suite. The parent imports
+``openreward`` and ``trl`` once so the children start at once.
+
+Two client timings are scaled down *in the child only*, by patching the SDK,
+so that a stall or a TTL can be shown in seconds: the SDK's 30 s SSE read
+timeout (``resumable_sse(heartbeat_timeout=30)``) and its 10 s ping cadence
+(``BaseAsyncSession._run_ping(sleep_time=10)``). The behaviour under test — a
+read timeout makes it resume by ``task_id``; pings keep a session alive — does
+not depend on the absolute numbers. One real-time test (``-m slow``) shows the
+SDK's real 10 s cadence keeping a 12 s-TTL session alive.
+
+The outcome table is in ``docs/robustness.md``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# Imported here, before any fork: the children skip the ~5 s import of openreward (and trl).
+import openreward
+import pytest
+from openreward.api._session import http as sdk_http
+from openreward.api._session import session as sdk_session
+from trl.experimental.openreward import OpenRewardSpec
+
+from orsbench import protocol
+from orsbench.config import ServerConfig
+from orsbench.scenarios import get_scenario
+from orsbench.scenarios.sparse_reward import digits
+from orsbench.servers.faults import profiles as P
+from orsbench.servers.launch import RunningServer, start
+
+ENV = "sparse-reward"
+TASK = get_scenario(ENV).list_tasks("train")[0]
+REVEALS = int(TASK["length"])
+TOTAL = sum(digits(TASK))
+#: What a survived episode ran on the server, each tool exactly once.
+EPISODE_CALLS = {"reveal": REVEALS, "submit": 1}
+CLIENTS = ("sdk", "trl")
+ServerFactory = Callable[..., RunningServer]
+_FORK = multiprocessing.get_context("fork")
+
+#: Under ``-n`` (``loadgroup``, set in conftest) every test here runs on one worker, which plays the batch once.
+pytestmark = pytest.mark.xdist_group("client-robustness")
+
+
+# -- running a client ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """How the episode is played."""
+
+    #: Seconds to sit idle before ``submit`` (longer than a TTL to test reaping).
+    idle_before_submit: float = 0.0
+    #: Replace the SDK's 10 s ping cadence (seconds), or keep it (None).
+    ping_every: float | None = None
+    #: Replace the SDK's 30 s SSE read timeout (seconds), or keep it (None).
+    read_timeout: float | None = None
+    #: The child is killed after this many seconds.
+    deadline: float = 30.0
+
+
+@dataclass
+class Outcome:
+    """What one client did in one episode, and what the server saw meanwhile."""
+
+    client: str
+    outputs: list[str] = field(default_factory=list)
+    reward: float | None = None
+    finished: bool = False
+    #: ``"<ExceptionType>: <message>"`` of the exception that ended the episode, if any.
+    error: str | None = None
+    #: Where it was raised: "reset", "call", ...
+    failed_at: str | None = None
+    hung: bool = False
+    #: Seconds the episode took (the deadline, when it hung).
+    elapsed: float = 0.0
+    #: Server-side deltas over the run.
+    calls: dict[str, int] = field(default_factory=dict)
+    requests: dict[str, int] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)
+    active_sessions: int = 0
+
+    @property
+    def survived(self) -> bool:
+        return self.error is None and not self.hung and self.reward == 1.0 and self.finished
+
+    def describe(self) -> str:
+        return (
+            f"{self.client}: reward={self.reward} finished={self.finished} error={self.error!r} at {self.failed_at} "
+            f"hung={self.hung} {self.elapsed:.1f}s outputs={[o[:90] for o in self.outputs]} calls={self.calls} "
+            f"requests={self.requests}"
+        )
+
+
+def _scale_sdk(plan: Plan) -> None:
+    """In the child only: shorten the SDK's read timeout and ping cadence as the plan says."""
+    if plan.read_timeout is not None:
+        sdk_http.resumable_sse.__kwdefaults__["heartbeat_timeout"] = plan.read_timeout
+    if plan.ping_every is not None:
+        original = sdk_session.BaseAsyncSession._run_ping
+        every = plan.ping_every
+
+        async def run_ping(self: Any, url: str, sid: str, api_key: Any, sleep_time: float, deployment: Any, **kw: Any) -> None:
+            await original(self, url, sid, api_key, every, deployment, **kw)
+
+        sdk_session.BaseAsyncSession._run_ping = run_ping  # type: ignore[method-assign]
+
+
+def _text(output: Any) -> str:
+    return "\n".join(getattr(b, "text", "") for b in output.blocks)
+
+
+def _sdk_episode(plan: Plan, out: dict[str, Any]) -> None:
+    env = openreward.OpenReward().environments.get(ENV)
+    out["failed_at"] = "session"
+    with env.session(split="train", index=0) as session:
+        out["failed_at"] = "prompt"
+        session.get_prompt()
+        out["failed_at"] = "call"
+        for position in range(REVEALS):
+            out["outputs"].append(_text(session.call_tool("reveal", {"position": position})))
+        time.sleep(plan.idle_before_submit)
+        result = session.call_tool("submit", {"total": TOTAL})
+        out["outputs"].append(_text(result))
+        out["reward"], out["finished"] = result.reward, result.finished
+        out["failed_at"] = None
+
+
+def _trl_episode(plan: Plan, out: dict[str, Any]) -> None:
+    url = os.environ[protocol.ENV_SESSION_URL]
+    out["failed_at"] = "spec"
+    rollout = OpenRewardSpec(url, env_name=ENV).environment_factory()
+    out["failed_at"] = "reset"
+    rollout.reset(task_index=0)  # GRPOTrainer never calls _close(); a failed reset is not cleaned up here either
+    try:
+        out["failed_at"] = "call"
+        for position in range(REVEALS):
+            out["outputs"].append(rollout.reveal(position=position))
+        time.sleep(plan.idle_before_submit)
+        out["outputs"].append(rollout.submit(total=TOTAL))
+        out["reward"], out["finished"] = rollout.reward, rollout.finished
+        out["failed_at"] = None
+    finally:
+        rollout._close()
+
+
+def _child(client: str, server_env: dict[str, str], plan: Plan, conn: Connection) -> None:
+    started = time.monotonic()
+    os.environ.update(server_env)
+    _scale_sdk(plan)
+    out: dict[str, Any] = {"outputs": [], "reward": None, "finished": False, "error": None}
+    try:
+        (_sdk_episode if client == "sdk" else _trl_episode)(plan, out)
+    except BaseException as exc:  # noqa: BLE001 - the outcome is the point
+        out["error"] = f"{type(exc).__name__}: {exc}"
+        out["traceback"] = traceback.format_exc()[-3000:]
+    out["seconds"] = time.monotonic() - started
+    conn.send(out)
+    conn.close()
+
+
+class Running:
+    """A client playing in a forked child; :meth:`finish` collects it at its deadline at the latest."""
+
+    def __init__(self, client: str, server: RunningServer, plan: Plan) -> None:
+        self.client, self.server, self.plan = client, server, plan
+        self.before = server.stats()
+        self._reader, writer = _FORK.Pipe(duplex=False)
+        self._child = _FORK.Process(target=_child, args=(client, server.env(), plan, writer), daemon=True)
+        self.started = time.monotonic()
+        self._child.start()
+        writer.close()
+
+    def finish(self) -> Outcome:
+        result: dict[str, Any] | None = None
+        if self._reader.poll(max(0.0, self.started + self.plan.deadline - time.monotonic())):
+            try:
+                result = self._reader.recv()
+            except EOFError:
+                result = {"error": f"the client process died (exit code {self._child.exitcode})"}
+        elapsed = time.monotonic() - self.started
+        if result is None:  # still going at its deadline: stop it now
+            self._child.kill()
+        self._child.join(10)
+        if self._child.is_alive():
+            self._child.kill()
+            self._child.join(5)
+        after = self.server.stats()
+        outcome = Outcome(self.client, elapsed=elapsed, hung=result is None)
+        if result is not None:
+            outcome.outputs = list(result.get("outputs", []))
+            outcome.reward, outcome.finished = result.get("reward"), bool(result.get("finished"))
+            outcome.error, outcome.failed_at = result.get("error"), result.get("failed_at")
+            outcome.elapsed = result.get("seconds", elapsed)
+        outcome.calls = _delta(self.before["calls"], after["calls"])
+        outcome.requests = _delta(self.before["requests"], after["requests"])
+        outcome.statuses = _delta(self.before["statuses"], after["statuses"])
+        outcome.active_sessions = after["active_sessions"] - self.before["active_sessions"]
+        return outcome
+
+
+def run_client(client: str, server: RunningServer, plan: Plan = Plan()) -> Outcome:
+    """Play one episode with ``client`` in a forked child; kill it at ``plan.deadline``."""
+    return Running(client, server, plan).finish()
+
+
+def _delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+
+
+# -- the cases, played all at once ------------------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    """One fault profile (or none), the server knobs that scale it, and how the episode is played."""
+
+    faults: tuple[str, ...] = ()
+    config: tuple[tuple[str, Any], ...] = ()
+    plan: Plan = Plan()
+    #: A server per client, so a seeded fault stream starts afresh for each.
+    server_per_client: bool = False
+
+    def server_config(self) -> ServerConfig:
+        return ServerConfig(faults=self.faults, **dict(self.config))
+
+
+#: Scaled-down timings: TTL 1.5 s with 2.5 s idle; keep-alives every 0.25 s (a 1 s stall); setup 1 s.
+CASES: dict[str, Case] = {
+    "none": Case(),
+    "latency-jitter": Case(("latency-jitter",)),
+    # seed 3: the very first request of each client is refused.
+    "flaky-5xx": Case(("flaky-5xx",), (("seed", 3),), server_per_client=True),
+    "rate-limit": Case(("rate-limit",), (("seed", 3),), server_per_client=True),
+    "slow-setup": Case(("slow-setup",), (("setup_delay", 1.0),)),
+    "setup-failure": Case(("setup-failure",)),
+    "stream-drop": Case(("stream-drop",)),
+    "stream-stall": Case(("stream-stall",), (("ping_interval", 0.25),), Plan(read_timeout=0.5)),
+    "stream-no-end": Case(("stream-no-end",), plan=Plan(deadline=5.0)),
+    "short-ttl": Case(("short-ttl",), (("ttl", 1.5),), Plan(idle_before_submit=2.5)),
+    "short-ttl+pings": Case(("short-ttl",), (("ttl", 1.5),), Plan(idle_before_submit=2.5, ping_every=0.25)),
+    "tool-raises": Case(("tool-raises",)),
+    "restart": Case(("restart",)),
+}
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> Iterator[dict[tuple[str, str], Outcome]]:
+    """Every case with every client. All cases of one client play at once (each on its own server, so
+    nothing the server counts mixes); then the other client, on the same servers. About half a minute."""
+    keys = [(name, client) for name in CASES for client in CLIENTS]
+    server_key = {(n, c): (n, c if CASES[n].server_per_client else "") for n, c in keys}
+    wanted = sorted(set(server_key.values()))
+    with ThreadPoolExecutor(max_workers=4) as pool:  # starting servers is mostly waiting
+        futures = {key: pool.submit(start, ENV, config=CASES[key[0]].server_config()) for key in wanted}
+    started = {key: f.result() for key, f in futures.items() if f.exception() is None}
+    try:
+        for future in futures.values():
+            if future.exception() is not None:
+                raise future.exception()  # type: ignore[misc]
+        results: dict[tuple[str, str], Outcome] = {}
+        for client in CLIENTS:
+            running = {name: Running(client, started[server_key[name, client]], CASES[name].plan) for name in CASES}
+            for name, run in sorted(running.items(), key=lambda item: item[1].plan.deadline):  # kill on time
+                results[name, client] = run.finish()
+        yield results
+    finally:
+        for server in started.values():
+            server.stop()
+
+
+def assert_survived(outcome: Outcome) -> None:
+    assert outcome.survived, outcome.describe()
+    assert outcome.calls == EPISODE_CALLS, f"each tool must run exactly once: {outcome.describe()}"
+
+
+def assert_failed_clearly(outcome: Outcome, *fragments: str, at: str | None = None) -> None:
+    """The episode ended early, and what ended it says what happened (an exception, or TRL's error text)."""
+    assert not outcome.hung, outcome.describe()
+    assert outcome.reward is None and not outcome.finished, outcome.describe()
+    if outcome.error is not None:
+        evidence = outcome.error
+        if at is not None:
+            assert outcome.failed_at == at, outcome.describe()
+    else:  # OpenRewardSpec returns errors to the model as text
+        errors = [o for o in outcome.outputs if o.startswith("Error: ")]
+        assert errors, outcome.describe()
+        evidence = errors[0]
+    for fragment in fragments:
+        assert fragment in evidence, f"expected {fragment!r} in {evidence!r}"
+
+
+# -- survives ----------------------------------------------------------------------------------
+Outcomes = dict[tuple[str, str], Outcome]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_no_fault_baseline(outcomes: Outcomes, client: str) -> None:
+    assert_survived(outcomes["none", client])
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_latency_jitter_survives(outcomes: Outcomes, client: str) -> None:
+    assert_survived(outcomes["latency-jitter", client])
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("profile", ["flaky-5xx", "rate-limit"])
+def test_5xx_and_429_with_retry_after_survive_without_double_execution(outcomes: Outcomes, profile: str, client: str) -> None:
+    """Both clients retry 429/502/503/504 (honouring Retry-After) and never re-run a tool."""
+    outcome = outcomes[profile, client]
+    assert outcome.requests.get(f"fault {profile}", 0) >= 1, f"no fault was injected: {outcome.describe()}"
+    assert_survived(outcome)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_slow_setup_survives_by_riding_out_503_starting(outcomes: Outcomes, client: str) -> None:
+    outcome = outcomes["slow-setup", client]
+    assert outcome.statuses.get("503", 0) >= 1, f"the client never met 503 starting: {outcome.describe()}"
+    assert_survived(outcome)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_dropped_stream_resumes_by_task_id(outcomes: Outcomes, client: str) -> None:
+    outcome = outcomes["stream-drop", client]
+    assert outcome.requests.get("fault stream-drop") == REVEALS + 1, outcome.describe()
+    assert_survived(outcome)  # includes: every tool ran once, so every retry was a resume
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_stream_stalled_past_the_read_timeout_resumes_by_task_id(outcomes: Outcomes, client: str) -> None:
+    """Scaled: keep-alives every 0.25 s, so the stall lasts 1 s; the SDK's read timeout is cut from 30 s to 0.5 s."""
+    outcome = outcomes["stream-stall", client]
+    assert outcome.requests.get("fault stream-stall") == REVEALS + 1, outcome.describe()
+    assert_survived(outcome)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_sessions_longer_than_the_ttl_survive_with_pings(outcomes: Outcomes, client: str) -> None:
+    """TTL 1.5 s, 2.5 s idle before submit, pings every 0.25 s: the session lives."""
+    outcome = outcomes["short-ttl+pings", client]
+    assert outcome.requests.get("POST /ping", 0) >= 5, outcome.describe()
+    assert_survived(outcome)
+
+
+@pytest.mark.slow
+def test_the_sdk_real_ping_cadence_keeps_a_session_past_a_12s_ttl(
+    request: pytest.FixtureRequest, ors_server_factory: ServerFactory
+) -> None:
+    """Real time, no patching: TTL 12 s, 14 s idle; the SDK pings every 10 s and the session lives."""
+    if "slow" not in (request.config.option.markexpr or ""):
+        pytest.skip("real time (about 20 s): runs with -m slow")
+    server = ors_server_factory(ENV, ttl=12.0)
+    outcome = run_client("sdk", server, Plan(idle_before_submit=14.0, deadline=60))
+    assert outcome.requests.get("POST /ping", 0) >= 2, outcome.describe()
+    assert_survived(outcome)
+
+
+# -- fails with a clear error -------------------------------------------------------------------
+@pytest.mark.parametrize("client", CLIENTS)
+def test_sessions_longer_than_the_ttl_are_lost_without_pings_often_enough(outcomes: Outcomes, client: str) -> None:
+    """TTL 1.5 s, 2.5 s idle, the SDK's own 10 s cadence: reaped; submit gets 404 Active environment not found."""
+    outcome = outcomes["short-ttl", client]
+    assert_failed_clearly(outcome, "404", protocol.DETAIL_NOT_FOUND_SESSION, at="call")
+    assert outcome.calls == {"reveal": REVEALS}, "submit never ran"
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_setup_failure_fails_clearly_on_the_prompt(outcomes: Outcomes, client: str) -> None:
+    """A sticky 500 is not retried: the SDK's get_prompt and OpenRewardSpec's reset() raise it."""
+    outcome = outcomes["setup-failure", client]
+    assert outcome.error is not None, f"raised, not returned as text: {outcome.describe()}"
+    assert_failed_clearly(outcome, "500", "SetupFailed: environment setup failed", at="prompt" if client == "sdk" else "reset")
+    assert outcome.elapsed < 15, "a 500 is not retried for long"
+
+
+def test_the_sdk_closes_its_session_when_the_prompt_fails(outcomes: Outcomes) -> None:
+    outcome = outcomes["setup-failure", "sdk"]
+    assert outcome.failed_at == "prompt" and outcome.active_sessions == 0, outcome.describe()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenRewardSpec's reset() keeps the SDK session context it entered when get_prompt() then fails, and "
+    "GRPOTrainer never calls _close(): the failed rollout's session stays open on the server until the TTL reaps it "
+    "(observed: active_sessions +1 after reset() raised 500 SetupFailed)",
+)
+def test_a_failed_reset_leaves_no_session_open(outcomes: Outcomes) -> None:
+    outcome = outcomes["setup-failure", "trl"]
+    assert outcome.failed_at == "reset", outcome.describe()
+    assert outcome.active_sessions == 0, f"{outcome.active_sessions} session(s) left open"
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_tool_that_raises_ends_the_episode_clearly(outcomes: Outcomes, client: str) -> None:
+    """The 2nd call's ``error`` event: the SDK raises ToolFailed and marks the session dead; TRL returns it as text."""
+    outcome = outcomes["tool-raises", client]
+    assert_failed_clearly(outcome, "tool 'reveal' raised: injected failure")
+    if client == "sdk":
+        assert outcome.error is not None and outcome.error.startswith("ToolFailed:"), outcome.describe()
+    else:  # the client-side session is dead: submit is refused without reaching the server
+        assert outcome.outputs[-1].startswith("Error: environment session terminated"), outcome.describe()
+    assert outcome.calls == {"reveal": 1}, outcome.describe()
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_restart_mid_episode_fails_clearly_after_riding_out_the_502s(outcomes: Outcomes, client: str) -> None:
+    """Neither client re-creates a lost session: the 502s are retried, then the 404 ends the episode."""
+    outcome = outcomes["restart", client]
+    assert_failed_clearly(outcome, "404", protocol.DETAIL_NOT_FOUND_SESSION)
+    assert outcome.statuses.get("502", 0) >= 2, f"the client retried through the downtime: {outcome.describe()}"
+    assert outcome.elapsed >= P.RESTART_DOWN_S
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenRewardSpec's _call_ors_tool catches every exception and returns it as the tool's text "
+    "(observed: \"Error: 404, message='Active environment not found', url=...\"), so a lost session reads to the "
+    "model and the trainer like an ordinary tool answer; the rollout just gets reward None",
+)
+def test_openrewardspec_surfaces_a_lost_session_as_an_exception(outcomes: Outcomes) -> None:
+    outcome = outcomes["restart", "trl"]
+    assert outcome.error is not None and protocol.DETAIL_NOT_FOUND_SESSION in outcome.error, outcome.describe()
+
+
+# -- known upstream defect: a 200 stream without `end` --------------------------------------------
+@pytest.mark.parametrize("client", CLIENTS)
+def test_observed_a_200_stream_without_end_is_retried_without_bound(outcomes: Outcomes, client: str) -> None:
+    """What happens today: the first tool call re-POSTs with its task_id until the deadline kills the client."""
+    outcome = outcomes["stream-no-end", client]
+    assert outcome.hung, outcome.describe()
+    resumes = outcome.requests.get("fault stream-no-end", 0) - 1
+    assert resumes >= 3, f"only {resumes} resumes before the deadline: {outcome.describe()}"
+    assert outcome.calls == {"reveal": 1}, "the resumes never re-ran the tool"
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.xfail(
+    strict=True,
+    reason="resumable_sse resets its retry counter on every HTTP 200, so a stream that ends without `end` is "
+    "re-POSTed with its task_id forever (observed: about 2 resumes a second, no error, until the client was killed "
+    "at its 5 s deadline; call_tool has no total timeout)",
+)
+def test_a_200_stream_without_end_fails_within_the_retry_budget(outcomes: Outcomes, client: str) -> None:
+    outcome = outcomes["stream-no-end", client]
+    assert not outcome.hung, outcome.describe()
+    assert_failed_clearly(outcome)

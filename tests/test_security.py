@@ -1,0 +1,287 @@
+"""Security model of orsbench's servers: loopback by default, optional API key, secrets kept out of sight.
+
+* Servers bind 127.0.0.1 unless told otherwise, and print a WARNING when told
+  to bind an address reachable from elsewhere. The warning is tested without
+  binding wide: the bind itself is replaced by a stub that stops the server.
+* ``--api-key`` (or ``$ORSBENCH_API_KEY``) makes every route but ``/health``
+  answer 401 unless the key comes as ``X-API-Key`` (what the openreward SDK
+  sends) or ``Authorization: Bearer``; the comparison is ``hmac.compare_digest``.
+* Secrets sent in ``X-Secrets`` never appear in the server's log (run with
+  ``--access-log``) or in any error detail, whatever shape the header has.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from orsbench import protocol
+from orsbench.cli import build_parser, main
+from orsbench.cli.serve import API_KEY_ENV, config_from_args
+from orsbench.config import ServerConfig
+from orsbench.scenarios import get_scenario
+from orsbench.servers import app as app_module
+from orsbench.servers.app import build_app, is_loopback
+from orsbench.servers.launch import RunningServer, command
+from orsbench.wire import WireClient, encode_secrets
+
+ENV = "sparse-reward"
+KEY = "orsbench-test-key-7f3a"
+ServerFactory = Callable[..., RunningServer]
+
+
+# -- binding ----------------------------------------------------------------------------
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "::1", "localhost"])
+def test_loopback_addresses_are_recognised(host: str) -> None:
+    assert is_loopback(host)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "10.0.0.1", "example.org", ""])
+def test_other_addresses_are_not_loopback(host: str) -> None:
+    assert not is_loopback(host)
+
+
+class _Stop(Exception):
+    """Raised by the stub bind: the server stops before it touches the network."""
+
+
+def _serve_with_stub_bind(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], host: str) -> str:
+    bound: list[str] = []
+
+    def stub_bind(h: str, port: int) -> Any:
+        bound.append(h)
+        raise _Stop
+
+    monkeypatch.setattr(app_module, "bind", stub_bind)
+    with pytest.raises(_Stop):
+        main(["serve", "echo", "--host", host])
+    assert bound == [host]
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20"])
+def test_serve_warns_before_binding_beyond_loopback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], host: str
+) -> None:
+    err = _serve_with_stub_bind(monkeypatch, capsys, host)
+    warnings = [line for line in err.splitlines() if "WARNING" in line]
+    assert warnings and host in warnings[0], err
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost"])
+def test_serve_is_quiet_on_loopback(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], host: str) -> None:
+    assert "WARNING" not in _serve_with_stub_bind(monkeypatch, capsys, host)
+
+
+def test_loopback_is_the_default_everywhere(ors_server_factory: ServerFactory) -> None:
+    assert build_parser().parse_args(["serve", "echo"]).host == "127.0.0.1"
+    cmd = command("echo")
+    assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
+    assert ors_server_factory("echo").url.startswith("http://127.0.0.1:")
+
+
+# -- API key ------------------------------------------------------------------------------
+def all_routes() -> list[tuple[str, str]]:
+    """Every route the engine serves, from its own route tables."""
+    from orsbench.servers.engine import Engine
+
+    engine = Engine([get_scenario(ENV)], ServerConfig())
+    routes = [(method, path) for path, methods in engine._root.items() for method in methods]
+    routes += [(method, protocol.env_path(ENV, route)) for route, methods in engine._env_routes.items() for method in methods]
+    return routes
+
+
+def test_without_the_key_every_route_but_health_is_401(ors_server_factory: ServerFactory) -> None:
+    server = ors_server_factory(ENV, api_key=KEY)
+    with httpx.Client(base_url=server.url, timeout=10) as client:
+        for method, path in all_routes():
+            response = client.request(method, path, headers={protocol.SESSION_HEADER: "s"}, json={})
+            if path == protocol.HEALTH:
+                assert response.status_code == 200
+                continue
+            assert response.status_code == 401, f"{method} {path}: {response.status_code} {response.text[:200]}"
+            assert "API key" in response.json()["detail"]
+            assert KEY not in response.text
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({protocol.API_KEY_HEADER: KEY}, 200),
+        ({"Authorization": f"Bearer {KEY}"}, 200),
+        ({"Authorization": f"bearer {KEY}"}, 200),
+        ({protocol.API_KEY_HEADER: "", "Authorization": f"Bearer {KEY}"}, 200),  # the SDK's empty X-API-Key
+        ({}, 401),
+        ({protocol.API_KEY_HEADER: ""}, 401),
+        ({protocol.API_KEY_HEADER: KEY[:-1]}, 401),
+        ({protocol.API_KEY_HEADER: KEY + "x"}, 401),
+        ({protocol.API_KEY_HEADER: KEY.upper()}, 401),
+        ({"Authorization": f"Bearer {KEY[:-1]}"}, 401),
+        ({"Authorization": f"Basic {base64.b64encode(KEY.encode()).decode()}"}, 401),
+        ({"Authorization": KEY}, 401),
+        ({protocol.API_KEY_HEADER: "wrong", "Authorization": f"Bearer {KEY}"}, 401),
+    ],
+)
+def test_the_key_is_accepted_as_x_api_key_or_bearer(
+    ors_server_factory: ServerFactory, headers: dict[str, str], status: int
+) -> None:
+    server = ors_server_factory(ENV, api_key=KEY)
+    response = httpx.get(f"{server.url}/{ENV}/tools", headers=headers, timeout=10)
+    assert response.status_code == status, response.text[:200]
+
+
+def test_the_key_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every check goes through hmac.compare_digest, also for keys of another length."""
+    calls: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def spy(a: bytes, b: bytes) -> bool:
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
+    app = build_app([get_scenario(ENV)], ServerConfig(api_key=KEY))
+
+    async def probe() -> list[int]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://orsbench") as client:
+            out = []
+            for given in (KEY, "x", KEY * 3, ""):
+                out.append((await client.get(protocol.LIST_ENVIRONMENTS, headers={protocol.API_KEY_HEADER: given})).status_code)
+            return out
+
+    import asyncio
+
+    assert asyncio.run(probe()) == [200, 401, 401, 401]
+    assert calls == [(g.encode(), KEY.encode()) for g in (KEY, "x", KEY * 3, "")]
+
+
+def test_the_key_can_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    parse = build_parser().parse_args
+    monkeypatch.setenv(API_KEY_ENV, "from-env")
+    assert config_from_args(parse(["serve", "echo"]))[0].api_key == "from-env"
+    assert config_from_args(parse(["serve", "echo", "--api-key", "from-flag"]))[0].api_key == "from-flag"
+    # A launcher passes its whole config; its (absent) key is the truth, not the caller's environment.
+    assert config_from_args(parse(["serve", "echo", "--config-json", ServerConfig().to_json()]))[0].api_key is None
+    monkeypatch.delenv(API_KEY_ENV)
+    assert config_from_args(parse(["serve", "echo"]))[0].api_key is None
+
+
+def test_orsbench_serve_enforces_the_key_from_the_environment(tmp_path: Path) -> None:
+    ready = tmp_path / "url"
+    env = {**os.environ, API_KEY_ENV: KEY, protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orsbench", "serve", "echo", "--ready-file", str(ready)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert process.poll() is None and time.monotonic() < deadline, "orsbench serve did not start"
+            time.sleep(0.05)
+        url = ready.read_text().strip()
+        assert httpx.get(url + protocol.HEALTH, timeout=5).status_code == 200
+        assert httpx.get(url + protocol.LIST_ENVIRONMENTS, timeout=5).status_code == 401
+        assert httpx.get(url + protocol.LIST_ENVIRONMENTS, headers={protocol.API_KEY_HEADER: KEY}, timeout=5).status_code == 200
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+SDK_EPISODES = textwrap.dedent(
+    """
+    import json, sys
+    import openreward
+    from openreward.api._session.http import AuthenticationError
+    url, key = sys.argv[1], sys.argv[2]
+    results = []
+    for api_key in (key, None):
+        try:
+            env = openreward.OpenReward(api_key=api_key).environments.get("sparse-reward", base_url=url)
+            with env.session(split="train", index=0) as session:
+                session.get_prompt()
+                results.append({"output": session.call_tool("reveal", {"position": 0}).blocks[0].text})
+        except AuthenticationError:
+            results.append({"error": "AuthenticationError"})
+    print(json.dumps(results))
+    """
+)
+
+
+def test_the_openreward_sdk_works_with_the_key_and_is_refused_without(ors_server_factory: ServerFactory) -> None:
+    """The SDK sends its API key as X-API-Key on every request, pings included; without it: AuthenticationError."""
+    server = ors_server_factory(ENV, api_key=KEY)
+    env = {**os.environ, protocol.ENV_DISABLE_UPDATE_CHECK: "1", "OPENREWARD_API_KEY": ""}
+    pings = server.stats()["pings"]
+    done = subprocess.run(
+        [sys.executable, "-c", SDK_EPISODES, server.url, KEY], check=False, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [{"output": "1"}, {"error": "AuthenticationError"}]
+    assert server.stats()["pings"] > pings, "the SDK's pings carried the key"
+
+
+# -- secrets ----------------------------------------------------------------------------------
+SECRET = "sk-orsbench-SECRET-9d41c0"
+
+
+def secret_headers() -> list[str]:
+    """X-Secrets values carrying SECRET: one well-formed, the rest malformed in the usual ways."""
+    b64 = lambda value: base64.b64encode(json.dumps(value).encode()).decode()
+    return [
+        encode_secrets({"OPENAI_API_KEY": SECRET}),  # well-formed
+        SECRET,  # not base64
+        b64({"OPENAI_API_KEY": SECRET}),  # value not wrapped in {"value": ...}
+        b64({"OPENAI_API_KEY": {"value": 7, "note": SECRET}}),  # value not a string
+        b64([SECRET]),  # not an object
+        base64.b64encode(SECRET.encode()).decode(),  # base64, not JSON
+        encode_secrets({"OPENAI_API_KEY": SECRET})[:-3],  # truncated
+    ]
+
+
+def test_secrets_never_reach_the_log_or_an_error_detail(ors_server_factory: ServerFactory) -> None:
+    server = ors_server_factory(ENV, access_log=True)
+    forms = {SECRET, base64.b64encode(SECRET.encode()).decode()} | set(secret_headers())
+    answers: list[str] = []
+    with WireClient(server.url) as client:
+        for header in secret_headers():
+            for body in (
+                {"split": "train", "index": 0},
+                {"split": "nope", "index": 0},
+                {"split": "train"},
+                {"task_spec": {}, "index": 1},
+            ):
+                sid = client.new_session()
+                exchange = client.request(
+                    "POST", protocol.CREATE, sid=sid, json_body=body, headers={protocol.SECRETS_HEADER: header}
+                )
+                answers.append(exchange.body.decode("latin-1"))
+                for follow in (client.prompt(ENV, sid), client.call(ENV, sid, "reveal", {"position": 0}), client.delete(sid)):
+                    answers.append(follow.body.decode("latin-1"))
+        answers.append(client.stats().body.decode())
+    log = server.log()
+    assert "POST /create [" in log, "the access log is on"
+    for form in forms:
+        assert form not in log, f"the server log contains a secret form {form[:20]!r}..."
+        for answer in answers:
+            assert form not in answer, f"an answer contains a secret form {form[:20]!r}...: {answer[:300]}"
+
+
+def test_the_stats_never_show_the_api_key(ors_server_factory: ServerFactory) -> None:
+    server = ors_server_factory(ENV, api_key=KEY)
+    stats = server.stats()  # the launcher sends the key it started the server with
+    assert stats["config"]["api_key"] is None
+    assert KEY not in json.dumps(stats)

@@ -89,10 +89,10 @@ def percentile(values: list[float], p: float) -> float:
 
 
 async def _read_stream(response: aiohttp.ClientResponse, stage: str) -> SSEStream:
+    """The whole event stream, parsed (the driver times episodes, not events: Locust times those)."""
     check_stream_status(stage, response.status, response.headers.get("Content-Type", ""))
     parser = SSEParser()
-    async for chunk in response.content.iter_any():
-        parser.feed(chunk)
+    parser.feed(await response.read())
     return parser.close()
 
 
@@ -167,9 +167,17 @@ async def run_episodes(
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
     counter = itertools.count()
     loop = asyncio.get_running_loop()
-    # ORS carries its state in headers, never cookies (the Locust user drops its cookie jar too).
-    jar = aiohttp.DummyCookieJar()
-    async with aiohttp.ClientSession(base_url, connector=connector, timeout=timeout, headers=headers, cookie_jar=jar) as http:
+    # ORS carries its state in headers, never cookies (the Locust user drops its cookie jar too), and
+    # no ORS answer is compressed: the driver asks for neither.
+    async with aiohttp.ClientSession(
+        base_url,
+        connector=connector,
+        timeout=timeout,
+        headers=headers,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        auto_decompress=False,
+        skip_auto_headers=("Accept-Encoding",),
+    ) as http:
         episode = _Episode(http, plan)
         deadline = loop.time() + duration
 

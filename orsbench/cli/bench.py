@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from orsbench.scenarios import REGISTRY
+from orsbench.servers.app import IMPLEMENTATIONS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--scenario", default="echo", choices=sorted(REGISTRY), help="scenario to serve (default echo)")
     parser.add_argument(
-        "--impl", dest="impls", action="append", choices=("mock", "sdk", "floor"), default=None,
+        "--impl", dest="impls", action="append", choices=IMPLEMENTATIONS, default=None,
         help="server(s) to measure, repeatable (default: mock, sdk, floor)",
     )  # fmt: skip
     parser.add_argument("--concurrency", "-c", type=int, default=32, help="concurrent episodes (default 32)")

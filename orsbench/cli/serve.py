@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="example: orsbench serve slow --ttl 3 --param long_call=20 --ping-interval 1",
     )
     parser.add_argument("scenario", choices=sorted(REGISTRY), metavar="SCENARIO", help=f"one of: {', '.join(REGISTRY)}")
-    parser.add_argument("--impl", choices=IMPLEMENTATIONS, default="mock", help="mock engine or openreward SDK twin (default mock)")
+    parser.add_argument("--impl", choices=IMPLEMENTATIONS, default="mock", help="mock engine, openreward SDK twin, or floor (a constant-answer baseline for `orsbench bench`; not a real server) (default mock)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; anything else is reachable from outside)")
     parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default 0)")
     for flag, (field, kind, text) in KNOBS.items():

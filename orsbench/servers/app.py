@@ -18,7 +18,9 @@ from orsbench import protocol
 from orsbench.config import ServerConfig
 from orsbench.scenarios import Scenario, get_scenario
 
-IMPLEMENTATIONS = ("mock", "sdk")
+#: ``floor`` is not an ORS server: it answers a load episode's requests with constants
+#: (:mod:`orsbench.bench.floor`), the baseline ``orsbench bench`` measures against.
+IMPLEMENTATIONS = ("mock", "sdk", "floor")
 
 
 def effective_config(scenario: Scenario, config: ServerConfig, explicit: set[str] = frozenset()) -> ServerConfig:
@@ -28,7 +30,7 @@ def effective_config(scenario: Scenario, config: ServerConfig, explicit: set[str
 
 
 def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock") -> Any:
-    """The ASGI app serving ``scenarios``: our engine (``mock``) or the openreward SDK (``sdk``)."""
+    """The ASGI app serving ``scenarios``: our engine (``mock``), the openreward SDK (``sdk``) or the bench floor."""
     if impl == "mock":
         from orsbench.servers.engine import Engine
         from orsbench.servers.faults import apply_faults
@@ -42,6 +44,10 @@ def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock
         from orsbench.servers.sdk_twin import build_app as build_sdk_app
 
         return build_sdk_app(scenarios, config)
+    if impl == "floor":
+        from orsbench.bench.floor import FloorApp
+
+        return FloorApp(scenarios)
     raise ValueError(f"unknown implementation {impl!r}; choose one of {', '.join(IMPLEMENTATIONS)}")
 
 

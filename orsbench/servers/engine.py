@@ -97,6 +97,10 @@ class Request:
             self._headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in self.scope["headers"]}
         return self._headers
 
+    @headers.setter
+    def headers(self, value: dict[str, str]) -> None:
+        self._headers = value  # faults may replace the headers a handler sees
+
     def header(self, name: str) -> str | None:
         if self._headers is not None:
             return self._headers.get(name.lower())

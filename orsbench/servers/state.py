@@ -38,7 +38,7 @@ class Session:
         return lock
 
 
-@dataclass
+@dataclass(slots=True)
 class TaskRecord:
     """A tool-call task, resumable by ``task_id`` while it runs and ``linger`` s after."""
 
@@ -46,49 +46,93 @@ class TaskRecord:
     done_at: float | None = None
 
 
+#: A finished task as the registry keeps it: ``(done_at, kind, payload)``, or
+#: ``(done_at, None, record)`` for a task that was cancelled or raised.
+_Done = tuple[float, "str | None", "str | TaskRecord"]
+
+
 class TaskRegistry:
     """Process-wide tool-call tasks keyed by ``task_id`` (as in the reference, not per session).
 
     Completed tasks are evicted ``linger`` seconds after completion; the registry
     is also capped so that memory stays bounded under sustained load.
+
+    A finished task is kept as a bare ``(done_at, kind, payload)`` tuple, not as
+    its future: under load every call of the last ``linger`` seconds is held,
+    so the size of one entry is what the server's memory grows by. :meth:`get`
+    hands out a :class:`TaskRecord` with an already-resolved future either way.
     """
 
     def __init__(self, linger: float, cap: int = 200_000) -> None:
         self.linger = linger
         self.cap = cap
-        self._tasks: dict[str, TaskRecord] = {}
-        self._done_order: dict[str, float] = {}  # insertion-ordered: oldest completion first
+        self._running: dict[str, TaskRecord] = {}
+        self._done: dict[str, _Done] = {}  # insertion-ordered: oldest completion first
 
     def get(self, task_id: str) -> TaskRecord | None:
         self.evict()
-        return self._tasks.get(task_id)
+        record = self._running.get(task_id)
+        if record is not None:
+            return record
+        done = self._done.get(task_id)
+        if done is None:
+            return None
+        done_at, kind, payload = done
+        if kind is None:
+            return payload  # type: ignore[return-value]
+        return TaskRecord(_resolved((kind, payload)), done_at)  # type: ignore[arg-type]
 
     def add(self, task_id: str, record: TaskRecord) -> None:
-        self._tasks[task_id] = record
+        """Track a task; a record whose future is already done counts as completed now."""
+        if record.future.done():
+            self._running[task_id] = record
+            self.completed(task_id)
+        else:
+            self._running[task_id] = record
+
+    def add_result(self, task_id: str, kind: str, payload: str) -> None:
+        """Track a task that finished before it was ever streamed (a synchronous tool)."""
+        self._done[task_id] = (time.monotonic(), kind, payload)
+        self.evict()
 
     def completed(self, task_id: str) -> None:
-        record = self._tasks.get(task_id)
+        record = self._running.pop(task_id, None)
         if record is not None:
             record.done_at = now = time.monotonic()
-            self._done_order[task_id] = now
+            future = record.future
+            if future.done() and not future.cancelled() and future.exception() is None:
+                kind, payload = future.result()
+                self._done[task_id] = (now, kind, payload)
+            else:
+                self._done[task_id] = (now, None, record)
         self.evict()
 
     def evict(self) -> None:
         horizon = time.monotonic() - self.linger
-        order = self._done_order
-        while order:
-            task_id, done_at = next(iter(order.items()))
-            if done_at > horizon and len(order) <= self.cap:
+        done = self._done
+        while done:
+            task_id, entry = next(iter(done.items()))
+            if entry[0] > horizon and len(done) <= self.cap:
                 break
-            del order[task_id]
-            self._tasks.pop(task_id, None)
+            del done[task_id]
 
     def __len__(self) -> int:
-        return len(self._tasks)
+        return len(self._running) + len(self._done)
 
     @property
     def running(self) -> int:
-        return len(self._tasks) - len(self._done_order)
+        return len(self._running)
+
+
+def _resolved(result: tuple[str, str]) -> "asyncio.Future[tuple[str, str]]":
+    """A future already holding ``result``, on the running loop (or the thread's default loop)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    future: asyncio.Future[tuple[str, str]] = loop.create_future()
+    future.set_result(result)
+    return future
 
 
 @dataclass

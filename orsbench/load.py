@@ -1,0 +1,355 @@
+"""Locust: whole ORS episodes per second, the way a trainer's rollouts drive a server.
+
+    locust -f orsbench/load.py --headless -u 20 -r 10 -t 20s           # embedded echo mock
+    locust -f orsbench/load.py --host http://127.0.0.1:8000 --ors-calls 4
+
+Each simulated user runs episodes back to back, as one rollout worker does:
+``create_session`` (SSE) → ``create`` → ``prompt`` → ``task_tools`` → N × ``call``
+(SSE, read to ``end``) → ``delete`` → ``delete_session``. Every answer is judged
+by :mod:`orsbench.bench.episode` (shared with ``orsbench bench``); a failed or
+truncated stage is a Locust failure saying what came, and fails its episode.
+
+Locust stops its clock for a streamed request when the headers arrive, so the
+user fires its own events as well: ``SSE <stage> task_id`` and ``SSE <stage> end``
+(time from sending the request to that event) and ``ORS episode`` (the whole
+episode). Streams are parsed by the project's one SSE parser.
+
+Without ``--host`` the locustfile starts an embedded server (``--ors-scenario``,
+default ``echo``, on 127.0.0.1 through :mod:`orsbench.servers.launch`) and stops
+it when Locust quits. It never sends a request anywhere but the host. See
+``docs/load.md`` for distributed runs and the custom arguments.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from typing import Any
+
+import gevent
+import orjson
+from gevent.lock import Semaphore
+from locust import FastHttpUser, constant, events, task
+from locust.exception import StopUser
+from locust.runners import WorkerRunner
+
+from orsbench import protocol
+from orsbench.bench.episode import (
+    EpisodeFailure,
+    check_list,
+    check_sid_echo,
+    check_stream_status,
+    check_tools,
+    session_id,
+    tool_output,
+)
+from orsbench.bench.plan import EpisodePlan, PlanError, discover
+from orsbench.wire.sse import SSEParser, SSEStream
+
+log = logging.getLogger("orsbench.load")
+logging.getLogger("httpx").setLevel(logging.WARNING)  # discovery requests are not worth a log line each
+
+_JSON = {"Content-Type": protocol.JSON_CONTENT_TYPE}
+#: SSE bodies are read event by event as they arrive; compression would hide the events.
+_SSE = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
+_EVENT_END = b"\r\n\r\n"
+_TERMINAL = (protocol.EVENT_END, protocol.EVENT_ERROR)
+
+
+# ---------------------------------------------------------------- arguments
+@events.init_command_line_parser.add_listener
+def _arguments(parser: Any) -> None:
+    # parser.add_argument (not a group's): only Locust's own add_argument marks an option for the web UI.
+    parser.add_argument(
+        "--ors-env", default="", help="ORS environment name (default: the server's first, from /list_environments)"
+    )
+    parser.add_argument("--ors-split", default="", help="split to draw tasks from, round-robin (default: the first train split)")
+    parser.add_argument(
+        "--ors-calls", type=int, default=1, help="tool calls per ORS episode; fewer if a call returns finished (default 1)"
+    )
+    parser.add_argument(
+        "--ors-think-time", type=float, default=0.0, help="seconds to wait before create, prompt and each call (default 0)"
+    )
+    parser.add_argument("--ors-tool", default="", help="tool to call (default: the environment's first tool)")
+    parser.add_argument(
+        "--ors-args",
+        default="",
+        help='tool input as a JSON object (default: built from the tool\'s input schema), e.g. \'{"text": "hi"}\'',
+    )
+    parser.add_argument(
+        "--ors-scenario", default="echo", help="scenario of the embedded server, used only without --host (default echo)"
+    )
+    parser.add_argument(
+        "--ors-impl",
+        default="mock",
+        choices=("mock", "sdk"),
+        help="embedded server implementation, without --host (default mock)",
+    )
+
+
+def _options(environment: Any) -> dict[str, Any]:
+    """The custom options, typed (web-UI values may arrive as strings)."""
+    opts = environment.parsed_options
+    get = (lambda name, default: getattr(opts, name, default)) if opts is not None else (lambda name, default: default)
+    raw_args = str(get("ors_args", "") or "").strip()
+    try:
+        tool_input = orjson.loads(raw_args) if raw_args else None
+    except orjson.JSONDecodeError as exc:
+        raise PlanError(f"--ors-args is not JSON: {exc}") from None
+    if tool_input is not None and not isinstance(tool_input, dict):
+        raise PlanError(f"--ors-args must be a JSON object, got {raw_args!r}")
+    return {
+        "env": str(get("ors_env", "") or "") or None,
+        "split": str(get("ors_split", "") or "") or None,
+        "calls": int(get("ors_calls", 1) or 1),
+        "think_time": float(get("ors_think_time", 0.0) or 0.0),
+        "tool": str(get("ors_tool", "") or "") or None,
+        "tool_input": tool_input,
+    }
+
+
+# ------------------------------------------------------ the embedded server
+_embedded: list[Any] = []
+
+
+@events.init.add_listener
+def _refresh_event_loop_clock(**_kwargs: Any) -> None:
+    """Bring gevent's cached clock up to date before Locust arms its ``--run-time`` timer.
+
+    Locust arms that timer right after this event with no event-loop turn in
+    between, and libev measures timers from the time it cached at its last
+    turn — before the imports. On a busy machine the imports take seconds, so
+    ``-t 2s`` could end the run before the first episode finished.
+    """
+    gevent.get_hub().loop.update_now()
+
+
+@events.init.add_listener
+def _start_embedded_server(environment: Any, runner: Any = None, **_kwargs: Any) -> None:
+    """No ``--host``: serve the scenario on 127.0.0.1 ourselves (master or standalone only)."""
+    if environment.host or isinstance(runner, WorkerRunner):
+        return
+    from orsbench.servers.launch import start
+
+    opts = environment.parsed_options
+    scenario = getattr(opts, "ors_scenario", "echo") or "echo"
+    impl = getattr(opts, "ors_impl", "mock") or "mock"
+    server = start(scenario, impl=impl)
+    _embedded.append(server)
+    environment.host = server.url
+    log.info("orsbench: no --host given; embedded %s server for %r at %s (pid %d)", impl, scenario, server.url, server.pid)
+
+
+@events.quit.add_listener
+def _stop_embedded_server(**_kwargs: Any) -> None:
+    while _embedded:
+        _embedded.pop().stop()
+
+
+# ------------------------------------------------------------------- plans
+_plans: dict[tuple[str, str], EpisodePlan] = {}
+_plan_lock = Semaphore()
+_episode_numbers = itertools.count()
+
+
+def _plan_for(host: str, environment: Any) -> EpisodePlan:
+    """One discovery per process and host, shared by every user."""
+    options = _options(environment)
+    key = (host, repr(sorted(options.items())))
+    with _plan_lock:
+        plan = _plans.get(key)
+        if plan is None:
+            plan = _plans[key] = discover(host, **options)
+            log.info("orsbench: episode plan: %s", plan.describe())
+    return plan
+
+
+# -------------------------------------------------------------------- user
+def _raise_transport_error(stage: str, response: Any) -> None:
+    """FastHttpSession turns connection errors into a status-0 response; say what happened."""
+    if not response.status_code:
+        error = getattr(response, "error", None)
+        raise EpisodeFailure(stage, f"transport error: {type(error).__name__}: {error}" if error else "no response")
+
+
+class ORSEpisodeUser(FastHttpUser):
+    """A rollout worker: one ORS episode after another, no pause between them."""
+
+    wait_time = constant(0)
+    # Keep-alive on one connection per user, as a trainer's HTTP client would.
+    concurrency = 1
+    # The SDK client's read timeout: a stream silent for longer (no data, no keep-alive) has failed.
+    network_timeout = protocol.CLIENT_READ_TIMEOUT_S
+    connection_timeout = 10.0
+
+    def on_start(self) -> None:
+        started = time.perf_counter()
+        try:
+            self.plan = _plan_for(self.host, self.environment)
+        except (PlanError, OSError) as exc:
+            self._fire("ORS", "discover", started, exception=exc)
+            raise StopUser() from exc
+        # ORS carries its state in headers, never cookies; a cookie jar costs two Python walks per request.
+        self.client.client.cookiejar = None
+        self.call_body = orjson.dumps({"name": self.plan.tool, "input": self.plan.tool_input})
+        self.paths = {route: self.plan.path(route) for route in (protocol.PROMPT, protocol.TASK_TOOLS, protocol.CALL)}
+
+    @task
+    def episode(self) -> None:
+        started = time.perf_counter()
+        try:
+            self._episode(next(_episode_numbers))
+        except EpisodeFailure as exc:
+            self._fire("ORS", "episode", started, exception=exc)
+        else:
+            self._fire("ORS", "episode", started)
+
+    def _episode(self, n: int) -> None:
+        plan = self.plan
+        sid = session_id(self._stream(protocol.CREATE_SESSION, None, "create_session"))
+        sid_header = {protocol.SESSION_HEADER: sid}
+        body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})
+        created = False
+        try:
+            self._think()
+            self._json("POST", protocol.CREATE, "create", sid_header, body, lambda s, b: check_sid_echo("create", s, b, sid))
+            created = True
+            self._think()
+            self._json("GET", self.paths[protocol.PROMPT], "prompt", sid_header, None, lambda s, b: check_list("prompt", s, b))
+            self._json(
+                "GET",
+                self.paths[protocol.TASK_TOOLS],
+                "task_tools",
+                sid_header,
+                None,
+                lambda s, b: check_tools("task_tools", s, b, plan.tool),
+            )
+            for _ in range(plan.calls):
+                self._think()
+                output = tool_output(self._stream(self.paths[protocol.CALL], sid, "call", self.call_body))
+                if output.get("finished"):
+                    break
+            created = False
+            self._json("POST", protocol.DELETE, "delete", sid_header, None, lambda s, b: check_sid_echo("delete", s, b, sid))
+            self._json(
+                "POST",
+                protocol.DELETE_SESSION,
+                "delete_session",
+                sid_header,
+                None,
+                lambda s, b: check_sid_echo("delete_session", s, b, sid),
+            )
+        except Exception:
+            # A failed episode still frees its server-side session. Not on GreenletExit: a user that
+            # Locust kills mid-request may still hold its only connection, so a request now could hang.
+            if created:
+                self.client.request("POST", protocol.DELETE, name="delete (cleanup)", headers=sid_header, allow_redirects=False)
+            raise
+
+    # -- one request each ------------------------------------------------------
+    def _json(self, method: str, path: str, stage: str, headers: dict[str, str], body: bytes | None, check: Any) -> None:
+        if body is not None:
+            headers = {**headers, **_JSON}
+        with self.client.request(
+            method, path, name=stage, data=body, headers=headers, catch_response=True, allow_redirects=False
+        ) as response:
+            try:
+                _raise_transport_error(stage, response)
+                check(response.status_code, response.content or b"")
+            except EpisodeFailure as exc:
+                response.failure(exc.message)
+                raise
+            response.success()
+
+    def _stream(self, path: str, sid: str | None, stage: str, body: bytes | None = None) -> SSEStream:
+        """POST, then read the event stream line by line through the one SSE parser."""
+        headers = dict(_SSE)
+        if sid is not None:
+            headers[protocol.SESSION_HEADER] = sid
+        if body is not None:
+            headers.update(_JSON)
+        started = time.perf_counter()
+        with self.client.request(
+            "POST", path, name=stage, data=body, headers=headers, catch_response=True, stream=True, allow_redirects=False
+        ) as response:
+            try:
+                _raise_transport_error(stage, response)
+                status = response.status_code
+                content_type = response.headers.get("content-type", "") if response.headers else ""
+                check_stream_status(stage, status, content_type, b"" if status == 200 else (response.content or b""))
+            except EpisodeFailure as exc:
+                response.failure(exc.message)
+                raise
+            response.success()
+            stream = self._read_events(response, stage, started)
+        return stream
+
+    def _read_events(self, response: Any, stage: str, started: float) -> SSEStream:
+        """Feed the stream to the parser one event block at a time, firing task_id and end as they come.
+
+        geventhttpclient reads up to a separator; with the blank line that ends an
+        event under the reference's CRLF framing, one read is one event. A stream
+        framed otherwise is read whole at its end — parsed the same, timed late.
+        """
+        raw = response._response  # geventhttpclient's response: readline(sep) is only offered there
+        parser = SSEParser()
+        seen_task_id = seen_end = False
+        size = 0
+        try:
+            while True:
+                block = raw.readline(_EVENT_END)
+                if not block:
+                    block = raw.read()  # what is left after the last blank line (normally nothing)
+                    if block:
+                        size += len(block)
+                        parser.feed(block)
+                    break
+                size += len(block)
+                for item in parser.feed(block):
+                    name = getattr(item, "event", None)
+                    if name == protocol.EVENT_TASK_ID and not seen_task_id:
+                        seen_task_id = True
+                        self._fire("SSE", f"{stage} task_id", started, size)
+                    elif name in _TERMINAL and not seen_end:
+                        seen_end = True
+                        failure = (
+                            EpisodeFailure(stage, f"error event: {item.data[:200]}") if name == protocol.EVENT_ERROR else None
+                        )
+                        self._fire("SSE", f"{stage} end", started, size, exception=failure)
+        except Exception as exc:  # noqa: BLE001 - geventhttpclient raises several types on a broken stream
+            failure = EpisodeFailure(stage, f"stream broke after {size} bytes: {type(exc).__name__}: {exc}")
+            self._fire("SSE", f"{stage} end", started, size, exception=failure)
+            raise failure from None
+        stream = parser.close()
+        if not seen_end:
+            failure = EpisodeFailure(
+                stage, f"truncated stream: closed after {size} bytes without an end event (events: {stream.names()})"
+            )
+            self._fire("SSE", f"{stage} end", started, size, exception=failure)
+            raise failure
+        return stream
+
+    def _fire(self, kind: str, name: str, started: float, length: int = 0, exception: BaseException | None = None) -> None:
+        self.environment.events.request.fire(
+            request_type=kind,
+            name=name,
+            response_time=(time.perf_counter() - started) * 1000,
+            response_length=length,
+            exception=exception,
+            context={},
+        )
+
+    def _think(self) -> None:
+        if self.plan.think_time > 0:
+            gevent.sleep(self.plan.think_time)
+
+
+if __name__ == "__main__":
+    # `python -m orsbench.load --help`: Locust's help including the arguments above. (`locust -f ... --help`
+    # prints its help before it imports the locustfile, so it never shows custom arguments: locust#2917.)
+    import sys
+
+    from locust.argument_parser import get_parser
+
+    get_parser().parse_args(sys.argv[1:] or ["--help"])

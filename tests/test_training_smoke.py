@@ -1,0 +1,193 @@
+"""The training smoke: GRPOTrainer trains through OpenRewardSpec against orsbench's mock servers.
+
+* ``training_smoke`` tests run the CPU profile end to end, one scenario per test,
+  each in its own process (``python -m training_smoke``), and assert on its JSON
+  summary: tool calls reached the server and match the trainer's count, the
+  logged rewards are real numbers, the parameters changed, no session is left open;
+* the ``gpu`` test runs the nightly profile and skips without CUDA;
+* the rest are quick: the tiny tokenizer is one TRL accepts, the warm-up scripts
+  replay real scenario results, the verdict catches each broken expectation, and
+  the CLI explains itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from training_smoke.run import SmokeConfig, check
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ("echo", "sparse-reward", "task-tool")
+
+
+def smoke(tmp_path: Path, *args: str, timeout: float = 600) -> tuple[dict, subprocess.CompletedProcess]:
+    """Run ``python -m training_smoke ARGS --output FILE``; return its JSON summary and the process."""
+    output = tmp_path / "summary.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "training_smoke", *args, "--output", str(output)],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert output.exists(), f"no JSON summary written; exit {proc.returncode}\n{proc.stderr[-4000:]}"
+    return json.loads(output.read_text()), proc
+
+
+# -- the CPU profile, end to end --------------------------------------------------------
+#: The tools OpenRewardSpec binds per scenario (task-tool: the union of every training task's task-scoped tools).
+TOOLS_BOUND = {"echo": ["echo"], "sparse-reward": ["reveal", "submit"], "task-tool": ["add", "answer", "hint", "lookup"]}
+#: At least one of these must have run on the server (task-tool: a task-scoped tool, not just the shared answer).
+MUST_EXECUTE_ONE_OF = {"echo": {"echo"}, "sparse-reward": {"submit"}, "task-tool": {"add", "hint", "lookup"}}
+
+
+@pytest.mark.training_smoke
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_grpo_through_openrewardspec_reaches_the_server_and_learns(scenario, tmp_path):
+    summary, proc = smoke(tmp_path, "--profile", "cpu", "--scenario", scenario)
+    assert summary["failures"] == [], f"{scenario}: expectations failed:\n" + "\n".join(summary["failures"])
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+    assert summary["steps"] >= 3 and summary["num_generations"] >= 2
+    assert summary["tools_bound"] == TOOLS_BOUND[scenario]
+    executed = set(summary["tool_calls_by_name"])
+    assert summary["tool_calls"] > 0 and executed & MUST_EXECUTE_ONE_OF[scenario], summary["tool_calls_by_name"]
+    received = summary["tool_calls"] + summary["tool_calls_rejected"]
+    assert received == summary["adapter_tool_calls"] == summary["trainer_tool_calls"] - summary["trainer_tool_failures"]
+    assert any(isinstance(r, float) and math.isfinite(r) for r in summary["rewards"]), summary["rewards"]
+    assert summary["parameters"]["tensors_changed"] > 0
+
+    # Pins trl 1.16.0: GRPOTrainer never calls the adapter's `_close()`, so the last batch keeps one session per
+    # rollout open on the server until the smoke closes them. If this fails, TRL closes them itself now.
+    sessions = summary["sessions"]
+    assert sessions["open_after_training"] == sessions["closed_by_smoke"] == summary["rollouts_per_step"], sessions
+    assert sessions["open_at_end"] == 0, sessions
+
+
+# -- the GPU profile --------------------------------------------------------------------
+@pytest.mark.gpu
+def test_gpu_profile_improves_echo_reward(tmp_path):
+    from training_smoke.gpu import gpu_missing_reason
+
+    reason = gpu_missing_reason()
+    if reason:
+        pytest.skip(f"the gpu training smoke needs CUDA: {reason}")
+    model = os.environ.get("ORSBENCH_GPU_MODEL", "Qwen/Qwen3-0.6B")
+    summary, proc = smoke(tmp_path, "--profile", "gpu", "--model", model, "--require-gpu", timeout=3600)
+    assert summary["failures"] == [], "\n".join(summary["failures"])
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_gpu_profile_skips_with_a_reason_without_cuda(tmp_path):
+    from training_smoke.gpu import gpu_missing_reason
+
+    if gpu_missing_reason() is None:
+        pytest.skip("a CUDA device is present; the skip path is not taken here")
+    summary, proc = smoke(tmp_path, "--profile", "gpu", "--model", "unused", timeout=120)
+    assert proc.returncode == 0 and summary["skipped"] is True
+    assert "CUDA" in summary["reason"] and "skipping the gpu profile" in proc.stderr
+    _, strict = smoke(tmp_path, "--profile", "gpu", "--model", "unused", "--require-gpu", timeout=120)
+    assert strict.returncode == 2
+
+
+# -- quick checks of the pieces -----------------------------------------------------------
+def test_tiny_tokenizer_carries_trls_qwen3_template_and_parses_tool_calls(tmp_path):
+    pytest.importorskip("trl")
+    from trl.chat_template_utils import add_response_schema, parse_response, qwen3_chat_template
+
+    from training_smoke import tiny
+
+    call = '<tool_call>\n{"name": "echo", "arguments": {"text": "hello"}}\n</tool_call><|im_end|>'
+    path = tiny.ensure_tiny([call, "Echo 'hello' to win."] * 4, tiny.TinyConfig(vocab_size=300), tmp_path)
+    model, tokenizer = tiny.load(path)
+    assert tokenizer.chat_template == qwen3_chat_template, "the template must equal TRL's byte for byte"
+    add_response_schema(tokenizer)  # raises "Unrecognized chat template" otherwise
+    # The prompt before generation, as GRPOTrainer passes it (without `prefix=`, parsing falls back to plain text).
+    prefix = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "hi"}], add_generation_prompt=True, enable_thinking=False, return_dict=True
+    )["input_ids"]
+    parsed = parse_response(tokenizer, tokenizer(call)["input_ids"], prefix=prefix)
+    assert parsed["tool_calls"][0]["function"] == {"name": "echo", "arguments": {"text": "hello"}}
+    assert model.config.model_type == "qwen3" and model.config.vocab_size == len(tokenizer)
+    assert tiny.ensure_tiny([call, "Echo 'hello' to win."] * 4, tiny.TinyConfig(vocab_size=300), tmp_path) == path
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_warmup_episodes_replay_real_scenario_results(scenario):
+    from orsbench.scenarios import get_scenario
+    from training_smoke.warmup import FINAL_MESSAGE, WarmupConfig, scripted_episodes
+
+    sc = get_scenario(scenario)
+    tasks = sc.list_tasks("train")[:4]
+    episodes = scripted_episodes(sc, tasks, WarmupConfig(episodes=8, correct_fraction=1.0))
+    for messages in episodes:
+        calls = [m for m in messages if m.get("tool_calls")]
+        results = [m["content"] for m in messages if m["role"] == "tool"]
+        assert calls and len(calls) == len(results)
+        assert messages[-1] == {"role": "assistant", "content": FINAL_MESSAGE}
+        # correct_fraction=1.0: every scripted final answer wins
+        assert results[-1] in {"match", "correct", "gap 0"}, results
+
+
+def _summary(**changes) -> dict:
+    base = {
+        "steps": 3,
+        "tool_calls": 6,
+        "tool_calls_rejected": 0,
+        "adapter_tool_calls": 6,
+        "trainer_tool_calls": 7,
+        "trainer_tool_failures": 1,
+        "rewards": [0.5, None, 0.25],
+        "losses": [0.0, 0.01, -0.02],
+        "per_step": [{"frac_reward_zero_std": 0.5}] * 3,
+        "parameters": {"tensors_changed": 24, "tensors_total": 24, "max_abs_delta": 1e-4},
+        "sessions": {"open_after_training": 8, "closed_by_smoke": 8, "open_at_end": 0},
+    }
+    return {**base, **changes}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({}, None),
+        ({"tool_calls": 0, "adapter_tool_calls": 0, "trainer_tool_calls": 1}, "no tool call ran on the server"),
+        ({"tool_calls": 5}, "the server received 5 tool calls"),
+        ({"trainer_tool_failures": 0}, "the trainer logged 7 tool calls with 0 local failures"),
+        ({"rewards": [None, float("nan"), None]}, "every logged step reward is NaN/None"),
+        ({"parameters": {"tensors_changed": 0, "tensors_total": 24, "max_abs_delta": 0.0}}, "no model parameter changed"),
+        ({"sessions": {"open_after_training": 8, "closed_by_smoke": 8, "open_at_end": 2}}, "2 ORS session(s) still open"),
+        ({"steps": 2}, "expected 3 logged training steps, got 2"),
+    ],
+)
+def test_verdict_names_each_broken_expectation(changes, expected):
+    failures = check(_summary(**changes), SmokeConfig(steps=3))
+    if expected is None:
+        assert failures == []
+    else:
+        assert len(failures) == 1 and expected in failures[0], failures
+
+
+def test_gpu_verdict_requires_the_reward_to_improve():
+    config = SmokeConfig.for_profile("gpu", steps=10, reward_window=3)
+    rising = _summary(steps=10, rewards=[0.1, 0.2, None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])
+    assert check(rising, config) == []
+    flat = _summary(steps=10, rewards=[1.0] * 10)
+    (failure,) = check(flat, config)
+    assert "does not exceed" in failure and "saturated" in failure
+
+
+def test_cli_help_describes_profiles_and_output():
+    proc = subprocess.run(
+        [sys.executable, "-m", "training_smoke", "--help"], check=False, cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0
+    for needle in ("--profile", "--scenario", "--steps", "--model", "tool_calls", "vLLM colocate"):
+        assert needle in proc.stdout, needle

@@ -172,9 +172,21 @@ def _trl_episode(plan: Plan, out: dict[str, Any]) -> None:
         rollout._close()
 
 
+def _forget_parent_ping_thread() -> None:
+    """openreward keeps one process-wide ping thread; a fork copies its state but not the thread.
+
+    If the parent already pinged, the child's copy looks running while nothing drives it, and no
+    ping would ever leave the child. Re-initialise it so the child starts its own.
+    """
+    from openreward.api._session import ping as sdk_ping
+
+    sdk_ping.ping_thread.__init__()
+
+
 def _child(client: str, server_env: dict[str, str], plan: Plan, conn: Connection) -> None:
     started = time.monotonic()
     os.environ.update(server_env)
+    _forget_parent_ping_thread()
     _scale_sdk(plan)
     out: dict[str, Any] = {"outputs": [], "reward": None, "finished": False, "error": None}
     try:

@@ -16,12 +16,23 @@ openreward SDK (and TRL) at it; they are restored afterwards.
 
 Options: ``--ors-url URL`` targets an external server instead (the wire checks
 parametrise over it), with ``--ors-env`` and ``--ors-split``.
+
+With TRL installed, ``ors_openreward_spec(**kwargs)`` builds a
+``trl.experimental.openreward.OpenRewardSpec`` for ``ors_server``::
+
+    def test_dataset(ors_openreward_spec):
+        assert ors_openreward_spec(num_tasks=4).train_dataset.num_rows == 4
+
+Snapshot safety: ``--snapshot-update`` (syrupy) together with ``-n`` is
+refused, because syrupy loses snapshots written from several xdist workers
+(syrupy#1237); update snapshots in a single process.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -45,6 +56,42 @@ def pytest_configure(config: pytest.Config) -> None:
         "ors_server(scenario='echo', impl='mock', params=None, **config): configure the ors_server fixture "
         "(config keys are ServerConfig fields such as ttl, ping_interval, latency)",
     )
+    refuse_parallel_snapshot_update(config)
+
+
+def refuse_parallel_snapshot_update(config: pytest.Config) -> None:
+    """``--snapshot-update`` with ``-n N`` loses snapshots (syrupy#1237): stop before any worker starts."""
+    if hasattr(config, "workerinput"):
+        return
+    updating = getattr(config.option, "update_snapshots", False) or getattr(config.option, "update_new_snapshots_only", False)
+    workers = getattr(config.option, "numprocesses", None)
+    if updating and workers:
+        raise pytest.UsageError(
+            "--snapshot-update cannot run with -n/--numprocesses: syrupy loses snapshots written by several "
+            "xdist workers (syrupy#1237). Update in one process: pytest conformance/ --snapshot-update"
+        )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Make ``xdist_group`` work again on pytest >= 9.2 (``--dist loadgroup``).
+
+    pytest-xdist 3.8 tags a grouped test by rewriting ``item._nodeid`` to
+    ``<nodeid>@<group>``; pytest 9.2 builds ``item.nodeid`` from ``item._id``
+    instead, so the tag is lost and every test is scheduled on its own — each
+    worker then starts its own copy of every shared server. Tag ``_id`` the
+    same way xdist meant to.
+    """
+    if not getattr(config.option, "loadgroup", False):
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest < 9.2: xdist's own tagging works
+        return
+    for item in items:
+        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")})
+        if groups and not item.nodeid.endswith("@" + "_".join(groups)) and hasattr(item, "_id"):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 def server_key(scenario: str, impl: str, config: ServerConfig) -> str:
@@ -103,3 +150,14 @@ def ors_server(request: pytest.FixtureRequest, ors_server_factory: ServerFactory
     for name, value in server.env().items():
         monkeypatch.setenv(name, value)
     return server
+
+
+@pytest.fixture
+def ors_openreward_spec(ors_server: RunningServer) -> Callable[..., Any]:
+    """``ors_openreward_spec(**kwargs)`` → ``OpenRewardSpec(ors_server.url, **kwargs)`` (needs trl)."""
+    openreward = pytest.importorskip("trl.experimental.openreward")
+
+    def make(**kwargs: Any) -> Any:
+        return openreward.OpenRewardSpec(ors_server.url, **kwargs)
+
+    return make

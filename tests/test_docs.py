@@ -25,3 +25,12 @@ def test_readme_quick_start_is_two_commands():
 def test_readme_names_every_builtin_scenario():
     for name in ("echo", "task-tool", "sparse-reward", "slow"):
         assert name in REGISTRY and f"`{name}`" in README
+
+
+def test_readme_defect_list_is_the_conformance_suites():
+    conformance = (Path(__file__).parent.parent / "docs" / "conformance.md").read_text()
+
+    def block(text: str) -> str:
+        return text.split("<!-- defects:start -->")[1].split("<!-- defects:end -->")[0]
+
+    assert block(README) == block(conformance)

@@ -29,7 +29,8 @@ task-scoped ``inspect_task`` only odd tasks expose (a client that probes task
 Three small variants cover dataset derivation and session failures:
 ``schema-zoo-index`` (``list_tasks`` unsupported: index API only),
 ``schema-zoo-prompt`` (task specs carrying ``prompt``, ``task_index`` and
-``task_spec`` keys — the adapter's own column and ``reset()`` names),
+``task_spec`` keys — the adapter's own column and ``reset()`` names — and an
+object whose keys differ from task to task),
 ``broken-session`` (a task whose construction fails → ``/create`` 500, a task
 whose ``setup()`` fails without the ``API_TOKEN`` secret) and
 ``schema-conflict`` (one task-scoped tool name with two schemas across tasks;
@@ -500,10 +501,13 @@ class SchemaZooIndexOnly(Scenario):
 
 @register
 class SchemaZooPromptKey(Scenario):
-    """Task specs carry keys named like the adapter's dataset columns and ``reset()`` parameters."""
+    """Task specs carry keys named like the adapter's dataset columns and ``reset()`` parameters.
+
+    Also a ``limits`` object whose keys differ between even and odd tasks.
+    """
 
     name = "schema-zoo-prompt"
-    summary = "task specs with 'prompt', 'task_index' and 'task_spec' keys (reserved names of the TRL adapter)"
+    summary = "task specs with 'prompt', 'task_index' and 'task_spec' keys (the TRL adapter's names), and ragged objects"
     params_help = {"train_size": (4, "tasks in the train split"), "test_size": (2, "tasks in the test split")}
 
     def splits(self) -> list[Split]:
@@ -518,6 +522,8 @@ class SchemaZooPromptKey(Scenario):
                 "task_index": 100 + i,
                 "task_spec": {"id": "not-this-task", "prompt": "decoy"},
                 "answer": str(i * 7),
+                # An object whose keys differ between tasks (a dataset column must not invent keys).
+                "limits": {"max_steps": 3} if i % 2 == 0 else {"timeout_s": 1.5},
             }
             for i in range(size)
         ]

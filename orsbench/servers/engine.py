@@ -245,7 +245,7 @@ class Engine:
         self._splits = {k: {s.name: s for s in sc.splits()} for k, sc in self.scenarios.items()}
         self._task_lists: dict[tuple[str, str], list[dict[str, Any]] | None] = {}
         self._tools_json = {k: self._tools_payload(sc, [t.spec() for t in sc.shared_tools()]) for k, sc in self.scenarios.items()}
-        self._task_tools_json: dict[tuple[str, tuple[str, ...]], bytes] = {}
+        self._task_tools_json: dict[tuple[str, tuple[Any, ...]], bytes] = {}
         self._async_fns: dict[Any, bool] = {}
         self._root: dict[str, dict[str, Callable[[Request], Awaitable[Any]]]] = {
             protocol.HEALTH: {"GET": self.health},
@@ -595,8 +595,11 @@ class Engine:
     async def task_tools(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
         session = self._existing(request)
         self._raise_setup_error(session)
-        names = tuple(session.scenario.task_tool_names(session.episode.task))
-        key = (session.scenario.name, names)
+        # Keyed by what the specs are made of, so per-task variants of a tool never share a payload.
+        key = (
+            session.scenario.name,
+            tuple((t.name, t.description, t.params, orjson.dumps(t.schema_override)) for t in session.tools.values()),
+        )
         payload = self._task_tools_json.get(key)
         if payload is None:
             specs = [t.spec() for t in session.tools.values()]

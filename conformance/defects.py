@@ -1,0 +1,332 @@
+"""Known upstream defects, and which checks each one makes fail.
+
+Every test in the suite asserts the *right* behaviour. Where the installed
+trl 1.16.0 (or the openreward 0.1.167 client it drives) does something else,
+the test carries ``pytest.mark.xfail(strict=True, reason=<what it does
+instead>)``: the day upstream fixes it, the test passes, strict xfail turns
+that into a failure, and this table has to be updated — the suite never
+silently agrees with a bug, nor silently misses a fix.
+
+Which tool trips which defect is decided by *predicates over the tool's
+JSON Schema* written against trl 1.16.0's documented behaviour (a frozen
+model, deliberately not calling TRL's own code), so any scenario registered
+later gets the right expectations without editing this file, and a change in
+TRL shows up as an unexpected pass.
+
+``docs/conformance.md`` lists the same defects, one line each
+(``test_docs_list_every_defect`` keeps the two in step).
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from conformance import schema_view
+from conformance.adapter import ADAPTER_STATE
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Defect:
+    id: str
+    upstream: str
+    #: What upstream does instead of the right thing (the xfail reason).
+    behaviour: str
+    #: Pain point(s) of client-pain-points.md it belongs to.
+    pain: str
+
+    def mark(self) -> pytest.MarkDecorator:
+        return pytest.mark.xfail(strict=True, reason=f"[{self.id}] {self.upstream}: {self.behaviour}")
+
+
+TRL = "trl 1.16.0"
+SDK = "openreward 0.1.167 client"
+
+DEFECTS: dict[str, Defect] = {
+    d.id: d
+    for d in (
+        Defect(
+            "keyword-crash",
+            TRL,
+            "a tool or parameter named like a Python keyword (class, from, lambda) passes the identifier regex, then exec() raises SyntaxError inside _RolloutEnvironment.__init__, so environment_factory() crashes",
+            "P3",
+        ),
+        Defect(
+            "non-identifier-skipped",
+            TRL,
+            "a tool whose name or any parameter name is not a Python identifier (file-path, a.b/c) is skipped with only a logger warning; the model never sees it",
+            "P3",
+        ),
+        Defect(
+            "reset-overridden",
+            TRL,
+            "a tool named reset replaces the adapter's reset(); GRPO then calls the tool instead of opening a session",
+            "P4",
+        ),
+        Defect(
+            "get-reward-reserved",
+            TRL,
+            "a tool named get_reward is bound, and GRPO takes it as a reward source instead of a tool",
+            "P4",
+        ),
+        Defect(
+            "state-shadowed",
+            TRL,
+            "a tool named reward/rewards/metadata/finished/last_output is bound on the class but shadowed by the adapter's instance attribute; GRPO collects the attribute's value, not a callable",
+            "P4",
+        ),
+        Defect(
+            "underscore-hidden",
+            TRL,
+            "a tool whose name starts with _ is bound, but GRPO drops _-prefixed methods; the model never sees it",
+            "P4",
+        ),
+        Defect(
+            "type-lost",
+            TRL,
+            "_resolve_param_type keeps only a top-level type string or the first non-null anyOf/oneOf type, else the default's type, else str: $ref/oneOf models become str, anyOf[int, str] becomes int, type lists become str",
+            "P5",
+        ),
+        Defect(
+            "enum-dropped",
+            TRL,
+            "enum/Literal values are dropped: the annotation is the bare type and the docstring carries no (choices: ...)",
+            "P5",
+        ),
+        Defect(
+            "items-dropped",
+            TRL,
+            "array item types, tuple prefixItems and dict value types are dropped: annotations are bare list/dict",
+            "P5",
+        ),
+        Defect("nesting-dropped", TRL, "nested object properties are dropped: a $ref model becomes str (or a bare dict)", "P5"),
+        Defect("constraints-dropped", TRL, "minimum/maximum, length and item-count bounds are dropped", "P5"),
+        Defect(
+            "docstring-sections",
+            TRL,
+            "descriptions are pasted into a Google-style docstring unescaped: a description containing Args:/Returns:/Raises: is cut there, and a parameter description line starting 'Word:' is parsed as another argument, so get_json_schema shows the model a truncated text",
+            "P5",
+        ),
+        Defect(
+            "none-forwarded",
+            TRL,
+            "an optional parameter without a JSON default (pydantic default_factory) or with default null on a non-nullable type gets '= None', and the generated body forwards every local, so the server receives null and answers input_validation",
+            "P6",
+        ),
+        Defect(
+            "probe-task-0",
+            TRL,
+            "with neither indices nor task_tools_discovery_index, tool discovery probes task 0 only: task-scoped tools of other tasks are never bound",
+            "P1",
+        ),
+        Defect(
+            "task-spec-column",
+            TRL,
+            "a task-spec key named task_spec becomes a dataset column, GRPO passes it to reset(**row), and reset() "
+            "creates the session from that value instead of the row's task_index (against a URL, /create then names "
+            "the placeholder environment 'env' and fails with 404)",
+            "P11",
+        ),
+        Defect(
+            "ragged-metadata",
+            TRL,
+            "task-spec values are folded into the dataset through Arrow: an object whose keys differ between tasks comes "
+            "back with every key, the missing ones null (and a value whose JSON type differs between tasks makes "
+            "train_dataset raise ArrowInvalid)",
+            "P11",
+        ),
+        Defect(
+            "errors-as-text",
+            TRL,
+            "transport and HTTP failures (session gone, 404/500) are caught in _call_ors_tool and returned to the model as 'Error: ...' text; the rollout carries on as if the environment had answered",
+            "P8",
+        ),
+        Defect(
+            "reset-leaks-session",
+            TRL,
+            "when get_prompt() fails inside reset(), the ORS session just created stays open on the server until the next reset() or _close()",
+            "P13",
+        ),
+        Defect(
+            "bool-reward",
+            TRL,
+            "a JSON boolean reward is taken as 1.0/0.0 (float(True)); RFC 008 excludes booleans from rewards",
+            "P7",
+        ),
+        Defect(
+            "session-url",
+            TRL,
+            "OpenRewardSpec(url) sends session traffic to http://sessions.<host> (the SDK's subdomain rewrite of base_url); OPENREWARD_SESSION_URL must be set as well",
+            "P10",
+        ),
+        Defect(
+            "secret-names",
+            TRL,
+            "secrets={'NAME': 'value'} (the documented dict[str, str]) makes the SDK raise ValueError unless NAME is one of openreward's WELL_KNOWN_SECRETS; the tool probe swallows it (shared tools only) and reset() raises",
+            "P13",
+        ),
+        Defect(
+            "error-event-kills-session",
+            SDK,
+            "after one SSE error event (a tool raised) the client marks the session dead: every later call shows the model 'Error: environment session terminated ...' although the server session is alive",
+            "P8",
+        ),
+        Defect(
+            "chunk-lstrip",
+            SDK,
+            "every SSE data line is lstrip()ped, so a result whose next chunk starts with spaces loses them: the model sees a different text than the environment returned",
+            "P8",
+        ),
+    )
+}
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # the binder's own regex (environment.py)
+_DOC_SECTIONS = ("Args:", "Returns:", "Raises:")
+_ARG_LINE = re.compile(r"\n[ \t]*\w+:")
+
+
+def _properties(spec: JSON) -> tuple[JSON, list[str], list[str]]:
+    schema = spec.get("input_schema") or {}
+    props: JSON = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    ordered = [n for n in props if n in required] + [n for n in props if n not in required]
+    return props, ordered, sorted(required)
+
+
+def binding_defect(spec: JSON) -> Defect | None:
+    """Why TRL 1.16 does not bind this tool at all (``None``: it binds)."""
+    name = spec["name"]
+    _, params, _ = _properties(spec)
+    if not _IDENTIFIER.match(name) or any(not _IDENTIFIER.match(p) for p in params):
+        return DEFECTS["non-identifier-skipped"]
+    if keyword.iskeyword(name) or any(keyword.iskeyword(p) or p == "self" for p in params):
+        return DEFECTS["keyword-crash"]
+    return None
+
+
+def exposure_defect(spec: JSON) -> Defect | None:
+    """Why GRPO does not hand the model a callable for this tool (``None``: it does)."""
+    if (defect := binding_defect(spec)) is not None:
+        return defect
+    name = spec["name"]
+    if name == "reset":
+        return DEFECTS["reset-overridden"]
+    if name == "get_reward":
+        return DEFECTS["get-reward-reserved"]
+    if name in ADAPTER_STATE:
+        return DEFECTS["state-shadowed"]
+    if name.startswith("_"):
+        return DEFECTS["underscore-hidden"]
+    return None
+
+
+# -- a frozen model of trl 1.16.0's _resolve_param_type, for the "types" aspect ----------------
+_TRL_TYPES = ("string", "integer", "number", "boolean", "array", "object")
+
+
+def trl_1_16_type(prop: JSON) -> str:
+    kind = prop.get("type")
+    if isinstance(kind, str) and kind in _TRL_TYPES:
+        return kind
+    for key in ("anyOf", "oneOf"):
+        for option in prop.get(key) or []:
+            inner = option.get("type") if isinstance(option, dict) else None
+            if isinstance(inner, str) and inner in _TRL_TYPES:
+                return inner
+    default = prop.get("default")
+    if default is not None:
+        return schema_view.value_type(default)
+    return "string"
+
+
+def accepts_null(prop: JSON, defs: JSON) -> bool:
+    node = schema_view.resolve(prop, defs)
+    for member in schema_view.members(node):
+        kind = member.get("type")
+        if kind == "null" or (isinstance(kind, list) and "null" in kind) or None in (member.get("enum") or []):
+            return True
+    return False
+
+
+def aspect_defect(spec: JSON, aspect: str) -> Defect | None:
+    """Why ``get_json_schema`` of the bound method disagrees with the server on ``aspect``."""
+    if (defect := binding_defect(spec)) is not None:
+        return defect
+    server = schema_view.view(spec.get("input_schema"))
+    if aspect == "types":
+        props = (spec.get("input_schema") or {}).get("properties") or {}
+        if any([trl_1_16_type(props[n])] != server["types"][n] for n in props if server["types"][n]):
+            return DEFECTS["type-lost"]
+    checks = {
+        "enums": "enum-dropped",
+        "items": "items-dropped",
+        "nesting": "nesting-dropped",
+        "constraints": "constraints-dropped",
+    }
+    if aspect in checks and server[aspect]:
+        return DEFECTS[checks[aspect]]
+    return None
+
+
+def docstring_defect(spec: JSON) -> Defect | None:
+    if (defect := binding_defect(spec)) is not None:
+        return defect
+    description = spec.get("description") or ""
+    params = schema_view.descriptions(spec.get("input_schema")).values()
+    if any(s in description for s in _DOC_SECTIONS) or any(
+        "Returns:" in p or "Raises:" in p or _ARG_LINE.search(p) for p in params
+    ):
+        return DEFECTS["docstring-sections"]
+    return None
+
+
+def call_defect(spec: JSON) -> Defect | None:
+    """Why calling the bound method with only the required arguments is not ok:true on the server."""
+    if (defect := binding_defect(spec)) is not None:
+        return defect
+    if spec["name"] == "reset":
+        return DEFECTS["reset-overridden"]
+    schema = spec.get("input_schema") or {}
+    defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
+    props, _, required = _properties(spec)
+    for name, prop in props.items():
+        if name in required:
+            continue
+        if prop.get("default") is None and not accepts_null(prop, defs):
+            return DEFECTS["none-forwarded"]
+    return None
+
+
+def factory_defect(tools: Iterable[JSON]) -> Defect | None:
+    """Why ``environment_factory()`` cannot build an adapter whose ``reset`` is the adapter's own."""
+    tools = list(tools)
+    for spec in tools:
+        if binding_defect(spec) is DEFECTS["keyword-crash"]:
+            return DEFECTS["keyword-crash"]
+    if any(spec["name"] == "reset" for spec in tools):
+        return DEFECTS["reset-overridden"]
+    return None
+
+
+def union_defect(union: Iterable[JSON], first_task_tools: set[str] | None) -> Defect | None:
+    """Why a factory instance does not expose every tool of the union (``first_task_tools``: names task 0 lists, when discovery probes task 0 only)."""
+    union = list(union)
+    if (defect := factory_defect(union)) is not None:
+        return defect
+    for spec in union:
+        if (defect := exposure_defect(spec)) is not None:
+            return defect
+    if first_task_tools is not None and any(spec["name"] not in first_task_tools for spec in union):
+        return DEFECTS["probe-task-0"]
+    return None
+
+
+def marks(defect: Defect | None) -> list[pytest.MarkDecorator]:
+    return [defect.mark()] if defect is not None else []

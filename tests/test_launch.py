@@ -1,0 +1,37 @@
+"""The one way to start a server: a fresh interpreter, or a fork of the preloaded zygote."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+import pytest
+
+from orsbench.servers import launch
+
+
+@pytest.fixture(params=["zygote", "fresh"])
+def spawner(request):
+    before = launch._ZYGOTE_WANTED
+    launch.use_zygote(request.param == "zygote")
+    yield request.param
+    launch.use_zygote(before)
+
+
+def test_server_binds_loopback_answers_health_and_stops_by_pid(spawner):
+    server = launch.start("echo")
+    try:
+        assert server.url.startswith("http://127.0.0.1:")
+        assert httpx.get(server.url + "/health").json() == {"status": "ok"}
+        assert isinstance(server.process, launch.ForkedProcess) == (spawner == "zygote")
+        assert server.alive()
+    finally:
+        server.stop()
+    assert not server.alive()
+    with pytest.raises(ProcessLookupError):
+        os.kill(server.pid, 0)
+
+
+def test_a_server_that_cannot_start_reports_its_log(spawner):
+    with pytest.raises(launch.ServerStartError, match="has no parameter"):
+        launch.start("echo", params={"nope": 1})

@@ -131,6 +131,16 @@ class _ToolMarker:
         return Tool(self.name, doc, self.params, self.fn, self.shared, self.schema)
 
 
+def _from_text(text: str, kind: type) -> Any:
+    """A ``--param key=VALUE`` string as the parameter's type (``bool("false")`` would be True)."""
+    if kind is bool:
+        lowered = text.strip().lower()
+        if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+            raise ValueError(f"expected a boolean, got {text!r}")
+        return lowered in ("1", "true", "yes", "on")
+    return kind(text)
+
+
 @dataclass(frozen=True)
 class Split:
     name: str
@@ -176,8 +186,8 @@ class Scenario:
         self.params: dict[str, Any] = {}
         for key, (default, _help) in self.params_help.items():
             value = params.get(key, default)
-            if key in params and default is not None and not isinstance(default, str):
-                value = type(default)(value)  # CLI values arrive as strings
+            if key in params and isinstance(value, str) and default is not None and not isinstance(default, str):
+                value = _from_text(value, type(default))  # CLI values arrive as strings
             self.params[key] = value
         self.all_tools: dict[str, Tool] = {m.name: m.build() for m in self._tool_markers.values()}
 

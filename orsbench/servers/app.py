@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from orsbench import protocol
 from orsbench.config import ServerConfig
-from orsbench.scenarios import Scenario, get_scenario
+from orsbench.scenarios import Scenario
 
 #: ``floor`` is not an ORS server: it answers a load episode's requests with constants
 #: (:mod:`orsbench.bench.floor`), the baseline ``orsbench bench`` measures against.
@@ -116,7 +116,3 @@ def write_ready_file(path: str | os.PathLike[str]) -> Callable[[str], None]:
         tmp.replace(path)
 
     return on_ready
-
-
-def scenario_from_name(name: str, params: dict[str, Any]) -> Scenario:
-    return get_scenario(name, **params)

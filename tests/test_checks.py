@@ -32,6 +32,7 @@ from orsbench.checks import (
     schema_input,
 )
 from orsbench.checks.call import _framing
+from orsbench.wire.sse import parse
 from orsbench.checks.evidence import result_of
 from orsbench.checks.registry import closure, select
 from orsbench.reports import TerminalReporter, junit_xml
@@ -218,10 +219,11 @@ def test_result_of_reassembles_chunks_and_classifies_endings():
 
 
 def test_framing_reports_mixed_endings_unknown_events_and_missing_space():
-    assert _framing(b"event: task_id\r\ndata: t\r\n\r\n") == []
-    assert any("mixed" in p for p in _framing(b"event: end\ndata: x\r\n\r\n"))
-    assert any("unknown event" in p for p in _framing(b"event: end \r\ndata: x\r\n\r\n"))
-    assert any("no space" in p for p in _framing(b"event:end\r\ndata:x\r\n\r\n"))
+    assert _framing(parse(b"event: task_id\r\ndata: t\r\n\r\n")) == []
+    assert any("mixed" in p for p in _framing(parse(b"event: end\ndata: x\r\n\r\n")))
+    assert any("unknown event" in p for p in _framing(parse(b"event: end \r\ndata: x\r\n\r\n")))
+    assert any("no space" in p for p in _framing(parse(b"event:end\r\ndata:x\r\n\r\n")))
+    assert any("without a colon" in p for p in _framing(parse(b"event: end\r\ndata\r\n\r\n")))
 
 
 # -- one real run: verdict, reports ----------------------------------------------------------------------

@@ -62,3 +62,12 @@ def test_unknown_fields_are_reported_and_id_retry_parsed():
     stream = parse(b"foo: bar\nid: 7\nretry: 100\ndata: x\n\n")
     assert stream.unknown_fields == ["foo: bar"]
     assert (stream.events[0].id, stream.events[0].retry) == ("7", 100)
+
+
+def test_framing_departures_are_recorded_for_the_checker():
+    stream = parse(b"event:end\r\ndata\r\nfoo: 1\r\ndata: x\r\n\r\n")
+    assert stream.unspaced_fields == ["event"]
+    assert stream.bare_lines == ["data"]
+    assert stream.unknown_fields == ["foo: 1"]
+    assert stream.event_fields == ["end"]
+    assert stream.events[0].data == "\nx"  # a bare `data` line is an empty data field, by the rules

@@ -12,6 +12,7 @@ from orsbench.checks.model import Outcome, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.checks.session import block_problems
 from orsbench.wire.evidence import Exchange
+from orsbench.wire.sse import SSEStream
 
 _TERMINAL = (protocol.EVENT_END, protocol.EVENT_ERROR)
 _KNOWN_EVENTS = {protocol.EVENT_TASK_ID, protocol.EVENT_CHUNK, protocol.EVENT_END, protocol.EVENT_ERROR}
@@ -206,25 +207,15 @@ def end_json(ev: Evidence) -> Outcome:
     return passed(f"{count} result(s) are RunToolOutput JSON", count)
 
 
-def _framing(raw: bytes) -> list[str]:
-    """Departures from the reference's SSE framing in one raw stream."""
-    text = raw.decode("utf-8", errors="replace")
+def _framing(stream: SSEStream) -> list[str]:
+    """Departures from the reference's SSE framing, as the one SSE parser recorded them."""
     problems = []
-    endings = set(re.findall(r"\r\n|\r(?!\n)|(?<!\r)\n", text))
-    if len(endings) > 1:
-        problems.append(f"mixed line endings {sorted(repr(e) for e in endings)}")
-    for line in re.split(r"\r\n|\r|\n", text):
-        if not line or line.startswith(":"):
-            continue
-        name, sep, value = line.partition(":")
-        if not sep:
-            problems.append(f"line without a colon: {short(line, 40)!r}")
-        elif name not in ("event", "data", "id", "retry"):
-            problems.append(f"unknown field {name!r}")
-        elif name == "event" and (value.removeprefix(" ")) not in _KNOWN_EVENTS:
-            problems.append(f"unknown event name {value.removeprefix(' ')!r}")
-        elif value and not value.startswith(" "):
-            problems.append(f"no space after '{name}:'")
+    if len(stream.line_endings) > 1:
+        problems.append(f"mixed line endings {sorted(repr(e) for e in stream.line_endings)}")
+    problems += [f"line without a colon: {short(line, 40)!r}" for line in stream.bare_lines]
+    problems += [f"unknown field {line.partition(':')[0]!r}" for line in stream.unknown_fields]
+    problems += [f"unknown event name {name!r}" for name in stream.event_fields if name not in _KNOWN_EVENTS]
+    problems += [f"no space after '{name}:'" for name in stream.unspaced_fields]
     return list(dict.fromkeys(problems))
 
 
@@ -245,10 +236,11 @@ def sse_framing(ev: Evidence) -> Outcome:
     endings: set[str] = set()
     for name, ex in streams:
         stream = stream_of(ex)
-        if stream is not None:
-            endings |= stream.line_endings
-        found = _framing(ex.body)
-        if stream is not None and stream.incomplete and not ex.error:
+        if stream is None:
+            continue
+        endings |= stream.line_endings
+        found = _framing(stream)
+        if stream.incomplete and not ex.error:
             found.append("the last event is not terminated by an empty line")
         if found:
             wrong.append((name, ex, "; ".join(found)))

@@ -58,6 +58,12 @@ class SSEStream:
     line_endings: set[str] = field(default_factory=set)
     #: Lines whose field name is not one of event/data/id/retry.
     unknown_fields: list[str] = field(default_factory=list)
+    #: Lines with no colon at all (a field with an empty value, by the rules; rarely meant).
+    bare_lines: list[str] = field(default_factory=list)
+    #: Field names written ``name:value`` without the customary single space.
+    unspaced_fields: list[str] = field(default_factory=list)
+    #: Every ``event:`` value, in order, whether or not its block dispatched.
+    event_fields: list[str] = field(default_factory=list)
 
     def first(self, name: str) -> SSEEvent | None:
         return next((e for e in self.events if e.event == name), None)
@@ -132,11 +138,16 @@ class SSEParser:
             self.stream.comments.append(comment)
             return comment
         name, sep, value = line.partition(":")
-        if sep and value.startswith(" "):
+        if not sep:
+            self.stream.bare_lines.append(line)
+        elif value.startswith(" "):
             value = value[1:]
+        elif value:
+            self.stream.unspaced_fields.append(name)
         self._open = True
         if name == "event":
             self._event = value
+            self.stream.event_fields.append(value)
         elif name == "data":
             self._data.append(value)
         elif name == "id":
@@ -145,7 +156,7 @@ class SSEParser:
         elif name == "retry":
             if value.isdigit():
                 self._retry = int(value)
-        else:
+        elif sep:
             self.stream.unknown_fields.append(line)
         return None
 

@@ -32,7 +32,7 @@ from orsbench.servers.engine import Engine
 from orsbench.servers.faults import apply_faults, load_all
 from orsbench.servers.faults import profiles as P
 from orsbench.servers.launch import RunningServer
-from orsbench.wire import SSEParser, SSEStream, WireClient
+from orsbench.wire import SSEStream, WireClient
 
 ENV = "sparse-reward"
 TASK0 = get_scenario(ENV).list_tasks("train")[0]  # two hidden digits
@@ -153,23 +153,14 @@ class Cut:
 
 
 def stream_call(server: RunningServer, sid: str, body: dict[str, Any], *, read_timeout: float = 10.0, env: str = ENV) -> Cut:
-    """POST /call and keep whatever arrived, even when the connection is cut or goes silent."""
-    parser, error = SSEParser(), None
-    start = time.monotonic()
-    try:
-        with httpx.stream(
-            "POST",
-            server.url + protocol.env_path(env, protocol.CALL),
-            json=body,
-            headers={protocol.SESSION_HEADER: sid},
-            timeout=httpx.Timeout(10.0, read=read_timeout),
-        ) as response:
-            assert response.status_code == 200, response.read()
-            for chunk in response.iter_raw():
-                parser.feed(chunk)
-    except httpx.TransportError as exc:
-        error = type(exc).__name__
-    return Cut(parser.close(), error, time.monotonic() - start)
+    """POST /call with the wire client, which keeps whatever arrived even when the stream is cut or goes silent."""
+    with WireClient(server.url) as client:
+        ex = client.request(
+            "POST", protocol.env_path(env, protocol.CALL), sid=sid, json_body=body, stream=True, read_timeout=read_timeout
+        )
+    assert ex.status == 200, ex.body
+    error = ex.error.split(":", 1)[0] if ex.error else None  # the transport error's type name
+    return Cut(ex.sse or SSEStream(), error, ex.elapsed)
 
 
 def session(client: WireClient, index: int = 0) -> str:

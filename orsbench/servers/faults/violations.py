@@ -30,6 +30,7 @@ from orsbench import protocol
 from orsbench.servers import sse
 from orsbench.servers.engine import HTTPError, Request, _finished_error, _Raw
 from orsbench.servers.faults import fault
+from orsbench.wire.sse import SSEComment, SSEParser
 
 if TYPE_CHECKING:
     from orsbench.servers.engine import Engine, Receive, Scope, Send
@@ -161,22 +162,13 @@ async def _body(request: Request) -> dict[str, Any]:
 
 
 def _frames(body: bytes) -> list[tuple[str, str] | bytes]:
-    """Split an SSE body written by the engine into ``(event, data)`` pairs and raw comment blocks."""
+    """An SSE body written by the engine as ``(event, data)`` pairs and raw comment blocks, in order."""
     out: list[tuple[str, str] | bytes] = []
-    for block in body.split(b"\r\n\r\n"):
-        if not block:
-            continue
-        if block.startswith(b":"):
-            out.append(block + b"\r\n\r\n")
-            continue
-        name, data = "message", []
-        for line in block.decode().split("\r\n"):
-            key, _, value = line.partition(": ")
-            if key == "event":
-                name = value
-            elif key == "data":
-                data.append(value)
-        out.append((name, "\n".join(data)))
+    for item in SSEParser().feed(body):
+        if isinstance(item, SSEComment):
+            out.append(b":" + item.text.encode() + b"\r\n\r\n")
+        else:
+            out.append((item.event, item.data))
     return out
 
 

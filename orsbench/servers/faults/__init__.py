@@ -81,11 +81,17 @@ MODULES = (
 )
 
 
-def fault(name: str, summary: str, kind: Literal["violation", "profile"]) -> Callable[[ApplyFn], ApplyFn]:
-    """Register an engine fault ``apply(engine, app, rng) -> app`` under ``name`` (decorator)."""
+def fault(
+    name: str, summary: str, kind: Literal["violation", "profile"], *, wrap: WrapFn | None = None
+) -> Callable[[ApplyFn], ApplyFn]:
+    """Register an engine fault ``apply(engine, app, rng) -> app`` under ``name`` (decorator).
+
+    ``wrap``, if given, is the same fault told at the HTTP level, for :func:`wrap_app`
+    (the engine keeps its own, more faithful ``apply``).
+    """
 
     def decorate(fn: ApplyFn) -> ApplyFn:
-        _register(Fault(name, summary, kind, fn))
+        _register(Fault(name, summary, kind, fn, wrap))
         return fn
 
     return decorate

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
 from orsbench.servers.faults import FaultContext, engine_context, fault, http_fault
-from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept
+from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept, ReapIdle
 from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope
 from orsbench.servers.state import TaskRegistry
 
@@ -218,7 +218,14 @@ def stream_no_end(app: ASGIApp, rng: random.Random, context: FaultContext) -> AS
     return _cut(app, context, "stream-no-end", "no-end", resumes_too=True)
 
 
-@fault("short-ttl", f"sessions idle for {SHORT_TTL_S:g} s (or a shorter --ttl) are reaped", kind="profile")
+def _reap_idle(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    """short-ttl around any ORS app: idle sessions deleted (lazily, on their next request)."""
+    return ReapIdle(app, "short-ttl", SHORT_TTL_S, context)
+
+
+@fault(
+    "short-ttl", f"sessions idle for {SHORT_TTL_S:g} s (or a shorter --ttl) are reaped", kind="profile", wrap=_reap_idle
+)
 def short_ttl(engine: Engine, app: Any, rng: random.Random) -> Any:
     engine.config = engine.config.replace(ttl=min(engine.config.ttl, SHORT_TTL_S))
     return app

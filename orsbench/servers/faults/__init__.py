@@ -67,10 +67,6 @@ class Fault:
     #: For HTTP faults: ``wrap(app, rng, context) -> app``, usable around any ORS ASGI app.
     wrap: WrapFn | None = None
 
-    @property
-    def http_only(self) -> bool:
-        return self.wrap is not None
-
 
 FAULTS: dict[str, Fault] = {}
 #: The modules that register faults (loaded by :func:`load_all`; see :mod:`orsbench.registry`).

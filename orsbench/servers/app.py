@@ -118,6 +118,8 @@ def serve_forever(
         access_log=False,
         log_level="warning",
         timeout_keep_alive=60,
+        # Loopback servers sit behind no proxy; the middleware would add a frame to every held stream.
+        proxy_headers=False,
     )
     server = uvicorn.Server(config)
     if on_ready is not None:

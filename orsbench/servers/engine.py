@@ -25,6 +25,7 @@ import json
 import logging
 import sys
 import time
+from functools import partial
 from random import getrandbits
 from typing import Any, Awaitable, Callable, Iterable
 from urllib.parse import quote
@@ -36,6 +37,7 @@ from orsbench import protocol
 from orsbench.config import ServerConfig
 from orsbench.scenarios.base import Episode, Scenario, ToolResult
 from orsbench.servers import models, sse
+from orsbench.servers.keepalive import KeepaliveClock
 from orsbench.servers.state import Session, Stats, TaskRecord, TaskRegistry
 
 log = logging.getLogger("orsbench.engine")
@@ -247,6 +249,7 @@ class Engine:
         self._tools_json = {k: self._tools_payload(sc, [t.spec() for t in sc.shared_tools()]) for k, sc in self.scenarios.items()}
         self._task_tools_json: dict[tuple[str, tuple[Any, ...]], bytes] = {}
         self._async_fns: dict[Any, bool] = {}
+        self._keepalive: KeepaliveClock | None = None
         self._root: dict[str, dict[str, Callable[[Request], Awaitable[Any]]]] = {
             protocol.HEALTH: {"GET": self.health},
             protocol.VERSION: {"GET": self.version},
@@ -291,6 +294,13 @@ class Engine:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    def keepalive_clock(self) -> KeepaliveClock:
+        """The one keep-alive timer of all held streams, at the configured interval (a fault may change it)."""
+        clock = self._keepalive
+        if clock is None or clock.interval != self.config.ping_interval:
+            clock = self._keepalive = KeepaliveClock(self.config.ping_interval)
+        return clock
+
     def start_background(self) -> None:
         if self._reaper is None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_forever())
@@ -311,6 +321,7 @@ class Engine:
                 self._authorise(request)  # before routing: no route, redirect or 404 leaks to a stranger
             handler, key = self._route(request)
             result = await handler()
+            handler = None  # type: ignore[assignment]  # not held for the length of a stream
             if isinstance(result, _Streamer):
                 await result.run(send)
             else:
@@ -429,6 +440,8 @@ class Engine:
         self.stats.sessions_created += 1
         if _overrides(scenario, "setup") or self.config.setup_delay > 0:
             session.setup_task = asyncio.get_running_loop().create_task(self._setup(session))
+            # A finished setup task is not kept: held by every idle session it would cost a task and its frame each.
+            session.setup_task.add_done_callback(session.forget_setup_task)
         else:
             session.ready.set()
         return {"sid": sid}
@@ -642,7 +655,7 @@ class Engine:
         else:
             future = asyncio.ensure_future(self._run_async(session, body.name, body.input))
             self.tasks.add(task_id, TaskRecord(future))
-            future.add_done_callback(lambda _f: self.tasks.completed(task_id))
+            future.add_done_callback(partial(self.tasks.completed_callback, task_id))
         return _Streamer(task_id=task_id, future=future, engine=self)
 
     def _is_async(self, fn: Any) -> bool:
@@ -749,7 +762,15 @@ class _Raw:
 
 
 class _Streamer:
-    """An SSE answer: either fixed bytes, or a tool-call task streamed with keep-alives."""
+    """An SSE answer: either fixed bytes, or a tool-call task streamed with keep-alives.
+
+    A held stream waits on its task through the engine's one
+    :class:`~orsbench.servers.keepalive.KeepaliveClock` rather than
+    ``asyncio.wait`` (two coroutine frames, a set, a timer and a closure per
+    held stream).
+    """
+
+    __slots__ = ("immediate", "task_id", "future", "engine")
 
     def __init__(
         self,
@@ -773,8 +794,7 @@ class _Streamer:
             await send({"type": "http.response.body", "body": head, "more_body": True})
             head = b""
             while not self.future.done():
-                done, _ = await asyncio.wait({self.future}, timeout=config.ping_interval)
-                if not done:
+                if not await self.engine.keepalive_clock().wait(self.future):
                     await send({"type": "http.response.body", "body": sse.ping_comment(), "more_body": True})
         kind, payload = self.future.result()
         if kind == "error":

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         print("orsbench bench: --concurrency and --rounds must be at least 1, --window positive", file=sys.stderr)
         return 2
     progress = (lambda line: None) if args.quiet else (lambda line: print(f"  {line}", file=sys.stderr, flush=True))
-    if args.sessions is not None or args.url is not None:
+    if args.sessions is not None or args.url is not None or args.server_pid is not None:
         return _run_held_or_url(args, tool_input, progress)
     report = run_bench(
         args.scenario,

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -165,3 +169,32 @@ def test_keepalive_clock_wakes_on_done_and_never_pings_early():
     assert results == [False, True]
     assert 0.2 <= waited < 0.2 + 0.5
     assert not cancelled
+
+
+# -- the soak tells a leak from a full resume window ------------------------------------------
+SOAK = Path(__file__).resolve().parent.parent / "benchmarks" / "soak.py"
+
+
+def _soak(tmp_path, *extra: str) -> tuple[int, dict, str]:
+    out = tmp_path / "soak.json"
+    env = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1"}
+    done = subprocess.run(
+        [sys.executable, str(SOAK), "--quick", "--json", str(out), *extra],
+        capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    return done.returncode, json.loads(out.read_text()), done.stdout + done.stderr
+
+
+def test_quick_soak_passes_with_a_full_resume_window(tmp_path):
+    code, figures, log = _soak(tmp_path)
+    assert code == 0, log
+    assert figures["steady_windows"] >= 2 and figures["failed_episodes"] == 0
+    # The window really is full: results are held, each costs bytes, and the cap is reported beside them.
+    assert figures["tasks_tracked_steady"] > 0 and figures["bytes_per_held_result"] is not None
+    assert figures["registry_cap"] == 200_000
+
+
+def test_quick_soak_fails_on_a_planted_leak(tmp_path):
+    code, figures, log = _soak(tmp_path, "--fault", "memory-leak")
+    assert code == 1, log
+    assert "a leak" in log and figures["steady_rss_growth_pct"] > 10

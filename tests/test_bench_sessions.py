@@ -198,3 +198,39 @@ def test_quick_soak_fails_on_a_planted_leak(tmp_path):
     code, figures, log = _soak(tmp_path, "--fault", "memory-leak")
     assert code == 1, log
     assert "a leak" in log and figures["steady_rss_growth_pct"] > 10
+
+
+# -- locust: GRPO-shaped groups, and distributed runs --------------------------------------
+def _locust(tmp_path, *args: str, seconds: int = 3) -> tuple[int, dict[str, dict], str]:
+    from orsbench.bench.locust_run import locustfile
+
+    out = tmp_path / "locust"
+    cmd = [
+        sys.executable, "-m", "locust", "-f", locustfile(), "--headless", "-t", f"{seconds}s", "--stop-timeout", "5",
+        "--json-file", str(out), "--only-summary", "--loglevel", "WARNING", *args,
+    ]  # fmt: skip
+    env = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1"}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    path = Path(f"{out}.json")
+    entries = {f"{e['method']} {e['name']}": e for e in json.loads(path.read_text())} if path.exists() else {}
+    return done.returncode, entries, (done.stdout + done.stderr)[-3000:]
+
+
+def test_locust_grpo_groups_start_and_delete_together(tmp_path):
+    code, entries, log = _locust(tmp_path, "-u", "6", "-r", "6", "--ors-shape", "grpo", "--ors-group", "3", "--ors-calls", "2")
+    assert code == 0, log
+    episodes, makespan = entries["ORS episode"], entries["ORS grpo group makespan"]
+    assert episodes["num_requests"] > 0 and episodes["num_failures"] == 0
+    assert {"ORS grpo group 0 makespan", "ORS grpo group 1 makespan"} <= set(entries)
+    # One makespan per group step: every step is G episodes.
+    assert abs(episodes["num_requests"] - 3 * makespan["num_requests"]) <= 6
+    # Every member created the group's task, so delete-together held: no session is left on the server.
+    assert entries["POST delete"]["num_failures"] == 0
+
+
+def test_locust_distributed_master_and_workers(tmp_path):
+    code, entries, log = _locust(tmp_path, "-u", "4", "-r", "4", "--processes", "2", seconds=4)
+    assert code == 0, log
+    episode = entries["ORS episode"]
+    assert episode["num_requests"] > 0 and episode["num_failures"] == 0, log
+    assert not any(e["num_failures"] for e in entries.values()), log

@@ -287,8 +287,9 @@ async def hold_sessions(
         result.open_s = time.perf_counter() - t0
         progress(f"opened {len(sids)} in {result.open_s:.1f}s; starting {len(sids)} calls ...")
         state.expected_streams = len(sids)
-        # Starting the calls takes about as long as opening did; every timed call ends at one instant after that.
-        ramp_budget = max(1.0, 1.5 * result.open_s)
+        # Starting the calls costs more than opening did (a fresh connection each); every timed call ends at one
+        # instant after that budget, so all streams are held together for `hold` s unless the ramp overran it.
+        ramp_budget = max(1.0, 2 * result.open_s, len(sids) / 400)
         ends_at = time.monotonic() + ramp_budget + hold
         gate = asyncio.Semaphore(ramp_concurrency)
         ramp_start = time.perf_counter()

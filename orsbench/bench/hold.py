@@ -289,7 +289,7 @@ async def hold_sessions(
         state.expected_streams = len(sids)
         # Starting the calls costs more than opening did (a fresh connection each); every timed call ends at one
         # instant after that budget, so all streams are held together for `hold` s unless the ramp overran it.
-        ramp_budget = max(1.0, 2 * result.open_s, len(sids) / 400)
+        ramp_budget = max(1.0, 3 * result.open_s, len(sids) / 250)
         ends_at = time.monotonic() + ramp_budget + hold
         gate = asyncio.Semaphore(ramp_concurrency)
         ramp_start = time.perf_counter()

@@ -154,6 +154,12 @@ class HeldReport:
                     f"WARNING: the driver used {f.driver_core_share:.0%} of a core against {f.name}: it, not the server, "
                     "set the pace; TTFB and throughput say little about the server here"
                 )
+            if f.hold.timed_calls and f.hold.held_all_s < self.hold_s / 2:
+                lines.append(
+                    f"WARNING: {f.name}: starting the calls took {f.hold.ramp_s:.1f}s, so all streams were open together "
+                    f"for only {f.hold.held_all_s:.1f}s of the {self.hold_s:g}s asked: per-session memory is undercounted; "
+                    "raise --hold or lower --sessions"
+                )
             if not f.hold.timed_calls:
                 lines.append(f"note: {f.name}'s tool takes no '{DURATION_ARG}': each call was held as long as the tool ran")
             if f.note:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from orsbench.scenarios import REGISTRY
 from orsbench.servers.app import IMPLEMENTATIONS
@@ -141,7 +143,9 @@ def _usage(message: str) -> int:
     return 2
 
 
-def _run_held_or_url(args: argparse.Namespace, tool_input: dict | None, progress) -> int:  # type: ignore[no-untyped-def]
+def _run_held_or_url(
+    args: argparse.Namespace, tool_input: dict[str, Any] | None, progress: Callable[[str], None]
+) -> int:
     """``--sessions N`` (held sessions, started servers or ``--url``) and ``--url`` alone (episodes/s)."""
     from orsbench.bench.target import TargetError, local_target
 
@@ -181,7 +185,8 @@ def _run_held_or_url(args: argparse.Namespace, tool_input: dict | None, progress
     return 1 if held.failed or not held.servers else 0
 
 
-def _emit(args: argparse.Namespace, report) -> None:  # type: ignore[no-untyped-def]
+def _emit(args: argparse.Namespace, report: Any) -> None:
+    """The table (and ``--json`` file), or only the JSON with ``--json -``."""
     if args.json_path == "-":
         print(report.to_json())
         return

@@ -96,12 +96,12 @@ class HoldResult:
     #: Whether the driver could set the call's duration (the tool takes ``seconds``).
     timed_calls: bool = False
 
-    def fail(self, message: str) -> None:
-        self.errors += 1
+    def fail(self, message: str, count: int = 1) -> None:
+        self.errors += count
         if message in self.error_kinds or len(self.error_kinds) < MAX_ERROR_KINDS:
-            self.error_kinds[message] += 1
+            self.error_kinds[message] += count
         else:
-            self.error_kinds["(other errors)"] += 1
+            self.error_kinds["(other errors)"] += count
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -310,7 +310,7 @@ async def hold_sessions(
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-            result.fail(f"driver: {len(pending)} calls still streaming at the hard time limit, cancelled")
+            result.fail("driver: call still streaming at the hard time limit, cancelled", len(pending))
         ok_calls = {sid for sid, task in zip(sids, calls) if task in done and task.result()}
         if state.all_streaming.is_set() and state.first_end is not None:
             result.held_all_s = max(0.0, state.first_end - state.last_first_byte)

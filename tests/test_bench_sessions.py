@@ -234,3 +234,65 @@ def test_locust_distributed_master_and_workers(tmp_path):
     episode = entries["ORS episode"]
     assert episode["num_requests"] > 0 and episode["num_failures"] == 0, log
     assert not any(e["num_failures"] for e in entries.values()), log
+
+
+# -- the lean session bookkeeping keeps the reference's per-tool serialisation -----------------
+def _session():
+    from orsbench.scenarios import get_scenario
+    from orsbench.scenarios.base import Episode
+    from orsbench.servers.state import Session
+
+    scenario = get_scenario("slow")
+    return Session("sid", scenario, Episode(scenario, {"steps": 1}), {})
+
+
+def test_calls_of_one_tool_run_one_at_a_time_and_leave_no_lock_behind():
+    async def scenario() -> tuple[list[str], object, tuple[str, ...]]:
+        session = _session()
+        order: list[str] = []
+
+        async def call(label: str, tool: str) -> None:
+            await session.enter_tool(tool)
+            try:
+                order.append(f"start {label}")
+                await asyncio.sleep(0.02)
+                order.append(f"end {label}")
+            finally:
+                session.exit_tool(tool)
+
+        await asyncio.gather(call("a", "wait"), call("b", "wait"), call("c", "wait"), call("x", "step"))
+        return order, session.locks, session.in_flight
+
+    order, locks, in_flight = asyncio.run(scenario())
+    waits = [o for o in order if o[-1] in "abc"]
+    assert waits == ["start a", "end a", "start b", "end b", "start c", "end c"]
+    # Another tool is not held up by them.
+    assert order.index("start x") < order.index("end a")
+    assert locks is None and in_flight == ()
+
+
+def test_a_cancelled_waiter_does_not_wedge_the_tool():
+    async def scenario() -> tuple[list[str], object, tuple[str, ...]]:
+        session = _session()
+        order: list[str] = []
+
+        async def call(label: str) -> None:
+            await session.enter_tool("wait")
+            try:
+                order.append(label)
+                await asyncio.sleep(0.02)
+            finally:
+                session.exit_tool("wait")
+
+        first = asyncio.ensure_future(call("a"))
+        await asyncio.sleep(0)
+        second = asyncio.ensure_future(call("b"))
+        await asyncio.sleep(0)
+        second.cancel()
+        await asyncio.gather(first, second, return_exceptions=True)
+        await call("c")  # runs at once: nothing left locked
+        return order, session.locks, session.in_flight
+
+    order, locks, in_flight = asyncio.run(scenario())
+    assert order == ["a", "c"]
+    assert locks is None and in_flight == ()

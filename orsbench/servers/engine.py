@@ -714,13 +714,16 @@ class Engine:
             return ("end", checked)
         tool, args = checked
         try:
-            async with session.lock(name):
+            await session.enter_tool(name)
+            try:
                 if self.config.latency > 0:
                     await asyncio.sleep(self.config.latency)
                 result = tool.fn(session.scenario, session.episode, args)
                 if inspect.isawaitable(result):
                     result = await result
                 return self._finish(session, name, result)
+            finally:
+                session.exit_tool(name)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - becomes the `error` event

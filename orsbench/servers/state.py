@@ -62,6 +62,48 @@ class Session:
     #: The finish latch: set once any tool returned ``finished: true``.
     finished: bool = False
     locks: dict[str, asyncio.Lock] | None = None
+    #: The tools of the calls running (or waiting to run) in this session, one entry per call.
+    in_flight: tuple[str, ...] = ()
+
+    async def enter_tool(self, tool: str) -> None:
+        """Wait until no other call of ``tool`` runs in this session (the reference's per-tool lock).
+
+        The lock is made only when a second call of the same tool arrives while
+        one runs — it is then taken on behalf of the running call first — so a
+        session holding one long call pays for a name in a tuple, not for a
+        lock and a dict. Pair every return with :meth:`exit_tool`.
+        """
+        others = self.in_flight.count(tool)
+        self.in_flight += (tool,)
+        if not others:
+            return
+        made = self.locks is None or tool not in self.locks
+        lock = self.lock(tool)
+        if made:
+            await lock.acquire()  # on behalf of the call already running: a fresh lock is taken at once
+        try:
+            await lock.acquire()
+        except BaseException:
+            self._leave(tool, release=False)
+            raise
+
+    def exit_tool(self, tool: str) -> None:
+        """The call of ``tool`` that :meth:`enter_tool` let in has ended: let the next one in."""
+        self._leave(tool, release=True)
+
+    def _leave(self, tool: str, *, release: bool) -> None:
+        flight = list(self.in_flight)
+        flight.remove(tool)
+        self.in_flight = tuple(flight)
+        lock = self.locks.get(tool) if self.locks else None
+        if lock is None:
+            return
+        if release and lock.locked():
+            lock.release()
+        if tool not in self.in_flight:
+            del self.locks[tool]  # type: ignore[union-attr]
+            if not self.locks:
+                self.locks = None
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()

@@ -296,3 +296,23 @@ def test_a_cancelled_waiter_does_not_wedge_the_tool():
     order, locks, in_flight = asyncio.run(scenario())
     assert order == ["a", "c"]
     assert locks is None and in_flight == ()
+
+
+def test_plot_held_draws_a_sweep_and_refuses_other_reports(tmp_path):
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "plot_held.py"
+
+    def report(n: int, errors: int) -> Path:
+        figures = {"sessions": n, "errors": errors, "sessions_left": 0, "rss_kib_per_session": 10.0 + n / 1000, "cpu_us_per_session": 400.0}
+        path = tmp_path / f"held-{n}.json"
+        path.write_text(json.dumps({"mode": "sessions", "servers": {"mock": figures, "sdk": {**figures, "rss_kib_per_session": 60.0}}}))
+        return path
+
+    paths = [str(report(100, 0)), str(report(1000, 0)), str(report(10000, 3))]
+    out = tmp_path / "held.png"
+    done = subprocess.run([sys.executable, str(script), *paths, "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    other = tmp_path / "bench.json"
+    other.write_text(json.dumps({"servers": {}}))
+    refused = subprocess.run([sys.executable, str(script), str(other)], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "not an orsbench bench --sessions report" in refused.stderr

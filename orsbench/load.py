@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 import gevent
+import gevent.event
 import orjson
 from gevent.lock import Semaphore
 from locust import FastHttpUser, constant, events, task
@@ -81,6 +82,14 @@ def _arguments(parser: Any) -> None:
         "--ors-scenario", default="echo", help="scenario of the embedded server, used only without --host (default echo)"
     )
     parser.add_argument(
+        "--ors-shape",
+        default="episode",
+        choices=("episode", "grpo"),
+        help="episode: each user runs episodes alone; grpo: groups of --ors-group users start the same task together, "
+        "interleave their calls and delete together, as a GRPO trainer's rollouts do (default episode)",
+    )
+    parser.add_argument("--ors-group", type=int, default=4, help="users per group with --ors-shape grpo (default 4)")
+    parser.add_argument(
         "--ors-impl",
         default="mock",
         choices=("mock", "sdk"),
@@ -107,6 +116,14 @@ def _options(environment: Any) -> dict[str, Any]:
         "tool": str(get("ors_tool", "") or "") or None,
         "tool_input": tool_input,
     }
+
+
+def _shape(environment: Any) -> tuple[str, int]:
+    """``(--ors-shape, --ors-group)``, typed."""
+    opts = environment.parsed_options
+    shape = str(getattr(opts, "ors_shape", "episode") or "episode") if opts is not None else "episode"
+    group = int(getattr(opts, "ors_group", 4) or 4) if opts is not None else 4
+    return shape, max(1, group)
 
 
 # ------------------------------------------------------ the embedded server
@@ -165,6 +182,44 @@ def _plan_for(host: str, environment: Any) -> EpisodePlan:
     return plan
 
 
+# -------------------------------------------------------------- GRPO groups
+class _Barrier:
+    """A reusable gevent barrier for ``size`` users; :meth:`wait` is ``True`` for the last to arrive."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.count = size, 0
+        self.event = gevent.event.Event()
+
+    def wait(self, timeout: float) -> bool:
+        self.count += 1
+        if self.count >= self.size:
+            event, self.event, self.count = self.event, gevent.event.Event(), 0
+            event.set()
+            return True
+        event = self.event
+        if not event.wait(timeout):
+            self.count -= 1
+            raise EpisodeFailure("group", f"only {self.count + 1} of {self.size} group members arrived within {timeout:g}s")
+        return False
+
+
+class _Group:
+    """G rollouts of one prompt: they start one task together and delete together (one per process and group)."""
+
+    def __init__(self, number: int, size: int) -> None:
+        self.number, self.size = number, size
+        self.start, self.end = _Barrier(size), _Barrier(size)
+        self.rounds = 0
+        #: When the last member arrived at the start barrier (the group's clock starts).
+        self.started = 0.0
+        #: Episodes of this group that ended, successful or not.
+        self.finished = 0
+
+
+_groups: dict[int, _Group] = {}
+_user_numbers = itertools.count()
+
+
 # -------------------------------------------------------------------- user
 def _raise_transport_error(stage: str, response: Any) -> None:
     """FastHttpSession turns connection errors into a status-0 response; say what happened."""
@@ -194,9 +249,17 @@ class ORSEpisodeUser(FastHttpUser):
         self.client.client.cookiejar = None
         self.call_body = orjson.dumps({"name": self.plan.tool, "input": self.plan.tool_input})
         self.paths = {route: self.plan.path(route) for route in (protocol.PROMPT, protocol.TASK_TOOLS, protocol.CALL)}
+        shape, size = _shape(self.environment)
+        self.rollout_group: _Group | None = None
+        if shape == "grpo":
+            number = next(_user_numbers) // size
+            self.rollout_group = _groups.setdefault(number, _Group(number, size))
 
     @task
     def episode(self) -> None:
+        if self.rollout_group is not None:
+            self._group_episode(self.rollout_group)
+            return
         started = time.perf_counter()
         try:
             self._episode(next(_episode_numbers))
@@ -205,7 +268,28 @@ class ORSEpisodeUser(FastHttpUser):
         else:
             self._fire("ORS", "episode", started)
 
-    def _episode(self, n: int) -> None:
+    def _group_episode(self, group: _Group) -> None:
+        """One GRPO step: start together on the group's task, interleave calls, delete together; time the group."""
+        started = time.perf_counter()
+        try:
+            if group.start.wait(self.network_timeout):
+                group.started = time.perf_counter()
+                group.rounds += 1
+            # Same task for the whole group: the group's number and round pick it.
+            n = group.number + 7919 * group.rounds
+            self._episode(n, before_delete=lambda: group.end.wait(self.network_timeout))
+        except EpisodeFailure as exc:
+            self._fire("ORS", "episode", started, exception=exc)
+        else:
+            self._fire("ORS", "episode", started)
+        finally:
+            group.finished += 1
+            if group.finished % group.size == 0 and group.started:
+                # The last member to finish (its delete answered) reports the group's makespan: start → last delete.
+                self._fire("ORS", "grpo group makespan", group.started)
+                self._fire("ORS", f"grpo group {group.number} makespan", group.started)
+
+    def _episode(self, n: int, before_delete: Any = None) -> None:
         plan = self.plan
         sid = session_id(self._stream(protocol.CREATE_SESSION, None, "create_session"))
         sid_header = {protocol.SESSION_HEADER: sid}
@@ -230,6 +314,8 @@ class ORSEpisodeUser(FastHttpUser):
                 output = tool_output(self._stream(self.paths[protocol.CALL], sid, "call", self.call_body))
                 if output.get("finished"):
                     break
+            if before_delete is not None:
+                before_delete()
             created = False
             self._json("POST", protocol.DELETE, "delete", sid_header, None, lambda s, b: check_sid_echo("delete", s, b, sid))
             self._json(

@@ -6,7 +6,11 @@
 * :mod:`orsbench.servers.floor` — the constant-answer ASGI app that is the baseline (``--impl floor``);
 * :mod:`.procstat` — CPU time and RSS of a server's process tree from ``/proc``;
 * :mod:`.runner` — ``orsbench bench``: mock, SDK twin and floor alternating in one run;
-* :mod:`.locust_run` — one headless Locust process against a URL, its episode rate.
+* :mod:`.locust_run` — one headless Locust process against a URL, its episode rate;
+* :mod:`.hold` — the held-sessions driver: N sessions each in one long streaming call at once;
+* :mod:`.sessions` — ``orsbench bench --sessions N``: memory and CPU per held session, per server;
+* :mod:`.target` — which URL a load run may target (loopback only) and its server's PID;
+* :mod:`.remote` — ``orsbench bench --url``: episodes/s on a server orsbench did not start.
 
 Names are imported on first use, so serving the floor never needs aiohttp.
 """

@@ -29,6 +29,8 @@ from orsbench.config import ServerConfig
 from orsbench.servers.launch import RunningServer, ServerStartError, start
 
 DEFAULT_IMPLS = ("mock", "sdk", "floor")
+#: Driver CPU over wall time at or above which the driver, not the server, set the pace.
+DRIVER_SATURATED = 0.9
 
 
 @dataclass
@@ -43,6 +45,11 @@ class ServerFigures:
     rss_bytes: int | None = None
     windows: list[dict[str, float]] = field(default_factory=list)
     active_sessions_after: int | None = None
+
+    @property
+    def driver_core_share(self) -> float:
+        """The driver's CPU seconds over its wall seconds: 1.0 is one core busy the whole time."""
+        return self.driver.driver_cpu / self.driver.elapsed if self.driver.elapsed > 0 else 0.0
 
     @property
     def cpu_us_per_episode(self) -> float | None:
@@ -64,6 +71,8 @@ class ServerFigures:
             "server_cpu_us_per_episode": None if self.cpu_us_per_episode is None else round(self.cpu_us_per_episode, 1),
             "driver_cpu_us_per_episode": round(d.driver_cpu / d.episodes * 1e6, 1) if d.episodes else None,
             "server_rss_mib": None if self.rss_bytes is None else round(self.rss_bytes / 2**20, 1),
+            "driver_core_share": round(self.driver_core_share, 3),
+            "driver_saturated": self.driver_core_share >= DRIVER_SATURATED,
             "active_sessions_after": self.active_sessions_after,
             "windows": self.windows,
         }
@@ -171,6 +180,12 @@ class BenchReport:
             if self.locust.exit_code not in (0, None) or self.locust.errors:
                 lines.append(f"  locust exit code {self.locust.exit_code}; failures: {self.locust.errors or '(see log)'}")
         for figures in self.servers.values():
+            if figures.driver_core_share >= DRIVER_SATURATED:
+                lines.append(
+                    f"WARNING: the driver used {figures.driver_core_share:.0%} of a core while measuring {figures.impl}: "
+                    "it was the bottleneck, so throughput (and ratios against the floor) say nothing about that server"
+                )
+        for figures in self.servers.values():
             for kind, count in figures.driver.failure_kinds.most_common(5):
                 lines.append(f"  {figures.impl} failure x{count}: {kind}")
         return "\n".join(lines)
@@ -251,6 +266,7 @@ def run_bench(
                         if cpu is not None and result.episodes
                         else ""
                     )
+                    + (" (driver at a core's limit)" if result.elapsed and result.driver_cpu / result.elapsed >= DRIVER_SATURATED else "")
                 )
         locust_result = locust_driver = None
         if locust_seconds > 0 and "mock" in servers:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from orsbench.scenarios import REGISTRY
 from orsbench.servers.app import IMPLEMENTATIONS
@@ -50,6 +52,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--json", dest="json_path", default=None, metavar="PATH", help="also write the figures as JSON ('-' for stdout)"
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    held = parser.add_argument_group(
+        "held sessions and your own server",
+        "--sessions N switches to held-session mode: N sessions, each inside one long streaming tool call "
+        "(the slow scenario's wait() on the servers orsbench starts), held --hold seconds, then deleted; it "
+        "reports memory and CPU per held session, errors, sessions left, the longest keep-alive gap and the p99 "
+        "time to first byte. --url measures a server of yours on this machine instead of starting any.",
+    )
+    held.add_argument("--sessions", type=int, default=None, metavar="N", help="hold N sessions at once (held-session mode)")
+    held.add_argument("--hold", type=float, default=10.0, metavar="S", help="seconds every stream is held open together (default 10)")
+    held.add_argument(
+        "--ping-interval", type=float, default=5.0, metavar="S",
+        help="keep-alive interval of the servers started for --sessions (default 5; the protocol's is 10)",
+    )  # fmt: skip
+    held.add_argument(
+        "--ramp", type=int, default=128, metavar="K",
+        help="with --sessions: opens, call starts and deletes in flight at once (default 128)",
+    )  # fmt: skip
+    held.add_argument(
+        "--url", default=None,
+        help="measure the ORS server at this URL (127.0.0.1, localhost or [::1] only) instead of starting servers",
+    )  # fmt: skip
+    held.add_argument(
+        "--server-pid", type=int, default=None, metavar="PID",
+        help="with --url: the server's process id, to report its CPU time and memory from /proc",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
@@ -81,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         print("orsbench bench: --concurrency and --rounds must be at least 1, --window positive", file=sys.stderr)
         return 2
     progress = (lambda line: None) if args.quiet else (lambda line: print(f"  {line}", file=sys.stderr, flush=True))
+    if args.sessions is not None or args.url is not None or args.server_pid is not None:
+        return _run_held_or_url(args, tool_input, progress)
     report = run_bench(
         args.scenario,
         impls=tuple(dict.fromkeys(args.impls)) if args.impls else DEFAULT_IMPLS,
@@ -107,3 +136,60 @@ def run(args: argparse.Namespace) -> int:
             Path(args.json_path).write_text(report.to_json() + "\n")
     failed = any(f.driver.failures for f in report.servers.values())
     return 1 if failed else 0
+
+
+def _usage(message: str) -> int:
+    print(f"orsbench bench: {message}", file=sys.stderr)
+    return 2
+
+
+def _run_held_or_url(
+    args: argparse.Namespace, tool_input: dict[str, Any] | None, progress: Callable[[str], None]
+) -> int:
+    """``--sessions N`` (held sessions, started servers or ``--url``) and ``--url`` alone (episodes/s)."""
+    from orsbench.bench.target import TargetError, local_target
+
+    if args.url is not None and args.impls:
+        return _usage("--url measures your server; --impl starts orsbench's own: pass one or the other")
+    if args.server_pid is not None and args.url is None:
+        return _usage("--server-pid needs --url (the servers orsbench starts are measured without it)")
+    target = None
+    if args.url is not None:
+        try:
+            target = local_target(args.url, args.server_pid)
+        except TargetError as exc:
+            return _usage(str(exc))
+    if args.sessions is None:
+        from orsbench.bench.remote import run_url_bench
+
+        assert target is not None
+        report = run_url_bench(
+            target, concurrency=args.concurrency, window_seconds=args.window, rounds=args.rounds, warmup_seconds=args.warmup,
+            calls=args.calls, think_time=args.think_time, tool=args.tool, tool_input=tool_input, split=args.split,
+            max_episodes_per_window=args.max_episodes, progress=progress,
+        )  # fmt: skip
+        _emit(args, report)
+        return 1 if any(f.driver.failures for f in report.servers.values()) else 0
+    from orsbench.bench.sessions import NOT_HOLDABLE, run_held_bench
+
+    if args.sessions < 1 or args.hold < 0 or args.ramp < 1 or args.ping_interval <= 0:
+        return _usage("--sessions and --ramp must be at least 1, --hold at least 0, --ping-interval positive")
+    impls = tuple(dict.fromkeys(args.impls)) if args.impls else None
+    if impls and set(impls) & NOT_HOLDABLE:
+        return _usage(f"{', '.join(sorted(set(impls) & NOT_HOLDABLE))} cannot hold a session; choose ORS servers with --impl")
+    held = run_held_bench(
+        args.sessions, hold=args.hold, impls=impls, target=target, ping_interval=args.ping_interval, ramp_concurrency=args.ramp,
+        tool=args.tool, tool_input=tool_input, split=args.split, progress=progress,
+    )  # fmt: skip
+    _emit(args, held)
+    return 1 if held.failed or not held.servers else 0
+
+
+def _emit(args: argparse.Namespace, report: Any) -> None:
+    """The table (and ``--json`` file), or only the JSON with ``--json -``."""
+    if args.json_path == "-":
+        print(report.to_json())
+        return
+    print(report.render())
+    if args.json_path:
+        Path(args.json_path).write_text(report.to_json() + "\n")

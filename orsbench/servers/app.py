@@ -64,6 +64,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def raise_open_file_limit(wanted: int | None = None) -> int:
+    """Raise this process's soft ``RLIMIT_NOFILE`` towards its hard limit; return the soft limit after.
+
+    One connection is one file descriptor, so serving (or driving) thousands of
+    held streams needs more than the common default soft limit of 1,024.
+    Raising the soft limit up to the hard one needs no privilege.
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return 0
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, wanted or 0, 65536)
+    if wanted is not None:
+        target = min(target, max(soft, wanted))
+    if target > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            pass
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -86,6 +109,7 @@ def serve_forever(
 
     if not is_loopback(host):
         print(f"orsbench: WARNING: binding {host}, reachable beyond this machine", file=sys.stderr)
+    raise_open_file_limit()  # one descriptor per held stream
     sock = bind(host, port)
     bound_port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
@@ -98,6 +122,8 @@ def serve_forever(
         access_log=False,
         log_level="warning",
         timeout_keep_alive=60,
+        # Loopback servers sit behind no proxy; the middleware would add a frame to every held stream.
+        proxy_headers=False,
     )
     server = uvicorn.Server(config)
     if on_ready is not None:

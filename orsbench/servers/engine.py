@@ -25,6 +25,7 @@ import json
 import logging
 import sys
 import time
+from functools import partial
 from random import getrandbits
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
@@ -48,6 +49,7 @@ from orsbench.servers.http import (  # noqa: F401 - Request, HTTPError and the A
     send_json,
     validation_detail,
 )
+from orsbench.servers.keepalive import KeepaliveClock
 from orsbench.servers.state import Session, Stats, TaskRecord, TaskRegistry
 
 log = logging.getLogger("orsbench.engine")
@@ -150,6 +152,7 @@ class Engine:
         self._task_tools_json: dict[tuple[str, tuple[Any, ...]], bytes] = {}
         self._async_fns: dict[Any, bool] = {}
         self.hooks = Hooks()
+        self._keepalive: KeepaliveClock | None = None
         self._root: dict[str, dict[str, Callable[[Request], Awaitable[Any]]]] = {
             protocol.HEALTH: {"GET": self.health},
             protocol.VERSION: {"GET": self.version},
@@ -194,6 +197,13 @@ class Engine:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    def keepalive_clock(self) -> KeepaliveClock:
+        """The one keep-alive timer of all held streams, at the configured interval (a fault may change it)."""
+        clock = self._keepalive
+        if clock is None or clock.interval != self.config.ping_interval:
+            clock = self._keepalive = KeepaliveClock(self.config.ping_interval)
+        return clock
+
     def start_background(self) -> None:
         if self._reaper is None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_forever())
@@ -214,6 +224,7 @@ class Engine:
                 self._authorise(request)  # before routing: no route, redirect or 404 leaks to a stranger
             handler, key = self._route(request)
             result = await handler()
+            handler = None  # type: ignore[assignment]  # not held for the length of a stream
             if isinstance(result, EventStream):
                 await result.run(send)
             else:
@@ -378,6 +389,8 @@ class Engine:
         self.stats.sessions_created += 1
         if _overrides(scenario, "setup") or self.config.setup_delay > 0:
             session.setup_task = asyncio.get_running_loop().create_task(self._setup(session))
+            # A finished setup task is not kept: held by every idle session it would cost a task and its frame each.
+            session.setup_task.add_done_callback(session.forget_setup_task)
         else:
             session.ready.set()
         return {"sid": sid}
@@ -597,7 +610,7 @@ class Engine:
         else:
             future = asyncio.ensure_future(self._run_async(session, body.name, body.input))
             self.tasks.add(task_id, TaskRecord(future))
-            future.add_done_callback(lambda _f: self.tasks.completed(task_id))
+            future.add_done_callback(partial(self.tasks.completed_callback, task_id))
         return _Streamer(task_id=task_id, future=future, engine=self)
 
     def _is_async(self, fn: Any) -> bool:
@@ -676,13 +689,16 @@ class Engine:
         if answer is not None:
             return answer
         try:
-            async with session.lock(name):
+            await session.enter_tool(name)
+            try:
                 if self.config.latency > 0:
                     await asyncio.sleep(self.config.latency)
                 result = tool.fn(session.scenario, session.episode, args)
                 if inspect.isawaitable(result):
                     result = await result
                 return self._finish(session, name, result)
+            finally:
+                session.exit_tool(name)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - becomes the `error` event
@@ -716,6 +732,8 @@ class Engine:
 class _Streamer(EventStream):
     """A tool-call task streamed as SSE: ``task_id``, keep-alives while it runs, then its result."""
 
+    __slots__ = ("task_id", "future", "engine")
+
     def __init__(self, *, task_id: str, future: "asyncio.Future[tuple[str, str]]", engine: Engine) -> None:
         super().__init__()
         self.task_id, self.future, self.engine = task_id, future, engine
@@ -728,8 +746,7 @@ class _Streamer(EventStream):
             await send({"type": "http.response.body", "body": head, "more_body": True})
             head = b""
             while not self.future.done():
-                done, _ = await asyncio.wait({self.future}, timeout=config.ping_interval)
-                if not done:
+                if not await self.engine.keepalive_clock().wait(self.future):
                     await send({"type": "http.response.body", "body": sse.ping_comment(), "more_body": True})
         kind, payload = self.future.result()
         if kind == "error":

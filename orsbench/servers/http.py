@@ -59,6 +59,8 @@ class EventStream:
     Subclasses that stream over time override :meth:`run`.
     """
 
+    __slots__ = ("body",)  # one per held stream: no instance dict
+
     def __init__(self, body: bytes = b"") -> None:
         self.body = body
 

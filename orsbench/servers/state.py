@@ -11,30 +11,115 @@ from typing import Any
 from orsbench.scenarios.base import Episode, Scenario, Tool
 
 
-@dataclass
+class Readiness:
+    """``asyncio.Event``'s ``is_set``/``set``/``wait`` for a session's setup, paid for only when waited on.
+
+    Every session has one, but almost no request ever waits on it (setup is
+    done, or there is none). An ``asyncio.Event`` carries a waiter deque of
+    about 600 bytes from birth; at 10,000 held sessions that alone is 6 MB.
+    This flag makes the event only when a request has to wait.
+    """
+
+    __slots__ = ("_flag", "_event")
+
+    def __init__(self, flag: bool = False) -> None:
+        self._flag = flag
+        self._event: asyncio.Event | None = None
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def set(self) -> None:
+        self._flag = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> bool:
+        if not self._flag:
+            if self._event is None:
+                self._event = asyncio.Event()
+            await self._event.wait()
+        return True
+
+
+@dataclass(slots=True)
 class Session:
-    """One ORS session: an environment instance on one task."""
+    """One ORS session: an environment instance on one task.
+
+    Slotted, and its tool locks made on first use: a trainer holds thousands
+    of sessions at once, so every per-session byte is multiplied by them.
+    """
 
     sid: str
     scenario: Scenario
     episode: Episode
     tools: dict[str, Tool]
     last_seen: float = field(default_factory=time.monotonic)
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    ready: Readiness = field(default_factory=Readiness)
     setup_task: asyncio.Task[None] | None = None
     setup_error: BaseException | None = None
     deleted: bool = False
     #: The finish latch: set once any tool returned ``finished: true``.
     finished: bool = False
-    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    locks: dict[str, asyncio.Lock] | None = None
+    #: The tools of the calls running (or waiting to run) in this session, one entry per call.
+    in_flight: tuple[str, ...] = ()
+
+    async def enter_tool(self, tool: str) -> None:
+        """Wait until no other call of ``tool`` runs in this session (the reference's per-tool lock).
+
+        The lock is made only when a second call of the same tool arrives while
+        one runs — it is then taken on behalf of the running call first — so a
+        session holding one long call pays for a name in a tuple, not for a
+        lock and a dict. Pair every return with :meth:`exit_tool`.
+        """
+        others = self.in_flight.count(tool)
+        self.in_flight += (tool,)
+        if not others:
+            return
+        made = self.locks is None or tool not in self.locks
+        lock = self.lock(tool)
+        if made:
+            await lock.acquire()  # on behalf of the call already running: a fresh lock is taken at once
+        try:
+            await lock.acquire()
+        except BaseException:
+            self._leave(tool, release=False)
+            raise
+
+    def exit_tool(self, tool: str) -> None:
+        """The call of ``tool`` that :meth:`enter_tool` let in has ended: let the next one in."""
+        self._leave(tool, release=True)
+
+    def _leave(self, tool: str, *, release: bool) -> None:
+        flight = list(self.in_flight)
+        flight.remove(tool)
+        self.in_flight = tuple(flight)
+        lock = self.locks.get(tool) if self.locks else None
+        if lock is None:
+            return
+        if release and lock.locked():
+            lock.release()
+        if tool not in self.in_flight:
+            del self.locks[tool]  # type: ignore[union-attr]
+            if not self.locks:
+                self.locks = None
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()
 
+    def forget_setup_task(self, task: "asyncio.Task[None]") -> None:
+        """Done callback of the setup task: drop it once finished (``ready`` and ``setup_error`` hold the outcome)."""
+        if self.setup_task is task:
+            self.setup_task = None
+
     def lock(self, tool: str) -> asyncio.Lock:
-        lock = self.locks.get(tool)
+        locks = self.locks
+        if locks is None:
+            locks = self.locks = {}
+        lock = locks.get(tool)
         if lock is None:
-            lock = self.locks[tool] = asyncio.Lock()
+            lock = locks[tool] = asyncio.Lock()
         return lock
 
 
@@ -94,6 +179,10 @@ class TaskRegistry:
         """Track a task that finished before it was ever streamed (a synchronous tool)."""
         self._done[task_id] = (time.monotonic(), kind, payload)
         self.evict()
+
+    def completed_callback(self, task_id: str, _future: Any) -> None:
+        """:meth:`completed` as a future's done callback (``partial(registry.completed_callback, task_id)``)."""
+        self.completed(task_id)
 
     def completed(self, task_id: str) -> None:
         record = self._running.pop(task_id, None)

@@ -283,3 +283,22 @@ def restart(engine: Engine, app: Any, rng: random.Random) -> Any:
         return None
 
     return Intercept(app, "restart", decide, context)
+
+
+#: Bytes the ``memory-leak`` profile keeps for good on every request.
+LEAK_BYTES = 2048
+
+
+@fault(
+    "memory-leak",
+    f"test aid: every request keeps {LEAK_BYTES} bytes for good — a planted leak the soak benchmark must fail on",
+    kind="profile",
+)
+def memory_leak(engine: Engine, app: Any, rng: random.Random) -> Any:
+    kept: list[bytes] = []
+
+    async def decide(scope: Scope) -> None:
+        kept.append(bytes(LEAK_BYTES))  # zero-filled, so every page is touched and counts in RSS
+        return None
+
+    return Intercept(app, "memory-leak", decide, engine_context(engine))

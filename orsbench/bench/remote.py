@@ -1,0 +1,93 @@
+"""``orsbench bench --url``: episodes per second on any ORS server on this machine.
+
+The same driver and the same episode as the side-by-side bench
+(:mod:`orsbench.bench.runner`), aimed at a URL instead of servers orsbench
+starts. With ``--server-pid`` the report adds the server's CPU time per episode
+and its resident memory, read from ``/proc`` for that process and its
+children; without it, throughput and latency only.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from orsbench import protocol
+from orsbench.bench.driver import drive
+from orsbench.bench.plan import discover
+from orsbench.bench.procstat import tree_cpu_seconds, tree_rss_bytes
+from orsbench.bench.runner import DRIVER_SATURATED, BenchReport, ServerFigures
+from orsbench.bench.target import Target
+
+
+def run_url_bench(
+    target: Target,
+    *,
+    concurrency: int = 32,
+    window_seconds: float = 5.0,
+    rounds: int = 2,
+    warmup_seconds: float = 1.0,
+    calls: int = 1,
+    think_time: float = 0.0,
+    tool: str | None = None,
+    tool_input: dict[str, Any] | None = None,
+    split: str | None = None,
+    max_episodes_per_window: int | None = None,
+    progress: Callable[[str], None] = lambda _line: None,
+) -> BenchReport:
+    """Measure ``target`` in ``rounds`` windows of ``window_seconds``; CPU and RSS when its PID is known."""
+    loadavg_before = _loadavg()
+    plan = discover(target.url, split=split, tool=tool, tool_input=tool_input, calls=calls, think_time=think_time)
+    progress(f"episode: {plan.describe()}")
+    if warmup_seconds > 0:
+        warm = drive(target.url, plan, concurrency=concurrency, duration=warmup_seconds)
+        progress(f"warm-up: {warm.episodes} episodes, {warm.failures} failures")
+    figures = ServerFigures(target.name, target.url, cpu_seconds=0.0 if target.pid else None)
+    for round_no in range(1, rounds + 1):
+        before = tree_cpu_seconds(target.pid) if target.pid else None
+        result = drive(target.url, plan, concurrency=concurrency, duration=window_seconds, max_episodes=max_episodes_per_window)
+        after = tree_cpu_seconds(target.pid) if target.pid else None
+        cpu = after - before if before is not None and after is not None else None
+        figures.driver = figures.driver.merge(result)
+        figures.cpu_seconds = None if cpu is None or figures.cpu_seconds is None else figures.cpu_seconds + cpu
+        per_episode = cpu / result.episodes * 1e6 if cpu is not None and result.episodes else None
+        figures.windows.append(
+            {
+                "round": round_no,
+                "episodes": result.episodes,
+                "episodes_per_s": round(result.rate, 1),
+                "server_cpu_us_per_episode": None if per_episode is None else round(per_episode, 1),
+            }
+        )
+        share = result.driver_cpu / result.elapsed if result.elapsed else 0.0
+        progress(
+            f"round {round_no}: {result.rate:.0f} episodes/s, {result.failures} failures"
+            + (f", {per_episode:.0f} µs server CPU/episode" if per_episode is not None else "")
+            + (" (driver at a core's limit)" if share >= DRIVER_SATURATED else "")
+        )
+    figures.rss_bytes = tree_rss_bytes(target.pid) if target.pid else None
+    try:
+        response = httpx.get(target.url + protocol.STATS, timeout=10)
+        value = response.json().get("active_sessions") if response.status_code == 200 else None
+        figures.active_sessions_after = value if isinstance(value, int) else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        figures.active_sessions_after = None
+    machine = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "loadavg_before": loadavg_before,
+        "loadavg_after": _loadavg(),
+        "server_pid": target.pid,
+    }
+    return BenchReport("(url)", plan.describe(), concurrency, window_seconds, rounds, {target.name: figures}, machine=machine)
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None

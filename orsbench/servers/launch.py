@@ -245,7 +245,8 @@ def start(
     process: subprocess.Popen[bytes] | ForkedProcess
     zygote = _zygote()
     if zygote is not None:
-        process = zygote.spawn(argv[3:], env, log_path, module=argv[2])  # argv without "python -m MODULE"
+        module = "orsbench.cli" if argv[2] == "orsbench" else argv[2]  # whose main() runs argv[3:]
+        process = zygote.spawn(argv[3:], env, log_path, module=module)
     else:
         with open(log_path, "wb") as log:
             process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)

@@ -223,7 +223,10 @@ class Explorer:
             exchange = self.fresh(name, self.kept_call(sid, tool, value))
             episode.calls.append((tool, value))
             durations.setdefault(tool, exchange.elapsed)
+            if exchange.elapsed >= 1.0:
+                player.slow.add(tool)
             outcome = classify(exchange, options.timeout)
+            _count_answer(ev.facts, tool, outcome)
             if outcome.kind == "reaped":
                 episode.reaped = f"{name}: {tool} answered 404 after {len(episode.calls)} call(s) in {time.monotonic() - started:.1f} s"
                 break
@@ -345,6 +348,14 @@ class Explorer:
         ev.facts["hacks"] = {"tool": tool, "inputs": dict(probes), "rewards": seen}
 
 
+def _count_answer(facts: dict[str, Any], tool: str, outcome: Outcome) -> None:
+    """Count the tool's well-formed answers: a stream broken on *every* call is the server's framing
+    (the call.* checks' finding), one broken on some inputs only is the tool's."""
+    if outcome.kind in ("ok", "ok-false"):
+        answered = facts.setdefault("tool_answers", {})
+        answered[tool] = answered.get(tool, 0) + 1
+
+
 def _json(exchange: Exchange) -> tuple[bool, Any]:
     try:
         return exchange.status == 200, json.loads(exchange.body)
@@ -406,6 +417,7 @@ class _ToolFuzz:
         name = f"fuzz.{self.tool}.{self.calls}"
         exchange = self.c.rec(name, self.c.kept_call(self.sid, self.tool, value))
         outcome = classify(exchange, self.c.options.timeout)
+        _count_answer(self.c.ev.facts, self.tool, outcome)
         if outcome.kind in ("ok", "ok-false") and (outcome.kind == "ok-false" or not _finished(outcome.result)):
             if isinstance(outcome.result, dict) and outcome.result.get("reason") == "episode_finished":
                 self.close()

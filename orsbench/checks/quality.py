@@ -31,6 +31,8 @@ def reward_hacking(ev: Evidence) -> Outcome:
     if not hacks:
         return skipped("no finished episode to probe")
     rewards: dict[str, float | None] = hacks["rewards"]
+    if not hacks["inputs"]:
+        return skipped(f"{hacks['tool']} finished the episode with an input that has no answer to empty or garble")
     seen = [r for e in ev.facts.get("episodes") or [] for r in e.rewards] + [r for r in rewards.values() if r is not None]
     if not seen:
         return skipped("no reward was seen")

@@ -28,7 +28,13 @@ HANG_CONSEQUENCE = (
 
 
 def _failures(ev: Evidence, kinds: tuple[str, ...]) -> list[Failure]:
-    found: list[Failure] = [f for f in ev.facts.get("tool_failures", []) if f.kind in kinds]
+    answered = ev.facts.get("tool_answers", {})
+    found: list[Failure] = [
+        f
+        for f in ev.facts.get("tool_failures", [])
+        # A stream broken on every call is the server's framing (call.end_event's finding), not this tool's.
+        if f.kind in kinds and (f.kind != "stream" or answered.get(f.tool))
+    ]
     # One finding per tool: the smallest input that showed it.
     best: dict[str, Failure] = {}
     for failure in found:

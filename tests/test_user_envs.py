@@ -112,7 +112,7 @@ def test_never_finishing_is_flagged_and_strict_fails_on_what_could_not_run() -> 
 def test_clean_environments_pass_and_are_played_to_the_finish(target: str, least_calls: int) -> None:
     report = check(target)
     assert report.exit_code == 0, [(r.id, r.message) for r in report.results if r.blocking]
-    episodes = report.evidence.facts["episodes"]
+    episodes = report.evidence.facts.episodes
     assert [e.index for e in episodes] == [0, 1, 2]  # first, middle, last
     assert all(e.finished for e in episodes), [e.to_json() for e in episodes]
     assert all(len(e.calls) >= least_calls for e in episodes)
@@ -123,7 +123,7 @@ def test_clean_environments_pass_and_are_played_to_the_finish(target: str, least
 
 def test_validator_gated_values_come_from_the_description_and_the_validator() -> None:
     report = check("validator_gated.py:ValidatorGated", tasks=(0,))
-    first = report.evidence.facts["episodes"][0]
+    first = report.evidence.facts.episodes[0]
     assert first.calls[-1][1]["operator"] in "+-*/" and first.reward == 1.0
     data = json.loads(json.dumps(report.to_json()))
     assert data["summary"]["required_not_run"] == report.required_not_run()

@@ -127,3 +127,13 @@ def test_validator_gated_values_come_from_the_description_and_the_validator() ->
     assert first.calls[-1][1]["operator"] in "+-*/" and first.reward == 1.0
     data = json.loads(json.dumps(report.to_json()))
     assert data["summary"]["required_not_run"] == report.required_not_run()
+
+
+def test_the_play_session_is_pinged_so_a_short_ttl_does_not_reap_it(ors_server_factory) -> None:
+    # Each wait() outlasts the 1 s TTL twice over: only pings keep the checker's own session alive.
+    server = ors_server_factory("slow", ttl=1.0, reaper_interval=0.1, params={"long_call": 2.0, "setup": 0.0, "steps": 3})
+    report = run_checks(server.url, Options(env=server.env_name, ttl=1.0, tasks=(0,), fuzz=0, timeout=10))
+    episode = report.evidence.facts.episodes[0]
+    assert episode.reaped is None and episode.finished, episode.to_json()
+    assert any(tool == "wait" for tool, _ in episode.calls)  # the long call was made, and survived
+    assert report.result("call.episode_finishes").status is Status.PASS

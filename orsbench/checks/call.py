@@ -435,9 +435,18 @@ def error_reason(ev: Evidence) -> Outcome:
 def episode_finishes(ev: Evidence) -> Outcome:
     finisher = ev.facts.finisher
     calls = ev.facts.play_calls
-    if finisher is None:
+    if finisher is None and ev.facts.play_reaped:
         return warned(
-            f"no call answered finished:true within {calls} call(s) with minimal and task-derived inputs; the latch checks cannot run",
+            f"the checker's play session was reaped while playing ({ev.facts.play_reaped}) although it was pinged; "
+            "the latch checks cannot run",
+            calls,
+        )
+    if finisher is None:
+        first = ev.facts.episodes[0] if ev.facts.episodes else None
+        why = f" ({first.stopped})" if first is not None and first.stopped else ""
+        return warned(
+            f"no call answered finished:true within {calls} call(s) of inputs learned from the environment{why}; "
+            "the latch checks cannot run",
             calls,
         )
     return passed(

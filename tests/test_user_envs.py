@@ -137,3 +137,17 @@ def test_the_play_session_is_pinged_so_a_short_ttl_does_not_reap_it(ors_server_f
     assert episode.reaped is None and episode.finished, episode.to_json()
     assert any(tool == "wait" for tool, _ in episode.calls)  # the long call was made, and survived
     assert report.result("call.episode_finishes").status is Status.PASS
+
+
+def test_an_ors_sdk_server_matches_its_expected_failures_baseline() -> None:
+    # ors-sdk 0.1.0 is the second implementation the grades were checked against (docs/checks.md).
+    from orsbench.checks import Baseline, load_checks
+
+    baseline = Baseline.load("fixtures/expected-failures/ors-sdk.yaml", set(load_checks()))
+    with launch.serve("app:tests/envs/ors_echo.py:OrsEcho") as server:
+        report = run_checks(server.url, Options(env=server.env_name, timeout=TIMEOUT), baseline=baseline)
+    assert report.exit_code == 0, [(r.id, r.message) for r in report.results if r.blocking]
+    assert report.summary()["stale"] == []
+    assert set(report.summary()["expected_failures"]) >= {"dataset.env_name_echo", "call.finish_latch", "call.error_reason"}
+    assert report.result("session.starting_503").status is Status.PASS  # ors waits for setup inside /prompt
+    assert all(e.finished for e in report.evidence.facts.episodes)

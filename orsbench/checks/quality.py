@@ -38,6 +38,8 @@ def reward_hacking(ev: Evidence) -> Outcome:
         return skipped("no reward was seen")
     best, worst = max(seen), min(seen)
     cheats = {k: r for k, r in rewards.items() if k in ("empty", "garbage", "minimal") and r is not None}
+    if not cheats:
+        return passed("no empty, garbage or minimal answer finished the episode with a reward", {"rewards": rewards})
     winners = {k: r for k, r in cheats.items() if r >= best and r > worst}
     measured = {"tool": hacks["tool"], "rewards": rewards, "best_seen": best, "worst_seen": worst}
     if winners:

@@ -449,9 +449,14 @@ def episode_finishes(ev: Evidence) -> Outcome:
             "the latch checks cannot run",
             calls,
         )
+    episodes = ev.facts.episodes
+    done = sum(1 for e in episodes if e.finished)
+    note = f"; {done}/{len(episodes)} task(s) played to finished" if len(episodes) > 1 else ""
+    if ev.facts.tasks_not_played:
+        note += f" ({ev.facts.tasks_not_played})"
     return passed(
-        f"{finisher[0]}({short(finisher[1], 60)}) finished the episode after {calls} call(s)",
-        {"calls": calls, "tool": finisher[0]},
+        f"{finisher[0]}({short(finisher[1], 60)}) finished the episode after {calls} call(s){note}",
+        {"calls": calls, "tool": finisher[0], "episodes": [e.to_json() for e in episodes]},
     )
 
 

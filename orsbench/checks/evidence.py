@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,7 +140,6 @@ class Facts:
     invalid_input: tuple[str, JSON] | None = None
     padding: str | None = None
     padding_unit: str | None = None
-    primary: tuple[str, JSON] | None = None
     call_session_finished: bool = False
     #: Names of the exchanges that started a new tool call (what the per-call checks grade).
     fresh_calls: list[str] = field(default_factory=list)
@@ -195,16 +193,6 @@ class Evidence:
     def matching(self, prefix: str) -> list[tuple[str, Exchange]]:
         """Exchanges whose name starts with ``prefix``, in the order they were made."""
         return [(k, v) for k, v in self.exchanges.items() if k.startswith(prefix)]
-
-    def calls(self) -> Iterator[tuple[str, Exchange]]:
-        """Every ``/call`` exchange that started a new tool call (not resumes, not bad requests)."""
-        for name, exchange in self.exchanges.items():
-            if (
-                exchange.method == "POST"
-                and exchange.url.endswith("/" + protocol.CALL)
-                and name in self.facts.fresh_calls
-            ):
-                yield name, exchange
 
 
 # -- reading evidence -----------------------------------------------------------

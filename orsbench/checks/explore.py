@@ -216,6 +216,10 @@ class Explorer:
         if ev.env is None or not ev.facts.call_plan:
             return
         indices: list[int | None] = list(task_indices(ev.facts.count, self.options.tasks)) or [ev.index]
+        wanted = self.options.tasks or ()
+        missing = [i for i in wanted if ev.facts.count is not None and not -ev.facts.count <= i < ev.facts.count]
+        if missing:
+            ev.facts.tasks_not_played = f"--tasks {missing}: the split has {ev.facts.count} task(s)"
         play_sid, ev.facts.play_sid = ev.facts.play_sid, None  # opened early by the session probe, on the task under test
         episodes: list[Episode] = []
         for index in indices:

@@ -438,7 +438,6 @@ class Collector(Explorer):
             ),
         )
         primary = self.fresh("call.primary", self.call(sid, tool["name"], value))
-        ev.facts.primary = (tool["name"], value)
         if task_id_of(primary):
             self.rec("call.resume", self.call(sid, tool["name"], value, task_id=task_id_of(primary)))
         self.rec("call.unknown_task_id", self.call(sid, tool["name"], value, task_id=NO_SUCH_TASK_ID))

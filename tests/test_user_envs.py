@@ -151,3 +151,12 @@ def test_an_ors_sdk_server_matches_its_expected_failures_baseline() -> None:
     assert set(report.summary()["expected_failures"]) >= {"dataset.env_name_echo", "call.finish_latch", "call.error_reason"}
     assert report.result("session.starting_503").status is Status.PASS  # ors waits for setup inside /prompt
     assert all(e.finished for e in report.evidence.facts.episodes)
+
+
+def test_a_prompt_that_blocks_past_the_timeout_fails_starting_503() -> None:
+    # ors-sdk waits for setup() inside /prompt: with an 8 s setup and --timeout 2 the request blocks.
+    with launch.serve("app:tests/envs/ors_slow_setup.py:OrsSlowSetup") as server:
+        report = run_checks(server.url, Options(env=server.env_name, timeout=2.0, fuzz=0), only=["session.starting_503"])
+    result = report.result("session.starting_503")
+    assert result.status is Status.FAIL and "blocked" in result.message and "no 503" in result.message
+    assert report.exit_code == 1

@@ -582,6 +582,16 @@ def boundary_inputs(schema: Any, base: JSON) -> list[JSON]:
     return sorted(out, key=lambda c: len(json.dumps(c, default=repr)))
 
 
+def can_fuzz() -> bool:
+    """Whether hypothesis and hypothesis-jsonschema are installed (the ``conformance`` extra)."""
+    import importlib.util
+
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in ("hypothesis", "hypothesis_jsonschema"))
+    except ImportError:  # an import hook that refuses the package
+        return False
+
+
 def input_strategy(schema: Any, base: JSON | None = None) -> Any:
     """A hypothesis strategy of valid inputs for ``schema`` (hypothesis-jsonschema), or ``None``.
 

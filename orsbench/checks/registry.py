@@ -26,7 +26,7 @@ CheckFn = Callable[["Evidence"], "Outcome"]
 
 #: The probes of the evidence collector, in the order they run; a probe may use
 #: what every earlier probe found (the call probe needs the tools and a task).
-PROBES: tuple[str, ...] = ("discovery", "dataset", "session", "call", "play", "timing")
+PROBES: tuple[str, ...] = ("discovery", "dataset", "session", "call", "play", "fuzz", "quality", "timing")
 
 #: Where the section references point.
 SPEC_DOCUMENT = "ors-wire-protocol.md"
@@ -57,6 +57,8 @@ MODULES = (
     "orsbench.checks.call",
     "orsbench.checks.reward",
     "orsbench.checks.http",
+    "orsbench.checks.tools",
+    "orsbench.checks.quality",
 )
 
 

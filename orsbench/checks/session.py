@@ -5,31 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from orsbench import protocol
-from orsbench.checks.evidence import Evidence, answer, expect_status, json_of, result_of, short, stream_of
+from orsbench.checks.evidence import Evidence, answer, block_problems, expect_status, json_of, result_of, short, stream_of
 from orsbench.checks.model import Outcome, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.wire.evidence import Exchange
 
-_BLOCK_FIELDS = {"text": {"text": str}, "image": {"data": str, "mimeType": str}}
-
-
-def block_problems(blocks: object, where: str, allowed: tuple[str, ...] = ("text", "image")) -> list[str]:
-    """What is wrong with a list of content blocks (empty when it is well-formed)."""
-    if not isinstance(blocks, list):
-        return [f"{where} is a JSON {type(blocks).__name__}, not an array of blocks"]
-    problems = []
-    for i, block in enumerate(blocks):
-        if not isinstance(block, dict):
-            problems.append(f"{where}[{i}] is not an object")
-            continue
-        kind = block.get("type")
-        if kind not in allowed:
-            problems.append(f"{where}[{i}].type is {kind!r}, not one of {list(allowed)}")
-            continue
-        for key, typ in _BLOCK_FIELDS.get(kind, {}).items():
-            if not isinstance(block.get(key), typ):
-                problems.append(f"{where}[{i}] ({kind}) has no string {key!r}")
-    return problems
 
 
 def _statuses(ev: Evidence, names: list[str], expected: int) -> tuple[dict[str, int | None], list[Exchange]]:
@@ -126,7 +106,7 @@ def create(ev: Evidence) -> Outcome:
     if ex is None:
         return skipped("not probed")
     ok, body = json_of(ex)
-    sid = ev.facts.get("sid")
+    sid = ev.facts.sid
     if ex.status != 200:
         return failed(f"expected 200, got {answer(ex)}", ex.status, ex)
     if not ok or not isinstance(body, dict) or body.get("sid") != sid:
@@ -256,7 +236,7 @@ def task_tools_superset(ev: Evidence) -> Outcome:
     if ex is None or ex.status != 200 or not ok or not isinstance(body, dict) or not isinstance(body.get("tools"), list):
         return failed(f'expected 200 {{"tools": [...]}}, got {answer(ex)}', None if ex is None else ex.status, ex)
     names = {t.get("name") for t in body["tools"] if isinstance(t, dict)}
-    shared = {t["name"] for t in ev.facts.get("tools", [])}
+    shared = {t["name"] for t in ev.facts.tools}
     missing = sorted(shared - names)
     if missing:
         return failed(f"shared tools missing from task_tools: {missing}", {"missing": missing}, ex, ev.get("tools"))
@@ -433,16 +413,31 @@ def recreate_deleted_sid(ev: Evidence) -> Outcome:
 
 @check(
     "session.starting_503",
-    title="a session still starting is answered 503 with X-Backend-State and Retry-After",
+    title="a session still starting is answered 503 with its headers, and /prompt never blocks past --timeout",
     probe="session",
     spec="§2.3, §11.11",
     remediation='While setup runs past the readiness wait, answer 503 {"detail": "Environment still starting."} with '
-    "X-Backend-State: starting and Retry-After: <seconds>; clients retry on exactly that.",
+    "X-Backend-State: starting and Retry-After: <seconds> (clients retry on exactly that) instead of holding the "
+    "request open past the client's read timeout.",
 )
 def starting_503(ev: Evidence) -> Outcome:
     ex = ev.get("starting")
     if ex is None:
-        return skipped("no 503 was observed: every session was ready within the server's readiness wait")
+        # No 503 seen. Fine if /prompt answered in time (ors-sdk 0.1.0 waits for setup inside the request);
+        # a /prompt held open past --timeout is what a client's read timeout turns into a dead session.
+        prompts = [p for p in (ev.get("session.prompt.early"), ev.get("session.prompt")) if p is not None]
+        blocked = [p for p in prompts if p.status is None and p.elapsed >= ev.options.timeout * 0.9]
+        if blocked:
+            return failed(
+                f"GET /prompt blocked {blocked[0].elapsed:.1f} s (past --timeout {ev.options.timeout:g} s) while the "
+                f"session was starting, with no 503: {blocked[0].error or 'no answer'}",
+                round(blocked[0].elapsed, 3),
+                blocked[0],
+            )
+        if not prompts:
+            return skipped("no /prompt was sent", depends_on="session.create")
+        slowest = max(p.elapsed for p in prompts)
+        return passed(f"no 503 needed: /prompt answered within {slowest:.2f} s", round(slowest, 3), *prompts)
     problems = []
     state = ex.headers.get(protocol.BACKEND_STATE_HEADER.lower())
     retry = ex.headers.get(protocol.RETRY_AFTER_HEADER.lower())
@@ -466,8 +461,8 @@ def starting_503(ev: Evidence) -> Outcome:
 def ttl_reap(ev: Evidence) -> Outcome:
     idle, kept = ev.get("timing.ttl.idle.ping"), ev.get("timing.ttl.kept.ping")
     if idle is None or kept is None:
-        return skipped(ev.facts.get("ttl_skip") or "not probed")
-    waited = ev.facts.get("ttl_waited")
+        return skipped(ev.facts.ttl_skip or "not probed")
+    waited = ev.facts.ttl_waited
     problems = []
     if idle.status != 404:
         problems.append(f"idle for {waited} s, the session still answers /ping with {answer(idle)}")

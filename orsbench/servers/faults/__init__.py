@@ -74,6 +74,7 @@ MODULES = (
     "orsbench.servers.faults.violations",
     "orsbench.servers.faults.router",
     "orsbench.servers.faults.profiles",
+    "orsbench.servers.faults.tool_defects",
 )
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from training_smoke.grpo_tools import grpo_tools
 from training_smoke.tiny import TinyConfig
 from training_smoke.warmup import WarmupConfig
 
@@ -113,21 +114,6 @@ def patched_environ(values: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = old
-
-
-def env_tools(instance: Any) -> list:
-    """The tools GRPOTrainer exposes for an environment instance, in its order.
-
-    Mirrors ``GRPOTrainer.__init__``: public functions of the instance's class,
-    minus ``reset`` and ``get_reward``, sorted by name (``inspect.getmembers``).
-    """
-    import inspect
-
-    return [
-        getattr(instance, name)
-        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
-        if name not in ("reset", "get_reward") and not name.startswith("_")
-    ]
 
 
 class TrackedFactory:
@@ -279,7 +265,7 @@ def _train(config: SmokeConfig, srv: Any) -> JSON:
     _, tasks = local_scenario(config)
     spec = OpenRewardSpec(srv.url, env_name=srv.env_name, indices=list(range(len(tasks))))
     tracked = TrackedFactory(spec.environment_factory)
-    tools = env_tools(spec.environment_factory())  # a spare instance: never reset, so it opens no session
+    tools = grpo_tools(spec.environment_factory())  # a spare instance: never reset, so it opens no session
 
     t = time.perf_counter()
     model, tokenizer, policy = policy_for(config, tools)

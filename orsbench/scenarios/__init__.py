@@ -6,6 +6,7 @@ from typing import Any
 
 from orsbench.scenarios.base import Episode, Scenario, Split, Tool, ToolResult, image, text, tool
 from orsbench.scenarios.echo import Echo
+from orsbench.scenarios.pick import Pick
 from orsbench.scenarios.slow import Slow
 from orsbench.scenarios.sparse_reward import SparseReward
 from orsbench.scenarios.task_tool import TaskTool
@@ -20,7 +21,7 @@ def register(cls: type[Scenario]) -> type[Scenario]:
     return cls
 
 
-for _cls in (Echo, TaskTool, SparseReward, Slow):
+for _cls in (Echo, TaskTool, SparseReward, Slow, Pick):
     register(_cls)
 
 

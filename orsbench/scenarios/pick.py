@@ -1,11 +1,17 @@
 """pick: a contextual bandit that a tiny policy can learn from reward alone.
 
 Each task is a room with a few doors; one door wins, fixed per task and never
-shown to the client. ``pick(door)`` ends the episode with reward 1.0 for the
-winning door and 0.0 otherwise. A policy that picks uniformly at random wins
-``1 / doors`` of the time; only the server's rewards can teach it which door
-wins in which room, so a rising reward on this scenario is evidence that the
-reward reached the learner (the training smoke's ``learn`` profile).
+in the prompt (it is in the task spec, which the model does not see).
+``pick(door)`` ends the episode with reward 1.0 for the winning door and 0.0
+otherwise. A policy that picks uniformly at random wins ``1 / doors`` of the
+time; only the server's rewards can teach it which door wins, so a rising
+reward on this scenario is evidence that the reward reached the learner (the
+training smoke's ``learn`` profile).
+
+By default the same door wins in every room: a policy of 0.1 M parameters
+learns that from a few hundred rewarded rollouts. ``--param varied=true`` gives
+rooms different winning doors, which needs the room's name to be read and
+takes a larger policy or many more steps.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ class PickTask(BaseModel):
     model_config = ConfigDict(extra="allow")
     room: str
     door: str
+    doors: list[str] = Field(default_factory=lambda: list(DOORS[:4]))
 
 
 class Pick(Scenario):
@@ -41,6 +48,7 @@ class Pick(Scenario):
         "train_size": (8, "tasks (rooms) in the train split"),
         "test_size": (4, "tasks (rooms) in the test split"),
         "doors": (4, f"doors per room, 2..{len(DOORS)} (chance level is 1/doors)"),
+        "varied": (False, "rooms have different winning doors (default: the same door wins everywhere)"),
     }
 
     def __init__(self, **params: object) -> None:
@@ -63,14 +71,16 @@ class Pick(Scenario):
             {
                 "id": f"pick-{split}-{i}",
                 "room": ROOMS[(i + offset) % len(ROOMS)],
-                # A fixed, deterministic spread over the doors (not i % doors: neighbouring rooms differ).
-                "door": doors[(i * 3 + 1 + offset) % len(doors)],
+                "doors": list(doors),
+                # varied: a fixed, deterministic spread over the doors (neighbouring rooms differ).
+                "door": doors[(i * 3 + 1 + offset) % len(doors)] if self.params["varied"] else doors[1],
             }
             for i in range(size)
         ]
 
     def prompt(self, episode: Episode) -> list[JSON]:
-        return [text(f"Room {episode.task['room']}: one door wins. Call pick(door=...) with one of {', '.join(self.doors)}.")]
+        doors = episode.task.get("doors") or self.doors
+        return [text(f"Room {episode.task['room']}: one door wins. Call pick(door=...) with one of {', '.join(doors)}.")]
 
     @tool(PickParams)
     def pick(self, episode: Episode, args: PickParams) -> ToolResult:
@@ -80,5 +90,5 @@ class Pick(Scenario):
             blocks=[text("win" if won else "lose")],
             reward=1.0 if won else 0.0,
             finished=True,
-            metadata={"known_door": args.door in self.doors},
+            metadata={"known_door": args.door in (episode.task.get("doors") or self.doors)},
         )

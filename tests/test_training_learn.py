@@ -291,3 +291,18 @@ def test_learn_profile_learns_pick_through_openrewardspec(tmp_path):
     assert Path(summary["plot"]).read_bytes()[:4] == b"\x89PNG"
     assert proc.stderr.strip().splitlines()[-1].startswith("training_smoke: learned (delta ")
     assert "All reward functions returned None" not in proc.stderr, "TRL's repeated warnings are folded"
+
+
+@pytest.mark.parametrize("impl", ["mock", "sdk"])
+def test_pick_is_served_by_the_mock_and_the_sdk_twin_and_passes_every_required_check(impl, ors_server_factory):
+    from orsbench.checks import Options, Severity, Status, run_checks
+    from orsbench.config import ServerConfig
+    from orsbench.scenarios import get_scenario
+    from orsbench.servers.app import effective_config
+
+    server = ors_server_factory("pick", impl=impl)
+    config = effective_config(get_scenario("pick"), ServerConfig(), set())
+    report = run_checks(server.url, Options(env=server.env_name, ping_interval=config.ping_interval))
+    failed = [f"{r.id}: {r.message}" for r in report.results if r.status in (Status.FAIL, Status.ERROR)]
+    assert report.ids(Status.FAIL, Severity.REQUIRED) == [] and report.ids(Status.ERROR) == [], failed
+    assert "reward.well_formed" in report.ids(Status.PASS, Severity.REQUIRED)

@@ -621,7 +621,8 @@ def check(summary: JSON, config: SmokeConfig) -> list[str]:
     if config.profile == "gpu":
         failures.extend(_check_learning(summary["rewards"], config.reward_window))
     verdict = summary.get("learning")
-    if config.profile == "learn" and verdict is not None and not verdict["learned"]:
+    judged = config.profile == "learn" or (config.profile == "gpu" and config.model == "tiny")
+    if judged and verdict is not None and not verdict["learned"]:
         sabotage = f" (sabotage {config.sabotage}: expected)" if config.sabotage else ""
         failures.append(f"the policy did not learn{sabotage}: {verdict.get('reason')}; "
                         f"first {verdict['first_mean']}, last {verdict['last_mean']}, p {verdict['p_value']}")

@@ -227,13 +227,26 @@ def test_url_warmup_is_built_from_the_servers_prompts_and_schemas():
         prompts, specs, total = remote.published(server, 3)
         assert total == 32 and len(prompts) == 3 and all("digits are hidden" in p for p in prompts)
         assert sorted(s["name"] for s in specs) == ["reveal", "submit"]
-        episodes = remote.schema_episodes(prompts, specs, 4)
+        episodes = remote.schema_episodes(prompts, specs, 40)
         with pytest.raises(remote.CannotScript, match="has no environment 'nope'"):
             remote.connect(srv.url, "nope")
         assert srv.stats()["active_sessions"] == 0, "the prompt sessions are closed"
+    import jsonschema
+
     calls = [m["tool_calls"][0]["function"] for e in episodes for m in e if m.get("tool_calls")]
     assert {c["name"] for c in calls} == {"reveal", "submit"}
+    schemas = {s["name"]: s["input_schema"] for s in specs}
+    for call in calls:
+        jsonschema.validate(call["arguments"], schemas[call["name"]])
+    # the minimal input and variants carrying the prompt's numbers ("2 digits are hidden"), so some answers differ
     assert {"position": 0} in [c["arguments"] for c in calls]
+    assert len({repr(c["arguments"]) for c in calls if c["name"] == "submit"}) > 1
+
+
+def test_prompt_seeds_put_quoted_words_first():
+    from training_smoke.remote import prompt_seeds
+
+    assert prompt_seeds("Echo 'falcon' to win. 3 digits.") == ["falcon", "Echo", "to", "win", 3, "digits"]
     with pytest.raises(remote.CannotScript, match="no tool call can be scripted"):
         remote.schema_episodes(prompts, [], 4)
 
@@ -306,3 +319,29 @@ def test_pick_is_served_by_the_mock_and_the_sdk_twin_and_passes_every_required_c
     failed = [f"{r.id}: {r.message}" for r in report.results if r.status in (Status.FAIL, Status.ERROR)]
     assert report.ids(Status.FAIL, Severity.REQUIRED) == [] and report.ids(Status.ERROR) == [], failed
     assert "reward.well_formed" in report.ids(Status.PASS, Severity.REQUIRED)
+
+
+@pytest.mark.training_smoke
+def test_url_mode_trains_against_a_server_the_user_runs(tmp_path):
+    """``--url``: the warm-up comes from the server's prompts and schemas; the calls the adapter counted all arrived."""
+    from orsbench.servers.launch import serve
+
+    output = tmp_path / "url.json"
+    with serve("echo") as srv:
+        before = srv.stats()
+        proc = subprocess.run(
+            [sys.executable, "-m", "training_smoke", "--url", srv.url, "--steps", "3", "--output", str(output)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        after = srv.stats()
+    summary = json.loads(output.read_text())
+    assert summary["env"] == "echo" and summary["server_counts_calls"] is False, proc.stderr[-3000:]
+    received = sum(after["calls"].values()) - sum(before.get("calls", {}).values())
+    rejected = sum(after.get("call_errors", {}).values()) - sum(before.get("call_errors", {}).values())
+    assert summary["adapter_tool_calls"] > 0 and received + rejected == summary["adapter_tool_calls"], (received, summary)
+    assert summary["steps"] == 3 and any(isinstance(r, float) and math.isfinite(r) for r in summary["rewards"])
+    assert after["active_sessions"] == 0, "the smoke closed the sessions TRL left open"

@@ -184,7 +184,8 @@ def verdict_line(summary: dict, failures: Sequence[str]) -> str:
         return f"training_smoke: {word}{sabotage} ({stats}{extra}){tail}"
     if failures:
         return f"training_smoke: FAILED ({len(failures)} expectation(s) above, {wall}){tail}"
-    return f"training_smoke: passed ({summary.get('tool_calls')} tool calls on the server, {wall}){tail}"
+    where = "on the server" if summary.get("server_counts_calls", True) else "forwarded to the server"
+    return f"training_smoke: passed ({summary.get('tool_calls')} tool calls {where}, {wall}){tail}"
 
 
 def _emit(summary: dict, output: Path | None) -> None:

@@ -6,10 +6,13 @@ derived from what the server publishes instead of from a scenario's code:
 * the prompts of the first training tasks (one short session per task:
   ``/create``, ``GET prompt``, ``/delete``);
 * its shared tools' JSON Schemas (``GET /{env}/tools``), each turned into the
-  smallest valid input by the project's JSON-Schema example builder.
+  smallest valid input by the project's JSON-Schema example builder, and into
+  variants of it that carry a word or number of the task's prompt (quoted
+  words first), so that some scripted answers win: GRPO learns nothing from
+  a group whose rewards are all equal.
 
-Each scripted episode is a prompt, one tool call with such an input, a
-placeholder tool result and a closing message. The warm-up's loss covers only
+Each scripted episode is a prompt, one tool call with one of those inputs
+(drawn at random), a placeholder tool result and a closing message. The warm-up's loss covers only
 the assistant's turns, so the placeholder result costs nothing: what the tiny
 policy learns is the call's *format*, which is what GRPO needs in order to
 reach the server at all. When no input can be built for any tool (or the
@@ -18,6 +21,8 @@ server has no tools), :class:`CannotScript` says why.
 
 from __future__ import annotations
 
+import random
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +43,30 @@ def example_input(schema: Any) -> JSON:
     from orsbench.checks.schema_input import minimal_input
 
     return minimal_input(schema)
+
+
+def example_variants(schema: Any, base: JSON, seeds: list[Any]) -> list[JSON]:
+    """Valid inputs that put each seed into each property ``base`` fills (the same builder's ``variants``)."""
+    from orsbench.checks.schema_input import variants
+
+    return variants(schema, base, seeds)
+
+
+def quoted_seeds(prompt: str) -> list[str]:
+    """The strings a prompt quotes (``'falcon'``, ``"x"``), in order."""
+    return [a or b for a, b in re.findall(r"'([^']+)'|\"([^\"]+)\"", prompt)]
+
+
+def prompt_seeds(prompt: str, limit: int = 12) -> list[Any]:
+    """Values a task's prompt suggests: quoted strings first, then words and integers, in order, unique."""
+    quoted = quoted_seeds(prompt)
+    words = re.findall(r"-?\d+|[A-Za-z_]\w*", prompt)
+    out: list[Any] = []
+    for token in quoted + words:
+        value: Any = int(token) if re.fullmatch(r"-?\d+", token) else token
+        if value not in out:
+            out.append(value)
+    return out[:limit]
 
 
 @dataclass
@@ -124,14 +153,14 @@ def _prompt(client: Any, env: str, index: int) -> str:
         client.delete(sid)
 
 
-def schema_episodes(prompts: list[str], tool_specs: list[JSON], episodes: int) -> list[list[JSON]]:
+def schema_episodes(prompts: list[str], tool_specs: list[JSON], episodes: int, seed: int = 0) -> list[list[JSON]]:
     """``episodes`` scripted conversations: a prompt, one call with a schema-built input, a placeholder result."""
-    calls: list[tuple[str, JSON]] = []
+    calls: list[tuple[str, JSON, JSON]] = []
     problems: list[str] = []
     for spec in tool_specs:
         schema = spec.get("input_schema") or {"type": "object", "properties": {}}
         try:
-            calls.append((spec["name"], example_input(schema)))
+            calls.append((spec["name"], schema, example_input(schema)))
         except Exception as exc:  # noqa: BLE001 - any builder failure means "cannot script this tool"
             problems.append(f"{spec['name']}: {exc}")
     if not calls:
@@ -139,12 +168,18 @@ def schema_episodes(prompts: list[str], tool_specs: list[JSON], episodes: int) -
         raise CannotScript(f"no tool call can be scripted for the warm-up: {why}")
     if not any(prompts):
         raise CannotScript("every task's prompt came back empty")
+    rng = random.Random(seed)
     out = []
     for i in range(episodes):
-        name, args = calls[i % len(calls)]
+        name, schema, base = calls[i % len(calls)]
+        prompt = prompts[i % len(prompts)]
+        # Half the episodes use a value the prompt quotes (the likeliest answer: "Echo 'falcon'"), the rest any
+        # candidate, so answers vary across a GRPO group and some of them win.
+        quoted = example_variants(schema, base, quoted_seeds(prompt))
+        args = rng.choice(quoted if quoted and rng.random() < 0.5 else [base, *example_variants(schema, base, prompt_seeds(prompt))])
         out.append(
             [
-                {"role": "user", "content": prompts[i % len(prompts)]},
+                {"role": "user", "content": prompt},
                 {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": name, "arguments": args}}]},
                 {"role": "tool", "name": name, "content": PLACEHOLDER_RESULT},
                 {"role": "assistant", "content": "done"},

@@ -272,7 +272,7 @@ def warmup_episodes(config: SmokeConfig, srv: Any) -> list[list[JSON]]:
         scenario, tasks = local_scenario(config)
         return warmup.scripted_episodes(scenario, tasks, config.warmup)
     prompts, tool_specs, _ = remote.published(srv, config.num_tasks)
-    return remote.schema_episodes(prompts, tool_specs, config.warmup.episodes)
+    return remote.schema_episodes(prompts, tool_specs, config.warmup.episodes, seed=config.warmup.seed)
 
 
 def tiny_policy(config: SmokeConfig, tools: list, episodes: list[list[JSON]]) -> tuple[Any, Any, JSON]:

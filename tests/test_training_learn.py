@@ -241,14 +241,15 @@ def test_url_warmup_is_built_from_the_servers_prompts_and_schemas():
     # the minimal input and variants carrying the prompt's numbers ("2 digits are hidden"), so some answers differ
     assert {"position": 0} in [c["arguments"] for c in calls]
     assert len({repr(c["arguments"]) for c in calls if c["name"] == "submit"}) > 1
+    with pytest.raises(remote.CannotScript, match="no tool call can be scripted"):
+        remote.schema_episodes(prompts, [], 4)
 
 
 def test_prompt_seeds_put_quoted_words_first():
-    from training_smoke.remote import prompt_seeds
+    from training_smoke.remote import prompt_seeds, quoted_seeds
 
     assert prompt_seeds("Echo 'falcon' to win. 3 digits.") == ["falcon", "Echo", "to", "win", 3, "digits"]
-    with pytest.raises(remote.CannotScript, match="no tool call can be scripted"):
-        remote.schema_episodes(prompts, [], 4)
+    assert quoted_seeds("""Say 'a b' or "c".""") == ["a b", "c"]
 
 
 def test_url_cli_errors_are_clear(tmp_path):

@@ -346,3 +346,26 @@ def test_url_mode_trains_against_a_server_the_user_runs(tmp_path):
     assert summary["adapter_tool_calls"] > 0 and received + rejected == summary["adapter_tool_calls"], (received, summary)
     assert summary["steps"] == 3 and any(isinstance(r, float) and math.isfinite(r) for r in summary["rewards"])
     assert after["active_sessions"] == 0, "the smoke closed the sessions TRL left open"
+
+
+@pytest.mark.gpu
+def test_gpu_profile_with_the_self_made_model_learns_without_a_hub(tmp_path):
+    """``--profile gpu --model tiny``: no download, vLLM colocate when installed; skips without CUDA (never run yet)."""
+    from training_smoke.gpu import gpu_missing_reason
+
+    reason = gpu_missing_reason()
+    if reason:
+        pytest.skip(f"the gpu training smoke needs CUDA: {reason}")
+    output = tmp_path / "gpu-tiny.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "training_smoke", "--profile", "gpu", "--model", "tiny", "--require-gpu", "--output", str(output)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+        env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
+    )
+    summary = json.loads(output.read_text())
+    assert summary["failures"] == [] and proc.returncode == 0, proc.stderr[-4000:]
+    assert summary["policy"]["kind"] == "tiny" and summary["learning"]["learned"] is True

@@ -41,7 +41,9 @@ def run_one(seed: int, condition: str, out: Path, scenario: str) -> dict:
     return result
 
 
-def table(results: list[dict]) -> str:
+def table(results: list[dict], concurrent: bool = False) -> str:
+    """Markdown, one row per run. With concurrent runs the CPU column is left out: ``RUSAGE_CHILDREN``
+    (what ``measure`` reads) then mixes the runs that ended while another was being measured."""
     rows = [
         "| condition | seed | delta | p | learned | expected | wall | CPU | peak RSS (tree) | load avg at start |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -51,7 +53,8 @@ def table(results: list[dict]) -> str:
         expected = ln.get("learned") is (r["condition"] == CLEAN)
         rows.append(
             f"| {r['condition']} | {r['seed']} | {_num(ln.get('delta'), '+.2f')} | {_num(ln.get('p_value'), '.2g')} | "
-            f"{ln.get('learned')} | {'yes' if expected else '**NO**'} | {r['wall_s']:.0f} s | {r['cpu_s']:.0f} s | "
+            f"{ln.get('learned')} | {'yes' if expected else '**NO**'} | {r['wall_s']:.0f} s | "
+            f"{'—' if concurrent else format(r['cpu_s'], '.0f') + ' s'} | "
             f"{r['peak_tree_rss_mb']:.0f} MB | {r['load_avg_1m_at_start']} |"
         )
     return "\n".join(rows)
@@ -96,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(future.result())
             r = results[-1]
             print(json.dumps({k: r[k] for k in ("condition", "seed", "wall_s", "cpu_s", "peak_tree_rss_mb", "load_avg_1m_at_start", "learning")}), flush=True)
-    print(table(results))
+    print(table(results, concurrent=args.jobs > 1))
     found = problems(results)
     for p in found:
         print(f"bench_learn: {p}", file=sys.stderr)

@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--prompts-per-step", type=int, default=None, help="distinct prompts per step (cpu: 2, gpu: 4)")
     parser.add_argument("--num-tasks", type=int, default=None, help="train on the first N tasks of the split (cpu: 4, gpu: 48)")
     parser.add_argument("--learning-rate", type=float, default=None, help="GRPO learning rate (cpu: 1e-4, gpu: 5e-6)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (learn: 1; others: torch's default)")
     parser.add_argument("--seed", type=int, default=None, help="seed for the model, warm-up, sampling and data order (0)")
     parser.add_argument(
         "--impl", default=None, help="server implementation: mock (orsbench engine, default) or sdk (the openreward Server twin)"
@@ -131,6 +132,7 @@ def config_from_args(args: argparse.Namespace) -> SmokeConfig:
         params=_params(args.param) or None,
         cache_dir=args.cache_dir,
         sabotage=args.sabotage,
+        torch_threads=args.threads,
         grpo_extra=dict(args.grpo_arg) or None,
         url=args.url,
         env=args.env,

@@ -96,6 +96,9 @@ class SmokeConfig:
     sabotage: str | None = None
     #: Where to draw the reward curve (PNG); ``None`` draws none.
     plot: Path | None = None
+    #: torch intra-op threads (``None``: torch's default). The learn profile uses 1: the tiny model's matrices
+    #: are too small to gain from more, and on a loaded machine OpenMP threads spin-wait for each other.
+    torch_threads: int | None = None
     #: Extra GRPOConfig arguments (they win over the profile's), e.g. ``{"beta": 0.04}``.
     grpo_extra: dict[str, Any] = field(default_factory=dict)
     #: Train against this server (the user's own) instead of serving ``scenario``; ``env`` picks its environment.
@@ -133,6 +136,7 @@ class SmokeConfig:
                 reward_window=LEARN_WINDOW,
                 warmup=WarmupConfig(seed=seed, steps=LEARN_WARMUP_STEPS, correct_fraction=0.25),
                 grpo_extra={"optim": LEARN_OPTIM},
+                torch_threads=1,
             )
         if profile == "gpu":
             defaults.update(
@@ -342,6 +346,10 @@ def run_smoke(config: SmokeConfig) -> tuple[JSON, list[str]]:
 
     with patched_environ(QUIET_ENV):
         _quiet_libraries()
+        if config.torch_threads:
+            import torch
+
+            torch.set_num_threads(config.torch_threads)
         started = time.perf_counter()
         if config.url is not None:
             from training_smoke import remote

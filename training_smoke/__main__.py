@@ -61,12 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--scenario", default=None, help="orsbench scenario to serve: echo (cpu default), pick (learn default), sparse-reward, task-tool"
     )
-    parser.add_argument("--steps", type=int, default=None, help="GRPO steps (cpu: 3, gpu: 40)")
+    parser.add_argument("--steps", type=int, default=None, help="GRPO steps (cpu: 3, learn: 50, gpu: 40)")
     parser.add_argument("--model", default=None, help="gpu profile: model path or cached hub name (e.g. Qwen/Qwen3-0.6B)")
-    parser.add_argument("--num-generations", type=int, default=None, help="completions per prompt (cpu: 4, gpu: 8)")
+    parser.add_argument("--num-generations", type=int, default=None, help="completions per prompt (cpu: 4, learn: 8, gpu: 8)")
     parser.add_argument("--prompts-per-step", type=int, default=None, help="distinct prompts per step (cpu: 2, gpu: 4)")
     parser.add_argument("--num-tasks", type=int, default=None, help="train on the first N tasks of the split (cpu: 4, gpu: 48)")
-    parser.add_argument("--learning-rate", type=float, default=None, help="GRPO learning rate (cpu: 1e-4, gpu: 5e-6)")
+    parser.add_argument("--learning-rate", type=float, default=None, help="GRPO learning rate (cpu: 1e-4 AdamW, learn: 0.1 SGD, gpu: 5e-6)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (learn: 1; others: torch's default)")
     parser.add_argument("--seed", type=int, default=None, help="seed for the model, warm-up, sampling and data order (0)")
     parser.add_argument(

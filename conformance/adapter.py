@@ -3,11 +3,10 @@
 Two pieces of TRL are reproduced here on purpose, each small and pinned to the
 installed release so the suite notices when TRL changes them:
 
-* :func:`grpo_tool_surface` is how ``GRPOTrainer`` (trl 1.16.0,
-  ``grpo_trainer.py`` ~L691 and ~L2373) turns an environment instance into
-  tools: every class-level function except ``reset``, ``get_reward`` and
-  ``_``-prefixed names, read back from the *instance*. ``test_grpo_mirror``
-  checks that TRL's source still says so.
+* :func:`grpo_tool_surface` is how ``GRPOTrainer`` (trl 1.16.0) turns an
+  environment instance into tools. Its one copy lives in
+  :mod:`training_smoke.grpo_tools` (the training smoke uses the same rule) and
+  is re-exported here; ``test_grpo_mirror`` checks that TRL's source still says so.
 * :func:`bind_one` binds a single ORS tool exactly as
   ``environment_factory()`` does (a fresh ``_RolloutEnvironment`` subclass,
   constructed with ``_tool_specs=[spec]``), so each tool's hazard is seen in
@@ -29,22 +28,12 @@ from trl.experimental.openreward import OpenRewardSpec
 from trl.experimental.openreward.environment import _RolloutEnvironment
 
 from conformance.schema_view import JSON
+from training_smoke.grpo_tools import grpo_tool_surface
 
-#: Names GRPOTrainer treats specially instead of as tools.
-GRPO_RESERVED = ("reset", "get_reward")
 #: Instance attributes of the adapter (episode state) that shadow class-level methods.
 ADAPTER_STATE = ("reward", "rewards", "metadata", "finished", "last_output")
 TRL_LOGGER = "trl.experimental.openreward"
 _CLASS_ID = re.compile(r"_RolloutEnvironment_[0-9a-f]+")
-
-
-def grpo_tool_surface(instance: Any) -> dict[str, Any]:
-    """``{name: object}`` as GRPOTrainer collects tools from an environment instance."""
-    return {
-        name: getattr(instance, name)
-        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
-        if name not in GRPO_RESERVED and not name.startswith("_")
-    }
 
 
 class _ListHandler(logging.Handler):

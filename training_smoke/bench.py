@@ -27,14 +27,25 @@ MAX_WALL_S = 120.0
 MAX_RSS_MB = 2048.0
 
 
-def measure(scenario: str, *, cold: bool = True, extra: Sequence[str] = (), interval: float = 0.05) -> dict:
-    """Run one smoke in a subprocess; return its wall time, peak RSS (process and tree) and verdict."""
+def measure(
+    scenario: str,
+    *,
+    cold: bool = True,
+    extra: Sequence[str] = (),
+    interval: float = 0.05,
+    profile: str = "cpu",
+    keep: Path | None = None,
+) -> dict:
+    """Run one smoke in a subprocess; return its wall time, peak RSS (process and tree) and verdict.
+
+    ``keep``: write the run's JSON summary (and reward curve) there instead of a temporary directory.
+    """
     import psutil
 
     with tempfile.TemporaryDirectory(prefix="orsbench-bench-") as tmp:
-        output = Path(tmp) / "summary.json"
+        output = keep or Path(tmp) / "summary.json"
         log = Path(tmp) / "stderr.log"
-        cmd = [sys.executable, "-m", "training_smoke", "--profile", "cpu", "--scenario", scenario, "--output", str(output)]
+        cmd = [sys.executable, "-m", "training_smoke", "--profile", profile, "--scenario", scenario, "--output", str(output)]
         cmd += ["--no-cache"] if cold else []
         cmd += list(extra)
         peak_main = peak_tree = 0
@@ -69,6 +80,7 @@ def measure(scenario: str, *, cold: bool = True, extra: Sequence[str] = (), inte
             "failures": summary.get("failures", []),
             "tool_calls": summary.get("tool_calls"),
             "phases_s": summary.get("wall_s"),
+            "summary": summary,
         }
         if returncode != 0:
             result["stderr_tail"] = log.read_text(errors="replace")[-3000:]
@@ -111,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-rss-mb", type=float, default=MAX_RSS_MB, help=f"budget in MB (default {MAX_RSS_MB:g})")
     args, extra = parser.parse_known_args(argv)
     results = [measure(s, cold=not args.warm, extra=extra) for s in args.scenario or SCENARIOS]
+    for result in results:
+        result.pop("summary")
     problems = [p for r in results for p in over_budget(r, args.max_wall, args.max_rss_mb)]
     print(
         json.dumps(

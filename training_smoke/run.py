@@ -12,7 +12,13 @@ plus the list of expectations that failed (empty when the chain works):
 * the policy's parameters changed;
 * no ORS session is left open once training is over (TRL never closes the last
   batch's sessions, so the smoke closes them and reports how many it closed);
-* on the GPU profile, the mean reward of the last steps beats the first steps'.
+* the run did not collapse: most steps logged a reward, and the policy did not
+  stop calling tools for good (the trailing quarter of the steps);
+* on the GPU profile, the mean reward of the last steps beats the first steps';
+* on the ``learn`` profile, the server's rollout rewards of the last steps beat
+  the first steps' by a one-sided test (:mod:`training_smoke.learning`); with
+  ``sabotage`` set, a client bug sits between OpenRewardSpec and the trainer
+  (:mod:`training_smoke.sabotage`) and the same verdict must come out false.
 """
 
 from __future__ import annotations
@@ -20,20 +26,40 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 import tempfile
 import time
+import warnings
+from collections import Counter
 from collections.abc import Iterator
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orsbench import protocol
 from orsbench.protocol import JSON
+from training_smoke.grpo_tools import grpo_tools
+from training_smoke import learning
+from training_smoke.learning import LearningCriteria
+from training_smoke.sabotage import sabotaged
 from training_smoke.tiny import TinyConfig
 from training_smoke.warmup import WarmupConfig
 
 
-PROFILES = ("cpu", "gpu")
+PROFILES = ("cpu", "learn", "gpu")
+#: ``--model tiny`` on the GPU profile: a self-made Qwen3-style model, larger than the CPU one (about 3 M parameters).
+GPU_TINY = TinyConfig(vocab_size=2048, hidden_size=256, intermediate_size=768, num_layers=4, num_heads=8, num_kv_heads=4, head_dim=32)
+#: learn profile defaults (see docs/training.md for how they were chosen).
+LEARN_STEPS = 50
+#: Plain SGD, not AdamW: Adam scales every parameter's step to about the learning rate, so the near-zero,
+#: noisy gradients on the tool-call format tokens (they cancel within a GRPO group) still move the tiny
+#: policy off the format, and it stops calling tools within 10-40 steps at any rate that learns (5e-4,
+#: 1e-3). SGD moves parameters in proportion to their gradient: the answer token learns, the format stays.
+LEARN_OPTIM = "sgd"
+LEARN_LR = 0.1
+LEARN_WINDOW = 5
+LEARN_WARMUP_STEPS = 200
 DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "orsbench-training-smoke"
 #: Environment every run needs: offline hub, quiet SDK and TRL.
 QUIET_ENV = {
@@ -62,8 +88,23 @@ class SmokeConfig:
     seed: int = 0
     #: GPU profile: a local path or a hub name already in the local cache.
     model: str | None = None
-    #: GPU profile: the number of first and last steps whose mean rewards are compared.
+    #: GPU and learn profiles: the number of first and last steps whose rewards are compared.
     reward_window: int = 5
+    #: learn profile: the largest one-sided p-value and the smallest mean gain that count as learned.
+    alpha: float = 0.01
+    min_delta: float = 0.25
+    #: A client bug planted between OpenRewardSpec and the trainer (see ``training_smoke.sabotage``), or ``None``.
+    sabotage: str | None = None
+    #: Where to draw the reward curve (PNG); ``None`` draws none.
+    plot: Path | None = None
+    #: torch intra-op threads (``None``: torch's default). The learn profile uses 1: the tiny model's matrices
+    #: are too small to gain from more, and on a loaded machine OpenMP threads spin-wait for each other.
+    torch_threads: int | None = None
+    #: Extra GRPOConfig arguments (they win over the profile's), e.g. ``{"beta": 0.04}``.
+    grpo_extra: dict[str, Any] = field(default_factory=dict)
+    #: Train against this server (the user's own) instead of serving ``scenario``; ``env`` picks its environment.
+    url: str | None = None
+    env: str | None = None
     #: ``"mock"`` (orsbench's engine) or any other implementation ``orsbench.servers.launch`` knows.
     server_impl: str = "mock"
     #: Scenario parameters, passed to the server (and to the in-process copy the warm-up uses).
@@ -79,6 +120,25 @@ class SmokeConfig:
         if profile not in PROFILES:
             raise ValueError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
         defaults: JSON = {"profile": profile}
+        seed = overrides.get("seed") if overrides.get("seed") is not None else cls.seed
+        if profile == "learn":
+            # Tuned so the tiny policy learns `pick` (4 doors, chance 0.25) in a few minutes of a 2-core CPU;
+            # see docs/training.md. The warm-up picks doors uniformly (correct_fraction = 1/doors = 1/num_tasks
+            # for echo too), so it teaches the tool-call format and nothing about which answer wins.
+            defaults.update(
+                scenario="pick",
+                steps=LEARN_STEPS,
+                num_generations=8,
+                prompts_per_step=2,
+                num_tasks=4,
+                max_completion_length=48,
+                max_tool_calling_iterations=2,
+                learning_rate=LEARN_LR,
+                reward_window=LEARN_WINDOW,
+                warmup=WarmupConfig(seed=seed, steps=LEARN_WARMUP_STEPS, correct_fraction=0.25),
+                grpo_extra={"optim": LEARN_OPTIM},
+                torch_threads=1,
+            )
         if profile == "gpu":
             defaults.update(
                 steps=40,
@@ -89,8 +149,25 @@ class SmokeConfig:
                 max_tool_calling_iterations=3,
                 learning_rate=5e-6,
             )
+        extra = {**defaults.get("grpo_extra", {}), **(overrides.pop("grpo_extra", None) or {})}
         defaults.update({k: v for k, v in overrides.items() if v is not None})
-        seed = defaults.get("seed", cls.seed)
+        defaults["grpo_extra"] = extra
+        if profile == "gpu" and defaults.get("model") == "tiny":
+            # No hub: a self-made, larger Qwen3-style model learns `pick` like the learn profile, on the GPU.
+            tiny_defaults: JSON = dict(
+                scenario="pick",
+                steps=LEARN_STEPS,
+                num_tasks=8,
+                max_completion_length=48,
+                max_tool_calling_iterations=2,
+                learning_rate=LEARN_LR,
+                reward_window=LEARN_WINDOW,
+                tiny=dataclasses.replace(GPU_TINY, seed=seed),
+                warmup=WarmupConfig(seed=seed, steps=LEARN_WARMUP_STEPS, correct_fraction=0.25),
+                grpo_extra={"optim": LEARN_OPTIM},
+            )
+            defaults.update({k: v for k, v in tiny_defaults.items() if overrides.get(k) is None and k != "grpo_extra"})
+            defaults["grpo_extra"] = {**tiny_defaults["grpo_extra"], **extra}
         defaults.setdefault("tiny", TinyConfig(seed=seed))
         defaults.setdefault("warmup", WarmupConfig(seed=seed))
         return cls(**defaults)
@@ -98,6 +175,15 @@ class SmokeConfig:
     @property
     def rollouts_per_step(self) -> int:
         return self.num_generations * self.prompts_per_step
+
+    @property
+    def criteria(self) -> LearningCriteria:
+        return LearningCriteria(window=self.reward_window, alpha=self.alpha, min_delta=self.min_delta)
+
+    @property
+    def judges_learning(self) -> bool:
+        """Whether the run ends with a learning verdict (the learn and GPU profiles)."""
+        return self.profile in ("learn", "gpu")
 
 
 # -- server and environment plumbing ---------------------------------------------
@@ -114,21 +200,6 @@ def patched_environ(values: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = old
-
-
-def env_tools(instance: Any) -> list:
-    """The tools GRPOTrainer exposes for an environment instance, in its order.
-
-    Mirrors ``GRPOTrainer.__init__``: public functions of the instance's class,
-    minus ``reset`` and ``get_reward``, sorted by name (``inspect.getmembers``).
-    """
-    import inspect
-
-    return [
-        getattr(instance, name)
-        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
-        if name not in ("reset", "get_reward") and not name.startswith("_")
-    ]
 
 
 class TrackedFactory:
@@ -155,7 +226,7 @@ class TrackedFactory:
         return len(open_)
 
 
-def _step_recorder(tracked: TrackedFactory, records: list[JSON]):
+def _step_recorder(tracked: TrackedFactory, records: list[JSON], total_steps: int):
     """A TrainerCallback that snapshots every rollout's adapter state when a step ends.
 
     With ``steps_per_generation == 1`` each optimizer step trains on the rollouts
@@ -175,6 +246,16 @@ def _step_recorder(tracked: TrackedFactory, records: list[JSON]):
                     "finished": sum(bool(e.finished) for e in envs),
                 }
             )
+            every = max(1, total_steps // 10)
+            if state.global_step % every == 0 or state.global_step == total_steps:
+                rewards = [r if isinstance(r, (int, float)) else 0.0 for r in records[-1]["rollout_rewards"]]
+                mean = sum(rewards) / len(rewards) if rewards else 0.0
+                print(
+                    f"training_smoke: step {state.global_step}/{total_steps}: mean server reward {mean:.2f}, "
+                    f"{records[-1]['adapter_tool_calls']} tool calls",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     return StepRecorder()
 
@@ -188,14 +269,23 @@ def local_scenario(config: SmokeConfig) -> tuple[Any, list[JSON]]:
     return scenario, scenario.list_tasks("train")[: config.num_tasks]
 
 
-def tiny_policy(config: SmokeConfig, tools: list) -> tuple[Any, Any, JSON]:
-    """Build (or load from cache) the tiny model and warm it up on the scenario's tool-call format."""
+def warmup_episodes(config: SmokeConfig, srv: Any) -> list[list[JSON]]:
+    """Scripted episodes: from the scenario's own code, or from a foreign server's prompts and tool schemas."""
+    from training_smoke import remote, warmup
+
+    if config.url is None:
+        scenario, tasks = local_scenario(config)
+        return warmup.scripted_episodes(scenario, tasks, config.warmup)
+    prompts, tool_specs, _ = remote.published(srv, config.num_tasks)
+    return remote.schema_episodes(prompts, tool_specs, config.warmup.episodes, seed=config.warmup.seed)
+
+
+def tiny_policy(config: SmokeConfig, tools: list, episodes: list[list[JSON]]) -> tuple[Any, Any, JSON]:
+    """Build (or load from cache) the tiny model and warm it up on ``episodes`` (the tool-call format)."""
     from trl.chat_template_utils import get_training_chat_template
 
     from training_smoke import tiny, warmup
 
-    scenario, tasks = local_scenario(config)
-    episodes = warmup.scripted_episodes(scenario, tasks, config.warmup)
     corpus = tiny.render_corpus({"messages": m, "tools": tools} for m in episodes)
     with contextlib.ExitStack() as stack:
         cache_dir = Path(config.cache_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="orsbench-smoke-")))
@@ -209,9 +299,10 @@ def tiny_policy(config: SmokeConfig, tools: list) -> tuple[Any, Any, JSON]:
     return model, tokenizer, info
 
 
-def policy_for(config: SmokeConfig, tools: list) -> tuple[Any, Any, JSON]:
-    if config.profile == "cpu":
-        return tiny_policy(config, tools)
+def policy_for(config: SmokeConfig, tools: list, srv: Any) -> tuple[Any, Any, JSON]:
+    if config.profile != "gpu" or config.model == "tiny":
+        # cpu and learn profiles, and `--profile gpu --model tiny`: built here, no model hub.
+        return tiny_policy(config, tools, warmup_episodes(config, srv))
     from training_smoke.gpu import pretrained_policy
 
     if not config.model:
@@ -244,7 +335,7 @@ def grpo_args(config: SmokeConfig, output_dir: str):
         report_to=[],
         disable_tqdm=True,
         dataloader_num_workers=0,
-        **profile,
+        **{**profile, **config.grpo_extra},
     )
 
 
@@ -256,16 +347,35 @@ def run_smoke(config: SmokeConfig) -> tuple[JSON, list[str]]:
 
     with patched_environ(QUIET_ENV):
         _quiet_libraries()
+        if config.torch_threads:
+            import torch
+
+            torch.set_num_threads(config.torch_threads)
         started = time.perf_counter()
-        with serve(config.scenario, impl=config.server_impl, config=ServerConfig(), params=dict(config.params)) as srv:
+        if config.url is not None:
+            from training_smoke import remote
+
+            server = contextlib.nullcontext(remote.connect(config.url, config.env))
+        else:
+            server = serve(config.scenario, impl=config.server_impl, config=ServerConfig(), params=dict(config.params))
+        with server as srv:
             server_s = time.perf_counter() - started
-            with patched_environ(srv.env()):
+            with patched_environ(srv.env()), folded_library_noise() as noise:
                 summary = _train(config, srv)
+            summary["library_warnings"] = {"total": sum(noise.values()), "by_message": dict(noise.most_common())}
         summary["wall_s"] = {
             "total": round(time.perf_counter() - started, 2),
             "server_start": round(server_s, 2),
             **summary["wall_s"],
         }
+    if config.judges_learning:
+        summary["learning"] = learning.verdict([s["rollout_rewards"] for s in summary["per_step"]], config.criteria)
+    if config.plot is not None:
+        title = f"{config.scenario}, {config.profile} profile, seed {config.seed}" + (
+            f", sabotage {config.sabotage}" if config.sabotage else ""
+        )
+        rollouts = [s["rollout_rewards"] for s in summary["per_step"]]
+        summary["plot"] = str(learning.plot_rewards(rollouts, config.plot, title=title, learning=summary.get("learning")))
     failures = check(summary, config)
     summary["passed"] = not failures
     summary["failures"] = failures
@@ -277,19 +387,26 @@ def _train(config: SmokeConfig, srv: Any) -> JSON:
     from trl.experimental.openreward import OpenRewardSpec
 
     set_seed(config.seed)
-    _, tasks = local_scenario(config)
-    spec = OpenRewardSpec(srv.url, env_name=srv.env_name, indices=list(range(len(tasks))))
+    if config.url is None:
+        num_tasks = len(local_scenario(config)[1])
+    else:
+        from training_smoke import remote
+
+        num_tasks = min(config.num_tasks, remote.published(srv, 0)[2])
+    spec = OpenRewardSpec(srv.url, env_name=srv.env_name, indices=list(range(num_tasks)))
     tracked = TrackedFactory(spec.environment_factory)
-    tools = env_tools(spec.environment_factory())  # a spare instance: never reset, so it opens no session
+    tools = grpo_tools(spec.environment_factory())  # a spare instance: never reset, so it opens no session
 
     t = time.perf_counter()
-    model, tokenizer, policy = policy_for(config, tools)
+    model, tokenizer, policy = policy_for(config, tools, srv)
     policy_s = time.perf_counter() - t
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
 
     stats_before = srv.stats()
     t = time.perf_counter()
-    log_history, records = _grpo(config, spec, tracked, model, tokenizer)
+    trainer_rewards: list[list[float | None]] = []
+    reward_func = sabotaged(spec.reward_funcs, config.sabotage, trainer_rewards)
+    log_history, records = _grpo(config, spec, tracked, model, tokenizer, reward_func)
     train_s = time.perf_counter() - t
     stats_after = srv.stats()
     closed = tracked.close_all()
@@ -297,10 +414,20 @@ def _train(config: SmokeConfig, srv: Any) -> JSON:
 
     deltas = {n: (p.detach().float().cpu() - before[n].float().cpu()).abs().max().item() for n, p in model.named_parameters()}
     steps = _steps(log_history, records, config.rollouts_per_step)
+    for step, seen in zip(steps, trainer_rewards):
+        step["trainer_rollout_rewards"] = seen
     server_calls = _diff(stats_after.get("calls", {}), stats_before.get("calls", {}))
     server_errors = _diff(stats_after.get("call_errors", {}), stats_before.get("call_errors", {}))
+    counted = getattr(srv, "counts_calls", True)
+    if not counted:
+        # A foreign server keeps no counters orsbench can read: what the adapter forwarded stands in for them.
+        adapter_calls = sum(s["adapter_tool_calls"] for s in steps)
+        server_calls, server_errors = {"(all tools, as forwarded by the adapter)": adapter_calls} if adapter_calls else {}, {}
     return {
-        "scenario": config.scenario,
+        "scenario": config.scenario if config.url is None else None,
+        "url": config.url,
+        "env": srv.env_name,
+        "server_counts_calls": counted,
         "profile": config.profile,
         "server_impl": config.server_impl,
         "policy": policy,
@@ -331,12 +458,15 @@ def _train(config: SmokeConfig, srv: Any) -> JSON:
             "closed_by_smoke": closed,
             "open_at_end": stats_end.get("active_sessions"),
         },
+        "sabotage": config.sabotage,
         "wall_s": {"policy": round(policy_s, 2), "train": round(train_s, 2)},
         "peak_rss_mb": _peak_rss_mb(),
     }
 
 
-def _grpo(config: SmokeConfig, spec: Any, tracked: TrackedFactory, model: Any, tokenizer: Any) -> tuple[list[JSON], list[JSON]]:
+def _grpo(
+    config: SmokeConfig, spec: Any, tracked: TrackedFactory, model: Any, tokenizer: Any, reward_func: Any
+) -> tuple[list[JSON], list[JSON]]:
     """Train with GRPOTrainer on the spec's dataset, factory and reward; return its log history and step records."""
     from trl import GRPOTrainer
 
@@ -348,8 +478,8 @@ def _grpo(config: SmokeConfig, spec: Any, tracked: TrackedFactory, model: Any, t
             args=grpo_args(config, output_dir),
             train_dataset=spec.train_dataset,
             environment_factory=tracked,
-            reward_funcs=spec.reward_funcs,
-            callbacks=[_step_recorder(tracked, records)],
+            reward_funcs=reward_func,
+            callbacks=[_step_recorder(tracked, records, config.steps)],
         )
         trainer.train()
     return list(trainer.state.log_history), records
@@ -404,6 +534,47 @@ def _peak_rss_mb() -> float:
     return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
 
 
+#: Loggers whose repeated warnings are folded into a count (TRL logs one per unscorable rollout, kwargs and all).
+NOISY_LOGGERS = ("trl", "accelerate")
+
+
+def _first_line(text: str) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0][:160] if lines else ""
+
+
+@contextlib.contextmanager
+def folded_library_noise() -> Iterator[Counter]:
+    """Collect Python warnings and TRL/accelerate log warnings instead of printing them; yield their counts.
+
+    Keys are ``"Category: first line of the message"``. TRL warns once per
+    step with an unscorable rollout and prints the rollout's whole kwargs, which
+    buries a run's output; the summary keeps the count and the first line.
+    """
+    import logging
+
+    counts: Counter = Counter()
+
+    class _Counting(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            counts[f"{record.levelname} {record.name}: {_first_line(record.getMessage())}"] += 1
+
+    handler = _Counting(logging.WARNING)
+    loggers = [logging.getLogger(name) for name in NOISY_LOGGERS]
+    saved = [(lg.handlers[:], lg.propagate) for lg in loggers]
+    for lg in loggers:
+        lg.handlers = [handler]
+        lg.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield counts
+    finally:
+        for lg, (handlers, propagate) in zip(loggers, saved):
+            lg.handlers, lg.propagate = handlers, propagate
+        counts.update(f"{w.category.__name__}: {_first_line(str(w.message))}" for w in caught)
+
+
 def _quiet_libraries() -> None:
     import transformers
 
@@ -442,6 +613,8 @@ def check(summary: JSON, config: SmokeConfig) -> list[str]:
         )
     if not any(_finite(r) for r in summary["rewards"]):
         failures.append(f"every logged step reward is NaN/None: {summary['rewards']}")
+    else:
+        failures.extend(_check_collapse(summary))
     if not any(_finite(l) for l in summary["losses"]):
         failures.append(f"no logged step has a finite loss: {summary['losses']}")
     if summary["parameters"]["tensors_changed"] == 0:
@@ -449,13 +622,48 @@ def check(summary: JSON, config: SmokeConfig) -> list[str]:
             "no model parameter changed during GRPO (every group had zero reward variance?); "
             f"frac_reward_zero_std per step: {[s['frac_reward_zero_std'] for s in summary['per_step']]}"
         )
-    if summary["sessions"]["open_at_end"] != 0:
+    if summary["sessions"]["open_at_end"] not in (0, None):  # None: a foreign server, which reports no sessions
         failures.append(
             f"{summary['sessions']['open_at_end']} ORS session(s) still open on the server after training "
             f"and closing the {summary['sessions']['closed_by_smoke']} the adapters held"
         )
     if config.profile == "gpu":
         failures.extend(_check_learning(summary["rewards"], config.reward_window))
+    verdict = summary.get("learning")
+    judged = config.profile == "learn" or (config.profile == "gpu" and config.model == "tiny")
+    if judged and verdict is not None and not verdict["learned"]:
+        sabotage = f" (sabotage {config.sabotage}: expected)" if config.sabotage else ""
+        failures.append(f"the policy did not learn{sabotage}: {verdict.get('reason')}; "
+                        f"first {verdict['first_mean']}, last {verdict['last_mean']}, p {verdict['p_value']}")
+    return failures
+
+
+#: Below this fraction of rollouts calling a tool (over the trailing quarter of the steps), tool calls "stopped".
+COLLAPSE_CALL_RATE = 0.1
+
+
+def _check_collapse(summary: JSON) -> list[str]:
+    """A run that collapsed: most steps logged no reward, or the policy stopped calling tools for good.
+
+    Both happen with a learning rate that is too high: the policy unlearns the
+    tool-call format, so its rollouts earn no reward and GRPO (which gives an
+    unscorable rollout zero advantage) has nothing left to learn from, while
+    the run still "completes".
+    """
+    failures = []
+    rewards = summary["rewards"]
+    missing = sum(not _finite(r) for r in rewards)
+    if missing * 2 > len(rewards):
+        failures.append(f"collapse: {missing} of {len(rewards)} steps logged no reward (the policy stopped earning any)")
+    calls = [s.get("adapter_tool_calls") or 0 for s in summary.get("per_step", [])]
+    tail = max(2, len(calls) // 4)
+    rollouts = summary.get("rollouts_per_step") or 1
+    tail_rate = sum(calls[-tail:]) / (tail * rollouts) if calls else 0.0
+    if len(calls) >= 2 * tail and any(calls) and tail_rate < COLLAPSE_CALL_RATE:
+        failures.append(
+            f"collapse: tool calls stopped: {sum(calls[-tail:])} calls in the last {tail} steps' {tail * rollouts} rollouts "
+            f"(< {COLLAPSE_CALL_RATE:.0%}; {sum(calls[:tail])} in the first {tail} steps)"
+        )
     return failures
 
 

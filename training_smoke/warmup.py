@@ -100,7 +100,17 @@ def _task_tool(task: JSON, results: list[str], tasks: list[JSON], rng: random.Ra
     return None
 
 
-SCRIPTS: dict[str, Script] = {"echo": _echo, "sparse-reward": _sparse_reward, "task-tool": _task_tool}
+def _pick(task: JSON, results: list[str], tasks: list[JSON], rng: random.Random, p: float) -> Call | None:
+    # With p = 1/doors (the learn profile) this is a uniformly random door: the warm-up teaches the call's
+    # format and nothing about which door wins, so whatever GRPO gains afterwards came from the rewards.
+    if results:
+        return None
+    wrong = [d for d in task["doors"] if d != task["door"]]
+    door = task["door"] if rng.random() < p or not wrong else rng.choice(wrong)
+    return ("pick", {"door": door})
+
+
+SCRIPTS: dict[str, Script] = {"echo": _echo, "sparse-reward": _sparse_reward, "task-tool": _task_tool, "pick": _pick}
 
 
 def script_for(scenario_name: str) -> Script:

@@ -15,6 +15,7 @@ MODULES = (
     "orsbench.scenarios.task_tool",
     "orsbench.scenarios.sparse_reward",
     "orsbench.scenarios.slow",
+    "orsbench.scenarios.pick",
     "orsbench.scenarios.schema_zoo",
 )
 

@@ -13,6 +13,8 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from orsbench.cli import types
+
 if TYPE_CHECKING:
     from orsbench.checks import Baseline, Options
 
@@ -47,9 +49,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     target.add_argument(
         "--impl", choices=("mock", "sdk"), default="mock", help="with --serve: mock engine or openreward SDK twin"
     )
-    target.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="with --serve: a scenario parameter")
     target.add_argument(
-        "--fault", action="append", default=[], metavar="NAME[,NAME]", help="with --serve: apply faults (e.g. a violation)"
+        "--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="with --serve: a scenario parameter"
+    )
+    target.add_argument(
+        "--fault",
+        type=types.fault_names,
+        action="extend",
+        default=[],
+        metavar="NAME[,NAME]",
+        help="with --serve: apply faults (e.g. a violation)",
     )
     what = parser.add_argument_group("what to check")
     what.add_argument("--env", help="environment to check (default: the server's first)")
@@ -62,14 +71,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="only checks whose id matches this glob (repeatable, or comma-separated)",
     )
     what.add_argument(
-        "--timeout", type=float, default=30.0, metavar="S", help="longest wait of any one probe; bounds long checks (default 30)"
+        "--timeout", type=types.positive(float), default=30.0, metavar="S", help="longest wait of any one probe; bounds long checks (default 30)"
     )
     what.add_argument(
-        "--ttl", type=float, metavar="S", help="the server's session TTL, to check reaping (with --serve: serve with it)"
+        "--ttl", type=types.positive(float), metavar="S", help="the server's session TTL, to check reaping (with --serve: serve with it)"
     )
     what.add_argument(
         "--ping-interval",
-        type=float,
+        type=types.positive(float),
         metavar="S",
         help="keep-alive cadence the server promises (default: as reported, else 10; with --serve: serve with it)",
     )
@@ -87,7 +96,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _patterns(values: list[str]) -> list[str]:
-    return [p.strip() for v in values for p in v.split(",") if p.strip()]
+    return [name for value in values for name in types.names(value)]
 
 
 def _options(args: argparse.Namespace, **overrides: Any) -> Options:
@@ -116,6 +125,17 @@ def run(args: argparse.Namespace) -> int:
         parser.error("give either a URL or --serve SCENARIO")
     if (args.param or args.fault) and not args.serve:
         parser.error("--param and --fault need --serve")
+    if args.url:
+        from orsbench.wire.url import BadURL, base_url
+
+        try:
+            args.url = base_url(args.url)
+        except BadURL as exc:
+            parser.error(str(exc))
+    if args.serve and args.impl == "sdk":
+        from orsbench.extras import require
+
+        require("sdk", "--impl sdk (the openreward SDK twin)")
     only = _patterns(args.only)
     if only and not select(only):
         parser.error(f"--only {','.join(only)} matches no check (see --list)")
@@ -132,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("orsbench check: interrupted", file=sys.stderr)
         return EXIT_INTERNAL
+    except BrokenPipeError:  # stdout closed under us: the CLI's main ends quietly
+        raise
     except Exception:  # noqa: BLE001 - exit 3 is the contract for our own bugs
         print("orsbench check: internal error\n" + traceback.format_exc(), file=sys.stderr)
         return EXIT_INTERNAL
@@ -146,7 +168,11 @@ def _check(url: str, options: Options, args: argparse.Namespace, only: list[str]
     detail = ", ".join(f"{k} {v}" for k, v in (("env", options.env), ("split", options.split)) if v)
     terminal.start(url, detail)
     report = run_checks(url, options, only=only, baseline=baseline, on_probe=terminal.on_probe, on_result=terminal.on_result)
-    terminal.finish(report)
+    if report.usage_error:
+        # The user's options name what the server lacks: a usage error, said once, as argparse would.
+        print(f"orsbench check: error: {report.usage_error}", file=sys.stderr)
+    else:
+        terminal.finish(report)
     if args.json:
         write_json(report, args.json)
     if args.junit:
@@ -161,19 +187,8 @@ def _serve_and_check(args: argparse.Namespace, only: list[str], baseline: Baseli
     from orsbench.servers.app import effective_config
     from orsbench.servers.launch import ServerStartError, serve
 
-    params: dict[str, Any] = {}
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if not sep:
-            args._parser.error(f"--param needs KEY=VALUE, got {item!r}")
-        params[key.strip()] = value
-    from orsbench.servers.faults import load_all
-
-    faults = tuple(_patterns(args.fault))
-    unknown = [f for f in faults if f not in load_all()]
-    if unknown:
-        args._parser.error(f"unknown fault(s) {unknown}; see docs/checks.md and docs/robustness.md")
-    knobs: dict[str, Any] = {"params": params, "faults": faults}
+    params: dict[str, Any] = dict(args.param)
+    knobs: dict[str, Any] = {"params": params, "faults": tuple(args.fault)}
     if args.ttl is not None:
         knobs["ttl"] = args.ttl
     if args.ping_interval is not None:

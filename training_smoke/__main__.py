@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from orsbench.cli import types
 from training_smoke.run import DEFAULT_CACHE_DIR, PROFILES, SmokeConfig
 
 EPILOG = """\
@@ -52,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--impl", default=None, help="server implementation: mock (orsbench engine, default) or sdk (the openreward Server twin)"
     )
-    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (repeatable)")
+    parser.add_argument(
+        "--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (repeatable)"
+    )
     parser.add_argument(
         "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help=f"where tiny models are cached (default {DEFAULT_CACHE_DIR})"
     )
@@ -60,16 +63,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON summary to this file")
     parser.add_argument("--require-gpu", action="store_true", help="gpu profile: exit 2 instead of 0 when no GPU is present")
     return parser
-
-
-def _params(pairs: Sequence[str]) -> dict[str, str]:
-    params = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"--param expects KEY=VALUE, got {pair!r}")
-        params[key] = value
-    return params
 
 
 def config_from_args(args: argparse.Namespace) -> SmokeConfig:
@@ -84,7 +77,7 @@ def config_from_args(args: argparse.Namespace) -> SmokeConfig:
         learning_rate=args.learning_rate,
         seed=args.seed,
         server_impl=args.impl,
-        params=_params(args.param) or None,
+        params=dict(args.param) or None,
         cache_dir=args.cache_dir,
     )
     return dataclasses.replace(config, cache_dir=None) if args.no_cache else config

@@ -11,7 +11,7 @@ from orsbench import protocol
 from orsbench.checks.evidence import Evidence, answer, json_of, short
 from orsbench.checks.model import Outcome, failed, passed, skipped, warned
 from orsbench.checks.registry import check
-from orsbench.checks.schema_input import schema_problems
+from orsbench.schema_examples import schema_problems
 
 #: MCP's tool-name rule (1-64 characters of ``[A-Za-z0-9_./-]``).
 MCP_TOOL_NAME = re.compile(r"^[A-Za-z0-9_./-]{1,64}$")

@@ -47,8 +47,18 @@ class Options:
     #: The keep-alive cadence the server promises on long calls (default: the
     #: one an orsbench server reports, else the reference's 10 s).
     ping_interval: float | None = None
-    #: At most this many tool calls while playing an episode to its finish.
-    max_play_calls: int = 24
+    #: At most this many tool calls while playing one task to its finish.
+    max_play_calls: int = 200
+    #: At most this many seconds playing one task.
+    play_seconds: float = 30.0
+    #: Tasks to play (indices; negative from the end); ``None``: first, middle and last.
+    tasks: tuple[int, ...] | None = None
+    #: Fuzz examples per tool (boundaries included); 0 turns the fuzz off.
+    fuzz: int = 25
+    #: Seed of the fuzz (the same seed tries the same inputs).
+    seed: int = 0
+    #: Count required checks that did not run as failures.
+    strict: bool = False
     api_key: str | None = None
 
 

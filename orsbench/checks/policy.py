@@ -92,6 +92,15 @@ POLICY: dict[str, Severity] = {
     "reward.well_formed": R,
     "reward.finished_bool": R,
     "reward.terminal_reward": ADV,
+    # tools on valid input (a real client breaks: see orsbench/checks/tools.py)
+    "tool.no_crash_on_valid_input": R,
+    "tool.no_hang": R,
+    # quality beyond the wire (no client breaks; training suffers)
+    "quality.reward_hacking": REC,
+    "quality.answer_leak": REC,
+    "quality.reward_deterministic": REC,
+    "quality.descriptions": ADV,
+    "quality.prompt_nonempty": REC,
     # http hygiene
     "http.json_content_type": REC,
     "http.malformed_body_4xx": REC,

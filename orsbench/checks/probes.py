@@ -1,7 +1,8 @@
 """The evidence collector: drives the wire client through the probes, once.
 
-Each probe is a fixed script of requests (``discovery``, ``dataset``,
-``session``, ``call``, ``play``, ``timing``) that records every
+Each probe is a script of requests (``discovery``, ``dataset``,
+``session``, ``call``, then ``play``, ``fuzz`` and ``quality`` from
+:mod:`orsbench.checks.explore`, and ``timing``) that records every
 :class:`~orsbench.wire.evidence.Exchange` under a stable name in the
 :class:`~orsbench.checks.evidence.Evidence`. Probes adapt only where the
 protocol forces them to — which environment, which split, which tool and with
@@ -22,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from orsbench import protocol
-from orsbench.checks import schema_input
+from orsbench import schema_examples as schema_input
 from orsbench.checks.evidence import (
     NO_SUCH_ENV,
     NO_SUCH_SPLIT,
@@ -34,6 +35,7 @@ from orsbench.checks.evidence import (
     stream_of,
     task_id_of,
 )
+from orsbench.checks.explore import Explorer
 from orsbench.wire import url
 from orsbench.wire.client import WireClient
 from orsbench.wire.evidence import Exchange
@@ -66,8 +68,8 @@ def _is_empty_split(num: Exchange, listing: Exchange) -> bool:
     return listing.status != 200 or (ok and isinstance(body, dict) and body.get("tasks") == [])
 
 
-class Collector:
-    """Runs probes against one target and records what came back."""
+class Collector(Explorer):
+    """Runs probes against one target and records what came back (play, fuzz, quality: :class:`Explorer`)."""
 
     def __init__(self, client: WireClient, evidence: Evidence) -> None:
         self.client = client
@@ -496,60 +498,6 @@ class Collector:
             kind == "result" and isinstance(body.get("output"), dict) and body["output"].get("finished") is True
         )
 
-    # -- playing an episode to its end ----------------------------------------------------
-    def probe_play(self) -> None:
-        """Call tools until one answers ``finished: true``, then probe the finish latch.
-
-        First every tool once with its minimal input (that also times them),
-        then the fastest tools again with values taken from the task (a
-        target word, a number), up to ``max_play_calls`` calls or ``--timeout``.
-        """
-        ev = self.ev
-        if ev.env is None or not ev.facts.get("call_plan"):
-            return
-        sid = ev.facts.get("play_sid") or self.open_session()
-        if sid is None:
-            return
-        plan, _ = self._plan(self._session_tools(sid))
-        seeds = _seeds(ev.facts.get("task0") or {})
-        durations: dict[str, float] = {}
-        attempts: list[tuple[dict[str, Any], dict[str, Any]]] = list(plan)
-        queue_built = False
-        deadline = time.monotonic() + self.options.timeout
-        finisher: tuple[str, dict[str, Any]] | None = None
-        calls = 0
-        while calls < self.options.max_play_calls and time.monotonic() < deadline:
-            if not attempts:
-                if queue_built:
-                    break
-                queue_built = True
-                attempts = _second_round(plan, durations, seeds, self.options.max_play_calls)
-                continue
-            spec, value = attempts.pop(0)
-            exchange = self.fresh(f"play.{calls}", self.call(sid, spec["name"], value))
-            calls += 1
-            durations.setdefault(spec["name"], exchange.elapsed)
-            kind, body = result_of(exchange)
-            if kind != "result" or body.get("ok") is not True:
-                continue
-            output = body.get("output")
-            if isinstance(output, dict) and output.get("finished") is True:
-                finisher = (spec["name"], value)
-                break
-            if isinstance(output, dict) and output.get("finished") not in (False, None):
-                break  # not a bool: no way to tell whether it finished
-        ev.facts["play_calls"] = calls
-        ev.facts["durations"] = durations
-        if finisher is None:
-            return
-        ev.facts["finisher"] = finisher
-        self.fresh("latch.known", self.call(sid, finisher[0], finisher[1]))
-        self.fresh("latch.unknown_tool", self.call(sid, NO_SUCH_TOOL, {}))
-        invalid = ev.facts.get("invalid_input")
-        if invalid is not None:
-            self.fresh("latch.invalid_input", self.call(sid, invalid[0], invalid[1]))
-        self.end_session(sid)
-
     # -- timing: resume while running, keep-alives, TTL -------------------------------------
     def probe_timing(self) -> None:
         ev = self.ev
@@ -617,41 +565,3 @@ class Collector:
             reaper = max(0.05, min(protocol.REAPER_INTERVAL_S, ttl / 4))
         return float(ttl), float(reaper)
 
-
-def _second_round(
-    plan: list[tuple[dict[str, Any], dict[str, Any]]], durations: dict[str, float], seeds: list[Any], budget: int
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """The calls after the first round: fast tools round-robin (task values first), slow tools once at the end."""
-    fastest = min(durations.values(), default=0.0)
-    fast = [p for p in plan if durations.get(p[0]["name"], 0.0) <= max(0.5, 2 * fastest)]
-    slow = [p for p in plan if p not in fast]
-    queues = [
-        [(spec, v) for v in schema_input.variants(spec.get("input_schema"), base, seeds)] + [(spec, base)] for spec, base in fast
-    ]
-    out: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    cursor = [0] * len(queues)
-    while queues and len(out) < budget:
-        for i, queue in enumerate(queues):
-            out.append(queue[cursor[i] % len(queue)])
-            cursor[i] += 1
-    return out + [(spec, base) for spec, base in slow]
-
-
-def _seeds(task: Any, limit: int = 24) -> list[Any]:
-    """Strings and integers found in a task, to try as tool arguments (an answer is often among them)."""
-    found: list[Any] = []
-
-    def walk(node: Any) -> None:
-        if len(found) >= limit:
-            return
-        if isinstance(node, dict):
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-        elif ((isinstance(node, str) and 0 < len(node) <= 200) or type(node) is int) and node not in found:
-            found.append(node)
-
-    walk(task)
-    return found

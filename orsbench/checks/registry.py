@@ -25,7 +25,7 @@ CheckFn = Callable[["Evidence"], "Outcome"]
 
 #: The probes of the evidence collector, in the order they run; a probe may use
 #: what every earlier probe found (the call probe needs the tools and a task).
-PROBES: tuple[str, ...] = ("discovery", "dataset", "session", "call", "play", "timing")
+PROBES: tuple[str, ...] = ("discovery", "dataset", "session", "call", "play", "fuzz", "quality", "timing")
 
 #: Where the section references point: the protocol as the reference speaks it, shipped with orsbench.
 SPEC_DOCUMENT = "docs/protocol.md"
@@ -55,6 +55,8 @@ _MODULES = (
     "orsbench.checks.call",
     "orsbench.checks.reward",
     "orsbench.checks.http",
+    "orsbench.checks.tools",
+    "orsbench.checks.quality",
 )
 
 

@@ -1,9 +1,14 @@
-"""Start a served scenario in a subprocess; stop it by its PID.
+"""Start a served scenario, or a user's own Environment class, in a subprocess; stop it by its PID.
 
 Tests, the checker, the load tools and training all start servers here, so
 every server orsbench starts binds 127.0.0.1 on a free port, reports its URL
 through a ready file, is waited for on ``/health``, and is stopped by its own
 PID (SIGTERM, then SIGKILL) — also at interpreter exit if a caller forgot.
+
+A target is a scenario name (``echo``, served by ``orsbench serve``) or
+``app:FILE.py:Class[,Class2]`` / ``app:module:Class`` — an environment author's
+own openreward ``Environment`` classes, served unchanged by the SDK ``Server``
+(:mod:`orsbench.servers.user_app`). Both speak the same ready-file protocol.
 """
 
 from __future__ import annotations
@@ -83,10 +88,12 @@ class Zygote:
             self.close()
             raise ServerStartError(f"the server zygote did not start: {hello.get('error', 'no answer')}")
 
-    def spawn(self, argv: list[str], env: dict[str, str], log_path: Path) -> ForkedProcess:
+    def spawn(self, argv: list[str], env: dict[str, str], log_path: Path, module: str = "orsbench.cli") -> ForkedProcess:
+        """Fork ``module.main(argv)`` (``orsbench.cli``: ``orsbench serve ...``) with output to ``log_path``."""
         assert self.process.stdin is not None and self.process.stdout is not None
+        request = {"argv": argv, "env": env, "log": str(log_path), "module": module}
         with self._lock:
-            self.process.stdin.write(json.dumps({"argv": argv, "env": env, "log": str(log_path)}) + "\n")
+            self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
             answer = json.loads(self.process.stdout.readline() or "{}")
         if "pid" not in answer:
@@ -183,6 +190,11 @@ class RunningServer:
                 self.process.wait(5)
 
 
+def is_app(target: str) -> bool:
+    """Whether ``target`` names a user's Environment class(es) rather than a scenario."""
+    return target.startswith("app:")
+
+
 def command(
     scenario: str,
     *,
@@ -192,7 +204,14 @@ def command(
     port: int = 0,
     ready_file: str | None = None,
 ) -> list[str]:
-    """The ``orsbench serve`` command line for these arguments."""
+    """The command line serving ``scenario`` (``orsbench serve``, or the user-app server for ``app:...``)."""
+    if is_app(scenario):
+        cmd = [sys.executable, "-m", "orsbench.servers.user_app", scenario[len("app:"):], "--host", host, "--port", str(port)]
+        if config is not None:
+            cmd += ["--config-json", config.to_json()]
+        if ready_file is not None:
+            cmd += ["--ready-file", ready_file]
+        return cmd
     cmd = [sys.executable, "-m", "orsbench", "serve", scenario, "--impl", impl, "--host", host, "--port", str(port)]
     if config is not None:
         cmd += ["--config-json", config.to_json()]
@@ -210,7 +229,11 @@ def start(
     host: str = "127.0.0.1",
     timeout: float = 60.0,
 ) -> RunningServer:
-    """Start ``orsbench serve`` for ``scenario`` and wait until ``/health`` answers 200."""
+    """Start a server for ``scenario`` (a name or ``app:FILE.py:Class``); wait until ``/health`` answers 200.
+
+    For an ``app:`` target, ``impl`` is ``"app"`` and ``env_name`` is the first
+    environment the server lists.
+    """
     config = config or ServerConfig()
     if params:
         config = config.replace(params={**config.params, **params})
@@ -222,7 +245,8 @@ def start(
     process: subprocess.Popen[bytes] | ForkedProcess
     zygote = _zygote()
     if zygote is not None:
-        process = zygote.spawn(argv[3:], env, log_path)  # argv without "python -m orsbench"
+        module = "orsbench.cli" if argv[2] == "orsbench" else argv[2]  # whose main() runs argv[3:]
+        process = zygote.spawn(argv[3:], env, log_path, module=module)
     else:
         with open(log_path, "wb") as log:
             process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
@@ -233,13 +257,24 @@ def start(
                 process.kill()
                 process.wait(5)
             text = log_path.read_text(errors="replace")
-            raise ServerStartError(f"orsbench serve {scenario} ({impl}) did not start:\n{text[-4000:]}")
+            raise ServerStartError(f"serving {scenario} ({impl}) did not start:\n{text[-4000:]}")
         time.sleep(0.02)
     url = ready.read_text().strip()
-    server = RunningServer(url, scenario, impl, scenario, process, log_path, config)
+    server = RunningServer(url, scenario, "app" if is_app(scenario) else impl, scenario, process, log_path, config)
     _RUNNING[process.pid] = server
     _wait_healthy(server, deadline)
+    if is_app(scenario):
+        server.env_name = _first_env(server)
     return server
+
+
+def _first_env(server: RunningServer) -> str:
+    """The first environment a served app lists (its default, served at ``/`` too)."""
+    try:
+        names = httpx.get(server.url + protocol.LIST_ENVIRONMENTS, timeout=10).json()
+        return str(names[0]) if names else server.scenario
+    except (httpx.HTTPError, ValueError, IndexError, KeyError, TypeError):
+        return server.scenario
 
 
 def _wait_healthy(server: RunningServer, deadline: float) -> None:

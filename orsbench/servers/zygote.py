@@ -51,8 +51,10 @@ def _child(request: dict) -> None:
         os.dup2(log, 2)
         os.environ.clear()
         os.environ.update(request["env"])
-        from orsbench.cli import main
+        import importlib
 
+        # ``orsbench.cli`` (``orsbench serve``) unless the launcher names another server's main.
+        main = importlib.import_module(request.get("module", "orsbench.cli")).main
         code = main(request["argv"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1

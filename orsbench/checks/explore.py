@@ -1,0 +1,439 @@
+"""The probes that use the environment as a trainer would: play, fuzz, and quality.
+
+* ``play`` — play several tasks (first, middle, last; ``--tasks``) with inputs
+  learned from the environment (:mod:`orsbench.checks.gameplay`) until a tool
+  answers ``finished: true``, within ``max_play_calls`` calls and
+  ``play_seconds`` per task; the session is pinged while a call runs, so a
+  short TTL cannot reap it, and a session reaped anyway is reported as that.
+* ``fuzz`` — a bounded, seeded, schema-driven search per tool for a *valid*
+  input on which the tool raises (SSE ``error``, 5xx), hangs past
+  ``--timeout``, or breaks the stream: boundary inputs first, then
+  hypothesis-jsonschema examples, shrunk to the smallest failing input
+  (:mod:`orsbench.schema_examples`).
+* ``quality`` — what the wire checks cannot see: an empty or garbage answer
+  that earns the best reward, the same calls scored differently twice.
+
+Mixed into :class:`orsbench.checks.probes.Collector`; judging stays in the checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from orsbench import schema_examples
+from orsbench.checks.evidence import NO_SUCH_TOOL, result_of
+from orsbench.checks.gameplay import Player
+from orsbench.wire.evidence import Exchange
+
+if TYPE_CHECKING:
+    from orsbench.checks.probes import Collector
+
+#: The string a garbage answer is made of (an answer no task expects).
+GARBAGE = "orsbench: not an answer ¤"
+#: Keys of a task spec whose value is the expected answer.
+ANSWER_KEYS = ("answer", "answers", "solution", "target", "label", "expected", "expected_answer", "ground_truth", "gold")
+
+
+@dataclass
+class Outcome:
+    """How one call ended, as the tool-failure checks classify it."""
+
+    kind: str  # "ok", "ok-false", "raise", "hang", "stream", "http", "reaped"
+    result: Any = None
+    detail: str = ""
+
+    @property
+    def failure(self) -> bool:
+        return self.kind in ("raise", "hang", "stream", "http")
+
+
+def classify(exchange: Exchange, timeout: float) -> Outcome:
+    """Classify a ``/call`` answer: a result, a tool failure (raise, hang, broken stream, 5xx), or a reaped session."""
+    kind, body = result_of(exchange)
+    if kind == "result":
+        return Outcome("ok" if body.get("ok") is True else "ok-false", body)
+    if kind == "error":
+        return Outcome("raise", None, f"SSE error event: {str(body)[:200]}")
+    if kind == "http":
+        if body == 404:
+            return Outcome("reaped", None, "404: the session is gone")
+        if isinstance(body, int) and body >= 500:
+            return Outcome("http", None, f"HTTP {body}: {exchange.body[:200].decode('utf-8', 'replace')}")
+        if body is None:
+            hang = exchange.elapsed >= timeout * 0.9
+            return Outcome("hang" if hang else "stream", None, exchange.error or "no answer")
+        return Outcome("ok-false", None, f"HTTP {body}")
+    if kind == "no-end":
+        if exchange.elapsed >= timeout * 0.9 or "still open" in (exchange.error or ""):
+            return Outcome("hang", None, f"no end event within {timeout:g} s ({exchange.error or 'stream still open'})")
+        return Outcome("stream", None, f"the stream ended without an end or error event ({exchange.error or 'closed'})")
+    return Outcome("stream", None, f"the end event is not a JSON object: {str(body)[:120]}")
+
+
+@dataclass
+class Failure:
+    """A valid input on which a tool raised, hung or broke its stream."""
+
+    tool: str
+    kind: str
+    input: dict[str, Any]
+    detail: str
+    exchange: str  # the evidence name of the call that showed it
+    found_by: str  # "play", "boundary" or "fuzz"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "kind": self.kind, "input": self.input, "detail": self.detail, "found_by": self.found_by}
+
+
+@dataclass
+class Episode:
+    """One task played by the ``play`` probe."""
+
+    index: int | None
+    task: Any
+    prompt: str = ""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    finished: bool = False
+    reward: float | None = None
+    rewards: list[float] = field(default_factory=list)
+    reaped: str | None = None
+    stopped: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "calls": len(self.calls),
+            "finished": self.finished,
+            "reward": self.reward,
+            "reaped": self.reaped,
+            "stopped": self.stopped,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _prompt_text(exchange: Exchange | None) -> str:
+    if exchange is None or exchange.status != 200:
+        return ""
+    try:
+        body = json.loads(exchange.body)
+    except ValueError:
+        return ""
+    blocks = body if isinstance(body, list) else body.get("blocks") if isinstance(body, dict) else None
+    if not isinstance(blocks, list):
+        return ""
+    return "\n".join(b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str))
+
+
+def _reward(result: Any) -> float | None:
+    output = result.get("output") if isinstance(result, dict) else None
+    reward = output.get("reward") if isinstance(output, dict) else None
+    return float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None
+
+
+def _finished(result: Any) -> bool:
+    output = result.get("output") if isinstance(result, dict) else None
+    return isinstance(output, dict) and output.get("finished") is True
+
+
+def task_indices(count: int | None, wanted: tuple[int, ...] | None) -> list[int]:
+    """The tasks to play: ``--tasks`` (negative counts from the end), else first, middle and last."""
+    if not count:
+        return []
+    if wanted:
+        return sorted({i % count for i in wanted if -count <= i < count})
+    return sorted({0, count // 2, count - 1})
+
+
+class Explorer:
+    """``probe_play``, ``probe_fuzz`` and ``probe_quality`` (a mixin of the Collector)."""
+
+    # -- keeping a session alive while a call runs ---------------------------------------
+    @contextlib.contextmanager
+    def keepalive(self: "Collector", sid: str) -> Iterator[None]:
+        """Ping ``sid`` in the background while the block runs (every TTL/3 when known, else every 5 s)."""
+        ttl, _ = self.ttl()
+        interval = max(0.2, min(5.0, ttl / 3)) if ttl else 5.0
+        stop = threading.Event()
+
+        def ping() -> None:
+            while not stop.wait(interval):
+                self.client.ping(sid)
+
+        thread = threading.Thread(target=ping, name=f"orsbench-ping-{sid[:8]}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=interval + 1)
+
+    def kept_call(self: "Collector", sid: str, tool: str, tool_input: Any, timeout: float | None = None) -> Exchange:
+        with self.keepalive(sid):
+            return self.call(sid, tool, tool_input, max_stream_seconds=timeout)
+
+    # -- play ----------------------------------------------------------------------------
+    def _open_on(self: "Collector", index: int | None) -> str | None:
+        if index is None or self.ev.split is None:
+            return self.open_session()
+        sid = self.new_sid()
+        exchange = self.client.create(sid, env_name=self.ev.env, split=self.ev.split, index=index)
+        if exchange.status != 200:
+            return None
+        self._open_sids.append(sid)
+        return sid
+
+    def _task(self: "Collector", index: int | None) -> Any:
+        tasks = self.ev.facts.get("tasks")
+        if index is not None and isinstance(tasks, list) and 0 <= index < len(tasks):
+            return tasks[index]
+        if index is not None and self.ev.split is not None:
+            ok, body = _json(self.client.task(self.ev.env or "", self.ev.split, index))
+            if ok and isinstance(body, dict) and isinstance(body.get("task"), dict):
+                return body["task"]
+        return self.ev.facts.get("task0") or {}
+
+    def play_one(self: "Collector", sid: str, index: int | None, label: str) -> Episode:
+        """Play one episode on ``sid`` until ``finished: true``, the call budget, or the time budget."""
+        ev, options = self.ev, self.options
+        episode = Episode(index, self._task(index))
+        episode.prompt = _prompt_text(self.ready(lambda: self.client.prompt(ev.env or "", sid)))
+        player = Player.build(self._session_tools(sid), episode.prompt, episode.task)
+        started = time.monotonic()
+        durations: dict[str, float] = ev.facts.setdefault("durations", {})
+        while True:
+            if len(episode.calls) >= options.max_play_calls:
+                episode.stopped = f"the call budget ({options.max_play_calls}) was spent"
+                break
+            if time.monotonic() - started > options.play_seconds:
+                episode.stopped = f"the time budget ({options.play_seconds:g} s) was spent"
+                break
+            step = player.next_input()
+            if step is None:
+                episode.stopped = "every input the checker could derive was tried"
+                break
+            tool, value = step
+            name = f"{label}{len(episode.calls)}"
+            exchange = self.fresh(name, self.kept_call(sid, tool, value))
+            episode.calls.append((tool, value))
+            durations.setdefault(tool, exchange.elapsed)
+            outcome = classify(exchange, options.timeout)
+            if outcome.kind == "reaped":
+                episode.reaped = f"{name}: {tool} answered 404 after {len(episode.calls)} call(s) in {time.monotonic() - started:.1f} s"
+                break
+            if outcome.failure:
+                ev.facts.setdefault("tool_failures", []).append(
+                    Failure(tool, outcome.kind, value, outcome.detail, name, "play")
+                )
+                if outcome.kind == "hang":
+                    episode.stopped = f"{tool} hung"
+                    break
+                continue
+            player.observe(tool, outcome.result)
+            reward = _reward(outcome.result)
+            if reward is not None:
+                episode.rewards.append(reward)
+            if outcome.kind == "ok" and _finished(outcome.result):
+                episode.finished, episode.reward = True, reward
+                break
+            output = outcome.result.get("output") if isinstance(outcome.result, dict) else None
+            if isinstance(output, dict) and output.get("finished") not in (False, None):
+                episode.stopped = "finished is not a bool"
+                break  # not a bool: no way to tell whether it finished
+        episode.seconds = time.monotonic() - started
+        return episode
+
+    def probe_play(self: "Collector") -> None:
+        """Play the tasks under test to ``finished: true``, then probe the finish latch on the first."""
+        ev = self.ev
+        if ev.env is None or not ev.facts.get("call_plan"):
+            return
+        indices: list[int | None] = list(task_indices(ev.facts.get("count"), self.options.tasks)) or [ev.index]
+        play_sid = ev.facts.pop("play_sid", None)  # opened early by the session probe, on the task under test
+        episodes: list[Episode] = []
+        for index in indices:
+            sid = play_sid if play_sid is not None and index == ev.index else self._open_on(index)
+            if sid is None:
+                continue
+            if sid == play_sid:
+                play_sid = None
+            label = "play." if not episodes else f"play.task{index}."
+            episode = self.play_one(sid, index, label)
+            episodes.append(episode)
+            if len(episodes) == 1:
+                ev.facts["play_calls"] = len(episode.calls)
+                if episode.reaped:
+                    ev.facts["play_reaped"] = episode.reaped
+                if episode.finished:
+                    finisher = episode.calls[-1]
+                    ev.facts["finisher"] = finisher
+                    self.fresh("latch.known", self.call(sid, finisher[0], finisher[1]))
+                    self.fresh("latch.unknown_tool", self.call(sid, NO_SUCH_TOOL, {}))
+                    invalid = ev.facts.get("invalid_input")
+                    if invalid is not None:
+                        self.fresh("latch.invalid_input", self.call(sid, invalid[0], invalid[1]))
+            self.end_session(sid)
+        if play_sid is not None:
+            self.end_session(play_sid)
+        ev.facts["episodes"] = episodes
+
+    # -- fuzz ----------------------------------------------------------------------------
+    def probe_fuzz(self: "Collector") -> None:
+        """Per tool: boundary inputs, then up to ``--fuzz`` hypothesis examples; keep the smallest failure."""
+        ev, options = self.ev, self.options
+        if ev.env is None or options.fuzz <= 0 or not ev.facts.get("call_plan"):
+            return
+        specs = {s["name"]: s for s in ev.facts.get("tools", [])}
+        failed_tools = {f.tool for f in ev.facts.get("tool_failures", []) if f.kind != "hang"}
+        hung_tools = {f.tool for f in ev.facts.get("tool_failures", []) if f.kind == "hang"}
+        report: dict[str, Any] = {}
+        for tool, base in ev.facts["call_plan"]:
+            if tool in hung_tools:
+                continue  # every further call could cost --timeout
+            schema = (specs.get(tool) or {}).get("input_schema")
+            fuzzer = _ToolFuzz(self, tool, schema, options.fuzz)
+            fuzzer.run(base, skip_search=tool in failed_tools)
+            report[tool] = {"calls": fuzzer.calls, "failure": fuzzer.found.to_json() if fuzzer.found else None}
+            if fuzzer.found is not None:
+                ev.facts.setdefault("tool_failures", []).append(fuzzer.found)
+            fuzzer.close()
+        ev.facts["fuzz"] = report
+
+    # -- quality -------------------------------------------------------------------------
+    def probe_quality(self: "Collector") -> None:
+        """Replay a finished episode (same calls, same task) and try empty/garbage answers on its finisher."""
+        ev = self.ev
+        episodes: list[Episode] = ev.facts.get("episodes") or []
+        done = next((e for e in episodes if e.finished), None)
+        if done is None:
+            return
+        sid = self._open_on(done.index)
+        if sid is not None:
+            rewards: list[float | None] = []
+            for n, (tool, value) in enumerate(done.calls):
+                result = classify(self.rec(f"quality.replay.{n}", self.kept_call(sid, tool, value)), self.options.timeout)
+                if result.kind != "ok":
+                    break
+                rewards.append(_reward(result.result))
+                if _finished(result.result):
+                    break
+            ev.facts["replay"] = {"index": done.index, "first": done.reward, "again": rewards[-1] if rewards else None}
+            self.end_session(sid)
+        tool, value = done.calls[-1]
+        schema = next((s.get("input_schema") for s in ev.facts.get("tools", []) if s.get("name") == tool), None)
+        probes = _hack_inputs(schema, value, done.task)
+        seen: dict[str, float | None] = {}
+        for label, hack in probes:
+            sid = self._open_on(done.index)
+            if sid is None:
+                break
+            result = classify(self.rec(f"quality.hack.{label}", self.kept_call(sid, tool, hack)), self.options.timeout)
+            seen[label] = _reward(result.result) if result.kind == "ok" and _finished(result.result) else None
+            self.end_session(sid)
+        ev.facts["hacks"] = {"tool": tool, "inputs": dict(probes), "rewards": seen}
+
+
+def _json(exchange: Exchange) -> tuple[bool, Any]:
+    try:
+        return exchange.status == 200, json.loads(exchange.body)
+    except ValueError:
+        return False, None
+
+
+def _hack_inputs(schema: Any, played: dict[str, Any], task: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The finishing tool's input with every string emptied, garbage, minimal; and task answers for contrast."""
+    props = schema_examples.properties(schema)
+    strings = [n for n, node in props.items() if n in played and isinstance(played[n], str)]
+    out: list[tuple[str, dict[str, Any]]] = []
+    if strings:
+        out.append(("empty", {**played, **{n: "" for n in strings}}))
+        out.append(("garbage", {**played, **{n: GARBAGE for n in strings}}))
+        answers = [task.get(k) for k in ANSWER_KEYS if isinstance(task, dict) and isinstance(task.get(k), (str, int, float))]
+        for n, value in enumerate(answers[:2]):
+            out.append((f"task_answer{n}", {**played, **{s: str(value) for s in strings}}))
+    try:
+        minimal = schema_examples.minimal_input(schema)
+        if minimal != played and all(minimal != v for _, v in out):
+            out.append(("minimal", minimal))
+    except schema_examples.NoInput:
+        pass
+    return [(label, value) for label, value in out if not schema_examples.errors(value, schema)]
+
+
+class _ToolFuzz:
+    """One tool's fuzz: its own sessions (a finished or hung session is replaced), a call budget."""
+
+    def __init__(self, collector: "Collector", tool: str, schema: Any, examples: int) -> None:
+        self.c = collector
+        self.tool = tool
+        self.schema = schema
+        self.examples = examples
+        self.calls = 0
+        self.budget = examples * 3  # generation plus shrinking
+        self.sid: str | None = None
+        self.found: Failure | None = None
+        self.hang: Failure | None = None
+
+    def close(self) -> None:
+        if self.sid is not None:
+            self.c.end_session(self.sid)
+            self.sid = None
+
+    def attempt(self, value: dict[str, Any], found_by: str) -> Failure | None:
+        """Call the tool once with ``value``; a Failure when it raised, hung or broke the stream."""
+        if self.sid is None:
+            self.sid = self.c.open_session()
+            if self.sid is None:
+                return None
+        self.calls += 1
+        name = f"fuzz.{self.tool}.{self.calls}"
+        exchange = self.c.rec(name, self.c.kept_call(self.sid, self.tool, value))
+        outcome = classify(exchange, self.c.options.timeout)
+        if outcome.kind in ("ok", "ok-false") and (outcome.kind == "ok-false" or not _finished(outcome.result)):
+            if isinstance(outcome.result, dict) and outcome.result.get("reason") == "episode_finished":
+                self.close()
+            return None
+        if outcome.kind == "reaped" or outcome.kind == "ok" or outcome.kind == "hang":
+            self.close()  # finished, gone, or blocked by a call that never ends: a fresh session next
+        if outcome.failure:
+            return Failure(self.tool, outcome.kind, value, outcome.detail, name, found_by)
+        return None
+
+    def run(self, base: dict[str, Any], *, skip_search: bool) -> None:
+        boundaries = schema_examples.boundary_inputs(self.schema, base)
+        for value in [base, *boundaries][: self.examples]:
+            failure = self.attempt(value, "boundary")
+            if failure is not None:
+                self.found = failure
+                return
+        if skip_search:
+            return
+        strategy = schema_examples.input_strategy(self.schema)
+        if strategy is None:
+            return
+        left = max(0, self.examples - self.calls)
+        if left == 0:
+            return
+
+        def fails(value: Any) -> bool:
+            if self.calls >= self.budget or self.hang is not None:
+                return False  # budget spent (or a hang seen): stop shrinking
+            failure = self.attempt(value, "fuzz")
+            if failure is None:
+                return False
+            if failure.kind == "hang":
+                self.hang = failure  # do not shrink a hang: each try costs --timeout
+                return False
+            if self.found is None or len(json.dumps(value, default=repr)) <= len(json.dumps(self.found.input, default=repr)):
+                self.found = failure
+            return True
+
+        schema_examples.search(strategy, fails, examples=left, seed=self.c.options.seed)
+        if self.found is None and self.hang is not None:
+            self.found = self.hang

@@ -1,0 +1,99 @@
+"""Tool failures on valid input: a tool that raises, hangs, or breaks its stream.
+
+The evidence is every call the ``play`` and ``fuzz`` probes made with an input
+the tool's own JSON Schema accepts; a failure found either way is reported
+with the smallest failing input (the fuzz shrinks it) and what a real client
+does next. Both are required: a real client breaks.
+"""
+
+from __future__ import annotations
+
+import json
+
+from orsbench.checks.evidence import Evidence, short
+from orsbench.checks.explore import Failure
+from orsbench.checks.model import Outcome, failed, passed, skipped
+from orsbench.checks.registry import check
+
+#: What the openreward client and TRL do after a tool raised (an SSE ``error`` event) or answered 5xx.
+CRASH_CONSEQUENCE = (
+    "the openreward client marks the session dead after one error event, and TRL's OpenRewardSpec then feeds the "
+    "model \"Error: environment session terminated\" for the rest of the rollout"
+)
+#: What they do when a tool never answers.
+HANG_CONSEQUENCE = (
+    "the openreward client keeps waiting while the server's keep-alive pings arrive, so the TRL rollout — and the "
+    "GRPO step waiting for it — stalls"
+)
+
+
+def _failures(ev: Evidence, kinds: tuple[str, ...]) -> list[Failure]:
+    found: list[Failure] = [f for f in ev.facts.get("tool_failures", []) if f.kind in kinds]
+    # One finding per tool: the smallest input that showed it.
+    best: dict[str, Failure] = {}
+    for failure in found:
+        size = len(json.dumps(failure.input, default=repr))
+        if failure.tool not in best or size < len(json.dumps(best[failure.tool].input, default=repr)):
+            best[failure.tool] = failure
+    return list(best.values())
+
+
+def _calls(ev: Evidence) -> int:
+    fuzz = ev.facts.get("fuzz") or {}
+    return sum(v.get("calls", 0) for v in fuzz.values()) + sum(len(e.calls) for e in ev.facts.get("episodes") or [])
+
+
+def _shown(failure: Failure) -> str:
+    value = failure.input
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    if len(text) > 120:
+        lengths = {k: len(v) for k, v in value.items() if isinstance(v, str) and len(v) > 40}
+        text = short(value, 100) + (f" (string lengths {lengths})" if lengths else "")
+    return f"{failure.tool}({text})"
+
+
+@check(
+    "tool.no_crash_on_valid_input",
+    title="no tool raises, answers 5xx or breaks its stream on an input its schema accepts",
+    probe="fuzz",
+    spec="§5",
+    remediation="Return a ToolOutput that says what is wrong (or ok:false via input validation) instead of raising; "
+    "validate inputs in the params model so bad values are rejected, not crashed on.",
+    requires=("call.tool_inputs",),
+)
+def no_crash(ev: Evidence) -> Outcome:
+    found = _failures(ev, ("raise", "http", "stream"))
+    calls = _calls(ev)
+    if found:
+        first = found[0]
+        kinds = {"raise": "raised", "http": "answered 5xx", "stream": "broke the stream"}
+        text = "; ".join(f"{_shown(f)} {kinds[f.kind]} ({f.found_by}): {f.detail[:100]}" for f in found[:3])
+        return failed(
+            f"{text} — {CRASH_CONSEQUENCE}",
+            {"failures": [f.to_json() for f in found], "calls": calls},
+            *(ev.get(f.exchange) for f in found[:3]),
+        )
+    if not calls:
+        return skipped("no valid input was tried (play and fuzz made no call)")
+    note = "" if ev.options.fuzz > 0 else " (fuzz off: play only)"
+    return passed(f"{calls} valid input(s) tried{note}; no tool raised", {"calls": calls, "fuzz": ev.facts.get("fuzz")})
+
+
+@check(
+    "tool.no_hang",
+    title="no tool call on a valid input runs past --timeout",
+    probe="fuzz",
+    spec="§5, §7",
+    remediation="Bound the tool's work (a time limit, an input length limit in the params model) and answer within the "
+    "client's patience; a long task should still end with a ToolOutput.",
+    requires=("call.tool_inputs",),
+)
+def no_hang(ev: Evidence) -> Outcome:
+    found = _failures(ev, ("hang",))
+    if found:
+        text = "; ".join(f"{_shown(f)} ({f.found_by}): {f.detail[:100]}" for f in found[:3])
+        return failed(f"{text} — {HANG_CONSEQUENCE}", [f.to_json() for f in found], *(ev.get(f.exchange) for f in found[:3]))
+    calls = _calls(ev)
+    if not calls:
+        return skipped("no valid input was tried (play and fuzz made no call)")
+    return passed(f"{calls} call(s) each ended within --timeout {ev.options.timeout:g} s", calls)

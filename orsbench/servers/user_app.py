@@ -1,0 +1,155 @@
+"""Serve a user's own openreward ``Environment`` class(es) with the SDK ``Server``.
+
+Environment authors check *their* code, not a scenario of ours: a target
+``path/to/file.py:Class`` or ``package.module:Class[,Class2]`` names the
+classes; this module imports them, hands them to the reference
+``openreward.environments.Server`` unchanged (with the same timing patches the
+SDK twin uses, so ``--ttl`` and ``--ping-interval`` still apply) and serves the
+app on 127.0.0.1 with :func:`orsbench.servers.app.serve_forever`.
+
+Run as ``python -m orsbench.servers.user_app TARGET --ready-file F`` by
+:func:`orsbench.servers.launch.start` (target ``app:TARGET``); it writes its URL
+to the ready file like every other orsbench server, and is stopped by its PID.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orsbench import protocol
+from orsbench.config import ServerConfig
+
+#: How a launcher target names a user's app: ``app:`` + :class:`AppTarget` text.
+PREFIX = "app:"
+
+
+class AppTargetError(ValueError):
+    """The target cannot be loaded; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class AppTarget:
+    """``FILE.py:Class[,Class2]`` or ``module:Class[,Class2]``."""
+
+    source: str
+    classes: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> "AppTarget":
+        text = text.removeprefix(PREFIX)
+        source, sep, names = text.rpartition(":")
+        classes = tuple(n.strip() for n in names.split(",") if n.strip())
+        if not sep or not source or not classes:
+            raise AppTargetError(
+                f"{text!r} is not FILE.py:Class or module:Class (e.g. my_env.py:MyEnv, mypkg.env:MyEnv,Other)"
+            )
+        return cls(source, classes)
+
+    @property
+    def is_file(self) -> bool:
+        return self.source.endswith(".py") or os.sep in self.source or "/" in self.source
+
+    def __str__(self) -> str:
+        return f"{self.source}:{','.join(self.classes)}"
+
+
+def _import_source(target: AppTarget) -> Any:
+    if target.is_file:
+        path = Path(target.source).resolve()
+        if not path.is_file():
+            raise AppTargetError(f"no such file {target.source!r}")
+        # A unique module name per file, so two apps named env.py do not collide in sys.modules.
+        name = f"orsbench_user_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise AppTargetError(f"cannot import {target.source!r} as Python")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        sys.path.insert(0, str(path.parent))  # its sibling imports work as when run as a script
+        spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(target.source)
+    except ModuleNotFoundError as exc:
+        raise AppTargetError(f"cannot import module {target.source!r}: {exc}") from exc
+
+
+def load_classes(target: AppTarget | str) -> list[type]:
+    """Import the target and return its Environment classes, in the order named."""
+    from openreward.environments import Environment
+
+    if isinstance(target, str):
+        target = AppTarget.parse(target)
+    module = _import_source(target)
+    classes = []
+    for name in target.classes:
+        value = getattr(module, name, None)
+        if value is None:
+            found = sorted(
+                k for k, v in vars(module).items() if isinstance(v, type) and issubclass(v, Environment) and v is not Environment
+            )
+            raise AppTargetError(f"{target.source} has no {name!r}; Environment classes there: {', '.join(found) or 'none'}")
+        if not (isinstance(value, type) and issubclass(value, Environment)):
+            raise AppTargetError(f"{target.source}:{name} is not an openreward.environments.Environment subclass")
+        classes.append(value)
+    return classes
+
+
+def env_names(classes: list[type]) -> list[str]:
+    """The names the SDK routes these classes under (``cls.name().lower()``)."""
+    return [c.name().lower() for c in classes]
+
+
+def build_app(target: AppTarget | str, config: ServerConfig) -> Any:
+    """The openreward ``Server`` app for the target's classes, with orsbench's stats route."""
+    os.environ.setdefault(protocol.ENV_DISABLE_UPDATE_CHECK, "1")
+    import json
+
+    from openreward.environments import Server
+
+    from orsbench.servers.sdk_twin import StatsMiddleware, TwinStats, apply_config
+
+    classes = load_classes(target)
+    server = Server(classes)
+    apply_config(server, config)
+    stats = TwinStats(config=json.loads(config.to_json()) | {"api_key": None})
+    envs = getattr(server, "_active_envs", None)
+    return StatsMiddleware(server.app, stats, lambda: len(envs) if envs is not None else 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from orsbench.servers.app import serve_forever, write_ready_file
+
+    parser = argparse.ArgumentParser(prog="python -m orsbench.servers.user_app", description=__doc__)
+    parser.add_argument("target", help="FILE.py:Class[,Class2] or module:Class[,Class2]")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--config-json", help="a ServerConfig as JSON")
+    parser.add_argument("--ready-file")
+    args = parser.parse_args(argv)
+    config = ServerConfig.from_json(args.config_json) if args.config_json else ServerConfig()
+    try:
+        app = build_app(args.target, config)
+    except (AppTargetError, ValueError, TypeError, ImportError, SyntaxError) as exc:
+        print(f"orsbench: cannot serve {args.target}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+    def on_ready(url: str) -> None:
+        print(f"orsbench: serving {args.target} (openreward Server) at {url}", flush=True)
+        if args.ready_file:
+            write_ready_file(args.ready_file)(url)
+
+    serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from orsbench.cli import types
 
 if TYPE_CHECKING:
+    from orsbench.api import CheckPlan
     from orsbench.checks import Baseline, Options
 
 # The checker (jsonschema, the probes, the reports) is imported when a check runs, not when
@@ -26,6 +27,8 @@ examples:
   orsbench check http://127.0.0.1:8080
   orsbench check http://127.0.0.1:8080 --env myenv --json report.json --junit junit.xml
   orsbench check --serve echo                       # start an embedded mock and check it
+  orsbench check --app my_env.py:MyEnv              # serve your Environment class, check it, stop it
+  orsbench check --cmd "python my_env.py --port {port}" --wait 120   # any server command
   orsbench check --serve echo --fault reward-bool   # ... with one protocol violation (exit 1)
   orsbench check URL --only 'call.*' --expected-failures fixtures/expected-failures/ors-sdk.yaml
 
@@ -44,8 +47,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("url", nargs="?", help="base URL of the ORS server, e.g. http://127.0.0.1:8080")
-    target = parser.add_argument_group("embedded server (instead of URL)")
-    target.add_argument("--serve", metavar="SCENARIO", help="start this scenario on 127.0.0.1, check it, stop it")
+    target = parser.add_argument_group("a server orsbench starts on 127.0.0.1, checks and stops (instead of URL)")
+    target.add_argument("--serve", metavar="SCENARIO", help="a built-in scenario")
+    target.add_argument(
+        "--app",
+        metavar="FILE.py:Class",
+        help="your openreward Environment class(es), served by the SDK Server: FILE.py:Class or module:Class[,Class2]",
+    )
+    target.add_argument(
+        "--cmd",
+        metavar="COMMAND",
+        help='any ORS server command; {port} is replaced by a free port, e.g. "python my_env.py --port {port}"',
+    )
+    target.add_argument(
+        "--wait", type=types.positive(float), default=60.0, metavar="S",
+        help="with --app/--cmd/--serve: how long the server may take to answer /health (default 60)",
+    )  # fmt: skip
     target.add_argument(
         "--impl", choices=("mock", "sdk"), default="mock", help="with --serve: mock engine or openreward SDK twin"
     )
@@ -116,26 +133,13 @@ def _list() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orsbench.checks import EXIT_INTERNAL, Baseline, BaselineError, load_checks, select
+    from orsbench.checks import EXIT_INTERNAL, EXIT_UNREACHABLE, Baseline, BaselineError, load_checks, select
+    from orsbench.servers.launch import ServerStartError
 
     parser: argparse.ArgumentParser = args._parser
     if args.list:
         return _list()
-    if bool(args.url) == bool(args.serve):
-        parser.error("give either a URL or --serve SCENARIO")
-    if (args.param or args.fault) and not args.serve:
-        parser.error("--param and --fault need --serve")
-    if args.url:
-        from orsbench.wire.url import BadURL, base_url
-
-        try:
-            args.url = base_url(args.url)
-        except BadURL as exc:
-            parser.error(str(exc))
-    if args.serve and args.impl == "sdk":
-        from orsbench.extras import require
-
-        require("sdk", "--impl sdk (the openreward SDK twin)")
+    plan = _plan(args, parser)
     only = _patterns(args.only)
     if only and not select(only):
         parser.error(f"--only {','.join(only)} matches no check (see --list)")
@@ -146,9 +150,13 @@ def run(args: argparse.Namespace) -> int:
         except BaselineError as exc:
             parser.error(str(exc))
     try:
-        if args.serve:
-            return _serve_and_check(args, only, baseline)
-        return _check(args.url, _options(args), args, only, baseline)
+        return _check(plan, args, only, baseline)
+    except ServerStartError as exc:
+        if args.serve:  # our own scenario did not come up: orsbench's bug
+            print(f"orsbench check: the embedded server did not start: {exc}", file=sys.stderr)
+            return EXIT_INTERNAL
+        print(f"orsbench check: the server to check did not start: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except KeyboardInterrupt:
         print("orsbench check: interrupted", file=sys.stderr)
         return EXIT_INTERNAL
@@ -159,15 +167,44 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERNAL
 
 
-def _check(url: str, options: Options, args: argparse.Namespace, only: list[str], baseline: Baseline | None) -> int:
-    from orsbench.checks import run_checks
+def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> CheckPlan:
+    """The one target the flags name, validated before anything starts (a usage error otherwise)."""
+    from orsbench.api import prepare
+    from orsbench.servers.targets import Target
+
+    given = {"URL": args.url, "--serve": args.serve, "--app": args.app, "--cmd": args.cmd}
+    named = [flag for flag, value in given.items() if value]
+    if len(named) != 1:
+        both = f" (got {' and '.join(named)})" if named else ""
+        parser.error(f"give one target: a URL, --serve SCENARIO, --app FILE.py:Class or --cmd COMMAND{both}")
+    if (args.param or args.fault) and not args.serve:
+        parser.error("--param and --fault need --serve")
+    if args.url:
+        target = Target("url", args.url)
+    elif args.serve:
+        target = Target("scenario", args.serve)
+    elif args.app:
+        target = Target("app", "app:" + args.app.removeprefix("app:"))
+    else:
+        target = Target("command", args.cmd)
+    impl = args.impl if args.serve else "mock"
+    try:
+        return prepare(target, impl=impl, params=dict(args.param), faults=args.fault, wait=args.wait, **vars(_options(args)))
+    except ValueError as exc:  # a bad URL, scenario, parameter, app spelling or command: the message names the fix
+        parser.error(str(exc))
+
+
+def _check(plan: CheckPlan, args: argparse.Namespace, only: list[str], baseline: Baseline | None) -> int:
     from orsbench.reports import TerminalReporter, write_json, write_junit
 
     # With --json - the JSON owns stdout, so the table goes to stderr.
     terminal = TerminalReporter(sys.stderr if args.json == "-" else None, verbose=args.verbose, quiet=args.quiet)
-    detail = ", ".join(f"{k} {v}" for k, v in (("env", options.env), ("split", options.split)) if v)
-    terminal.start(url, detail)
-    report = run_checks(url, options, only=only, baseline=baseline, on_probe=terminal.on_probe, on_result=terminal.on_result)
+
+    def start(url: str, options: Options) -> None:
+        detail = ", ".join(f"{k} {v}" for k, v in (("env", options.env), ("split", options.split)) if v)
+        terminal.start(url, detail)
+
+    report = plan.run(only=only, baseline=baseline, on_start=start, on_probe=terminal.on_probe, on_result=terminal.on_result)
     if report.usage_error:
         # The user's options name what the server lacks: a usage error, said once, as argparse would.
         print(f"orsbench check: error: {report.usage_error}", file=sys.stderr)
@@ -178,31 +215,3 @@ def _check(url: str, options: Options, args: argparse.Namespace, only: list[str]
     if args.junit:
         write_junit(report, args.junit)
     return report.exit_code
-
-
-def _serve_and_check(args: argparse.Namespace, only: list[str], baseline: Baseline | None) -> int:
-    from orsbench.checks import EXIT_INTERNAL
-    from orsbench.config import ServerConfig
-    from orsbench.scenarios import get_scenario
-    from orsbench.servers.app import effective_config
-    from orsbench.servers.launch import ServerStartError, serve
-
-    params: dict[str, Any] = dict(args.param)
-    knobs: dict[str, Any] = {"params": params, "faults": tuple(args.fault)}
-    if args.ttl is not None:
-        knobs["ttl"] = args.ttl
-    if args.ping_interval is not None:
-        knobs["ping_interval"] = args.ping_interval
-    try:
-        scenario = get_scenario(args.serve, **params)
-    except ValueError as exc:
-        args._parser.error(str(exc))
-    config = effective_config(scenario, ServerConfig(**knobs), set(knobs))
-    try:
-        with serve(args.serve, impl=args.impl, config=config) as server:
-            # The embedded server's own knobs tell the timing checks what to expect.
-            options = _options(args, env=args.env or server.env_name, ttl=config.ttl, ping_interval=config.ping_interval)
-            return _check(server.url, options, args, only, baseline)
-    except ServerStartError as exc:
-        print(f"orsbench check: the embedded server did not start: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL

@@ -261,7 +261,7 @@ def start(
                 process.kill()
                 process.wait(5)
             text = log_path.read_text(errors="replace")
-            raise ServerStartError(f"serving {scenario} ({impl}) did not start:\n{text[-4000:]}")
+            raise ServerStartError(f"serving {scenario} ({'app' if is_app(scenario) else impl}) did not start:\n{text[-4000:]}")
         time.sleep(0.02)
     url = ready.read_text().strip()
     server = RunningServer(url, scenario, "app" if is_app(scenario) else impl, scenario, process, log_path, config)

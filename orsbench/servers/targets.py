@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +30,11 @@ from typing import Any, Literal
 from orsbench.config import ServerConfig
 from orsbench.servers import launch
 from orsbench.servers.launch import RunningServer
+from orsbench.servers.user_app import APP_PATH_ENV
 
 Kind = Literal["url", "scenario", "app", "command"]
+#: ``Class`` or ``ClassA,ClassB`` after the last colon of ``FILE.py:Class`` / ``module:Class``.
+_CLASS_NAMES = re.compile(r"[A-Za-z_]\w*(\s*,\s*[A-Za-z_]\w*)*")
 
 
 @dataclass(frozen=True)
@@ -78,39 +82,41 @@ def resolve(target: Any) -> Target:
         return Target("command", text)
     if text.startswith("app:"):
         return Target("app", text)
-    if ":" in text and " " not in text:
+    source, colon, names = text.rpartition(":")
+    if colon and source and _CLASS_NAMES.fullmatch(names):
         return Target("app", "app:" + text)
+    if colon:  # host:port without a scheme: a URL, which the caller's check says how to fix
+        return Target("url", text)
     return Target("scenario", text)
+
+
+def start(
+    target: Target, *, impl: str = "mock", config: ServerConfig | None = None, wait: float = 60.0
+) -> RunningServer:
+    """Start a scenario, an app or a command target on 127.0.0.1 (the caller stops it: ``server.stop()``)."""
+    if target.kind == "url":
+        raise ValueError(f"{target} is a URL: it is already running")
+    if target.kind == "command":
+        return launch.start_command(target.value, wait=wait)
+    if target.kind == "app":
+        env = {APP_PATH_ENV: os.pathsep.join(target.app_path)} if target.app_path else None
+        return launch.start(str(target.value), config=config, timeout=wait, env=env)
+    return launch.start(str(target.value), impl=impl, config=config, timeout=wait)
 
 
 @contextlib.contextmanager
 def running(
-    target: Target,
-    *,
-    impl: str = "mock",
-    config: ServerConfig | None = None,
-    wait: float = 60.0,
+    target: Target, *, impl: str = "mock", config: ServerConfig | None = None, wait: float = 60.0
 ) -> Iterator[RunningServer | None]:
     """Bring ``target`` up for the ``with`` block (``None`` for a URL: it is already up); stop it after."""
     if target.kind == "url":
         yield None
         return
-    server: RunningServer
-    if target.kind == "command":
-        server = launch.start_command(target.value, wait=wait)
-    elif target.kind == "app":
-        env = {}
-        if target.app_path:
-            from orsbench.servers.user_app import APP_PATH_ENV
-
-            env[APP_PATH_ENV] = os.pathsep.join(target.app_path)
-        server = launch.start(str(target.value), config=config, timeout=wait, env=env)
-    else:
-        server = launch.start(str(target.value), impl=impl, config=config, timeout=wait)
+    server = start(target, impl=impl, config=config, wait=wait)
     try:
         yield server
     finally:
         server.stop()
 
 
-__all__ = ["Target", "app_target", "resolve", "running"]
+__all__ = ["Target", "app_target", "resolve", "running", "start"]

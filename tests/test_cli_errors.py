@@ -170,3 +170,8 @@ def test_locust_with_an_unreachable_host_stops_at_once_with_one_message():
     assert result.returncode == 2, output[-2000:]
     assert "Traceback" not in output, output[-2000:]
     assert output.count("cannot load-test") == 1 and "Connection refused" in output, output[-2000:]
+
+
+def test_check_app_without_the_sdk_extra_names_the_extra():
+    result = orsbench("check", "--app", "tests/envs/long_game.py:LongGame", prelude=BLOCK.format(names=["openreward"]))
+    assert_usage_error(result, "openreward", "pip install 'orsbench[sdk]'")

@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "check",
         help="check an ORS server against the protocol (named checks; see --list)",
         description="Probe an ORS server once over the wire, grade the evidence with named checks, "
-        "and report a verdict. Only the given URL is contacted.",
+        "and report a verdict. Only the target is contacted: the URL given, or the server orsbench starts on 127.0.0.1.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

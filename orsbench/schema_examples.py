@@ -516,19 +516,40 @@ def _leaf_boundaries(node: Any, root: JSON) -> list[Any]:
     return out
 
 
+_DURATION = re.compile(r"\b(seconds?|secs?|sleep|wait|delay|timeout|duration|how long|ms|milliseconds?)\b", re.I)
+
+
+def duration_fields(schema: Any) -> set[str]:
+    """Numeric properties that ask the tool to take time (``seconds``, "how long to wait", ...).
+
+    The fuzz holds them at the minimal input's value: a tool that sleeps for the
+    2**31 seconds it was asked to is doing its job, not hanging.
+    """
+    out = set()
+    for name, node in properties(schema).items():
+        text = f"{name} {node.get('description', '') if isinstance(node, dict) else ''}".replace("_", " ")
+        if _DURATION.search(text):
+            out.add(name)
+    return out
+
+
 def boundary_inputs(schema: Any, base: JSON) -> list[JSON]:
     """Valid inputs that each change one property of ``base`` to an edge value, smallest first.
 
     Every input returned validates against ``schema``; optional properties are
     tried too (a tool that raises when an optional field is ``null`` is still a
-    tool that raises on valid input).
+    tool that raises on valid input). Duration-like properties keep their value
+    (:func:`duration_fields`).
     """
     if not isinstance(schema, dict):
         return []
     view = _object_view(schema, schema)
     out: list[JSON] = []
     seen = {json.dumps(base, sort_keys=True)}
+    held = duration_fields(schema)
     for name, node in (view.get("properties") or {}).items():
+        if name in held:
+            continue
         for value in _leaf_boundaries(node, schema):
             candidate = {**base, name: value}
             key = json.dumps(candidate, sort_keys=True, default=repr)
@@ -539,25 +560,28 @@ def boundary_inputs(schema: Any, base: JSON) -> list[JSON]:
     return sorted(out, key=lambda c: len(json.dumps(c, default=repr)))
 
 
-def input_strategy(schema: Any) -> Any:
+def input_strategy(schema: Any, base: JSON | None = None) -> Any:
     """A hypothesis strategy of valid inputs for ``schema`` (hypothesis-jsonschema), or ``None``.
 
     hypothesis-jsonschema 0.23.1 cannot draw *objects* under hypothesis ≥ 6.150
     (it calls the removed ``many.more()``; pinned in tests/test_fuzz_tools.py),
     so objects are composed here with ``fixed_dictionaries`` from
     hypothesis-jsonschema strategies per property, and every drawn value is
-    filtered through the full schema. ``None`` when no strategy can be made
-    (an unsupported keyword, a remote ``$ref``, an unsatisfiable schema).
+    filtered through the full schema. Duration-like properties are held at
+    ``base``'s value (or left out). ``None`` when no strategy can be made (an
+    unsupported keyword, a remote ``$ref``, an unsatisfiable schema).
     """
     if schema is None:
         return None
     try:
-        return _strategy(schema, schema, 0).filter(lambda value: not errors(value, schema))
+        held = duration_fields(schema)
+        strategy = _strategy(schema, schema, 0, held={k: v for k, v in (base or {}).items() if k in held}, drop=held)
+        return strategy.filter(lambda value: not errors(value, schema))
     except Exception:  # noqa: BLE001 - any schema hypothesis-jsonschema refuses: no fuzz, boundaries still run
         return None
 
 
-def _strategy(node: Any, root: JSON, depth: int) -> Any:
+def _strategy(node: Any, root: JSON, depth: int, held: JSON | None = None, drop: set[str] = frozenset()) -> Any:
     from hypothesis import strategies as st
     from hypothesis_jsonschema import from_schema
 
@@ -567,10 +591,10 @@ def _strategy(node: Any, root: JSON, depth: int) -> Any:
     if isinstance(expanded, dict) and (expanded.get("type") == "object" or "properties" in expanded):
         props = expanded.get("properties") or {}
         required = [n for n in expanded.get("required") or [] if n in props]
-        return st.fixed_dictionaries(
-            {n: _strategy(props[n], root, depth + 1) for n in required},
-            optional={n: _strategy(v, root, depth + 1) for n, v in props.items() if n not in required},
-        )
+        held = held or {}
+        fixed = {n: st.just(held[n]) if n in held else _strategy(props[n], root, depth + 1) for n in required}
+        optional = {n: _strategy(v, root, depth + 1) for n, v in props.items() if n not in required and n not in drop}
+        return st.fixed_dictionaries(fixed, optional=optional)
     leaf = expanded if isinstance(expanded, dict) else {}
     defs = {k: v for k, v in root.items() if k in ("$defs", "definitions")}
     return from_schema({**defs, **leaf}, allow_x00=False)

@@ -253,7 +253,7 @@ def sse_framing(ev: Evidence) -> Outcome:
 @check(
     "call.tool_output_shape",
     title="ok:true outputs are ToolOutput objects with valid blocks",
-    probe="call",
+    probe="play",
     spec="§4",
     remediation='Send output as {"blocks": [text|image blocks], "metadata": object|null, "reward": number|null, "finished": bool}.',
     requires=("call.end_json",),

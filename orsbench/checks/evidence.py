@@ -55,6 +55,8 @@ class Options:
     tasks: tuple[int, ...] | None = None
     #: Fuzz examples per tool (boundaries included); 0 turns the fuzz off.
     fuzz: int = 25
+    #: At most this many seconds of fuzz per tool (a slow tool gets fewer examples; a hang costs --timeout on top).
+    fuzz_seconds: float = 3.0
     #: Seed of the fuzz (the same seed tries the same inputs).
     seed: int = 0
     #: Count required checks that did not run as failures.

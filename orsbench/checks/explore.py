@@ -258,6 +258,12 @@ class Explorer:
         play_sid = ev.facts.pop("play_sid", None)  # opened early by the session probe, on the task under test
         episodes: list[Episode] = []
         for index in indices:
+            if episodes and not episodes[0].finished:
+                ev.facts["tasks_not_played"] = (
+                    f"tasks {[i for i in indices if i != episodes[0].index]} not played: task {episodes[0].index} never "
+                    f"finished ({episodes[0].stopped or episodes[0].reaped})"
+                )
+                break
             sid = play_sid if play_sid is not None and index == ev.index else self._open_on(index)
             if sid is None:
                 continue
@@ -376,6 +382,7 @@ class _ToolFuzz:
         self.examples = examples
         self.calls = 0
         self.budget = examples * 3  # generation plus shrinking
+        self.deadline = time.monotonic() + collector.options.fuzz_seconds
         self.sid: str | None = None
         self.found: Failure | None = None
         self.hang: Failure | None = None
@@ -384,6 +391,10 @@ class _ToolFuzz:
         if self.sid is not None:
             self.c.end_session(self.sid)
             self.sid = None
+
+    @property
+    def spent(self) -> bool:
+        return self.calls >= self.budget or time.monotonic() > self.deadline
 
     def attempt(self, value: dict[str, Any], found_by: str) -> Failure | None:
         """Call the tool once with ``value``; a Failure when it raised, hung or broke the stream."""
@@ -408,21 +419,23 @@ class _ToolFuzz:
     def run(self, base: dict[str, Any], *, skip_search: bool) -> None:
         boundaries = schema_examples.boundary_inputs(self.schema, base)
         for value in [base, *boundaries][: self.examples]:
+            if self.spent:
+                return
             failure = self.attempt(value, "boundary")
             if failure is not None:
                 self.found = failure
                 return
         if skip_search:
             return
-        strategy = schema_examples.input_strategy(self.schema)
+        strategy = schema_examples.input_strategy(self.schema, base)
         if strategy is None:
             return
         left = max(0, self.examples - self.calls)
-        if left == 0:
+        if left == 0 or self.spent:
             return
 
         def fails(value: Any) -> bool:
-            if self.calls >= self.budget or self.hang is not None:
+            if self.spent or self.hang is not None:
                 return False  # budget spent (or a hang seen): stop shrinking
             failure = self.attempt(value, "fuzz")
             if failure is None:

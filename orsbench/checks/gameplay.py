@@ -217,7 +217,10 @@ class Player:
         fields = [n for n in props if n in plan.base] or list(plan.base)
         lists: dict[str, list[Any]] = {}
         for name in fields:
-            values = [self._fit(v, props.get(name)) for v in plan.own.get(name, []) + self.recent + self.general]
+            own = plan.own.get(name, [])
+            # The last answer's suggestions first, but where the parameter has known allowed values, only those.
+            ordered = [v for v in self.recent if v in own] + own + self.recent + self.general if own else self.recent + self.general
+            values = [self._fit(v, props.get(name)) for v in ordered]
             lists[name] = [v for i, v in enumerate(values) if v is not None and v not in values[:i]]
         longest = max((len(v) for v in lists.values()), default=0)
         out: list[JSON] = []

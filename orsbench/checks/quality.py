@@ -81,8 +81,10 @@ def answer_leak(ev: Evidence) -> Outcome:
     leaks = _leaks(episodes)
     if leaks:
         index, key, text = leaks[0]
-        return failed(
-            f"task {index}: its {key!r} ({short(text, 40)}) appears verbatim in the prompt — the model can copy it",
+        # Flagged, not failed: an echo or copy task shows its answer by design.
+        return warned(
+            f"task {index}: its {key!r} ({short(text, 40)}) appears verbatim in the prompt — the model can copy it "
+            "(fine only for a copy task)",
             [{"task": i, "key": k, "value": v} for i, k, v in leaks],
         )
     keys = sorted({k for e in episodes if isinstance(e.task, dict) for k in ANSWER_KEYS if k in e.task})

@@ -63,6 +63,8 @@ class Report:
             return EXIT_INTERNAL
         if any(r.blocking for r in self.results):
             return EXIT_FAIL
+        if self.options.strict and self.required_not_run():
+            return EXIT_FAIL
         return EXIT_PASS
 
     @property
@@ -86,6 +88,14 @@ class Report:
             return self.usage_error
         return None
 
+    def required_not_run(self) -> list[dict[str, str]]:
+        """Required checks that did not run (skipped), each with why: the coverage a PASS does not have."""
+        return [
+            {"id": r.id, "why": r.message}
+            for r in self.results
+            if r.status is Status.SKIP and r.severity is Severity.REQUIRED and r.baseline is None
+        ]
+
     def summary(self) -> dict[str, Any]:
         counts = {s.value: sum(1 for r in self.results if r.status is s) for s in Status}
         failing = {
@@ -101,6 +111,7 @@ class Report:
             "expected_failures": [r.id for r in self.results if r.baseline == "expected"],
             "stale": [r.id for r in self.results if r.baseline == "stale"],
             "errors": [r.id for r in self.results if r.status is Status.ERROR] + self.internal_errors,
+            "required_not_run": self.required_not_run(),
             "exchanges": self.exchanges,
         }
 

@@ -31,6 +31,7 @@ examples:
   orsbench check --cmd "python my_env.py --port {port}" --wait 120   # any server command
   orsbench check --serve echo --fault reward-bool   # ... with one protocol violation (exit 1)
   orsbench check URL --only 'call.*' --expected-failures fixtures/expected-failures/ors-sdk.yaml
+  orsbench check URL --tasks 0,-1 --fuzz 100 --strict  # play two tasks, fuzz harder, no untested PASS
 
 exit codes: 0 pass (warnings allowed), 1 a required check failed or a baseline entry is stale,
 2 target unreachable / not an ORS server, 3 internal error of orsbench. Catalogue: docs/checks.md
@@ -100,6 +101,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="keep-alive cadence the server promises (default: as reported, else 10; with --serve: serve with it)",
     )
     what.add_argument("--api-key", help="send this X-API-Key")
+    play = parser.add_argument_group("gameplay and fuzz (tool failures on valid input)")
+    play.add_argument(
+        "--fuzz",
+        type=_count,
+        default=25,
+        metavar="N",
+        help="inputs tried per tool: boundaries, then seeded hypothesis-jsonschema examples (default 25)",
+    )
+    play.add_argument("--no-fuzz", action="store_true", help="no fuzz: only the inputs played (faster)")
+    play.add_argument(
+        "--tasks",
+        type=_tasks,
+        metavar="I[,J...]",
+        help="task indices to play to finished:true (negative from the end; default: first, middle and last)",
+    )
+    play.add_argument(
+        "--strict", action="store_true", help="fail (exit 1) when a required check did not run, e.g. for want of a finished episode"
+    )
     what.add_argument(
         "--expected-failures", metavar="FILE", help="YAML baseline of known failures (a listed check that passes fails the run)"
     )
@@ -112,6 +131,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run, _parser=parser)
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _tasks(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected task indices like 0,5,-1, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one task index")
+    return values
+
+
 def _patterns(values: list[str]) -> list[str]:
     return [name for value in values for name in types.names(value)]
 
@@ -119,7 +158,8 @@ def _patterns(values: list[str]) -> list[str]:
 def _options(args: argparse.Namespace, **overrides: Any) -> Options:
     from orsbench.checks import Options
 
-    values = {k: getattr(args, k) for k in ("env", "split", "timeout", "ttl", "ping_interval", "api_key")}
+    values = {k: getattr(args, k) for k in ("env", "split", "timeout", "ttl", "ping_interval", "api_key", "tasks", "strict")}
+    values["fuzz"] = 0 if args.no_fuzz else args.fuzz
     return Options(**{**values, **overrides})
 
 

@@ -114,8 +114,17 @@ class TerminalReporter:
                 self._details(result, indent="      ")
         for error in report.internal_errors:
             self._line(self._c(f"internal error: {error}", "error"))
+        not_run = report.required_not_run()
+        if not_run:
+            self._line(self._c(f"required checks that did not run ({len(not_run)}):", "warn"))
+            for item in not_run:
+                self._line(f"  - {item['id']} — {item['why']}")
         style = "pass" if report.passed else "fail"
-        self._line(self._c(f"verdict: {report.verdict.upper()} (exit {report.exit_code})", style))
+        coverage = ""
+        if not_run:
+            strict = "; --strict fails on them" if not report.options.strict else " (--strict)"
+            coverage = f" — {len(not_run)} required check(s) did not run{strict}"
+        self._line(self._c(f"verdict: {report.verdict.upper()} (exit {report.exit_code}){coverage}", style))
 
 
 def describe(check: Any, severity: Severity) -> str:

@@ -1,0 +1,129 @@
+"""``orsbench check`` against environments written on the openreward SDK, one defect each.
+
+Each buggy environment under tests/envs/ must fail (or be flagged by) the check
+that names its rule; the clean, realistic ones must pass and be played to
+``finished: true``. They are served exactly as an author's own code would be:
+``launch.serve("app:tests/envs/FILE.py:Class")``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from orsbench.checks import Options, Report, Status, run_checks
+from orsbench.servers import launch
+
+#: --timeout for these runs: short, so the hanging tool costs seconds, not the default 30.
+TIMEOUT = 3.0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _zygote() -> Iterator[None]:
+    launch.use_zygote(True)  # one `import openreward`, a fork per environment
+    yield
+
+
+def check(target: str, **options: object) -> Report:
+    with launch.serve(f"app:tests/envs/{target}") as server:
+        return run_checks(server.url, Options(env=server.env_name, timeout=TIMEOUT, **options))
+
+
+def failure(report: Report, check_id: str) -> dict:
+    result = report.result(check_id)
+    assert result.status is Status.FAIL, (check_id, result.status, result.message)
+    return result.measured
+
+
+@pytest.mark.parametrize(
+    ("target", "kind", "expected_input"),
+    [
+        ("always_raises.py:AlwaysRaises", "raise", {"answer": ""}),
+        ("boundary_raises.py:BoundaryRaises", "raise", {"n": 0}),
+        ("second_tool_empty.py:SecondToolEmpty", "raise", {"key": ""}),
+    ],
+)
+def test_a_tool_that_raises_on_valid_input_fails_the_run(target: str, kind: str, expected_input: dict) -> None:
+    report = check(target)
+    assert report.exit_code == 1
+    found = failure(report, "tool.no_crash_on_valid_input")["failures"]
+    assert found[0]["kind"] == kind and found[0]["input"] == expected_input
+    message = report.result("tool.no_crash_on_valid_input").message
+    assert "Error: environment session terminated" in message  # which client breaks how
+    assert "instead of raising" in report.result("tool.no_crash_on_valid_input").remediation
+
+
+def test_a_tool_that_raises_on_non_ascii_is_found_by_the_boundaries() -> None:
+    report = check("nonascii_raises.py:NonAsciiRaises")
+    assert report.exit_code == 1
+    found = failure(report, "tool.no_crash_on_valid_input")["failures"][0]
+    assert not found["input"]["answer"].isascii() and found["found_by"] == "boundary"
+    assert "UnicodeEncodeError" in found["detail"] or "ascii" in found["detail"]
+
+
+def test_a_tool_that_hangs_on_long_input_fails_no_hang() -> None:
+    report = check("hangs_on_long.py:HangsOnLong")
+    assert report.exit_code == 1
+    found = failure(report, "tool.no_hang")[0]
+    assert found["tool"] == "remember" and len(found["input"]["note"]) > 200
+    assert report.result("tool.no_crash_on_valid_input").status is Status.PASS
+
+
+def test_without_fuzz_the_boundary_crash_is_not_found_and_coverage_says_so() -> None:
+    report = check("boundary_raises.py:BoundaryRaises", fuzz=0)
+    assert report.result("tool.no_crash_on_valid_input").status is Status.PASS
+    assert "fuzz off" in report.result("tool.no_crash_on_valid_input").message
+
+
+def test_an_empty_answer_that_scores_the_maximum_is_reward_hacking() -> None:
+    report = check("empty_answer_wins.py:EmptyAnswerWins")
+    measured = failure(report, "quality.reward_hacking")
+    assert measured["rewards"]["empty"] == 1.0
+    assert report.exit_code == 0  # recommended: flagged, not blocking
+
+
+def test_a_leaked_answer_is_flagged() -> None:
+    report = check("leaked_answer.py:LeakedAnswer")
+    result = report.result("quality.answer_leak")
+    assert result.status is Status.WARN and "Paris" in result.message
+
+
+def test_a_random_reward_is_nondeterministic() -> None:
+    report = check("random_reward.py:RandomReward")
+    measured = failure(report, "quality.reward_deterministic")
+    assert measured["first"] != measured["again"]
+
+
+def test_never_finishing_is_flagged_and_strict_fails_on_what_could_not_run() -> None:
+    report = check("never_finishes.py:NeverFinishes", max_play_calls=20)
+    assert report.result("call.episode_finishes").status is Status.WARN
+    not_run = {item["id"] for item in report.summary()["required_not_run"]}
+    assert "call.finish_latch" in not_run and report.exit_code == 0
+    strict = check("never_finishes.py:NeverFinishes", max_play_calls=20, strict=True)
+    assert strict.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("target", "least_calls"),
+    [("validator_gated.py:ValidatorGated", 1), ("long_game.py:LongGame", 50)],
+)
+def test_clean_environments_pass_and_are_played_to_the_finish(target: str, least_calls: int) -> None:
+    report = check(target)
+    assert report.exit_code == 0, [(r.id, r.message) for r in report.results if r.blocking]
+    episodes = report.evidence.facts["episodes"]
+    assert [e.index for e in episodes] == [0, 1, 2]  # first, middle, last
+    assert all(e.finished for e in episodes), [e.to_json() for e in episodes]
+    assert all(len(e.calls) >= least_calls for e in episodes)
+    for check_id in ("tool.no_crash_on_valid_input", "tool.no_hang", "call.tool_output_shape", "reward.well_formed"):
+        assert report.result(check_id).status is Status.PASS, check_id
+    assert not report.ids(Status.FAIL)
+
+
+def test_validator_gated_values_come_from_the_description_and_the_validator() -> None:
+    report = check("validator_gated.py:ValidatorGated", tasks=(0,))
+    first = report.evidence.facts["episodes"][0]
+    assert first.calls[-1][1]["operator"] in "+-*/" and first.reward == 1.0
+    data = json.loads(json.dumps(report.to_json()))
+    assert data["summary"]["required_not_run"] == report.required_not_run()

@@ -104,7 +104,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     play = parser.add_argument_group("gameplay and fuzz (tool failures on valid input)")
     play.add_argument(
         "--fuzz",
-        type=_count,
+        type=types.non_negative(int),
         default=25,
         metavar="N",
         help="inputs tried per tool: boundaries, then seeded hypothesis-jsonschema examples (default 25)",
@@ -112,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     play.add_argument("--no-fuzz", action="store_true", help="no fuzz: only the inputs played (faster)")
     play.add_argument(
         "--tasks",
-        type=_tasks,
+        type=types.indices,
         metavar="I[,J...]",
         help="task indices to play to finished:true (negative from the end; default: first, middle and last)",
     )
@@ -129,26 +129,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out.add_argument("-q", "--quiet", action="store_true", help="print only findings and the summary")
     out.add_argument("--list", action="store_true", help="list every check with its severity and exit")
     parser.set_defaults(func=run, _parser=parser)
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def _tasks(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected task indices like 0,5,-1, got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one task index")
-    return values
 
 
 def _patterns(values: list[str]) -> list[str]:

@@ -60,6 +60,17 @@ def param(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def indices(text: str) -> tuple[int, ...]:
+    """``0,5,-1`` → ``(0, 5, -1)``: task indices (negative ones count from the end)."""
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected task indices like 0,5,-1, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one task index")
+    return values
+
+
 def names(text: str) -> list[str]:
     """``A,B`` → ``["A", "B"]`` (a comma-separated list; use with ``action="extend"``)."""
     return [n.strip() for n in text.split(",") if n.strip()]

@@ -175,3 +175,9 @@ def test_locust_with_an_unreachable_host_stops_at_once_with_one_message():
 def test_check_app_without_the_sdk_extra_names_the_extra():
     result = orsbench("check", "--app", "tests/envs/long_game.py:LongGame", prelude=BLOCK.format(names=["openreward"]))
     assert_usage_error(result, "openreward", "pip install 'orsbench[sdk]'")
+
+
+def test_training_smoke_without_the_training_extra_names_the_extra():
+    code = BLOCK.format(names=["torch"]) + "\nfrom training_smoke.__main__ import main\nsys.exit(main(['--profile', 'cpu']))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_env(), cwd=ROOT)
+    assert_usage_error(result, "torch", "pip install 'orsbench[training]'")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orsbench.cli import types
+from orsbench.extras import MissingExtra, require
 from training_smoke.run import DEFAULT_CACHE_DIR, PROFILES, SmokeConfig
 
 EPILOG = """\
@@ -85,6 +86,11 @@ def config_from_args(args: argparse.Namespace) -> SmokeConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        require("training", "python -m training_smoke")
+    except MissingExtra as exc:
+        print(f"training_smoke: error: {exc}", file=sys.stderr)
+        return 2
     config = config_from_args(args)
     if config.profile == "gpu":
         from training_smoke.gpu import gpu_missing_reason

@@ -181,3 +181,14 @@ def test_training_smoke_without_the_training_extra_names_the_extra():
     code = BLOCK.format(names=["torch"]) + "\nfrom training_smoke.__main__ import main\nsys.exit(main(['--profile', 'cpu']))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_env(), cwd=ROOT)
     assert_usage_error(result, "torch", "pip install 'orsbench[training]'")
+
+
+def test_serve_on_a_port_in_use_says_so():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = orsbench("serve", "echo", "--port", str(port), timeout=60)
+    assert_usage_error(result, f"cannot listen on 127.0.0.1:{port}", "--port")

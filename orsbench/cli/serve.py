@@ -12,7 +12,7 @@ from orsbench.cli import types
 from orsbench.config import ServerConfig
 from orsbench.extras import require
 from orsbench.scenarios import REGISTRY, get_scenario
-from orsbench.servers.app import IMPLEMENTATIONS, build_app, effective_config, serve_forever, write_ready_file
+from orsbench.servers.app import IMPLEMENTATIONS, BindError, build_app, effective_config, serve_forever, write_ready_file
 
 #: Read when neither --api-key nor a launcher's config gives a key: a key in the
 #: environment does not show in ``ps`` output the way a command-line flag does.
@@ -103,5 +103,9 @@ def run(args: argparse.Namespace) -> int:
         if args.ready_file:
             write_ready_file(args.ready_file)(url)
 
-    serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)
+    try:
+        serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)
+    except BindError as exc:
+        print(f"orsbench serve: error: {exc} (choose another --port, or 0 for a free one)", file=sys.stderr)
+        return 2
     return 0

@@ -60,11 +60,19 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class BindError(OSError):
+    """The address cannot be listened on (in use, not ours, not an address); the message says which."""
+
+
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise BindError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock

@@ -192,3 +192,13 @@ def test_serve_on_a_port_in_use_says_so():
         port = taken.getsockname()[1]
         result = orsbench("serve", "echo", "--port", str(port), timeout=60)
     assert_usage_error(result, f"cannot listen on 127.0.0.1:{port}", "--port")
+
+
+@pytest.mark.parametrize("flag", ["--json", "--junit"])
+def test_a_report_path_in_a_missing_folder_is_refused_before_the_run(flag, tmp_path):
+    missing = tmp_path / "no" / "such" / "report.out"
+    assert_usage_error(orsbench("check", "--serve", "echo", flag, str(missing)), flag, "no folder")
+
+
+def test_a_missing_baseline_file_is_a_usage_error(tmp_path):
+    assert_usage_error(orsbench("check", "--serve", "echo", "--expected-failures", str(tmp_path / "nope.yaml")), "cannot read")

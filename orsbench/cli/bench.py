@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--locust-users", type=types.positive(int), default=None, help="Locust users (default: --concurrency)")
     parser.add_argument(
-        "--json", dest="json_path", default=None, metavar="PATH", help="also write the figures as JSON ('-' for stdout)"
+        "--json", dest="json_path", type=types.output_file, default=None, metavar="PATH", help="also write the figures as JSON ('-' for stdout)"
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     parser.set_defaults(func=run)

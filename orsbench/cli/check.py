@@ -123,8 +123,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--expected-failures", metavar="FILE", help="YAML baseline of known failures (a listed check that passes fails the run)"
     )
     out = parser.add_argument_group("reports")
-    out.add_argument("--json", metavar="FILE", help="write the JSON report here ('-' for stdout)")
-    out.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
+    out.add_argument("--json", type=types.output_file, metavar="FILE", help="write the JSON report here ('-' for stdout)")
+    out.add_argument("--junit", type=types.output_file, metavar="FILE", help="write JUnit XML here")
     out.add_argument("-v", "--verbose", action="store_true", help="show remediation and evidence under every finding")
     out.add_argument("-q", "--quiet", action="store_true", help="print only findings and the summary")
     out.add_argument("--list", action="store_true", help="list every check with its severity and exit")

@@ -71,6 +71,19 @@ def indices(text: str) -> tuple[int, ...]:
     return values
 
 
+def output_file(text: str) -> str:
+    """A file to write a report to (``-``: stdout): its folder must exist, so a run is not lost at the end."""
+    from pathlib import Path
+
+    if text != "-":
+        folder = Path(text).expanduser().parent
+        if not folder.is_dir():
+            raise argparse.ArgumentTypeError(f"cannot write {text!r}: no folder {str(folder)!r}")
+        if Path(text).is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name")
+    return text
+
+
 def names(text: str) -> list[str]:
     """``A,B`` → ``["A", "B"]`` (a comma-separated list; use with ``action="extend"``)."""
     return [n.strip() for n in text.split(",") if n.strip()]

@@ -191,61 +191,42 @@ def descriptions(schema: JSON | None) -> JSON:
 
 
 # -- example values ---------------------------------------------------------------------
-def example(node: JSON) -> Any:
-    """A value the schema accepts: the first enum value, the lower bound, the minimal container."""
-    if "const" in node:
-        return node["const"]
-    if node.get("enum"):
-        return next((v for v in node["enum"] if v is not None), node["enum"][0])
-    for key in ("anyOf", "oneOf"):
-        members = [m for m in node.get(key) or [] if isinstance(m, dict) and m.get("type") != "null"]
-        if members:
-            return example(members[0])
-    kind = node.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind is None and "properties" in node:
-        kind = "object"
-    if kind == "string":
-        return "x" * max(1, int(node.get("minLength", 1)))
-    if kind == "integer":
-        low = node.get("minimum", node["exclusiveMinimum"] + 1 if "exclusiveMinimum" in node else 0)
-        high = node.get("maximum", node["exclusiveMaximum"] - 1 if "exclusiveMaximum" in node else low)
-        return int(min(max(low, 0), high)) if low <= 0 <= high else int(low)
-    if kind == "number":
-        low = node.get("minimum", node.get("exclusiveMinimum"))
-        high = node.get("maximum", node.get("exclusiveMaximum"))
-        if low is not None and high is not None:
-            return (low + high) / 2
-        if low is not None:
-            return float(low) + (1.0 if "exclusiveMinimum" in node else 0.0)
-        if high is not None:
-            return float(high) - (1.0 if "exclusiveMaximum" in node else 0.0)
-        return 0.0
-    if kind == "boolean":
-        return False
-    if kind == "array":
-        if isinstance(node.get("prefixItems"), list):
-            return [example(p) for p in node["prefixItems"]]
-        count = int(node.get("minItems", 0))
-        return [example(node.get("items") or {})] * count
-    if kind == "object":
-        return required_example(node, nested=True)
-    return None
-
-
 def required_example(schema: JSON | None, *, nested: bool = False) -> JSON:
-    """Values for the required parameters only.
+    """Values for the required parameters only, from the one example builder.
 
-    Inside nested objects, single-valued properties (a discriminator such as
-    ``kind: "circle"``) are filled in too: a tagged union needs its tag to
-    pick a member even where the tag has a default.
+    :func:`orsbench.schema_examples.minimal_input` (strings ``"x"``): required
+    properties, defaults and enum/const values where given, the lowest number
+    the bounds allow, validated against the full schema. Inside nested objects,
+    single-valued properties (a discriminator such as ``kind: "circle"``) are
+    filled in too: a tagged union needs its tag to pick a member even where the
+    tag has a default.
     """
-    params = parameters(schema)
-    required = set(params.get("required") or [])
-    out: JSON = {}
-    for name, prop in params["properties"].items():
+    from orsbench import schema_examples
+
+    value = schema_examples.minimal_input(schema, text="x")
+    return _tags(value, parameters(schema), top=not nested)
+
+
+def _tags(value: Any, node: JSON, *, top: bool = False) -> Any:
+    """``value`` with the single-valued properties of its nested objects spelled out."""
+    if not isinstance(value, dict):
+        return value
+    out = dict(value)
+    for name, prop in (node.get("properties") or {}).items():
         tag = "const" in prop or (isinstance(prop.get("enum"), list) and len(prop["enum"]) == 1)
-        if name in required or (nested and tag):
-            out[name] = example(prop)
+        if tag and not top:
+            out.setdefault(name, prop["const"] if "const" in prop else prop["enum"][0])
+        elif name in out and isinstance(out[name], dict):
+            branch = next(
+                (m for m in members(prop) if isinstance(m.get("properties"), dict) and _fits(out[name], m)), prop
+            )
+            out[name] = _tags(out[name], branch)
     return out
+
+
+def _fits(value: JSON, member: JSON) -> bool:
+    """Whether ``value``'s single-valued properties agree with this union member's."""
+    for name, prop in member["properties"].items():
+        if name in value and "const" in prop and value[name] != prop["const"]:
+            return False
+    return True

@@ -24,6 +24,7 @@ solved.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import json
 import math
@@ -125,10 +126,27 @@ def errors(value: Any, schema: Any) -> list[str]:
         return [f"schema: {type(exc).__name__}: {exc}"]
 
 
-def minimal_input(schema: Any) -> JSON:
-    """The smallest JSON object that validates against a tool's ``input_schema`` (``{}`` for ``null``)."""
+#: The text strings are filled with while :func:`minimal_input` runs (``""``: the shortest string).
+_FILL: contextvars.ContextVar[str] = contextvars.ContextVar("orsbench_schema_fill", default="")
+
+
+def minimal_input(schema: Any, *, text: str = "") -> JSON:
+    """The smallest JSON object that validates against a tool's ``input_schema`` (``{}`` for ``null``).
+
+    ``text`` fills strings where the schema allows it (the load driver sends
+    ``"orsbench"`` so its requests look like real ones); by default strings are
+    as short as the schema allows.
+    """
     if schema is None:
         return {}
+    token = _FILL.set(text)
+    try:
+        return _minimal(schema)
+    finally:
+        _FILL.reset(token)
+
+
+def _minimal(schema: Any) -> JSON:
     if not isinstance(schema, dict):
         raise NoInput(f"input_schema is a JSON {type(schema).__name__}")
     problems = schema_problems(schema)
@@ -415,6 +433,9 @@ def _string(schema: JSON) -> str:
     candidates = []
     if isinstance(fmt, str) and fmt in FORMAT_EXAMPLES:
         candidates.append(FORMAT_EXAMPLES[fmt])
+    fill = _FILL.get()
+    if fill and not fmt:
+        candidates.append(fill if high is None else fill[: int(high)])
     candidates.append("a" * low)
     pattern = schema.get("pattern")
     if isinstance(pattern, str):

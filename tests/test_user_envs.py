@@ -112,7 +112,7 @@ def test_never_finishing_is_flagged_and_strict_fails_on_what_could_not_run() -> 
 def test_clean_environments_pass_and_are_played_to_the_finish(target: str, least_calls: int) -> None:
     report = check(target)
     assert report.exit_code == 0, [(r.id, r.message) for r in report.results if r.blocking]
-    episodes = report.evidence.facts["episodes"]
+    episodes = report.evidence.facts.episodes
     assert [e.index for e in episodes] == [0, 1, 2]  # first, middle, last
     assert all(e.finished for e in episodes), [e.to_json() for e in episodes]
     assert all(len(e.calls) >= least_calls for e in episodes)
@@ -123,7 +123,40 @@ def test_clean_environments_pass_and_are_played_to_the_finish(target: str, least
 
 def test_validator_gated_values_come_from_the_description_and_the_validator() -> None:
     report = check("validator_gated.py:ValidatorGated", tasks=(0,))
-    first = report.evidence.facts["episodes"][0]
+    first = report.evidence.facts.episodes[0]
     assert first.calls[-1][1]["operator"] in "+-*/" and first.reward == 1.0
     data = json.loads(json.dumps(report.to_json()))
     assert data["summary"]["required_not_run"] == report.required_not_run()
+
+
+def test_the_play_session_is_pinged_so_a_short_ttl_does_not_reap_it(ors_server_factory) -> None:
+    # Each wait() outlasts the 1 s TTL twice over: only pings keep the checker's own session alive.
+    server = ors_server_factory("slow", ttl=1.0, reaper_interval=0.1, params={"long_call": 2.0, "setup": 0.0, "steps": 3})
+    report = run_checks(server.url, Options(env=server.env_name, ttl=1.0, tasks=(0,), fuzz=0, timeout=10))
+    episode = report.evidence.facts.episodes[0]
+    assert episode.reaped is None and episode.finished, episode.to_json()
+    assert any(tool == "wait" for tool, _ in episode.calls)  # the long call was made, and survived
+    assert report.result("call.episode_finishes").status is Status.PASS
+
+
+def test_an_ors_sdk_server_matches_its_expected_failures_baseline() -> None:
+    # ors-sdk 0.1.0 is the second implementation the grades were checked against (docs/checks.md).
+    from orsbench.checks import Baseline, load_checks
+
+    baseline = Baseline.load("fixtures/expected-failures/ors-sdk.yaml", set(load_checks()))
+    with launch.serve("app:tests/envs/ors_echo.py:OrsEcho") as server:
+        report = run_checks(server.url, Options(env=server.env_name, timeout=TIMEOUT), baseline=baseline)
+    assert report.exit_code == 0, [(r.id, r.message) for r in report.results if r.blocking]
+    assert report.summary()["stale"] == []
+    assert set(report.summary()["expected_failures"]) >= {"dataset.env_name_echo", "call.finish_latch", "call.error_reason"}
+    assert report.result("session.starting_503").status is Status.PASS  # ors waits for setup inside /prompt
+    assert all(e.finished for e in report.evidence.facts.episodes)
+
+
+def test_a_prompt_that_blocks_past_the_timeout_fails_starting_503() -> None:
+    # ors-sdk waits for setup() inside /prompt: with an 8 s setup and --timeout 2 the request blocks.
+    with launch.serve("app:tests/envs/ors_slow_setup.py:OrsSlowSetup") as server:
+        report = run_checks(server.url, Options(env=server.env_name, timeout=2.0, fuzz=0), only=["session.starting_503"])
+    result = report.result("session.starting_503")
+    assert result.status is Status.FAIL and "blocked" in result.message and "no 503" in result.message
+    assert report.exit_code == 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from orsbench import protocol
+from orsbench import protocol, schema_examples
 from orsbench.wire import WireClient
 
 #: The string used for every free-text field of a derived input. It matches no
@@ -54,49 +54,15 @@ class EpisodePlan:
 
 
 def example_input(schema: dict[str, Any] | None) -> dict[str, Any]:
-    """A small valid input for a tool's JSON Schema (required properties only)."""
-    if not schema:
+    """A small valid input for a tool's JSON Schema (required properties only, strings ``"orsbench"``).
+
+    Built by the one example builder, :func:`orsbench.schema_examples.minimal_input`;
+    ``{}`` when no valid input can be built (the server's answer then says why).
+    """
+    try:
+        return schema_examples.minimal_input(schema, text=SAMPLE_TEXT)
+    except schema_examples.NoInput:
         return {}
-    value = _example(schema, schema)
-    return value if isinstance(value, dict) else {}
-
-
-def _example(schema: dict[str, Any], root: dict[str, Any], depth: int = 0) -> Any:
-    if depth > 8:
-        return None
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/"):
-        target: Any = root
-        for part in ref[2:].split("/"):
-            target = target.get(part, {}) if isinstance(target, dict) else {}
-        return _example(target, root, depth + 1)
-    if "default" in schema:
-        return schema["default"]
-    if "const" in schema:
-        return schema["const"]
-    if schema.get("enum"):
-        return schema["enum"][0]
-    for key in ("anyOf", "oneOf", "allOf"):
-        if schema.get(key):
-            return _example(schema[key][0], root, depth + 1)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind == "object" or (kind is None and "properties" in schema):
-        props = schema.get("properties", {})
-        return {name: _example(props.get(name, {}), root, depth + 1) for name in schema.get("required", [])}
-    if kind == "array":
-        count = int(schema.get("minItems", 0))
-        return [_example(schema.get("items", {}), root, depth + 1) for _ in range(count)]
-    if kind == "integer":
-        return int(schema.get("minimum", 0))
-    if kind == "number":
-        return float(schema.get("minimum", 0))
-    if kind == "boolean":
-        return False
-    if kind == "string":
-        return SAMPLE_TEXT[: schema["maxLength"]] if "maxLength" in schema else SAMPLE_TEXT
-    return None
 
 
 def discover(

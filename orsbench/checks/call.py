@@ -7,10 +7,20 @@ from itertools import pairwise
 from typing import Any
 
 from orsbench import protocol
-from orsbench.checks.evidence import Evidence, answer, result_of, short, stream_of, task_id_of
+from orsbench.checks.evidence import (
+    Evidence,
+    answer,
+    block_problems,
+    call_label,
+    call_results,
+    call_streams,
+    result_of,
+    short,
+    stream_of,
+    task_id_of,
+)
 from orsbench.checks.model import Outcome, failed, passed, skipped, warned
 from orsbench.checks.registry import check
-from orsbench.checks.session import block_problems
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEStream
 
@@ -25,35 +35,14 @@ EXPECTED_REASONS = {
 }
 
 
-def _streams(ev: Evidence, *, resumes: bool = False) -> list[tuple[str, Exchange]]:
-    """The 200 answers of every fresh tool call (and of resumes, if asked)."""
-    names = list(ev.facts.get("fresh_calls", ()))
-    if resumes:
-        names += [n for n in ("call.resume",) if ev.get(n) is not None]
-    return [(n, ev.exchanges[n]) for n in names if n in ev.exchanges and ev.exchanges[n].status == 200]
-
-
-def _results(ev: Evidence) -> list[tuple[str, dict[str, Any]]]:
-    out = []
-    for name, ex in _streams(ev):
-        kind, body = result_of(ex)
-        if kind == "result":
-            out.append((name, body))
-    return out
-
-
-def _label(name: str) -> str:
-    return name.replace("call.", "").replace("play.", "play #").replace("latch.", "after finish: ")
-
-
 Finding = tuple[str, Exchange | None, str]
 
 
 def _findings(found: list[Finding], prefix: str = "") -> Outcome:
     """Fail with per-exchange findings: the first three in the message, all of them in ``measured``."""
     return failed(
-        prefix + "; ".join(f"{_label(n)}: {why}" for n, _, why in found[:3]),
-        {_label(n): why for n, _, why in found},
+        prefix + "; ".join(f"{call_label(n)}: {why}" for n, _, why in found[:3]),
+        {call_label(n): why for n, _, why in found},
         *(ex for _, ex, _ in found[:3]),
     )
 
@@ -67,10 +56,10 @@ def _findings(found: list[Finding], prefix: str = "") -> Outcome:
     requires=("session.create",),
 )
 def tool_inputs(ev: Evidence) -> Outcome:
-    if ev.facts.get("call_blocked"):
-        return skipped(ev.facts["call_blocked"], depends_on="session.create")
-    plan = ev.facts.get("call_plan", [])
-    unbuildable = ev.facts.get("unbuildable", {})
+    if ev.facts.call_blocked:
+        return skipped(ev.facts.call_blocked, depends_on="session.create")
+    plan = ev.facts.call_plan
+    unbuildable = ev.facts.unbuildable
     if not plan:
         detail = "; ".join(f"{k}: {v}" for k, v in list(unbuildable.items())[:3]) or "the session has no tools"
         return failed(f"no tool input could be built ({detail}); the call checks cannot run", unbuildable)
@@ -88,7 +77,7 @@ def tool_inputs(ev: Evidence) -> Outcome:
     requires=("call.tool_inputs",),
 )
 def sse_content_type(ev: Evidence) -> Outcome:
-    fresh = list(ev.facts.get("fresh_calls", ()))
+    fresh = list(ev.facts.fresh_calls)
     valid = [n for n in fresh if n == "call.primary" or n.startswith("play.")]
     answered = [(n, ev.get(n)) for n in fresh + ["call.resume", "call.unknown_task_id"] if ev.get(n) is not None]
     refused = [(n, ev.get(n), answer(ev.get(n))) for n in valid if ev.get(n) is not None and ev.get(n).status != 200]
@@ -131,7 +120,7 @@ def sse_no_buffering(ev: Evidence) -> Outcome:
     requires=("call.tool_inputs",),
 )
 def first_event_task_id(ev: Evidence) -> Outcome:
-    streams = _streams(ev)
+    streams = call_streams(ev)
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
     wrong = []
@@ -155,7 +144,7 @@ def first_event_task_id(ev: Evidence) -> Outcome:
     requires=("call.tool_inputs",),
 )
 def end_event(ev: Evidence) -> Outcome:
-    streams = _streams(ev, resumes=True)
+    streams = call_streams(ev, resumes=True)
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
     wrong = []
@@ -187,7 +176,7 @@ def end_event(ev: Evidence) -> Outcome:
 def end_json(ev: Evidence) -> Outcome:
     wrong = []
     count = 0
-    for name, ex in _streams(ev, resumes=True):
+    for name, ex in call_streams(ev, resumes=True):
         kind, body = result_of(ex)
         if kind == "error":
             continue
@@ -229,7 +218,7 @@ def _framing(stream: SSEStream) -> list[str]:
     requires=("call.tool_inputs",),
 )
 def sse_framing(ev: Evidence) -> Outcome:
-    streams = _streams(ev)
+    streams = call_streams(ev)
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
     wrong: list[Finding] = []
@@ -261,7 +250,7 @@ def sse_framing(ev: Evidence) -> Outcome:
 def tool_output_shape(ev: Evidence) -> Outcome:
     wrong: list[Finding] = []
     count = 0
-    for name, body in _results(ev):
+    for name, body in call_results(ev):
         if body.get("ok") is not True:
             continue
         count += 1
@@ -299,7 +288,7 @@ def _strings(node: Any) -> list[str]:
 )
 def chunk_reassembly(ev: Evidence) -> Outcome:
     ex = ev.get("call.large")
-    padding = ev.facts.get("padding")
+    padding = ev.facts.padding
     if ex is None or not padding:
         return skipped("no tool input could carry a large payload")
     stream = stream_of(ex)
@@ -311,7 +300,7 @@ def chunk_reassembly(ev: Evidence) -> Outcome:
         text = "".join(_strings(body))
         return skipped(f"the answer fit in one event ({len(text)} characters); nothing to reassemble")
     measured = {"chunks": [len(c.data) for c in chunks]}
-    unit = ev.facts.get("padding_unit") or padding[:7]
+    unit = ev.facts.padding_unit or padding[:7]
     for text in _strings(body):
         if padding in text:
             return passed(
@@ -342,11 +331,11 @@ def chunk_reassembly(ev: Evidence) -> Outcome:
 )
 def chunk_size(ev: Evidence) -> Outcome:
     sizes: dict[str, list[int]] = {}
-    for name, ex in _streams(ev, resumes=True):
+    for name, ex in call_streams(ev, resumes=True):
         stream = stream_of(ex)
         chunks = [len(e.data) for e in (stream.events if stream else []) if e.event == protocol.EVENT_CHUNK]
         if chunks:
-            sizes[_label(name)] = chunks
+            sizes[call_label(name)] = chunks
     if not sizes:
         return skipped("no result was long enough to be chunked")
     uneven = {k: v for k, v in sizes.items() if len(set(v)) > 1}
@@ -416,7 +405,7 @@ def input_validation_ok_false(ev: Evidence) -> Outcome:
 def error_reason(ev: Evidence) -> Outcome:
     wrong: list[Finding] = []
     seen = 0
-    for name, body in _results(ev):
+    for name, body in call_results(ev):
         if body.get("ok") is not False:
             continue
         seen += 1
@@ -444,16 +433,30 @@ def error_reason(ev: Evidence) -> Outcome:
     requires=("call.end_json",),
 )
 def episode_finishes(ev: Evidence) -> Outcome:
-    finisher = ev.facts.get("finisher")
-    calls = ev.facts.get("play_calls", 0)
-    if finisher is None:
+    finisher = ev.facts.finisher
+    calls = ev.facts.play_calls
+    if finisher is None and ev.facts.play_reaped:
         return warned(
-            f"no call answered finished:true within {calls} call(s) with minimal and task-derived inputs; the latch checks cannot run",
+            f"the checker's play session was reaped while playing ({ev.facts.play_reaped}) although it was pinged; "
+            "the latch checks cannot run",
             calls,
         )
+    if finisher is None:
+        first = ev.facts.episodes[0] if ev.facts.episodes else None
+        why = f" ({first.stopped})" if first is not None and first.stopped else ""
+        return warned(
+            f"no call answered finished:true within {calls} call(s) of inputs learned from the environment{why}; "
+            "the latch checks cannot run",
+            calls,
+        )
+    episodes = ev.facts.episodes
+    done = sum(1 for e in episodes if e.finished)
+    note = f"; {done}/{len(episodes)} task(s) played to finished" if len(episodes) > 1 else ""
+    if ev.facts.tasks_not_played:
+        note += f" ({ev.facts.tasks_not_played})"
     return passed(
-        f"{finisher[0]}({short(finisher[1], 60)}) finished the episode after {calls} call(s)",
-        {"calls": calls, "tool": finisher[0]},
+        f"{finisher[0]}({short(finisher[1], 60)}) finished the episode after {calls} call(s){note}",
+        {"calls": calls, "tool": finisher[0], "episodes": [e.to_json() for e in episodes]},
     )
 
 
@@ -488,10 +491,10 @@ def reason_precedence(ev: Evidence) -> Outcome:
             continue
         kind, body = result_of(ex)
         reason = body.get("reason") if kind == "result" else None
-        measured[_label(name)] = reason
+        measured[call_label(name)] = reason
         shown.append(ex)
         if reason != expected:
-            problems.append(f"{_label(name)}: {f'reason {reason!r}' if kind == 'result' else kind}, expected {expected!r}")
+            problems.append(f"{call_label(name)}: {f'reason {reason!r}' if kind == 'result' else kind}, expected {expected!r}")
     if problems:
         return failed("; ".join(problems), measured, *shown)
     return passed(f"{measured}", measured)
@@ -595,10 +598,10 @@ def _gaps(ex: Exchange) -> list[float]:
     requires=("call.first_event_task_id",),
 )
 def keepalive_interval(ev: Evidence) -> Outcome:
-    stats_config = (ev.facts.get("orsbench_stats") or {}).get("config") or {}
+    stats_config = (ev.facts.orsbench_stats or {}).get("config") or {}
     interval = ev.options.ping_interval or stats_config.get("ping_interval") or protocol.PING_INTERVAL_S
     allowed = 1.5 * interval + 0.5  # half a second of slack for scheduling on a busy machine
-    streams = _streams(ev) + [
+    streams = call_streams(ev) + [
         (n, ev.get(n)) for n in ("timing.cut", "timing.resume") if ev.get(n) is not None and ev.get(n).status == 200
     ]
     longest = max((ex.elapsed for _, ex in streams), default=0.0)
@@ -612,13 +615,13 @@ def keepalive_interval(ev: Evidence) -> Outcome:
     measured = {"interval_s": interval, "max_gap_s": round(worst, 3), "comments": comments, "longest_call_s": round(longest, 3)}
     if worst > protocol.CLIENT_READ_TIMEOUT_S:
         return failed(
-            f"{_label(worst_name)} was silent for {worst:.1f} s, past the SDK's {protocol.CLIENT_READ_TIMEOUT_S:g} s read timeout",
+            f"{call_label(worst_name)} was silent for {worst:.1f} s, past the SDK's {protocol.CLIENT_READ_TIMEOUT_S:g} s read timeout",
             measured,
             ev.get(worst_name),
         )
     if worst > allowed:
         return failed(
-            f"{_label(worst_name)} was silent for {worst:.2f} s; keep-alives were promised every {interval:g} s",
+            f"{call_label(worst_name)} was silent for {worst:.2f} s; keep-alives were promised every {interval:g} s",
             measured,
             ev.get(worst_name),
         )

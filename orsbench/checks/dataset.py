@@ -187,7 +187,7 @@ def invalid_split_400(ev: Evidence) -> Outcome:
     requires=("dataset.num_tasks",),
 )
 def invalid_index_400(ev: Evidence) -> Outcome:
-    return expect_status(ev.get("dataset.task.past_end"), 400, f"index {ev.facts.get('count')} (one past the end)")
+    return expect_status(ev.get("dataset.task.past_end"), 400, f"index {ev.facts.count} (one past the end)")
 
 
 @check(

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +22,8 @@ from orsbench import protocol
 from orsbench.checks.model import Outcome, failed, passed, skipped
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEStream, parse
+
+JSON = dict[str, Any]
 
 #: Names the collector uses where it needs a value nothing valid can have.
 NO_SUCH_SPLIT = "orsbench-no-such-split"
@@ -64,6 +65,106 @@ class Options:
     api_key: str | None = None
 
 
+# -- what the probes learned ------------------------------------------------------------
+@dataclass
+class Failure:
+    """A valid input on which a tool raised, hung or broke its stream."""
+
+    tool: str
+    kind: str
+    input: dict[str, Any]
+    detail: str
+    exchange: str  # the evidence name of the call that showed it
+    found_by: str  # "play", "boundary" or "fuzz"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "kind": self.kind, "input": self.input, "detail": self.detail, "found_by": self.found_by}
+
+
+@dataclass
+class Episode:
+    """One task played by the ``play`` probe."""
+
+    index: int | None
+    task: Any
+    prompt: str = ""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    finished: bool = False
+    reward: float | None = None
+    rewards: list[float] = field(default_factory=list)
+    reaped: str | None = None
+    stopped: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "calls": len(self.calls),
+            "finished": self.finished,
+            "reward": self.reward,
+            "reaped": self.reaped,
+            "stopped": self.stopped,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class Facts:
+    """What the probes learned beyond the exchanges: the typed probe → check contract.
+
+    Written by the collector (:mod:`.probes`, :mod:`.explore`), read by the
+    checks; a field is ``None`` (or empty) when the probe that sets it did not
+    get that far.
+    """
+
+    # discovery
+    #: The tool listing's well-formed entries (dicts with a string ``name``).
+    tools: list[JSON] = field(default_factory=list)
+    #: ``GET /_orsbench/stats`` of an orsbench server (its config: TTL, keep-alive cadence).
+    orsbench_stats: JSON | None = None
+    # dataset
+    tasks: list[JSON] | None = None
+    task0: JSON | None = None
+    count: int | None = None
+    # session
+    create_session_works: bool = False
+    sid: str | None = None
+    spare_sids: list[str] = field(default_factory=list)
+    # call
+    call_blocked: str | None = None
+    call_sid: str | None = None
+    play_sid: str | None = None
+    #: (tool name, minimal input) for every tool an input could be built for.
+    call_plan: list[tuple[str, JSON]] = field(default_factory=list)
+    unbuildable: dict[str, str] = field(default_factory=dict)
+    invalid_input: tuple[str, JSON] | None = None
+    padding: str | None = None
+    padding_unit: str | None = None
+    call_session_finished: bool = False
+    #: Names of the exchanges that started a new tool call (what the per-call checks grade).
+    fresh_calls: list[str] = field(default_factory=list)
+    # play
+    episodes: list[Episode] = field(default_factory=list)
+    play_calls: int = 0
+    play_reaped: str | None = None
+    tasks_not_played: str | None = None
+    finisher: tuple[str, JSON] | None = None
+    #: The first duration seen per tool (seconds).
+    durations: dict[str, float] = field(default_factory=dict)
+    # play and fuzz
+    tool_failures: list[Failure] = field(default_factory=list)
+    #: Well-formed answers (ok:true or ok:false) per tool.
+    tool_answers: dict[str, int] = field(default_factory=dict)
+    #: Per tool: {"calls": n, "failure": Failure.to_json() | None}.
+    fuzz: dict[str, JSON] = field(default_factory=dict)
+    # quality
+    replay: JSON | None = None
+    hacks: JSON | None = None
+    # timing
+    ttl_skip: str | None = None
+    ttl_waited: float | None = None
+
+
 @dataclass
 class Evidence:
     target: str
@@ -73,7 +174,7 @@ class Evidence:
     index: int | None = None
     exchanges: dict[str, Exchange] = field(default_factory=dict)
     #: What probes learned: parsed tools, tasks, the tool inputs they built, ...
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: Facts = field(default_factory=Facts)
     probes_run: list[str] = field(default_factory=list)
     #: probe name → error text, when a probe itself crashed (an orsbench bug).
     probe_errors: dict[str, str] = field(default_factory=dict)
@@ -96,16 +197,6 @@ class Evidence:
     def matching(self, prefix: str) -> list[tuple[str, Exchange]]:
         """Exchanges whose name starts with ``prefix``, in the order they were made."""
         return [(k, v) for k, v in self.exchanges.items() if k.startswith(prefix)]
-
-    def calls(self) -> Iterator[tuple[str, Exchange]]:
-        """Every ``/call`` exchange that started a new tool call (not resumes, not bad requests)."""
-        for name, exchange in self.exchanges.items():
-            if (
-                exchange.method == "POST"
-                and exchange.url.endswith("/" + protocol.CALL)
-                and name in self.facts.get("fresh_calls", ())
-            ):
-                yield name, exchange
 
 
 # -- reading evidence -----------------------------------------------------------
@@ -191,6 +282,51 @@ def answer(exchange: Exchange | None) -> str:
         return f"no answer ({exchange.error})"
     body = short(exchange.body, 120)
     return f"{exchange.status} {body}" if body else str(exchange.status)
+
+
+_BLOCK_FIELDS = {"text": {"text": str}, "image": {"data": str, "mimeType": str}}
+
+
+def block_problems(blocks: object, where: str, allowed: tuple[str, ...] = ("text", "image")) -> list[str]:
+    """What is wrong with a list of content blocks (empty when it is well-formed)."""
+    if not isinstance(blocks, list):
+        return [f"{where} is a JSON {type(blocks).__name__}, not an array of blocks"]
+    problems = []
+    for i, block in enumerate(blocks):
+        if not isinstance(block, dict):
+            problems.append(f"{where}[{i}] is not an object")
+            continue
+        kind = block.get("type")
+        if kind not in allowed:
+            problems.append(f"{where}[{i}].type is {kind!r}, not one of {list(allowed)}")
+            continue
+        for key, typ in _BLOCK_FIELDS.get(kind, {}).items():
+            if not isinstance(block.get(key), typ):
+                problems.append(f"{where}[{i}] ({kind}) has no string {key!r}")
+    return problems
+
+
+def call_streams(ev: Evidence, *, resumes: bool = False) -> list[tuple[str, Exchange]]:
+    """The 200 answers of every fresh tool call (and of resumes, if asked)."""
+    names = list(ev.facts.fresh_calls)
+    if resumes:
+        names += [n for n in ("call.resume",) if ev.get(n) is not None]
+    return [(n, ev.exchanges[n]) for n in names if n in ev.exchanges and ev.exchanges[n].status == 200]
+
+
+def call_results(ev: Evidence) -> list[tuple[str, dict[str, Any]]]:
+    """Every fresh tool call that answered a JSON result (ok:true or ok:false), by exchange name."""
+    out = []
+    for name, ex in call_streams(ev):
+        kind, body = result_of(ex)
+        if kind == "result":
+            out.append((name, body))
+    return out
+
+
+def call_label(name: str) -> str:
+    """How an exchange name reads in a finding (``play.3`` → ``play #3``)."""
+    return name.replace("call.", "").replace("play.", "play #").replace("latch.", "after finish: ")
 
 
 def expect_status(ex: Exchange | None, expected: int, label: str = "", *more: Exchange | None) -> Outcome:

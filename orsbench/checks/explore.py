@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from orsbench import schema_examples
-from orsbench.checks.evidence import NO_SUCH_TOOL, result_of
+from orsbench.checks.evidence import NO_SUCH_TOOL, Episode, Facts, Failure, result_of
 from orsbench.checks.gameplay import Player
 from orsbench.wire.evidence import Exchange
 
@@ -74,48 +74,6 @@ def classify(exchange: Exchange, timeout: float) -> Outcome:
             return Outcome("hang", None, f"no end event within {timeout:g} s ({exchange.error or 'stream still open'})")
         return Outcome("stream", None, f"the stream ended without an end or error event ({exchange.error or 'closed'})")
     return Outcome("stream", None, f"the end event is not a JSON object: {str(body)[:120]}")
-
-
-@dataclass
-class Failure:
-    """A valid input on which a tool raised, hung or broke its stream."""
-
-    tool: str
-    kind: str
-    input: dict[str, Any]
-    detail: str
-    exchange: str  # the evidence name of the call that showed it
-    found_by: str  # "play", "boundary" or "fuzz"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"tool": self.tool, "kind": self.kind, "input": self.input, "detail": self.detail, "found_by": self.found_by}
-
-
-@dataclass
-class Episode:
-    """One task played by the ``play`` probe."""
-
-    index: int | None
-    task: Any
-    prompt: str = ""
-    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    finished: bool = False
-    reward: float | None = None
-    rewards: list[float] = field(default_factory=list)
-    reaped: str | None = None
-    stopped: str = ""
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "calls": len(self.calls),
-            "finished": self.finished,
-            "reward": self.reward,
-            "reaped": self.reaped,
-            "stopped": self.stopped,
-            "seconds": round(self.seconds, 3),
-        }
 
 
 def _prompt_text(exchange: Exchange | None) -> str:
@@ -190,14 +148,14 @@ class Explorer:
         return sid
 
     def _task(self: "Collector", index: int | None) -> Any:
-        tasks = self.ev.facts.get("tasks")
+        tasks = self.ev.facts.tasks
         if index is not None and isinstance(tasks, list) and 0 <= index < len(tasks):
             return tasks[index]
         if index is not None and self.ev.split is not None:
             ok, body = _json(self.client.task(self.ev.env or "", self.ev.split, index))
             if ok and isinstance(body, dict) and isinstance(body.get("task"), dict):
                 return body["task"]
-        return self.ev.facts.get("task0") or {}
+        return self.ev.facts.task0 or {}
 
     def play_one(self: "Collector", sid: str, index: int | None, label: str) -> Episode:
         """Play one episode on ``sid`` until ``finished: true``, the call budget, or the time budget."""
@@ -206,7 +164,7 @@ class Explorer:
         episode.prompt = _prompt_text(self.ready(lambda: self.client.prompt(ev.env or "", sid)))
         player = Player.build(self._session_tools(sid), episode.prompt, episode.task)
         started = time.monotonic()
-        durations: dict[str, float] = ev.facts.setdefault("durations", {})
+        durations: dict[str, float] = ev.facts.durations
         while True:
             if len(episode.calls) >= options.max_play_calls:
                 episode.stopped = f"the call budget ({options.max_play_calls}) was spent"
@@ -223,12 +181,15 @@ class Explorer:
             exchange = self.fresh(name, self.kept_call(sid, tool, value))
             episode.calls.append((tool, value))
             durations.setdefault(tool, exchange.elapsed)
+            if exchange.elapsed >= 1.0:
+                player.slow.add(tool)
             outcome = classify(exchange, options.timeout)
+            _count_answer(ev.facts, tool, outcome)
             if outcome.kind == "reaped":
                 episode.reaped = f"{name}: {tool} answered 404 after {len(episode.calls)} call(s) in {time.monotonic() - started:.1f} s"
                 break
             if outcome.failure:
-                ev.facts.setdefault("tool_failures", []).append(
+                ev.facts.tool_failures.append(
                     Failure(tool, outcome.kind, value, outcome.detail, name, "play")
                 )
                 if outcome.kind == "hang":
@@ -252,14 +213,18 @@ class Explorer:
     def probe_play(self: "Collector") -> None:
         """Play the tasks under test to ``finished: true``, then probe the finish latch on the first."""
         ev = self.ev
-        if ev.env is None or not ev.facts.get("call_plan"):
+        if ev.env is None or not ev.facts.call_plan:
             return
-        indices: list[int | None] = list(task_indices(ev.facts.get("count"), self.options.tasks)) or [ev.index]
-        play_sid = ev.facts.pop("play_sid", None)  # opened early by the session probe, on the task under test
+        indices: list[int | None] = list(task_indices(ev.facts.count, self.options.tasks)) or [ev.index]
+        wanted = self.options.tasks or ()
+        missing = [i for i in wanted if ev.facts.count is not None and not -ev.facts.count <= i < ev.facts.count]
+        if missing:
+            ev.facts.tasks_not_played = f"--tasks {missing}: the split has {ev.facts.count} task(s)"
+        play_sid, ev.facts.play_sid = ev.facts.play_sid, None  # opened early by the session probe, on the task under test
         episodes: list[Episode] = []
         for index in indices:
             if episodes and not episodes[0].finished:
-                ev.facts["tasks_not_played"] = (
+                ev.facts.tasks_not_played = (
                     f"tasks {[i for i in indices if i != episodes[0].index]} not played: task {episodes[0].index} never "
                     f"finished ({episodes[0].stopped or episodes[0].reaped})"
                 )
@@ -273,33 +238,33 @@ class Explorer:
             episode = self.play_one(sid, index, label)
             episodes.append(episode)
             if len(episodes) == 1:
-                ev.facts["play_calls"] = len(episode.calls)
+                ev.facts.play_calls = len(episode.calls)
                 if episode.reaped:
-                    ev.facts["play_reaped"] = episode.reaped
+                    ev.facts.play_reaped = episode.reaped
                 if episode.finished:
                     finisher = episode.calls[-1]
-                    ev.facts["finisher"] = finisher
+                    ev.facts.finisher = finisher
                     self.fresh("latch.known", self.call(sid, finisher[0], finisher[1]))
                     self.fresh("latch.unknown_tool", self.call(sid, NO_SUCH_TOOL, {}))
-                    invalid = ev.facts.get("invalid_input")
+                    invalid = ev.facts.invalid_input
                     if invalid is not None:
                         self.fresh("latch.invalid_input", self.call(sid, invalid[0], invalid[1]))
             self.end_session(sid)
         if play_sid is not None:
             self.end_session(play_sid)
-        ev.facts["episodes"] = episodes
+        ev.facts.episodes = episodes
 
     # -- fuzz ----------------------------------------------------------------------------
     def probe_fuzz(self: "Collector") -> None:
         """Per tool: boundary inputs, then up to ``--fuzz`` hypothesis examples; keep the smallest failure."""
         ev, options = self.ev, self.options
-        if ev.env is None or options.fuzz <= 0 or not ev.facts.get("call_plan"):
+        if ev.env is None or options.fuzz <= 0 or not ev.facts.call_plan:
             return
-        specs = {s["name"]: s for s in ev.facts.get("tools", [])}
-        failed_tools = {f.tool for f in ev.facts.get("tool_failures", []) if f.kind != "hang"}
-        hung_tools = {f.tool for f in ev.facts.get("tool_failures", []) if f.kind == "hang"}
+        specs = {s["name"]: s for s in ev.facts.tools}
+        failed_tools = {f.tool for f in ev.facts.tool_failures if f.kind != "hang"}
+        hung_tools = {f.tool for f in ev.facts.tool_failures if f.kind == "hang"}
         report: dict[str, Any] = {}
-        for tool, base in ev.facts["call_plan"]:
+        for tool, base in ev.facts.call_plan:
             if tool in hung_tools:
                 continue  # every further call could cost --timeout
             schema = (specs.get(tool) or {}).get("input_schema")
@@ -307,15 +272,15 @@ class Explorer:
             fuzzer.run(base, skip_search=tool in failed_tools)
             report[tool] = {"calls": fuzzer.calls, "failure": fuzzer.found.to_json() if fuzzer.found else None}
             if fuzzer.found is not None:
-                ev.facts.setdefault("tool_failures", []).append(fuzzer.found)
+                ev.facts.tool_failures.append(fuzzer.found)
             fuzzer.close()
-        ev.facts["fuzz"] = report
+        ev.facts.fuzz = report
 
     # -- quality -------------------------------------------------------------------------
     def probe_quality(self: "Collector") -> None:
         """Replay a finished episode (same calls, same task) and try empty/garbage answers on its finisher."""
         ev = self.ev
-        episodes: list[Episode] = ev.facts.get("episodes") or []
+        episodes: list[Episode] = ev.facts.episodes
         done = next((e for e in episodes if e.finished), None)
         if done is None:
             return
@@ -329,10 +294,10 @@ class Explorer:
                 rewards.append(_reward(result.result))
                 if _finished(result.result):
                     break
-            ev.facts["replay"] = {"index": done.index, "first": done.reward, "again": rewards[-1] if rewards else None}
+            ev.facts.replay = {"index": done.index, "first": done.reward, "again": rewards[-1] if rewards else None}
             self.end_session(sid)
         tool, value = done.calls[-1]
-        schema = next((s.get("input_schema") for s in ev.facts.get("tools", []) if s.get("name") == tool), None)
+        schema = next((s.get("input_schema") for s in ev.facts.tools if s.get("name") == tool), None)
         probes = _hack_inputs(schema, value, done.task)
         seen: dict[str, float | None] = {}
         for label, hack in probes:
@@ -342,7 +307,15 @@ class Explorer:
             result = classify(self.rec(f"quality.hack.{label}", self.kept_call(sid, tool, hack)), self.options.timeout)
             seen[label] = _reward(result.result) if result.kind == "ok" and _finished(result.result) else None
             self.end_session(sid)
-        ev.facts["hacks"] = {"tool": tool, "inputs": dict(probes), "rewards": seen}
+        ev.facts.hacks = {"tool": tool, "inputs": dict(probes), "rewards": seen}
+
+
+def _count_answer(facts: Facts, tool: str, outcome: Outcome) -> None:
+    """Count the tool's well-formed answers: a stream broken on *every* call is the server's framing
+    (the call.* checks' finding), one broken on some inputs only is the tool's."""
+    if outcome.kind in ("ok", "ok-false"):
+        answered = facts.tool_answers
+        answered[tool] = answered.get(tool, 0) + 1
 
 
 def _json(exchange: Exchange) -> tuple[bool, Any]:
@@ -406,6 +379,7 @@ class _ToolFuzz:
         name = f"fuzz.{self.tool}.{self.calls}"
         exchange = self.c.rec(name, self.c.kept_call(self.sid, self.tool, value))
         outcome = classify(exchange, self.c.options.timeout)
+        _count_answer(self.c.ev.facts, self.tool, outcome)
         if outcome.kind in ("ok", "ok-false") and (outcome.kind == "ok-false" or not _finished(outcome.result)):
             if isinstance(outcome.result, dict) and outcome.result.get("reason") == "episode_finished":
                 self.close()

@@ -162,6 +162,11 @@ class Player:
     state: str = ""
     tried: set[str] = field(default_factory=set)
     turn: int = 0
+    #: The answers before the last one: a state is the last two answers, so a step counter
+    #: interleaved with an unchanging answer ("waited 1.5s") still reads as progress.
+    previous: str = ""
+    #: Tools that took long (≥ 1 s): tried only when the fast ones have nothing new.
+    slow: set[str] = field(default_factory=set)
 
     @classmethod
     def build(cls, tools: list[dict[str, Any]], prompt: str, task: Any) -> "Player":
@@ -193,7 +198,7 @@ class Player:
             return
         if result.get("ok") is True:
             text = _text_of(result.get("output"))
-            self.state = text
+            self.previous, self.state = self.state, text
             self.recent = mine(text)
             for plan in self.tools:
                 plan.cursor = 0
@@ -238,20 +243,23 @@ class Player:
         return _fits(value, node)
 
     def next_input(self) -> tuple[str, JSON] | None:
-        """The next untried ``(tool, input)`` in this state, tools taking turns; ``None`` when all are tried."""
-        start = self.turn
-        for step in range(len(self.tools)):
-            plan = self.tools[(start + step) % len(self.tools)]
-            candidates = self._candidates(plan)
-            while plan.cursor < len(candidates):
-                candidate = candidates[plan.cursor]
-                plan.cursor += 1
-                key = json.dumps([plan.name, candidate, self.state], sort_keys=True, default=repr)
-                if key in self.tried or schema_examples.errors(candidate, plan.schema):
+        """The next untried ``(tool, input)`` in this state, fast tools taking turns first; ``None`` when all are tried."""
+        for wanted_slow in (False, True):
+            start = self.turn
+            for step in range(len(self.tools)):
+                plan = self.tools[(start + step) % len(self.tools)]
+                if (plan.name in self.slow) != wanted_slow:
                     continue
-                self.tried.add(key)
-                self.turn = (start + step + 1) % len(self.tools)
-                return plan.name, candidate
+                candidates = self._candidates(plan)
+                while plan.cursor < len(candidates):
+                    candidate = candidates[plan.cursor]
+                    plan.cursor += 1
+                    key = json.dumps([plan.name, candidate, self.previous, self.state], sort_keys=True, default=repr)
+                    if key in self.tried or schema_examples.errors(candidate, plan.schema):
+                        continue
+                    self.tried.add(key)
+                    self.turn = (start + step + 1) % len(self.tools)
+                    return plan.name, candidate
         return None
 
 

@@ -94,7 +94,7 @@ class Collector(Explorer):
 
     def fresh(self, name: str, exchange: Exchange) -> Exchange:
         """Record a ``/call`` that started a new tool call (what the per-call checks grade)."""
-        self.ev.facts.setdefault("fresh_calls", []).append(name)
+        self.ev.facts.fresh_calls.append(name)
         return self.rec(name, exchange)
 
     def ready(self, send: Callable[[], Exchange]) -> Exchange:
@@ -112,7 +112,7 @@ class Collector(Explorer):
 
     def new_sid(self) -> str:
         """A fresh session id: from ``/create_session`` when the server gives new ones, else a local uuid4."""
-        if self.ev.facts.get("create_session_works"):
+        if self.ev.facts.create_session_works:
             sid = task_id_of(self.client.create_session())
             if sid and sid not in self._used_sids:
                 self._used_sids.add(sid)
@@ -123,7 +123,7 @@ class Collector(Explorer):
         """The body fields of ``/create`` for the task under test."""
         if self.ev.split is not None and self.ev.index is not None:
             return {"split": self.ev.split, "index": self.ev.index}
-        return {"task_spec": self.ev.facts.get("task0") or {}}
+        return {"task_spec": self.ev.facts.task0 or {}}
 
     def open_session(self, name: str | None = None) -> str | None:
         """``/create`` a session on the task under test; ``None`` when the server refuses."""
@@ -177,7 +177,7 @@ class Collector(Explorer):
         stats = c.stats()
         ok_stats, stats_body = json_of(stats)
         if ok_stats and stats.status == 200 and isinstance(stats_body, dict):
-            ev.facts["orsbench_stats"] = stats_body
+            ev.facts.orsbench_stats = stats_body
         looks_ors = health.status == 200 or bool(listed)
         if not looks_ors and self._env_in_path():
             return
@@ -192,7 +192,7 @@ class Collector(Explorer):
         tools = self.rec("tools", c.tools(env))
         ok, body = json_of(tools)
         if tools.status == 200 and ok and isinstance(body, dict) and isinstance(body.get("tools"), list):
-            ev.facts["tools"] = [t for t in body["tools"] if isinstance(t, dict) and isinstance(t.get("name"), str)]
+            ev.facts.tools = [t for t in body["tools"] if isinstance(t, dict) and isinstance(t.get("name"), str)]
         if tools.status != 200 and not listed and health.status != 200:
             ev.not_ors = f"GET /{env}/tools answered {tools.status}"
             return
@@ -239,22 +239,22 @@ class Collector(Explorer):
         if listing.status == 200 and ok and isinstance(body, dict) and isinstance(body.get("tasks"), list):
             count = len(body["tasks"])
             if all(isinstance(t, dict) for t in body["tasks"]):
-                ev.facts["tasks"] = body["tasks"]
+                ev.facts.tasks = body["tasks"]
         if count:
             first = self.rec("dataset.task.first", c.task(env, split, 0))
             self.rec("dataset.task.last", c.task(env, split, count - 1))
             self.rec("dataset.task.negative", c.task(env, split, -1))
             ok, body = json_of(first)
-            if ev.facts.get("tasks"):
-                ev.facts["task0"] = ev.facts["tasks"][0]
+            if ev.facts.tasks:
+                ev.facts.task0 = ev.facts.tasks[0]
             elif first.status == 200 and ok and isinstance(body, dict) and isinstance(body.get("task"), dict):
-                ev.facts["task0"] = body["task"]
+                ev.facts.task0 = body["task"]
             ev.index = 0
         if count == 0 and _is_empty_split(num, listing):
             ev.usage_error = self._empty_split(env, split, names)
             return
         if count is not None:
-            ev.facts["count"] = count
+            ev.facts.count = count
             self.rec("dataset.task.past_end", c.task(env, split, count))
             self.rec("dataset.range.slice", c.task_range(env, split, 1, 3))
             self.rec("dataset.range.all", c.task_range(env, split))
@@ -301,33 +301,33 @@ class Collector(Explorer):
             return
         first = self.rec("session.create_session", c.create_session())
         self.rec("session.create_session.second", c.create_session())
-        ev.facts["create_session_works"] = bool(task_id_of(first))
+        ev.facts.create_session_works = bool(task_id_of(first))
         self._used_sids.add(task_id_of(first) or "")
         sid = self.new_sid()
         source = self.task_source()
         create = self.rec("session.create", c.create(sid, env_name=env, **source))
         if create.status == 200:
             self._open_sids.append(sid)
-        ev.facts["sid"] = sid
+        ev.facts.sid = sid
         # At once, while a slow setup() would still run: the one moment a 503 "starting" can be seen.
         early = self.rec("session.prompt.early", c.prompt(env, sid))
         if early.status == 503:
             ev.exchanges.setdefault("starting", early)
         # Sessions for the call and play probes, opened now so that a slow setup() runs while this probe does.
-        ev.facts["spare_sids"] = [s for s in (self.open_session(), self.open_session()) if s]
+        ev.facts.spare_sids = [s for s in (self.open_session(), self.open_session()) if s]
         self.rec("session.create.duplicate", c.create(sid, env_name=env, **source))
         self.rec("session.no_sid.create", c.request("POST", protocol.CREATE, json_body={"env_name": env, **source}))
         self._refused_create(
             "session.create.both",
-            {**source, "task_spec": ev.facts.get("task0") or {}, "split": ev.split or "train", "index": ev.index or 0},
+            {**source, "task_spec": ev.facts.task0 or {}, "split": ev.split or "train", "index": ev.index or 0},
         )
         self._refused_create("session.create.neither", {})
         spec_sid = self.new_sid()
-        self.rec("session.create.task_spec", c.create(spec_sid, env_name=env, task_spec=ev.facts.get("task0") or {}))
+        self.rec("session.create.task_spec", c.create(spec_sid, env_name=env, task_spec=ev.facts.task0 or {}))
         c.delete(spec_sid)
         self._refused_create("session.create.invalid_split", {"split": NO_SUCH_SPLIT, "index": 0})
-        if ev.split is not None and ev.facts.get("count") is not None:
-            self._refused_create("session.create.invalid_index", {"split": ev.split, "index": ev.facts["count"]})
+        if ev.split is not None and ev.facts.count is not None:
+            self._refused_create("session.create.invalid_index", {"split": ev.split, "index": ev.facts.count})
         self._refused_create("session.create.unknown_env", source, env_name=NO_SUCH_ENV)
         self._sdk_headers(source)
         malformed_sid = self.new_sid()
@@ -417,7 +417,7 @@ class Collector(Explorer):
     # -- tool calls -------------------------------------------------------------------------
     def _session_tools(self, sid: str) -> list[dict[str, Any]]:
         """Tools callable in ``sid``: the shared listing merged with ``task_tools`` (task_tools wins)."""
-        merged: dict[str, dict[str, Any]] = {t["name"]: t for t in self.ev.facts.get("tools", [])}
+        merged: dict[str, dict[str, Any]] = {t["name"]: t for t in self.ev.facts.tools}
         exchange = self.client.task_tools(self.ev.env or "", sid)
         ok, body = json_of(exchange)
         if exchange.status == 200 and ok and isinstance(body, dict) and isinstance(body.get("tools"), list):
@@ -441,18 +441,18 @@ class Collector(Explorer):
         c, ev = self.client, self.ev
         if ev.env is None:
             return
-        spares = ev.facts.get("spare_sids") or []
+        spares = ev.facts.spare_sids
         sid = spares.pop(0) if spares else self.open_session()
         if sid is None:
-            ev.facts["call_blocked"] = "/create refused the session the call probe needed"
+            ev.facts.call_blocked = "/create refused the session the call probe needed"
             return
-        ev.facts["call_sid"] = sid
+        ev.facts.call_sid = sid
         # The play probe's session, opened early so that a slow setup() runs alongside this one's.
-        ev.facts["play_sid"] = spares.pop(0) if spares else self.open_session()
+        ev.facts.play_sid = spares.pop(0) if spares else self.open_session()
         tools = self._session_tools(sid)
         plan, unbuildable = self._plan(tools)
-        ev.facts["call_plan"] = [(spec["name"], value) for spec, value in plan]
-        ev.facts["unbuildable"] = unbuildable
+        ev.facts.call_plan = [(spec["name"], value) for spec, value in plan]
+        ev.facts.unbuildable = unbuildable
         if not plan:
             return
         self.fresh("call.unknown_tool", self.call(sid, NO_SUCH_TOOL, {}))
@@ -466,13 +466,13 @@ class Collector(Explorer):
         )
         if invalid is not None:
             spec, bad = invalid
-            ev.facts["invalid_input"] = (spec["name"], bad)
+            ev.facts.invalid_input = (spec["name"], bad)
             self.fresh("call.invalid_input", self.call(sid, spec["name"], bad))
             base = next(value for s, value in plan if s is spec)
             large = schema_input.invalid_input(spec.get("input_schema"), base, PADDING)
             if large is not None:
-                ev.facts["padding"] = PADDING
-                ev.facts["padding_unit"] = PADDING_UNIT
+                ev.facts.padding = PADDING
+                ev.facts.padding_unit = PADDING_UNIT
                 self.fresh("call.large", self.call(sid, spec["name"], large))
         tool, value = plan[0]
         self.rec(
@@ -489,12 +489,11 @@ class Collector(Explorer):
             ),
         )
         primary = self.fresh("call.primary", self.call(sid, tool["name"], value))
-        ev.facts["primary"] = (tool["name"], value)
         if task_id_of(primary):
             self.rec("call.resume", self.call(sid, tool["name"], value, task_id=task_id_of(primary)))
         self.rec("call.unknown_task_id", self.call(sid, tool["name"], value, task_id=NO_SUCH_TASK_ID))
         kind, body = result_of(primary)
-        ev.facts["call_session_finished"] = (
+        ev.facts.call_session_finished = (
             kind == "result" and isinstance(body.get("output"), dict) and body["output"].get("finished") is True
         )
 
@@ -509,14 +508,14 @@ class Collector(Explorer):
     def _resume_running(self) -> None:
         """Cut a slow call's stream after its ``task_id`` and resume it, as the SDK does after a drop."""
         ev = self.ev
-        slow = [(name, t) for name, t in ev.facts.get("durations", {}).items() if t >= 0.5]
-        plan = dict(ev.facts.get("call_plan", []))
+        slow = [(name, t) for name, t in ev.facts.durations.items() if t >= 0.5]
+        plan = dict(ev.facts.call_plan)
         if not slow:
             return
         name, duration = max(slow, key=lambda item: item[1])
         if duration > self.options.timeout:
             return
-        reuse = ev.facts.get("call_sid") if not ev.facts.get("call_session_finished") else None
+        reuse = ev.facts.call_sid if not ev.facts.call_session_finished else None
         sid = reuse or self.open_session()
         if sid is None:
             return
@@ -533,11 +532,11 @@ class Collector(Explorer):
         ev = self.ev
         ttl, reaper = self.ttl()
         if ttl is None:
-            ev.facts["ttl_skip"] = "the server's session TTL is unknown (pass --ttl SECONDS)"
+            ev.facts.ttl_skip = "the server's session TTL is unknown (pass --ttl SECONDS)"
             return
         wait = ttl + reaper + 0.5
         if wait > self.options.timeout:
-            ev.facts["ttl_skip"] = (
+            ev.facts.ttl_skip = (
                 f"waiting out the TTL ({ttl:g} s + {reaper:g} s reaper) would exceed --timeout {self.options.timeout:g} s; "
                 "serve with a short TTL (orsbench serve --ttl 2) or raise --timeout"
             )
@@ -550,13 +549,13 @@ class Collector(Explorer):
         while time.monotonic() - start < wait:
             self.client.ping(kept)
             time.sleep(min(ttl / 3, 1.0))
-        ev.facts["ttl_waited"] = round(time.monotonic() - start, 3)
+        ev.facts.ttl_waited = round(time.monotonic() - start, 3)
         self.rec("timing.ttl.idle.ping", self.client.ping(idle))
         self.rec("timing.ttl.kept.ping", self.client.ping(kept))
 
     def ttl(self) -> tuple[float | None, float]:
         """The TTL and reaper interval: from ``--ttl``, else as an orsbench server reports them."""
-        config = (self.ev.facts.get("orsbench_stats") or {}).get("config") or {}
+        config = (self.ev.facts.orsbench_stats or {}).get("config") or {}
         ttl = self.options.ttl if self.options.ttl is not None else config.get("ttl")
         if not isinstance(ttl, (int, float)):
             return None, 0.0

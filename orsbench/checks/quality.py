@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from orsbench.checks.evidence import Evidence, json_of, short
-from orsbench.checks.explore import ANSWER_KEYS, Episode
+from orsbench.checks.evidence import Episode, Evidence, json_of, short
+from orsbench.checks.explore import ANSWER_KEYS
 from orsbench.checks.model import Outcome, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 
@@ -27,15 +27,19 @@ from orsbench.checks.registry import check
     requires=("call.episode_finishes",),
 )
 def reward_hacking(ev: Evidence) -> Outcome:
-    hacks = ev.facts.get("hacks")
+    hacks = ev.facts.hacks
     if not hacks:
         return skipped("no finished episode to probe")
     rewards: dict[str, float | None] = hacks["rewards"]
-    seen = [r for e in ev.facts.get("episodes") or [] for r in e.rewards] + [r for r in rewards.values() if r is not None]
+    if not hacks["inputs"]:
+        return skipped(f"{hacks['tool']} finished the episode with an input that has no answer to empty or garble")
+    seen = [r for e in ev.facts.episodes for r in e.rewards] + [r for r in rewards.values() if r is not None]
     if not seen:
         return skipped("no reward was seen")
     best, worst = max(seen), min(seen)
     cheats = {k: r for k, r in rewards.items() if k in ("empty", "garbage", "minimal") and r is not None}
+    if not cheats:
+        return passed("no empty, garbage or minimal answer finished the episode with a reward", {"rewards": rewards})
     winners = {k: r for k, r in cheats.items() if r >= best and r > worst}
     measured = {"tool": hacks["tool"], "rewards": rewards, "best_seen": best, "worst_seen": worst}
     if winners:
@@ -75,7 +79,7 @@ def _leaks(episodes: list[Episode]) -> list[tuple[int | None, str, str]]:
     requires=("session.prompt",),
 )
 def answer_leak(ev: Evidence) -> Outcome:
-    episodes: list[Episode] = ev.facts.get("episodes") or []
+    episodes: list[Episode] = ev.facts.episodes
     if not episodes:
         return skipped("no task was played")
     leaks = _leaks(episodes)
@@ -103,7 +107,7 @@ def answer_leak(ev: Evidence) -> Outcome:
     requires=("call.episode_finishes",),
 )
 def reward_deterministic(ev: Evidence) -> Outcome:
-    replay = ev.facts.get("replay")
+    replay = ev.facts.replay
     if not replay:
         return skipped("no finished episode to replay")
     first, again = replay["first"], replay["again"]
@@ -127,7 +131,7 @@ def reward_deterministic(ev: Evidence) -> Outcome:
     requires=("discovery.tools_listing",),
 )
 def descriptions(ev: Evidence) -> Outcome:
-    tools: list[dict[str, Any]] = ev.facts.get("tools") or []
+    tools: list[dict[str, Any]] = ev.facts.tools
     missing: list[str] = []
     for spec in tools:
         if not str(spec.get("description") or "").strip():

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from orsbench.checks.call import _label, _results
-from orsbench.checks.evidence import Evidence, is_number, short
+from orsbench.checks.evidence import Evidence, call_label, call_results, is_number, short
 from orsbench.checks.model import Outcome, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 
 
 def _outputs(ev: Evidence) -> list[tuple[str, dict]]:
     return [
-        (name, body["output"]) for name, body in _results(ev) if body.get("ok") is True and isinstance(body.get("output"), dict)
+        (name, body["output"]) for name, body in call_results(ev) if body.get("ok") is True and isinstance(body.get("output"), dict)
     ]
 
 
@@ -41,7 +40,7 @@ def well_formed(ev: Evidence) -> Outcome:
             if isinstance(reward, float)
             else f"a JSON {type(reward).__name__}"
         )
-        bad[_label(name)] = f"reward {reward!r} is {kind}"
+        bad[call_label(name)] = f"reward {reward!r} is {kind}"
         shown.append(ev.get(name))
     if bad:
         return failed("; ".join(list(bad.values())[:3]), bad, *shown[:3])
@@ -60,11 +59,11 @@ def finished_bool(ev: Evidence) -> Outcome:
     outputs = _outputs(ev)
     if not outputs:
         return skipped("no call answered ok:true")
-    wrong = {_label(n): o.get("finished") for n, o in outputs if "finished" in o and not isinstance(o["finished"], bool)}
-    missing = [_label(n) for n, o in outputs if "finished" not in o]
+    wrong = {call_label(n): o.get("finished") for n, o in outputs if "finished" in o and not isinstance(o["finished"], bool)}
+    missing = [call_label(n) for n, o in outputs if "finished" not in o]
     if wrong:
         name, value = next(iter(wrong.items()))
-        return failed(f"{name}: finished is {value!r}, not a bool", wrong, *(ev.get(n) for n, _ in outputs if _label(n) in wrong))
+        return failed(f"{name}: finished is {value!r}, not a bool", wrong, *(ev.get(n) for n, _ in outputs if call_label(n) in wrong))
     if missing:
         return warned(f"finished is omitted in {len(missing)} output(s) (clients read it as false)", missing)
     return passed(f"{len(outputs)} output(s) carry a bool", len(outputs))
@@ -84,5 +83,5 @@ def terminal_reward(ev: Evidence) -> Outcome:
         return skipped("no output with finished:true", depends_on="call.episode_finishes")
     name, output = final[0]
     if output.get("reward") is None:
-        return warned(f"{_label(name)} finished the episode with reward null", None, ev.get(name))
+        return warned(f"{call_label(name)} finished the episode with reward null", None, ev.get(name))
     return passed(f"final reward {output['reward']}", output["reward"])

@@ -5,31 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from orsbench import protocol
-from orsbench.checks.evidence import Evidence, answer, expect_status, json_of, result_of, short, stream_of
+from orsbench.checks.evidence import Evidence, answer, block_problems, expect_status, json_of, result_of, short, stream_of
 from orsbench.checks.model import Outcome, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.wire.evidence import Exchange
 
-_BLOCK_FIELDS = {"text": {"text": str}, "image": {"data": str, "mimeType": str}}
-
-
-def block_problems(blocks: object, where: str, allowed: tuple[str, ...] = ("text", "image")) -> list[str]:
-    """What is wrong with a list of content blocks (empty when it is well-formed)."""
-    if not isinstance(blocks, list):
-        return [f"{where} is a JSON {type(blocks).__name__}, not an array of blocks"]
-    problems = []
-    for i, block in enumerate(blocks):
-        if not isinstance(block, dict):
-            problems.append(f"{where}[{i}] is not an object")
-            continue
-        kind = block.get("type")
-        if kind not in allowed:
-            problems.append(f"{where}[{i}].type is {kind!r}, not one of {list(allowed)}")
-            continue
-        for key, typ in _BLOCK_FIELDS.get(kind, {}).items():
-            if not isinstance(block.get(key), typ):
-                problems.append(f"{where}[{i}] ({kind}) has no string {key!r}")
-    return problems
 
 
 def _statuses(ev: Evidence, names: list[str], expected: int) -> tuple[dict[str, int | None], list[Exchange]]:
@@ -126,7 +106,7 @@ def create(ev: Evidence) -> Outcome:
     if ex is None:
         return skipped("not probed")
     ok, body = json_of(ex)
-    sid = ev.facts.get("sid")
+    sid = ev.facts.sid
     if ex.status != 200:
         return failed(f"expected 200, got {answer(ex)}", ex.status, ex)
     if not ok or not isinstance(body, dict) or body.get("sid") != sid:
@@ -256,7 +236,7 @@ def task_tools_superset(ev: Evidence) -> Outcome:
     if ex is None or ex.status != 200 or not ok or not isinstance(body, dict) or not isinstance(body.get("tools"), list):
         return failed(f'expected 200 {{"tools": [...]}}, got {answer(ex)}', None if ex is None else ex.status, ex)
     names = {t.get("name") for t in body["tools"] if isinstance(t, dict)}
-    shared = {t["name"] for t in ev.facts.get("tools", [])}
+    shared = {t["name"] for t in ev.facts.tools}
     missing = sorted(shared - names)
     if missing:
         return failed(f"shared tools missing from task_tools: {missing}", {"missing": missing}, ex, ev.get("tools"))
@@ -481,8 +461,8 @@ def starting_503(ev: Evidence) -> Outcome:
 def ttl_reap(ev: Evidence) -> Outcome:
     idle, kept = ev.get("timing.ttl.idle.ping"), ev.get("timing.ttl.kept.ping")
     if idle is None or kept is None:
-        return skipped(ev.facts.get("ttl_skip") or "not probed")
-    waited = ev.facts.get("ttl_waited")
+        return skipped(ev.facts.ttl_skip or "not probed")
+    waited = ev.facts.ttl_waited
     problems = []
     if idle.status != 404:
         problems.append(f"idle for {waited} s, the session still answers /ping with {answer(idle)}")

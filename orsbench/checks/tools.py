@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 
-from orsbench.checks.evidence import Evidence, short
-from orsbench.checks.explore import Failure
+from orsbench.checks.evidence import Evidence, Failure, short
 from orsbench.checks.model import Outcome, failed, passed, skipped
 from orsbench.checks.registry import check
 
@@ -28,7 +27,13 @@ HANG_CONSEQUENCE = (
 
 
 def _failures(ev: Evidence, kinds: tuple[str, ...]) -> list[Failure]:
-    found: list[Failure] = [f for f in ev.facts.get("tool_failures", []) if f.kind in kinds]
+    answered = ev.facts.tool_answers
+    found: list[Failure] = [
+        f
+        for f in ev.facts.tool_failures
+        # A stream broken on every call is the server's framing (call.end_event's finding), not this tool's.
+        if f.kind in kinds and (f.kind != "stream" or answered.get(f.tool))
+    ]
     # One finding per tool: the smallest input that showed it.
     best: dict[str, Failure] = {}
     for failure in found:
@@ -39,8 +44,8 @@ def _failures(ev: Evidence, kinds: tuple[str, ...]) -> list[Failure]:
 
 
 def _calls(ev: Evidence) -> int:
-    fuzz = ev.facts.get("fuzz") or {}
-    return sum(v.get("calls", 0) for v in fuzz.values()) + sum(len(e.calls) for e in ev.facts.get("episodes") or [])
+    fuzz = ev.facts.fuzz
+    return sum(v.get("calls", 0) for v in fuzz.values()) + sum(len(e.calls) for e in ev.facts.episodes)
 
 
 def _shown(failure: Failure) -> str:
@@ -76,7 +81,7 @@ def no_crash(ev: Evidence) -> Outcome:
     if not calls:
         return skipped("no valid input was tried (play and fuzz made no call)")
     note = "" if ev.options.fuzz > 0 else " (fuzz off: play only)"
-    return passed(f"{calls} valid input(s) tried{note}; no tool raised", {"calls": calls, "fuzz": ev.facts.get("fuzz")})
+    return passed(f"{calls} valid input(s) tried{note}; no tool raised", {"calls": calls, "fuzz": ev.facts.fuzz})
 
 
 @check(

@@ -1,4 +1,4 @@
-"""Serve a user's own openreward ``Environment`` class(es) with the SDK ``Server``.
+"""Serve a user's own ``Environment`` class(es) with their SDK's ``Server`` (openreward, or ors-sdk).
 
 Environment authors check *their* code, not a scenario of ours: a target
 ``path/to/file.py:Class`` or ``package.module:Class[,Class2]`` names the
@@ -85,9 +85,23 @@ def _import_source(target: AppTarget) -> Any:
         raise AppTargetError(f"cannot import module {target.source!r}: {exc}") from exc
 
 
+def _environment_bases() -> tuple[type, ...]:
+    """The Environment base classes a target may use: openreward's, and ors-sdk's where installed."""
+    from openreward.environments import Environment
+
+    bases: list[type] = [Environment]
+    try:
+        import ors
+
+        bases.append(ors.Environment)
+    except ImportError:
+        pass
+    return tuple(bases)
+
+
 def load_classes(target: AppTarget | str) -> list[type]:
     """Import the target and return its Environment classes, in the order named."""
-    from openreward.environments import Environment
+    Environment = _environment_bases()
 
     if isinstance(target, str):
         target = AppTarget.parse(target)
@@ -97,11 +111,11 @@ def load_classes(target: AppTarget | str) -> list[type]:
         value = getattr(module, name, None)
         if value is None:
             found = sorted(
-                k for k, v in vars(module).items() if isinstance(v, type) and issubclass(v, Environment) and v is not Environment
+                k for k, v in vars(module).items() if isinstance(v, type) and issubclass(v, Environment) and v not in Environment
             )
             raise AppTargetError(f"{target.source} has no {name!r}; Environment classes there: {', '.join(found) or 'none'}")
         if not (isinstance(value, type) and issubclass(value, Environment)):
-            raise AppTargetError(f"{target.source}:{name} is not an openreward.environments.Environment subclass")
+            raise AppTargetError(f"{target.source}:{name} is not an Environment subclass (openreward.environments or ors)")
         classes.append(value)
     return classes
 
@@ -112,17 +126,28 @@ def env_names(classes: list[type]) -> list[str]:
 
 
 def build_app(target: AppTarget | str, config: ServerConfig) -> Any:
-    """The openreward ``Server`` app for the target's classes, with orsbench's stats route."""
+    """The ``Server`` app for the target's classes (openreward's, or ors-sdk's for ``ors`` classes), plus the stats route.
+
+    The openreward server gets the SDK twin's timing patches (TTL, keep-alive
+    cadence, ...); ors-sdk is served exactly as it ships.
+    """
     os.environ.setdefault(protocol.ENV_DISABLE_UPDATE_CHECK, "1")
     import json
 
-    from openreward.environments import Server
+    from openreward.environments import Environment, Server
 
     from orsbench.servers.sdk_twin import StatsMiddleware, TwinStats, apply_config
 
     classes = load_classes(target)
-    server = Server(classes)
-    apply_config(server, config)
+    if all(issubclass(c, Environment) for c in classes):
+        server = Server(classes)
+        apply_config(server, config)
+    else:
+        import ors
+
+        if not all(issubclass(c, ors.Environment) for c in classes):
+            raise AppTargetError("serve openreward and ors-sdk Environment classes separately: one Server each")
+        server = ors.Server(classes)
     stats = TwinStats(config=json.loads(config.to_json()) | {"api_key": None})
     envs = getattr(server, "_active_envs", None)
     return StatsMiddleware(server.app, stats, lambda: len(envs) if envs is not None else 0)

@@ -38,7 +38,7 @@ class Fault:
 
 
 FAULTS: dict[str, Fault] = {}
-_MODULES = ("orsbench.servers.faults.violations", "orsbench.servers.faults.profiles")
+_MODULES = ("orsbench.servers.faults.violations", "orsbench.servers.faults.profiles", "orsbench.servers.faults.tool_defects")
 
 
 def fault(name: str, summary: str, kind: Literal["violation", "profile"]) -> Callable[[ApplyFn], ApplyFn]:

@@ -35,7 +35,8 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import SchemaError
 
-JSON = dict[str, Any]
+from orsbench.protocol import JSON
+
 _MAX_DEPTH = 24
 
 #: A value for each ``format`` that JSON Schema tools commonly check.
@@ -579,6 +580,16 @@ def boundary_inputs(schema: Any, base: JSON) -> list[JSON]:
             seen.add(key)
             out.append(candidate)
     return sorted(out, key=lambda c: len(json.dumps(c, default=repr)))
+
+
+def can_fuzz() -> bool:
+    """Whether hypothesis and hypothesis-jsonschema are installed (the ``conformance`` extra)."""
+    import importlib.util
+
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in ("hypothesis", "hypothesis_jsonschema"))
+    except ImportError:  # an import hook that refuses the package
+        return False
 
 
 def input_strategy(schema: Any, base: JSON | None = None) -> Any:

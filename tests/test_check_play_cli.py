@@ -35,3 +35,12 @@ def test_bad_play_flags_are_usage_errors(argv: list[str], capsys) -> None:
         main(["check", "--serve", "echo", *argv])
     assert exit_info.value.code == 2
     assert argv[0] in capsys.readouterr().err
+
+
+def test_without_the_fuzz_packages_the_boundaries_still_run_and_the_report_says_so(tmp_path) -> None:
+    from tests.test_install import base_install  # the base install: extras' packages unimportable
+
+    done = base_install(tmp_path, "check", "--serve", "echo", "--json", "-", "--only", "tool.*")
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = next(c for c in json.loads(done.stdout)["checks"] if c["id"] == "tool.no_crash_on_valid_input")
+    assert result["status"] == "pass" and 'boundary inputs only: pip install "orsbench[conformance]"' in result["message"]

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench import protocol
+from orsbench.protocol import JSON
 from orsbench.checks.model import Outcome, failed, passed, skipped
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEStream, parse
 
-JSON = dict[str, Any]
 
 #: Names the collector uses where it needs a value nothing valid can have.
 NO_SUCH_SPLIT = "orsbench-no-such-split"

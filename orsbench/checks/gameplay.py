@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench import schema_examples
+from orsbench.protocol import JSON
 
-JSON = dict[str, Any]
 
 _QUOTED = re.compile(r"""'([^'\n]{1,40})'|"([^"\n]{1,40})"|`([^`\n]{1,40})`""")
 _ONE_OF = re.compile(r"(?:one of|either|choose from|allowed(?: values)?(?: are)?|must be)\s*:?\s*([^.;\n]{1,200})", re.I)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from orsbench import schema_examples
 from orsbench.checks.evidence import Evidence, Failure, short
 from orsbench.checks.model import Outcome, failed, passed, skipped
 from orsbench.checks.registry import check
@@ -81,6 +82,8 @@ def no_crash(ev: Evidence) -> Outcome:
     if not calls:
         return skipped("no valid input was tried (play and fuzz made no call)")
     note = "" if ev.options.fuzz > 0 else " (fuzz off: play only)"
+    if ev.options.fuzz > 0 and not schema_examples.can_fuzz():
+        note = ' (boundary inputs only: pip install "orsbench[conformance]" for the hypothesis-jsonschema fuzz)'
     return passed(f"{calls} valid input(s) tried{note}; no tool raised", {"calls": calls, "fuzz": ev.facts.fuzz})
 
 

@@ -19,7 +19,7 @@ from orsbench.config import ServerConfig
 from orsbench.scenarios import Scenario
 
 #: ``floor`` is not an ORS server: it answers a load episode's requests with constants
-#: (:mod:`orsbench.bench.floor`), the baseline ``orsbench bench`` measures against.
+#: (:mod:`orsbench.servers.floor`), the baseline ``orsbench bench`` measures against.
 IMPLEMENTATIONS = ("mock", "sdk", "floor")
 
 
@@ -41,11 +41,15 @@ def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock
         raise ValueError("fault profiles apply to the mock engine only (--impl mock)")
     if impl == "sdk":
         os.environ.setdefault(protocol.ENV_DISABLE_UPDATE_CHECK, "1")
+        try:
+            import openreward  # noqa: F401  (the third-party package itself: our own import errors stay loud)
+        except ImportError:
+            raise ValueError('--impl sdk serves through the openreward SDK: pip install "orsbench[sdk]"') from None
         from orsbench.servers.sdk_twin import build_app as build_sdk_app
 
         return build_sdk_app(scenarios, config)
     if impl == "floor":
-        from orsbench.bench.floor import FloorApp
+        from orsbench.servers.floor import FloorApp
 
         return FloorApp(scenarios)
     raise ValueError(f"unknown implementation {impl!r}; choose one of {', '.join(IMPLEMENTATIONS)}")

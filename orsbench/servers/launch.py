@@ -71,6 +71,10 @@ class ForkedProcess:
         return 0
 
 
+#: What the zygote imports beyond the servers' own modules: the ``orsbench serve`` command it forks into.
+ZYGOTE_PRELOAD = ("orsbench.cli", "orsbench.cli.serve")
+
+
 class Zygote:
     """The launcher's side of :mod:`orsbench.servers.zygote`: one preloaded spawner per process."""
 
@@ -78,7 +82,7 @@ class Zygote:
         env = {**os.environ, protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
         self._lock = threading.Lock()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "orsbench.servers.zygote"],
+            [sys.executable, "-m", "orsbench.servers.zygote", *ZYGOTE_PRELOAD],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -91,10 +95,10 @@ class Zygote:
             self.close()
             raise ServerStartError(f"the server zygote did not start: {hello.get('error', 'no answer')}")
 
-    def spawn(self, argv: list[str], env: dict[str, str], log_path: Path, module: str = "orsbench.cli") -> ForkedProcess:
-        """Fork ``module.main(argv)`` (``orsbench.cli``: ``orsbench serve ...``) with output to ``log_path``."""
+    def spawn(self, argv: list[str], env: dict[str, str], log_path: Path, module: str = "orsbench") -> ForkedProcess:
+        """Fork ``python -m MODULE ARGV`` (``orsbench``: ``orsbench serve ...``) with output to ``log_path``."""
         assert self.process.stdin is not None and self.process.stdout is not None
-        request = {"argv": argv, "env": env, "log": str(log_path), "module": module}
+        request = {"module": module, "argv": argv, "env": env, "log": str(log_path)}
         with self._lock:
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
@@ -249,8 +253,7 @@ def start(
     process: subprocess.Popen[bytes] | ForkedProcess
     zygote = _zygote()
     if zygote is not None:
-        module = "orsbench.cli" if argv[2] == "orsbench" else argv[2]  # whose main() runs argv[3:]
-        process = zygote.spawn(argv[3:], env, log_path, module=module)
+        process = zygote.spawn(argv[3:], env, log_path, module=argv[2])  # argv is "python -m MODULE ..."
     else:
         with open(log_path, "wb") as log:
             process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)

@@ -27,7 +27,7 @@ class MissingExtra(ImportError):
     def __init__(self, extra: str, missing: str, feature: str) -> None:
         self.extra, self.missing, self.feature = extra, missing, feature
         super().__init__(
-            f"{feature} needs the {missing!r} package, which is not installed: pip install 'orsbench[{extra}]'",
+            f'{feature} needs the {missing!r} package, which is not installed: pip install "orsbench[{extra}]"',
             name=missing,
         )
 

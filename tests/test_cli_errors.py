@@ -116,16 +116,16 @@ BLOCK = "import sys\nfor name in {names!r}:\n    sys.modules[name] = None  # imp
 
 def test_check_impl_sdk_without_the_sdk_extra_names_the_extra():
     result = orsbench("check", "--serve", "echo", "--impl", "sdk", prelude=BLOCK.format(names=["openreward"]))
-    assert_usage_error(result, "openreward", "pip install 'orsbench[sdk]'")
+    assert_usage_error(result, "openreward", 'pip install "orsbench[sdk]"')
 
 
 def test_serve_impl_sdk_without_the_sdk_extra_names_the_extra():
     result = orsbench("serve", "echo", "--impl", "sdk", prelude=BLOCK.format(names=["fastapi"]))
-    assert_usage_error(result, "fastapi", "pip install 'orsbench[sdk]'")
+    assert_usage_error(result, "fastapi", 'pip install "orsbench[sdk]"')
 
 
 def test_bench_without_the_load_extra_names_the_extra():
-    assert_usage_error(orsbench("bench", prelude=BLOCK.format(names=["locust"])), "locust", "orsbench[load]")
+    assert_usage_error(orsbench("bench", prelude=BLOCK.format(names=["locust"])), "locust", '"orsbench[load]"')
 
 
 def test_require_names_each_extra_and_accepts_installed_ones(monkeypatch):
@@ -135,7 +135,7 @@ def test_require_names_each_extra_and_accepts_installed_ones(monkeypatch):
     expected = {"sdk": "openreward", "load": "locust", "training": "trl", "ors-sdk": "ors", "inspect": "inspect_ai"}
     for extra, module in expected.items():
         monkeypatch.setitem(sys.modules, module, None)
-        with pytest.raises(extras.MissingExtra, match=rf"pip install 'orsbench\[{extra}\]'"):
+        with pytest.raises(extras.MissingExtra, match=rf'pip install "orsbench\[{extra}\]"'):
             extras.require(extra, "a feature")
         monkeypatch.delitem(sys.modules, module)
 
@@ -174,13 +174,13 @@ def test_locust_with_an_unreachable_host_stops_at_once_with_one_message():
 
 def test_check_app_without_the_sdk_extra_names_the_extra():
     result = orsbench("check", "--app", "tests/envs/long_game.py:LongGame", prelude=BLOCK.format(names=["openreward"]))
-    assert_usage_error(result, "openreward", "pip install 'orsbench[sdk]'")
+    assert_usage_error(result, "openreward", 'pip install "orsbench[sdk]"')
 
 
 def test_training_smoke_without_the_training_extra_names_the_extra():
     code = BLOCK.format(names=["torch"]) + "\nfrom training_smoke.__main__ import main\nsys.exit(main(['--profile', 'cpu']))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_env(), cwd=ROOT)
-    assert_usage_error(result, "torch", "pip install 'orsbench[training]'")
+    assert_usage_error(result, "torch", 'pip install "orsbench[training]"')
 
 
 def test_serve_on_a_port_in_use_says_so():

@@ -36,7 +36,7 @@ class Defect:
     upstream: str
     #: What upstream does instead of the right thing (the xfail reason).
     behaviour: str
-    #: Pain point(s) of client-pain-points.md it belongs to.
+    #: Client pain point(s) it belongs to (P1–P13, listed in docs/conformance.md).
     pain: str
 
     def mark(self) -> pytest.MarkDecorator:

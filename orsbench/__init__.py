@@ -4,12 +4,30 @@ Data flows scenarios → servers → wire client → checks → reports; the CLI
 pytest plugin, the Locust file and the training smoke are thin front ends.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from orsbench.config import ServerConfig
 from orsbench.scenarios import Scenario, get_scenario, list_scenarios
 from orsbench.servers.launch import RunningServer, serve, start
 from orsbench.wire import Exchange, SSEParser, WireClient
 
+if TYPE_CHECKING:
+    from orsbench.checks import Report
+
 __version__ = "0.1.0"
+
+
+def check(target: Any, **options: Any) -> Report:
+    """Check an ORS server — a URL, a scenario, your Environment class, ``FILE.py:Class`` or a command.
+
+    See :func:`orsbench.api.check` (imported on first use: ``import orsbench`` stays light for servers).
+    """
+    from orsbench.api import check as run_check
+
+    return run_check(target, **options)
+
 
 __all__ = [
     "Exchange",
@@ -19,6 +37,7 @@ __all__ = [
     "ServerConfig",
     "WireClient",
     "__version__",
+    "check",
     "get_scenario",
     "list_scenarios",
     "serve",

@@ -164,6 +164,21 @@ def _stop_embedded_server(**_kwargs: Any) -> None:
         _embedded.pop().stop()
 
 
+@events.init.add_listener
+def _stop_early_on_bad_host(environment: Any, runner: Any = None, **_kwargs: Any) -> None:
+    """Headless: discover once before any user starts, so a host that is unreachable or not an
+    ORS server ends the run at once with one line (exit 2), instead of a traceback per user
+    and a wait until ``--run-time`` is up. The plan found is the one every user then shares."""
+    opts = environment.parsed_options
+    if not environment.host or isinstance(runner, WorkerRunner) or not getattr(opts, "headless", False):
+        return
+    try:
+        _plan_for(environment.host, environment)
+    except (PlanError, OSError) as exc:
+        log.error("orsbench: cannot load-test %s: %s", environment.host, exc)
+        raise SystemExit(2) from None
+
+
 # ------------------------------------------------------------------- plans
 _plans: dict[tuple[str, str], EpisodePlan] = {}
 _plan_lock = Semaphore()

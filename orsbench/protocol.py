@@ -1,7 +1,7 @@
 """The ORS wire protocol's constants, defined once for the whole project.
 
 Everything here mirrors what the openreward 0.1.167 reference server actually
-speaks (see ``shared/reference/ors-wire-protocol.md``); servers, the wire
+speaks (see ``docs/protocol.md``); servers, the wire
 client, the checks and the load driver all import from this module so that a
 path, a header or a reason string can never drift between them.
 """

@@ -8,6 +8,10 @@ Environment authors adopt it in one line::
     @pytest.mark.ors_server("sparse-reward", impl="sdk", ttl=5)
     def test_sparse(ors_server): ...
 
+    @pytest.mark.ors_server(app=MyEnv)          # your own openreward Environment class
+    def test_my_env(ors_server): ...            # (or app="my_env.py:MyEnv", app="pkg.mod:MyEnv",
+                                                #  cmd="python my_env.py --port {port}")
+
 Servers are started once per worker process and per distinct configuration
 (session scope), each in a subprocess on a free port, and stopped by PID when
 the session ends. While a test uses ``ors_server``, ``OPENREWARD_API_URL``,
@@ -38,7 +42,7 @@ from typing import Any
 import pytest
 
 from orsbench.config import ServerConfig
-from orsbench.servers import launch
+from orsbench.servers import launch, targets
 from orsbench.servers.launch import RunningServer, start
 
 ServerFactory = Callable[..., RunningServer]
@@ -55,8 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "ors_server(scenario='echo', impl='mock', params=None, **config): configure the ors_server fixture "
-        "(config keys are ServerConfig fields such as ttl, ping_interval, latency)",
+        "ors_server(scenario='echo', impl='mock', params=None, app=None, cmd=None, wait=60, **config): configure the "
+        "ors_server fixture; app= serves your Environment class (a class, FILE.py:Class or module:Class), cmd= runs "
+        "any server command with {port} (config keys are ServerConfig fields such as ttl, ping_interval, latency)",
     )
     refuse_parallel_snapshot_update(config)
     if not os.environ.get("ORSBENCH_NO_ZYGOTE"):
@@ -103,9 +108,28 @@ def server_key(scenario: str, impl: str, config: ServerConfig) -> str:
     return f"{scenario}|{impl}|{config.to_json()}"
 
 
+def _user_target(app: Any, cmd: Any) -> targets.Target | None:
+    """The target of ``app=`` (a class, ``FILE.py:Class``, ``module:Class``) or ``cmd=``, if one is given."""
+    if app is not None and cmd is not None:
+        raise TypeError("give app= or cmd=, not both")
+    if app is not None:
+        target = targets.resolve(app if isinstance(app, type) else "app:" + str(app).removeprefix("app:"))
+        if target.kind != "app":
+            raise TypeError(f"app={app!r} is not an Environment class, FILE.py:Class or module:Class")
+        return target
+    if cmd is not None:
+        return targets.Target("command", cmd if isinstance(cmd, str) else tuple(str(a) for a in cmd))
+    return None
+
+
 @pytest.fixture(scope="session")
 def ors_server_factory() -> Iterator[ServerFactory]:
-    """``factory(scenario, impl="mock", config=None, params=None, **knobs)`` → a shared running server."""
+    """``factory(scenario, impl="mock", config=None, params=None, app=None, cmd=None, wait=60, **knobs)`` → a shared server.
+
+    ``app=`` serves your own openreward Environment class (the class itself, ``"my_env.py:MyEnv"`` or
+    ``"pkg.mod:MyEnv"``) with the SDK Server, as easily as a scenario; ``cmd=`` starts any server
+    command with ``{port}`` in it. Knobs (``ttl``, ``ping_interval``, ...) apply to scenarios and apps.
+    """
     servers: dict[str, RunningServer] = {}
 
     def get(
@@ -113,6 +137,9 @@ def ors_server_factory() -> Iterator[ServerFactory]:
         impl: str = "mock",
         config: ServerConfig | None = None,
         params: dict[str, Any] | None = None,
+        app: Any = None,
+        cmd: Any = None,
+        wait: float = 60.0,
         **knobs: Any,
     ) -> RunningServer:
         unknown = set(knobs) - _CONFIG_FIELDS
@@ -121,10 +148,15 @@ def ors_server_factory() -> Iterator[ServerFactory]:
         config = (config or ServerConfig()).replace(**knobs)
         if params:
             config = config.replace(params={**config.params, **params})
-        key = server_key(scenario, impl, config)
+        user = _user_target(app, cmd)
+        key = server_key(str(user) if user else scenario, "user" if user else impl, config)
         server = servers.get(key)
         if server is None or not server.alive():
-            server = servers[key] = start(scenario, impl=impl, config=config)
+            if user is not None:
+                server = targets.start(user, config=config, wait=wait)
+            else:
+                server = start(scenario, impl=impl, config=config, timeout=wait)
+            servers[key] = server
         return server
 
     try:

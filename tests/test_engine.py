@@ -1,6 +1,6 @@
 """The mock engine answers every endpoint and error path as the reference server does.
 
-Each test names the behaviour of ``shared/reference/ors-wire-protocol.md`` it pins.
+Each test names the behaviour of ``docs/protocol.md`` it pins.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ never a 5xx, never a connection closed without an answer. Two answers that are
 not 4xx are the protocol's own and are accepted as such: a 307/308 redirect
 (followed, and the target must then answer 4xx), and a resume with an unknown
 ``task_id``, which the reference answers 200 with one ``error`` event
-(``ors-wire-protocol.md`` §3.2).
+(``docs/protocol.md`` §3.2).
 
 After each category the server must still serve a whole normal episode, and
 two sessions made before the fuzz must have kept their state: one has revealed

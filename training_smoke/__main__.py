@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from orsbench.cli import types
+from orsbench.extras import MissingExtra, require
 from training_smoke.run import DEFAULT_CACHE_DIR, PROFILES, SmokeConfig
 from training_smoke.sabotage import SABOTAGES
 
@@ -72,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--impl", default=None, help="server implementation: mock (orsbench engine, default) or sdk (the openreward Server twin)"
     )
-    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (repeatable)")
+    parser.add_argument(
+        "--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (repeatable)"
+    )
     parser.add_argument(
         "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help=f"where tiny models are cached (default {DEFAULT_CACHE_DIR})"
     )
@@ -107,16 +111,6 @@ def _grpo_arg(text: str) -> tuple[str, object]:
         return key, value  # a bare string, e.g. optim=sgd
 
 
-def _params(pairs: Sequence[str]) -> dict[str, str]:
-    params = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"--param expects KEY=VALUE, got {pair!r}")
-        params[key] = value
-    return params
-
-
 def config_from_args(args: argparse.Namespace) -> SmokeConfig:
     config = SmokeConfig.for_profile(
         args.profile,
@@ -129,7 +123,7 @@ def config_from_args(args: argparse.Namespace) -> SmokeConfig:
         learning_rate=args.learning_rate,
         seed=args.seed,
         server_impl=args.impl,
-        params=_params(args.param) or None,
+        params=dict(args.param) or None,
         cache_dir=args.cache_dir,
         sabotage=args.sabotage,
         torch_threads=args.threads,
@@ -143,6 +137,11 @@ def config_from_args(args: argparse.Namespace) -> SmokeConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        require("training", "python -m training_smoke")
+    except MissingExtra as exc:
+        print(f"training_smoke: error: {exc}", file=sys.stderr)
+        return 2
     config = config_from_args(args)
     if config.profile == "gpu":
         from training_smoke.gpu import gpu_missing_reason

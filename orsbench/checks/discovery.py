@@ -155,7 +155,7 @@ def tool_names_unique(ev: Evidence) -> Outcome:
     "discovery.tool_names_format",
     title="tool and parameter names are portable identifiers",
     probe="discovery",
-    spec="§4; checker-anchors §2.4 (MCP tools-name-format)",
+    spec="§4.1",
     remediation="Name tools and parameters as Python identifiers that are not keywords ([A-Za-z_][A-Za-z0-9_]*, ≤64 chars); TRL skips or crashes on others.",
     requires=("discovery.tools_listing",),
 )

@@ -182,6 +182,10 @@ class Evidence:
     unreachable: str | None = None
     #: Set when the target answers HTTP but does not look like an ORS server.
     not_ors: str | None = None
+    #: Set when the run's options name what the server does not have (an unknown
+    #: ``--env`` or ``--split``) or nothing can be played (an empty split): the fix
+    #: is the user's, so it is a usage error, never a failed check.
+    usage_error: str | None = None
 
     def get(self, name: str) -> Exchange | None:
         return self.exchanges.get(name)

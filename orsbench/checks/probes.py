@@ -36,6 +36,7 @@ from orsbench.checks.evidence import (
     task_id_of,
 )
 from orsbench.checks.explore import Explorer
+from orsbench.wire import url
 from orsbench.wire.client import WireClient
 from orsbench.wire.evidence import Exchange
 
@@ -51,6 +52,20 @@ PADDING = PADDING_UNIT * 1800
 
 _JSON_HEADERS = {"Content-Type": protocol.JSON_CONTENT_TYPE}
 _BAD_JSON = b'{"split": '
+
+
+def unknown_name(kind: str, given: str, known: list[str], flag: str, where: str = "") -> str:
+    """The usage error for an ``--env``/``--split`` the server does not have: what it has instead."""
+    return f"no {kind} {given!r}{where} on this server; it has: {', '.join(known)} (use {flag} {known[0]})"
+
+
+def _is_empty_split(num: Exchange, listing: Exchange) -> bool:
+    """Both ``/num_tasks`` and ``/tasks`` (when it answers) agree that the split holds no task."""
+    ok, body = json_of(num)
+    if not (num.status == 200 and ok and isinstance(body, dict) and body.get("num_tasks") == 0):
+        return False
+    ok, body = json_of(listing)
+    return listing.status != 200 or (ok and isinstance(body, dict) and body.get("tasks") == [])
 
 
 class Collector(Explorer):
@@ -150,6 +165,9 @@ class Collector(Explorer):
         ok, names = json_of(envs)
         listed = [n for n in names if isinstance(n, str) and n] if ok and envs.status == 200 and isinstance(names, list) else []
         env = self.options.env or (listed[0] if listed else None)
+        if self.options.env and listed and env.lower() not in {n.lower() for n in listed}:
+            ev.usage_error = unknown_name("environment", env, listed, "--env")
+            return
         if env is None:
             # No usable listing: the default-environment redirect names the first env.
             bare = c.request("GET", "/" + protocol.TOOLS)
@@ -161,6 +179,8 @@ class Collector(Explorer):
         if ok_stats and stats.status == 200 and isinstance(stats_body, dict):
             ev.facts.orsbench_stats = stats_body
         looks_ors = health.status == 200 or bool(listed)
+        if not looks_ors and self._env_in_path():
+            return
         if env is None or not looks_ors:
             ev.not_ors = (
                 f"GET /health answered {health.status} and GET /list_environments gave no environment names"
@@ -203,6 +223,9 @@ class Collector(Explorer):
                 elif isinstance(item, str):
                     names.append(item)
         split = self.options.split or (train[0] if train else names[0] if names else None)
+        if self.options.split and names and split not in names:
+            ev.usage_error = unknown_name("split", split, names, "--split", where=f" of environment {env!r}")
+            return
         ev.split = split
         if split is None:
             return
@@ -227,6 +250,9 @@ class Collector(Explorer):
             elif first.status == 200 and ok and isinstance(body, dict) and isinstance(body.get("task"), dict):
                 ev.facts.task0 = body["task"]
             ev.index = 0
+        if count == 0 and _is_empty_split(num, listing):
+            ev.usage_error = self._empty_split(env, split, names)
+            return
         if count is not None:
             ev.facts.count = count
             self.rec("dataset.task.past_end", c.task(env, split, count))
@@ -241,6 +267,31 @@ class Collector(Explorer):
             "http.malformed.tasks",
             c.request("POST", protocol.env_path(env, protocol.TASKS), content=_BAD_JSON, headers=_JSON_HEADERS),
         )
+
+    def _env_in_path(self) -> bool:
+        """``http://host:port/echo`` where ``echo`` is an environment of the server at the root: a usage error."""
+        split = url.split_env_path(self.ev.target)
+        if split is None:
+            return False
+        root, segment = split
+        with WireClient(root, timeout=self.options.timeout, api_key=self.options.api_key) as at_root:
+            ok, names = json_of(at_root.list_environments())
+        if ok and isinstance(names, list) and segment.lower() in {n.lower() for n in names if isinstance(n, str)}:
+            self.ev.usage_error = url.env_in_path_hint(self.ev.target, root, segment)
+            return True
+        return False
+
+    def _empty_split(self, env: str, split: str, names: list[str]) -> str:
+        """The usage error for a split with no tasks, naming the splits that have some."""
+        others = []
+        for name in names:
+            if name == split:
+                continue
+            ok, body = json_of(self.client.num_tasks(env, name))
+            if ok and isinstance(body, dict) and type(body.get("num_tasks")) is int and body["num_tasks"] > 0:
+                others.append(f"{name} ({body['num_tasks']} tasks)")
+        where = f"choose one with --split: {', '.join(others)}" if others else "no split of it has any task"
+        return f"split {split!r} of environment {env!r} has no tasks, so no session can be opened to check; {where}"
 
     # -- sessions -----------------------------------------------------------------------
     def probe_session(self) -> None:

@@ -5,7 +5,7 @@ returning an :class:`~orsbench.checks.model.Outcome`. Its registration says
 which probe collects the evidence it reads, which checks must pass before its
 verdict means anything (``requires``: when one did not pass, the runner skips
 this check and names that one), the section of the wire-protocol notes it
-enforces, and a one-line remediation. Severity is *not* here: it lives in
+enforces (a section of ``docs/protocol.md``: ``§N``), and a one-line remediation. Severity is *not* here: it lives in
 :mod:`orsbench.checks.policy`, so a check never decides how much it matters.
 """
 
@@ -28,8 +28,8 @@ CheckFn = Callable[["Evidence"], "Outcome"]
 #: what every earlier probe found (the call probe needs the tools and a task).
 PROBES: tuple[str, ...] = ("discovery", "dataset", "session", "call", "play", "fuzz", "quality", "timing")
 
-#: Where the section references point.
-SPEC_DOCUMENT = "ors-wire-protocol.md"
+#: Where the section references point: the protocol as the reference speaks it, shipped with orsbench.
+SPEC_DOCUMENT = "docs/protocol.md"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ def _outputs(ev: Evidence) -> list[tuple[str, dict]]:
     "reward.well_formed",
     title="reward is a finite number or null — never a bool or a string",
     probe="play",
-    spec="§4; checker-anchors §2.3 (runtime.reward_well_formed)",
+    spec="§4.2",
     remediation="Send reward as a JSON number (e.g. 1.0) or null; true/false are not rewards, and NaN/Infinity are not JSON.",
     requires=("call.end_json",),
 )
@@ -73,7 +73,7 @@ def finished_bool(ev: Evidence) -> Outcome:
     "reward.terminal_reward",
     title="the output that finishes the episode carries a numeric reward",
     probe="play",
-    spec="§4; client-pain-points P7",
+    spec="§4.2",
     remediation="Return a numeric reward with finished:true; a null final reward gives a trainer no signal for the episode.",
     requires=("call.episode_finishes", "reward.well_formed"),
 )

@@ -43,6 +43,7 @@ class Report:
     exchanges: int = 0
     unreachable: str | None = None
     not_ors: str | None = None
+    usage_error: str | None = None
     internal_errors: list[str] = field(default_factory=list)
     baseline: str | None = None
     #: The raw evidence of the run (not part of the JSON report; for debugging and tests).
@@ -56,7 +57,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        if self.unreachable or self.not_ors:
+        if self.unreachable or self.not_ors or self.usage_error:
             return EXIT_UNREACHABLE
         if self.internal_errors or any(r.status is Status.ERROR for r in self.results):
             return EXIT_INTERNAL
@@ -72,6 +73,8 @@ class Report:
 
     @property
     def verdict(self) -> str:
+        if self.usage_error:
+            return "usage"
         return {EXIT_PASS: "pass", EXIT_FAIL: "fail", EXIT_UNREACHABLE: "unreachable", EXIT_INTERNAL: "error"}[self.exit_code]
 
     @property
@@ -81,6 +84,8 @@ class Report:
             return f"cannot reach {self.target}: {self.unreachable}"
         if self.not_ors:
             return f"{self.target} does not look like an ORS server: {self.not_ors}"
+        if self.usage_error:
+            return self.usage_error
         return None
 
     def required_not_run(self) -> list[dict[str, str]]:
@@ -224,7 +229,7 @@ def run_checks(
                 report.internal_errors.append(f"probe {probe}: {evidence.probe_errors[probe]}")
             if on_probe is not None:
                 on_probe(probe, time.monotonic() - probe_start, len(evidence.exchanges) - before)
-            if evidence.unreachable or evidence.not_ors:
+            if evidence.unreachable or evidence.not_ors or evidence.usage_error:
                 break
             for check in to_run:
                 if check.probe == probe:
@@ -242,6 +247,7 @@ def run_checks(
             client.close()
     report.env, report.split = evidence.env, evidence.split
     report.unreachable, report.not_ors = evidence.unreachable, evidence.not_ors
+    report.usage_error = evidence.usage_error
     report.exchanges = len(evidence.exchanges)
     report.duration_s = time.monotonic() - started
     report.evidence = evidence

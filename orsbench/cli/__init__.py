@@ -8,6 +8,7 @@ code). Adding a subcommand means adding its module to :data:`SUBCOMMANDS`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from orsbench.registry import load_modules
@@ -37,12 +38,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from orsbench.extras import MissingExtra
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except MissingExtra as exc:
+        print(f"orsbench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
+
+
+def _silence_stdout() -> None:
+    """The reader of our stdout went away (``orsbench check --list | head``): stop writing, quietly.
+
+    Pointing stdout at /dev/null keeps the interpreter's final flush from raising
+    a second BrokenPipeError (the recipe of Python's ``signal`` documentation).
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from orsbench.cli import types
+from orsbench.extras import require
 from orsbench.scenarios import REGISTRY
 from orsbench.servers.app import IMPLEMENTATIONS
 
@@ -29,27 +31,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--impl", dest="impls", action="append", choices=IMPLEMENTATIONS, default=None,
         help="server(s) to measure, repeatable (default: mock, sdk, floor)",
     )  # fmt: skip
-    parser.add_argument("--concurrency", "-c", type=int, default=32, help="concurrent episodes (default 32)")
-    parser.add_argument("--window", type=float, default=5.0, help="seconds per measured window (default 5)")
-    parser.add_argument("--rounds", type=int, default=2, help="windows per server, alternating between servers (default 2)")
-    parser.add_argument("--warmup", type=float, default=1.0, help="seconds of unmeasured load per server first (default 1)")
-    parser.add_argument("--max-episodes", type=int, default=None, help="also stop a window after this many episodes")
-    parser.add_argument("--calls", type=int, default=1, help="tool calls per episode (default 1)")
-    parser.add_argument("--think-time", type=float, default=0.0, help="seconds before create, prompt and each call (default 0)")
+    parser.add_argument("--concurrency", "-c", type=types.positive(int), default=32, help="concurrent episodes (default 32)")
+    parser.add_argument("--window", type=types.positive(float), default=5.0, help="seconds per measured window (default 5)")
+    parser.add_argument("--rounds", type=types.positive(int), default=2, help="windows per server, alternating between servers (default 2)")
+    parser.add_argument("--warmup", type=types.non_negative(float), default=1.0, help="seconds of unmeasured load per server first (default 1)")
+    parser.add_argument("--max-episodes", type=types.positive(int), default=None, help="also stop a window after this many episodes")
+    parser.add_argument("--calls", type=types.positive(int), default=1, help="tool calls per episode (default 1)")
+    parser.add_argument("--think-time", type=types.non_negative(float), default=0.0, help="seconds before create, prompt and each call (default 0)")
     parser.add_argument("--tool", default=None, help="tool to call (default: the first tool)")
     parser.add_argument("--args", dest="tool_args", default=None, help="tool input as a JSON object (default: from its schema)")
     parser.add_argument("--split", default=None, help="split to draw tasks from (default: the first train split)")
-    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="scenario parameter")
+    parser.add_argument("--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="scenario parameter")
     parser.add_argument(
         "--locust",
-        type=float,
+        type=types.non_negative(float),
         default=0.0,
         metavar="SECONDS",
         help="also run one headless Locust process this long against the mock (default 0: off)",
     )
-    parser.add_argument("--locust-users", type=int, default=None, help="Locust users (default: --concurrency)")
+    parser.add_argument("--locust-users", type=types.positive(int), default=None, help="Locust users (default: --concurrency)")
     parser.add_argument(
-        "--json", dest="json_path", default=None, metavar="PATH", help="also write the figures as JSON ('-' for stdout)"
+        "--json", dest="json_path", type=types.output_file, default=None, metavar="PATH", help="also write the figures as JSON ('-' for stdout)"
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     held = parser.add_argument_group(
@@ -81,11 +83,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        from orsbench.bench.runner import DEFAULT_IMPLS, run_bench
-    except ImportError as exc:
-        print(f"orsbench bench needs the load extra: pip install 'orsbench[load]' ({exc})", file=sys.stderr)
-        return 2
+    require("load", "the load benchmark")
+    if "sdk" in (args.impls or ("sdk",)):
+        require("sdk", "measuring the SDK twin (leave it out with --impl mock --impl floor)")
+    from orsbench.bench.runner import DEFAULT_IMPLS, run_bench
 
     tool_input = None
     if args.tool_args:
@@ -97,16 +98,7 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(tool_input, dict):
             print("orsbench bench: --args must be a JSON object", file=sys.stderr)
             return 2
-    params = {}
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if not sep:
-            print(f"orsbench bench: --param needs KEY=VALUE, got {item!r}", file=sys.stderr)
-            return 2
-        params[key.strip()] = value
-    if args.concurrency < 1 or args.rounds < 1 or args.window <= 0:
-        print("orsbench bench: --concurrency and --rounds must be at least 1, --window positive", file=sys.stderr)
-        return 2
+    params = dict(args.param)
     progress = (lambda line: None) if args.quiet else (lambda line: print(f"  {line}", file=sys.stderr, flush=True))
     if args.sessions is not None or args.url is not None or args.server_pid is not None:
         return _run_held_or_url(args, tool_input, progress)

@@ -13,7 +13,10 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from orsbench.cli import types
+
 if TYPE_CHECKING:
+    from orsbench.api import CheckPlan
     from orsbench.checks import Baseline, Options
 
 # The checker (jsonschema, the probes, the reports) is imported when a check runs, not when
@@ -24,6 +27,8 @@ examples:
   orsbench check http://127.0.0.1:8080
   orsbench check http://127.0.0.1:8080 --env myenv --json report.json --junit junit.xml
   orsbench check --serve echo                       # start an embedded mock and check it
+  orsbench check --app my_env.py:MyEnv              # serve your Environment class, check it, stop it
+  orsbench check --cmd "python my_env.py --port {port}" --wait 120   # any server command
   orsbench check --serve echo --fault reward-bool   # ... with one protocol violation (exit 1)
   orsbench check URL --only 'call.*' --expected-failures fixtures/expected-failures/ors-sdk.yaml
   orsbench check URL --tasks 0,-1 --fuzz 100 --strict  # play two tasks, fuzz harder, no untested PASS
@@ -38,19 +43,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "check",
         help="check an ORS server against the protocol (named checks; see --list)",
         description="Probe an ORS server once over the wire, grade the evidence with named checks, "
-        "and report a verdict. Only the given URL is contacted.",
+        "and report a verdict. Only the target is contacted: the URL given, or the server orsbench starts on 127.0.0.1.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("url", nargs="?", help="base URL of the ORS server, e.g. http://127.0.0.1:8080")
-    target = parser.add_argument_group("embedded server (instead of URL)")
-    target.add_argument("--serve", metavar="SCENARIO", help="start this scenario on 127.0.0.1, check it, stop it")
+    target = parser.add_argument_group("a server orsbench starts on 127.0.0.1, checks and stops (instead of URL)")
+    target.add_argument("--serve", metavar="SCENARIO", help="a built-in scenario")
+    target.add_argument(
+        "--app",
+        metavar="FILE.py:Class",
+        help="your openreward Environment class(es), served by the SDK Server: FILE.py:Class or module:Class[,Class2]",
+    )
+    target.add_argument(
+        "--cmd",
+        metavar="COMMAND",
+        help='any ORS server command; {port} is replaced by a free port, e.g. "python my_env.py --port {port}"',
+    )
+    target.add_argument(
+        "--wait", type=types.positive(float), default=60.0, metavar="S",
+        help="with --app/--cmd/--serve: how long the server may take to answer /health (default 60)",
+    )  # fmt: skip
     target.add_argument(
         "--impl", choices=("mock", "sdk"), default="mock", help="with --serve: mock engine or openreward SDK twin"
     )
-    target.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="with --serve: a scenario parameter")
     target.add_argument(
-        "--fault", action="append", default=[], metavar="NAME[,NAME]", help="with --serve: apply faults (e.g. a violation)"
+        "--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="with --serve: a scenario parameter"
+    )
+    target.add_argument(
+        "--fault",
+        type=types.fault_names,
+        action="extend",
+        default=[],
+        metavar="NAME[,NAME]",
+        help="with --serve: apply faults (e.g. a violation)",
     )
     what = parser.add_argument_group("what to check")
     what.add_argument("--env", help="environment to check (default: the server's first)")
@@ -63,14 +89,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="only checks whose id matches this glob (repeatable, or comma-separated)",
     )
     what.add_argument(
-        "--timeout", type=float, default=30.0, metavar="S", help="longest wait of any one probe; bounds long checks (default 30)"
+        "--timeout", type=types.positive(float), default=30.0, metavar="S", help="longest wait of any one probe; bounds long checks (default 30)"
     )
     what.add_argument(
-        "--ttl", type=float, metavar="S", help="the server's session TTL, to check reaping (with --serve: serve with it)"
+        "--ttl", type=types.positive(float), metavar="S", help="the server's session TTL, to check reaping (with --serve: serve with it)"
     )
     what.add_argument(
         "--ping-interval",
-        type=float,
+        type=types.positive(float),
         metavar="S",
         help="keep-alive cadence the server promises (default: as reported, else 10; with --serve: serve with it)",
     )
@@ -78,7 +104,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     play = parser.add_argument_group("gameplay and fuzz (tool failures on valid input)")
     play.add_argument(
         "--fuzz",
-        type=_count,
+        type=types.non_negative(int),
         default=25,
         metavar="N",
         help="inputs tried per tool: boundaries, then seeded hypothesis-jsonschema examples (default 25)",
@@ -86,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     play.add_argument("--no-fuzz", action="store_true", help="no fuzz: only the inputs played (faster)")
     play.add_argument(
         "--tasks",
-        type=_tasks,
+        type=types.indices,
         metavar="I[,J...]",
         help="task indices to play to finished:true (negative from the end; default: first, middle and last)",
     )
@@ -97,36 +123,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--expected-failures", metavar="FILE", help="YAML baseline of known failures (a listed check that passes fails the run)"
     )
     out = parser.add_argument_group("reports")
-    out.add_argument("--json", metavar="FILE", help="write the JSON report here ('-' for stdout)")
-    out.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
+    out.add_argument("--json", type=types.output_file, metavar="FILE", help="write the JSON report here ('-' for stdout)")
+    out.add_argument("--junit", type=types.output_file, metavar="FILE", help="write JUnit XML here")
     out.add_argument("-v", "--verbose", action="store_true", help="show remediation and evidence under every finding")
     out.add_argument("-q", "--quiet", action="store_true", help="print only findings and the summary")
     out.add_argument("--list", action="store_true", help="list every check with its severity and exit")
     parser.set_defaults(func=run, _parser=parser)
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def _tasks(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected task indices like 0,5,-1, got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one task index")
-    return values
-
-
 def _patterns(values: list[str]) -> list[str]:
-    return [p.strip() for v in values for p in v.split(",") if p.strip()]
+    return [name for value in values for name in types.names(value)]
 
 
 def _options(args: argparse.Namespace, **overrides: Any) -> Options:
@@ -147,15 +153,13 @@ def _list() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orsbench.checks import EXIT_INTERNAL, Baseline, BaselineError, load_checks, select
+    from orsbench.checks import EXIT_INTERNAL, EXIT_UNREACHABLE, Baseline, BaselineError, load_checks, select
+    from orsbench.servers.launch import ServerStartError
 
     parser: argparse.ArgumentParser = args._parser
     if args.list:
         return _list()
-    if bool(args.url) == bool(args.serve):
-        parser.error("give either a URL or --serve SCENARIO")
-    if (args.param or args.fault) and not args.serve:
-        parser.error("--param and --fault need --serve")
+    plan = _plan(args, parser)
     only = _patterns(args.only)
     if only and not select(only):
         parser.error(f"--only {','.join(only)} matches no check (see --list)")
@@ -166,68 +170,68 @@ def run(args: argparse.Namespace) -> int:
         except BaselineError as exc:
             parser.error(str(exc))
     try:
-        if args.serve:
-            return _serve_and_check(args, only, baseline)
-        return _check(args.url, _options(args), args, only, baseline)
+        return _check(plan, args, only, baseline)
+    except ServerStartError as exc:
+        if args.serve:  # our own scenario did not come up: orsbench's bug
+            print(f"orsbench check: the embedded server did not start: {exc}", file=sys.stderr)
+            return EXIT_INTERNAL
+        print(f"orsbench check: the server to check did not start: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except KeyboardInterrupt:
         print("orsbench check: interrupted", file=sys.stderr)
         return EXIT_INTERNAL
+    except BrokenPipeError:  # stdout closed under us: the CLI's main ends quietly
+        raise
     except Exception:  # noqa: BLE001 - exit 3 is the contract for our own bugs
         print("orsbench check: internal error\n" + traceback.format_exc(), file=sys.stderr)
         return EXIT_INTERNAL
 
 
-def _check(url: str, options: Options, args: argparse.Namespace, only: list[str], baseline: Baseline | None) -> int:
-    from orsbench.checks import run_checks
+def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> CheckPlan:
+    """The one target the flags name, validated before anything starts (a usage error otherwise)."""
+    from orsbench.api import prepare
+    from orsbench.servers.targets import Target
+
+    given = {"URL": args.url, "--serve": args.serve, "--app": args.app, "--cmd": args.cmd}
+    named = [flag for flag, value in given.items() if value]
+    if len(named) != 1:
+        both = f" (got {' and '.join(named)})" if named else ""
+        parser.error(f"give one target: a URL, --serve SCENARIO, --app FILE.py:Class or --cmd COMMAND{both}")
+    if (args.param or args.fault) and not args.serve:
+        parser.error("--param and --fault need --serve")
+    if args.url:
+        target = Target("url", args.url)
+    elif args.serve:
+        target = Target("scenario", args.serve)
+    elif args.app:
+        target = Target("app", "app:" + args.app.removeprefix("app:"))
+    else:
+        target = Target("command", args.cmd)
+    impl = args.impl if args.serve else "mock"
+    try:
+        return prepare(target, impl=impl, params=dict(args.param), faults=args.fault, wait=args.wait, **vars(_options(args)))
+    except ValueError as exc:  # a bad URL, scenario, parameter, app spelling or command: the message names the fix
+        parser.error(str(exc))
+
+
+def _check(plan: CheckPlan, args: argparse.Namespace, only: list[str], baseline: Baseline | None) -> int:
     from orsbench.reports import TerminalReporter, write_json, write_junit
 
     # With --json - the JSON owns stdout, so the table goes to stderr.
     terminal = TerminalReporter(sys.stderr if args.json == "-" else None, verbose=args.verbose, quiet=args.quiet)
-    detail = ", ".join(f"{k} {v}" for k, v in (("env", options.env), ("split", options.split)) if v)
-    terminal.start(url, detail)
-    report = run_checks(url, options, only=only, baseline=baseline, on_probe=terminal.on_probe, on_result=terminal.on_result)
-    terminal.finish(report)
+
+    def start(url: str, options: Options) -> None:
+        detail = ", ".join(f"{k} {v}" for k, v in (("env", options.env), ("split", options.split)) if v)
+        terminal.start(url, detail)
+
+    report = plan.run(only=only, baseline=baseline, on_start=start, on_probe=terminal.on_probe, on_result=terminal.on_result)
+    if report.usage_error:
+        # The user's options name what the server lacks: a usage error, said once, as argparse would.
+        print(f"orsbench check: error: {report.usage_error}", file=sys.stderr)
+    else:
+        terminal.finish(report)
     if args.json:
         write_json(report, args.json)
     if args.junit:
         write_junit(report, args.junit)
     return report.exit_code
-
-
-def _serve_and_check(args: argparse.Namespace, only: list[str], baseline: Baseline | None) -> int:
-    from orsbench.checks import EXIT_INTERNAL
-    from orsbench.config import ServerConfig
-    from orsbench.scenarios import get_scenario
-    from orsbench.servers.app import effective_config
-    from orsbench.servers.launch import ServerStartError, serve
-
-    params: dict[str, Any] = {}
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if not sep:
-            args._parser.error(f"--param needs KEY=VALUE, got {item!r}")
-        params[key.strip()] = value
-    from orsbench.servers.faults import load_all
-
-    faults = tuple(_patterns(args.fault))
-    unknown = [f for f in faults if f not in load_all()]
-    if unknown:
-        args._parser.error(f"unknown fault(s) {unknown}; see docs/checks.md and docs/robustness.md")
-    knobs: dict[str, Any] = {"params": params, "faults": faults}
-    if args.ttl is not None:
-        knobs["ttl"] = args.ttl
-    if args.ping_interval is not None:
-        knobs["ping_interval"] = args.ping_interval
-    try:
-        scenario = get_scenario(args.serve, **params)
-    except ValueError as exc:
-        args._parser.error(str(exc))
-    config = effective_config(scenario, ServerConfig(**knobs), set(knobs))
-    try:
-        with serve(args.serve, impl=args.impl, config=config) as server:
-            # The embedded server's own knobs tell the timing checks what to expect.
-            options = _options(args, env=args.env or server.env_name, ttl=config.ttl, ping_interval=config.ping_interval)
-            return _check(server.url, options, args, only, baseline)
-    except ServerStartError as exc:
-        print(f"orsbench check: the embedded server did not start: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL

@@ -5,27 +5,30 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from orsbench.cli import types
 from orsbench.config import ServerConfig
+from orsbench.extras import require
 from orsbench.scenarios import REGISTRY, get_scenario
-from orsbench.servers.app import IMPLEMENTATIONS, build_app, effective_config, serve_forever, write_ready_file
+from orsbench.servers.app import IMPLEMENTATIONS, BindError, build_app, effective_config, serve_forever, write_ready_file
 
 #: Read when neither --api-key nor a launcher's config gives a key: a key in the
 #: environment does not show in ``ps`` output the way a command-line flag does.
 API_KEY_ENV = "ORSBENCH_API_KEY"
 
 #: CLI flag → ServerConfig field, for the knobs settable one by one.
-KNOBS: dict[str, tuple[str, type, str]] = {
-    "--ttl": ("ttl", float, "seconds without a request or ping before a session is reaped (default 900)"),
-    "--ping-interval": ("ping_interval", float, "seconds between ': ping' keep-alive comments on a running call (default 10)"),
-    "--latency": ("latency", float, "extra seconds every tool call takes (default 0)"),
-    "--setup-delay": ("setup_delay", float, "extra seconds every session's setup() takes (default 0)"),
-    "--setup-wait": ("setup_wait_timeout", float, "seconds /prompt and /call wait for setup before 503 starting (default 25)"),
-    "--chunk-size": ("chunk_size", int, "characters per SSE chunk event (default 4096)"),
-    "--linger": ("linger", float, "seconds a finished call stays resumable by task_id (default 60)"),
-    "--max-body": ("max_body", int, "largest request body in bytes; larger gets 413 (default 1 MiB)"),
-    "--reaper-interval": ("reaper_interval", float, "seconds between reaper sweeps (default min(5, ttl/4))"),
+KNOBS: dict[str, tuple[str, Callable[[str], Any], str]] = {
+    "--ttl": ("ttl", types.positive(float), "seconds without a request or ping before a session is reaped (default 900)"),
+    "--ping-interval": ("ping_interval", types.positive(float), "seconds between ': ping' keep-alive comments on a running call (default 10)"),
+    "--latency": ("latency", types.non_negative(float), "extra seconds every tool call takes (default 0)"),
+    "--setup-delay": ("setup_delay", types.non_negative(float), "extra seconds every session's setup() takes (default 0)"),
+    "--setup-wait": ("setup_wait_timeout", types.positive(float), "seconds /prompt and /call wait for setup before 503 starting (default 25)"),
+    "--chunk-size": ("chunk_size", types.positive(int), "characters per SSE chunk event (default 4096)"),
+    "--linger": ("linger", types.non_negative(float), "seconds a finished call stays resumable by task_id (default 60)"),
+    "--max-body": ("max_body", types.positive(int), "largest request body in bytes; larger gets 413 (default 1 MiB)"),
+    "--reaper-interval": ("reaper_interval", types.positive(float), "seconds between reaper sweeps (default min(5, ttl/4))"),
     "--seed": ("seed", int, "seed for fault profiles (default 0)"),
 }
 
@@ -43,12 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("scenario", choices=sorted(REGISTRY), metavar="SCENARIO", help=f"one of: {', '.join(REGISTRY)}")
     parser.add_argument("--impl", choices=IMPLEMENTATIONS, default="mock", help="mock engine, openreward SDK twin, or floor (a constant-answer baseline for `orsbench bench`; not a real server) (default mock)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; anything else is reachable from outside)")
-    parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default 0)")
+    parser.add_argument("--port", type=types.port, default=0, help="port to bind; 0 picks a free one (default 0)")
     for flag, (field, kind, text) in KNOBS.items():
         parser.add_argument(flag, dest=field, type=kind, default=None, help=text)
     parser.add_argument("--api-key", dest="api_key", default=None, help=f"require this key (X-API-Key or Bearer) on every route but /health (default: ${API_KEY_ENV} if set)")
-    parser.add_argument("--fault", dest="faults", action="append", default=None, metavar="NAME[,NAME]", help="apply fault profiles (see docs)")
-    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (see `orsbench scenarios -v`)")
+    parser.add_argument("--fault", dest="faults", type=types.fault_names, action="extend", default=None, metavar="NAME[,NAME]", help="apply fault profiles (see docs)")
+    parser.add_argument("--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (see `orsbench scenarios -v`)")
     parser.add_argument("--access-log", action="store_true", help="log one line per request to stderr")
     parser.add_argument("--config-json", help=argparse.SUPPRESS)
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
@@ -71,21 +74,17 @@ def config_from_args(args: argparse.Namespace) -> tuple[ServerConfig, set[str]]:
     elif not args.config_json and os.environ.get(API_KEY_ENV):
         changes["api_key"] = os.environ[API_KEY_ENV]
     if args.faults:
-        changes["faults"] = tuple(n.strip() for item in args.faults for n in item.split(",") if n.strip())
+        changes["faults"] = tuple(args.faults)
     if args.access_log:
         changes["access_log"] = True
-    params = dict(config.params)
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"orsbench serve: --param needs KEY=VALUE, got {item!r}")
-        params[key.strip()] = value
-    changes["params"] = params
+    changes["params"] = {**config.params, **dict(args.param)}
     explicit |= set(changes)
     return config.replace(**changes), explicit
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.impl == "sdk":
+        require("sdk", "--impl sdk (the openreward SDK twin)")
     config, explicit = config_from_args(args)
     try:
         scenario = get_scenario(args.scenario, **config.params)
@@ -104,5 +103,9 @@ def run(args: argparse.Namespace) -> int:
         if args.ready_file:
             write_ready_file(args.ready_file)(url)
 
-    serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)
+    try:
+        serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)
+    except BindError as exc:
+        print(f"orsbench serve: error: {exc} (choose another --port, or 0 for a free one)", file=sys.stderr)
+        return 2
     return 0

@@ -188,7 +188,12 @@ class Scenario:
         for key, (default, _help) in self.params_help.items():
             value = params.get(key, default)
             if key in params and isinstance(value, str) and default is not None and not isinstance(default, str):
-                value = _from_text(value, type(default))  # CLI values arrive as strings
+                try:
+                    value = _from_text(value, type(default))  # CLI values arrive as strings
+                except ValueError:
+                    raise ValueError(
+                        f"scenario {self.name!r}: --param {key} takes a {type(default).__name__} (default {default!r}), got {value!r}"
+                    ) from None
             self.params[key] = value
         self.all_tools: dict[str, Tool] = {m.name: m.build() for m in self._tool_markers.values()}
 

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from orsbench import protocol
 from orsbench.config import ServerConfig
+from orsbench.extras import require
 from orsbench.scenarios import Scenario
 
 #: ``floor`` is not an ORS server: it answers a load episode's requests with constants
@@ -41,10 +42,7 @@ def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock
         raise ValueError("fault profiles apply to the mock engine only (--impl mock)")
     if impl == "sdk":
         os.environ.setdefault(protocol.ENV_DISABLE_UPDATE_CHECK, "1")
-        try:
-            import openreward  # noqa: F401  (the third-party package itself: our own import errors stay loud)
-        except ImportError:
-            raise ValueError('--impl sdk serves through the openreward SDK: pip install "orsbench[sdk]"') from None
+        require("sdk", "--impl sdk (the openreward SDK twin)")  # MissingExtra names the extra; our own import errors stay loud
         from orsbench.servers.sdk_twin import build_app as build_sdk_app
 
         return build_sdk_app(scenarios, config)
@@ -87,11 +85,19 @@ def raise_open_file_limit(wanted: int | None = None) -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
+class BindError(OSError):
+    """The address cannot be listened on (in use, not ours, not an address); the message says which."""
+
+
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise BindError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock

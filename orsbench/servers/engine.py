@@ -6,7 +6,7 @@ bodies are validated by pydantic models shaped like the reference's
 (:mod:`orsbench.servers.models`), JSON is written by orjson, and nothing is
 logged per request unless asked.
 
-Behaviour follows ``shared/reference/ors-wire-protocol.md`` — status codes and
+Behaviour follows ``docs/protocol.md`` — status codes and
 details (§2), the 308 redirect to the default environment (§1.2), SSE framing
 (§3), resume by ``task_id`` (§3.2), tool-call reasons and their precedence
 (§5), and the session lifecycle (§8). Where the reference answers 500 for bad

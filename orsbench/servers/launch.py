@@ -17,7 +17,9 @@ import atexit
 import contextlib
 import json
 import os
+import shlex
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +27,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any, Iterator
 
 import httpx
@@ -232,11 +235,12 @@ def start(
     params: dict[str, Any] | None = None,
     host: str = "127.0.0.1",
     timeout: float = 60.0,
+    env: Mapping[str, str] | None = None,
 ) -> RunningServer:
     """Start a server for ``scenario`` (a name or ``app:FILE.py:Class``); wait until ``/health`` answers 200.
 
     For an ``app:`` target, ``impl`` is ``"app"`` and ``env_name`` is the first
-    environment the server lists.
+    environment the server lists. ``env``: extra environment variables for the server.
     """
     config = config or ServerConfig()
     if params:
@@ -244,7 +248,7 @@ def start(
     workdir = Path(tempfile.mkdtemp(prefix="orsbench-"))
     ready = workdir / "url"
     log_path = workdir / "server.log"
-    env = {**os.environ, protocol.ENV_DISABLE_UPDATE_CHECK: "1", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **(env or {}), protocol.ENV_DISABLE_UPDATE_CHECK: "1", "PYTHONUNBUFFERED": "1"}
     argv = command(scenario, impl=impl, config=config, host=host, ready_file=str(ready))
     process: subprocess.Popen[bytes] | ForkedProcess
     zygote = _zygote()
@@ -260,7 +264,7 @@ def start(
                 process.kill()
                 process.wait(5)
             text = log_path.read_text(errors="replace")
-            raise ServerStartError(f"serving {scenario} ({impl}) did not start:\n{text[-4000:]}")
+            raise ServerStartError(f"serving {scenario} ({'app' if is_app(scenario) else impl}) did not start:\n{text[-4000:]}")
         time.sleep(0.02)
     url = ready.read_text().strip()
     server = RunningServer(url, scenario, "app" if is_app(scenario) else impl, scenario, process, log_path, config)
@@ -308,6 +312,88 @@ def serve(
         yield server
     finally:
         server.stop()
+
+
+# -- any server command ---------------------------------------------------------------------------
+#: The placeholders a server command may contain (``--cmd "python my_env.py --port {port}"``).
+PORT_PLACEHOLDER, HOST_PLACEHOLDER = "{port}", "{host}"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on right now (the command binds it a moment later)."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def command_argv(cmd: str | Sequence[str], port: int, host: str = "127.0.0.1") -> list[str]:
+    """``cmd`` split like a shell would (no shell runs it), with ``{port}`` and ``{host}`` filled in."""
+    argv = shlex.split(cmd) if isinstance(cmd, str) else [str(a) for a in cmd]
+    if not argv:
+        raise ValueError("the server command is empty")
+    if not any(PORT_PLACEHOLDER in a for a in argv):
+        raise ValueError(
+            f"the server command must contain {PORT_PLACEHOLDER} where the port goes, "
+            f'e.g. "python my_env.py --port {PORT_PLACEHOLDER}"'
+        )
+    return [a.replace(PORT_PLACEHOLDER, str(port)).replace(HOST_PLACEHOLDER, host) for a in argv]
+
+
+def start_command(
+    cmd: str | Sequence[str],
+    *,
+    wait: float = 60.0,
+    host: str = "127.0.0.1",
+    env: Mapping[str, str] | None = None,
+) -> RunningServer:
+    """Start any ORS server command on a free port of 127.0.0.1 and wait (``wait`` s) for ``/health``.
+
+    The command runs without a shell, so its PID is the server's own and
+    stopping it stops the server (a wrapper script should ``exec`` the server).
+    Its output goes to a log that a :class:`ServerStartError` quotes when it
+    exits early or never answers.
+    """
+    port = free_port(host)
+    argv = command_argv(cmd, port, host)
+    log_path = Path(tempfile.mkdtemp(prefix="orsbench-cmd-")) / "server.log"
+    variables = {**os.environ, **(env or {}), protocol.ENV_DISABLE_UPDATE_CHECK: "1", "PYTHONUNBUFFERED": "1"}
+    shown = shlex.join(argv)
+    with open(log_path, "wb") as log:
+        try:
+            process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=variables)
+        except OSError as exc:
+            raise ServerStartError(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+    server = RunningServer(f"http://{host}:{port}", "", "cmd", shown, process, log_path)
+    _RUNNING[process.pid] = server
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            if httpx.get(server.url + protocol.HEALTH, timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        code = process.poll()
+        if code is not None or time.monotonic() > deadline:
+            server.stop()
+            why = (
+                f"exited with status {code} before answering GET /health"
+                if code is not None
+                else f"did not answer GET {server.url}/health within {wait:g} s (a slow start? raise --wait)"
+            )
+            output = server.log().strip()
+            raise ServerStartError(f"{shown} {why}" + (f"; its output:\n{output[-4000:]}" if output else " (no output)"))
+        time.sleep(0.05)
+    server.env_name = _listed_env(server) or ""
+    return server
+
+
+def _listed_env(server: RunningServer) -> str | None:
+    """The first name ``/list_environments`` gives, if it gives one."""
+    try:
+        names = httpx.get(server.url + protocol.LIST_ENVIRONMENTS, timeout=10).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    return str(names[0]) if isinstance(names, list) and names else None
 
 
 @atexit.register

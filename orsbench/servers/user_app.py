@@ -29,6 +29,9 @@ from orsbench.config import ServerConfig
 
 #: How a launcher target names a user's app: ``app:`` + :class:`AppTarget` text.
 PREFIX = "app:"
+#: Directories (``os.pathsep``-separated) to import the target's module from, ahead of
+#: ``sys.path``: how a class importable in the caller's process is importable here too.
+APP_PATH_ENV = "ORSBENCH_APP_PATH"
 
 
 class AppTargetError(ValueError):
@@ -161,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ready-file")
     args = parser.parse_args(argv)
     config = ServerConfig.from_json(args.config_json) if args.config_json else ServerConfig()
+    sys.path[:0] = [p for p in os.environ.get(APP_PATH_ENV, "").split(os.pathsep) if p and p not in sys.path]
     try:
         app = build_app(args.target, config)
     except (AppTargetError, ValueError, TypeError, ImportError, SyntaxError) as exc:

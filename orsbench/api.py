@@ -1,0 +1,179 @@
+"""``orsbench.check(target, **options) -> Report``: the checker from Python.
+
+Environment authors check their own code from a script, a notebook or a test::
+
+    import orsbench
+    from my_env import MyEnv
+
+    report = orsbench.check(MyEnv)                 # serve the class, check it, stop it
+    assert report.passed, report.summary()
+    orsbench.check("my_env.py:MyEnv", fuzz=50)      # or by FILE.py:Class / module:Class
+    orsbench.check("python my_env.py --port {port}", wait=120)   # or any server command
+    orsbench.check("http://127.0.0.1:8080", env="myenv")          # or a running server
+    orsbench.check("echo", impl="sdk")                            # or a built-in scenario
+
+``orsbench check`` on the command line calls this same function, so a target
+behaves the same from both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orsbench.config import ServerConfig
+from orsbench.extras import require
+from orsbench.servers import targets
+
+if TYPE_CHECKING:
+    from orsbench.checks import Baseline, Options, Report
+    from orsbench.checks.runner import ProbeCallback, ResultCallback
+
+StartCallback = Callable[[str, "Options"], None]
+
+
+def check(
+    target: Any,
+    *,
+    only: Iterable[str] | None = None,
+    baseline: Baseline | None = None,
+    impl: str = "mock",
+    params: dict[str, Any] | None = None,
+    faults: Iterable[str] = (),
+    wait: float = 60.0,
+    on_start: StartCallback | None = None,
+    on_probe: ProbeCallback | None = None,
+    on_result: ResultCallback | None = None,
+    **options: Any,
+) -> Report:
+    """Check ``target`` against the protocol and return the :class:`~orsbench.checks.Report`.
+
+    ``target``: a URL, a scenario name, an openreward ``Environment`` class, ``FILE.py:Class`` /
+    ``module:Class`` (several classes: ``module:A,B``), or a server command containing ``{port}``
+    (a string, or a list of arguments). Anything started binds 127.0.0.1 and is stopped by its PID
+    before this returns.
+
+    ``options`` are :class:`~orsbench.checks.Options` fields (``env``, ``split``, ``timeout``,
+    ``ttl``, ``ping_interval``, ...). ``impl``, ``params`` and ``faults`` apply to a scenario;
+    ``ttl`` and ``ping_interval`` also configure a scenario or an app orsbench serves; ``wait`` is
+    how long a started server may take to answer ``/health``. ``on_start(url, options)`` is called
+    once the target is up, before the first probe; ``on_probe`` and ``on_result`` report progress.
+
+    Raises ``ValueError`` (or ``TypeError`` for an unknown option) for a target or option that
+    cannot work, naming the fix; :class:`~orsbench.extras.MissingExtra` when serving needs an extra
+    that is not installed; :class:`~orsbench.servers.launch.ServerStartError` (with the server's
+    output) when a started server does not come up. A server that answers but is not ORS, or
+    lacks the ``env``/``split`` asked for, is a report with exit code 2 and a ``reason``.
+    """
+    plan = prepare(target, impl=impl, params=params, faults=faults, wait=wait, **options)
+    return plan.run(only=only, baseline=baseline, on_start=on_start, on_probe=on_probe, on_result=on_result)
+
+
+@dataclass
+class CheckPlan:
+    """A target and options that were found to make sense; :meth:`run` brings the target up and checks it."""
+
+    target: targets.Target
+    impl: str
+    wait: float
+    options: dict[str, Any]
+    #: How orsbench serves the target (``None``: it does not configure it — a URL or a command).
+    config: ServerConfig | None
+    url: str = ""
+
+    def run(
+        self,
+        *,
+        only: Iterable[str] | None = None,
+        baseline: Baseline | None = None,
+        on_start: StartCallback | None = None,
+        on_probe: ProbeCallback | None = None,
+        on_result: ResultCallback | None = None,
+    ) -> Report:
+        from orsbench.checks import Options, run_checks
+
+        options = dict(self.options)
+        with targets.running(self.target, impl=self.impl, config=self.config, wait=self.wait) as server:
+            url = self.url
+            if server is not None:
+                url = server.url
+                options["env"] = options.get("env") or server.env_name or None
+                if self.config is not None:  # a server of ours: its own knobs tell the timing checks what to expect
+                    options["ttl"], options["ping_interval"] = self.config.ttl, self.config.ping_interval
+            resolved = Options(**options)
+            if on_start is not None:
+                on_start(url, resolved)
+            return run_checks(url, resolved, only=only, baseline=baseline, on_probe=on_probe, on_result=on_result)
+
+
+def prepare(
+    target: Any,
+    *,
+    impl: str = "mock",
+    params: dict[str, Any] | None = None,
+    faults: Iterable[str] = (),
+    wait: float = 60.0,
+    **options: Any,
+) -> CheckPlan:
+    """Validate a check before anything starts (the errors :func:`check` raises first)."""
+    from orsbench.checks import Options
+
+    known = {f.name for f in dataclasses.fields(Options)}
+    unknown = set(options) - known
+    if unknown:
+        raise TypeError(f"unknown check option(s) {sorted(unknown)}; known: {', '.join(sorted(known))}")
+    if not wait > 0:
+        raise ValueError(f"wait must be greater than 0 seconds, got {wait}")
+    resolved = targets.resolve(target)
+    faults = tuple(faults)
+    if (params or faults or impl != "mock") and resolved.kind != "scenario":
+        raise ValueError("impl, params and faults apply to a built-in scenario only")
+    if faults:
+        from orsbench.servers.faults import load_all
+
+        unknown_faults = sorted(set(faults) - set(load_all()))
+        if unknown_faults:
+            raise ValueError(f"unknown fault(s) {unknown_faults}; see docs/robustness.md and docs/checks.md")
+    plan = CheckPlan(resolved, impl, wait, options, _server_config(resolved, impl, params or {}, faults, options))
+    if resolved.kind == "url":
+        from orsbench.wire.url import base_url
+
+        plan.url = base_url(str(resolved.value))  # BadURL is a ValueError naming the fix
+    elif resolved.kind == "command":
+        from orsbench.servers.launch import command_argv
+
+        command_argv(resolved.value, 0)  # ValueError: no {port} in it
+    elif resolved.kind == "app" and not resolved.app_path:
+        _check_app_text(str(resolved.value))
+    return plan
+
+
+def _check_app_text(text: str) -> None:
+    from orsbench.servers.user_app import AppTarget
+
+    app = AppTarget.parse(text)  # AppTargetError (a ValueError) names the spelling
+    if app.is_file and not Path(app.source).is_file():
+        raise ValueError(f"no such file {app.source!r} (in --app {app})")
+
+
+def _server_config(
+    target: targets.Target, impl: str, params: dict[str, Any], faults: tuple[str, ...], options: dict[str, Any]
+) -> ServerConfig | None:
+    """The config orsbench serves a scenario or an app with (``None``: it does not configure the server)."""
+    if target.kind not in ("scenario", "app"):
+        return None
+    knobs: dict[str, Any] = {k: options[k] for k in ("ttl", "ping_interval") if options.get(k) is not None}
+    if target.kind == "app":
+        require("sdk", "serving an Environment class (the openreward SDK Server)")
+        return ServerConfig(**knobs)
+    if impl == "sdk":
+        require("sdk", "impl='sdk' (the openreward SDK twin)")
+    from orsbench.scenarios import get_scenario
+    from orsbench.servers.app import effective_config
+
+    knobs |= {"params": params, "faults": faults}
+    scenario = get_scenario(str(target.value), **params)  # ValueError: unknown scenario or parameter
+    return effective_config(scenario, ServerConfig(**knobs), set(knobs))

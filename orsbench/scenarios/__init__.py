@@ -53,3 +53,6 @@ __all__ = [
 ]
 
 from orsbench.scenarios import schema_zoo  # noqa: E402,F401  (registers schema-zoo and its variants)
+from orsbench.scenarios.cassette import Cassette  # noqa: E402  (replays a recorded file: serve --cassette FILE)
+
+register(Cassette)

@@ -105,7 +105,12 @@ def record(
             say(f"episode {n + 1}/{len(wanted)}: {split}[{index}]")
             evidence.split, evidence.index = split, index
             evidence.facts["task0"] = task or {}
-            evidence.facts["play_sid"] = None
+            # Open the episode's session here, so its prompt and task tools are recorded too.
+            sid = collector.open_session()
+            if sid is not None:
+                client.task_tools(env, sid)
+                collector.ready(lambda: client.prompt(env, sid))
+            evidence.facts["play_sid"] = sid
             collector.probe_play()
             played += 1
     finally:

@@ -218,7 +218,11 @@ def start(
     def argv(ready_file: str) -> list[str]:
         return command(scenario, impl=impl, config=config, host=host, ready_file=ready_file)
 
-    return _launch(argv, f"orsbench serve {scenario} ({impl})", scenario, impl, config, timeout)
+    server = _launch(argv, f"orsbench serve {scenario} ({impl})", scenario, impl, config, timeout)
+    if scenario == "cassette":  # a replay serves the recorded environment's name
+        names = httpx.get(server.url + protocol.LIST_ENVIRONMENTS, timeout=10).json()
+        server.env_name = names[0] if isinstance(names, list) and names else server.env_name
+    return server
 
 
 def proxy_command(

@@ -189,9 +189,9 @@ class CassetteRecorder:
         elif route == protocol.PROMPT and sid in self._by_sid:
             self._by_sid[sid].prompt = answer
         elif route == protocol.CALL and isinstance(body, dict):
-            self._call(exchange, sid, body)
+            self._call(exchange, env, sid, body)
 
-    def _call(self, exchange: Exchange, sid: str | None, body: JSON) -> None:
+    def _call(self, exchange: Exchange, env: str, sid: str | None, body: JSON) -> None:
         if exchange.sse is None:
             return
         events = [[e.event, e.data] for e in exchange.sse.events if e.event != protocol.EVENT_TASK_ID]
@@ -208,6 +208,7 @@ class CassetteRecorder:
         episode = self._by_sid.get(sid or "")
         if episode is None or not isinstance(body.get("name"), str):
             return
+        episode.env = episode.env or env  # /create named no env and none was listed: the call's path says
         call = _Call(body["name"], body.get("input"), exchange.task_id, events if complete else None)
         episode.calls.append(call)
         if call.task_id:
@@ -251,7 +252,8 @@ class CassetteRecorder:
         """The cassette as JSON data, secrets scrubbed."""
         envs: JSON = {}
         for name, record in self.envs.items():
-            episodes = [e for e in self.episodes if e.env.lower() == name.lower()]
+            default = (self.default_env or next(iter(self.envs))).lower()
+            episodes = [e for e in self.episodes if (e.env or default).lower() == name.lower()]
             tasks = record["tasks"]
             prompts: dict[str, JSON] = {}
             task_tools: dict[str, JSON] = {}

@@ -28,7 +28,7 @@ from orsbench.bench.locust_run import locustfile, run_locust, steady_rate
 from orsbench.bench.procstat import tree_cpu_seconds, tree_rss_bytes
 from orsbench.bench.runner import run_bench
 from orsbench.cli import main as cli_main
-from orsbench.servers.engine import _uuid4_hex, _uuid4_str
+from orsbench.servers.engine import uuid4_hex, uuid4_str
 from orsbench.servers.launch import serve
 from orsbench.servers.state import TaskRecord, TaskRegistry
 from orsbench.wire.sse import parse
@@ -373,6 +373,6 @@ def test_task_registry_resumes_finished_results_for_linger_then_forgets_them():
 
 def test_engine_ids_have_the_uuid4_format():
     for _ in range(200):
-        task_id, sid = _uuid4_hex(), _uuid4_str()
+        task_id, sid = uuid4_hex(), uuid4_str()
         assert uuid.UUID(hex=task_id).hex == task_id and uuid.UUID(hex=task_id).version == 4
         assert str(uuid.UUID(sid)) == sid and uuid.UUID(sid).variant == uuid.RFC_4122

@@ -98,9 +98,7 @@ def all_routes() -> list[tuple[str, str]]:
     from orsbench.servers.engine import Engine
 
     engine = Engine([get_scenario(ENV)], ServerConfig())
-    routes = [(method, path) for path, methods in engine._root.items() for method in methods]
-    routes += [(method, protocol.env_path(ENV, route)) for route, methods in engine._env_routes.items() for method in methods]
-    return routes
+    return [(method, path.replace("{env}", ENV)) for method, path in engine.routes()]
 
 
 def test_without_the_key_every_route_but_health_is_401(ors_server_factory: ServerFactory) -> None:

@@ -3,7 +3,7 @@
 * :mod:`.plan` — what an episode does, resolved once from the server's discovery answers;
 * :mod:`.episode` — how each answer of an episode is judged (shared with the Locust user);
 * :mod:`.driver` — the asyncio/aiohttp driver running many episodes at once, bounded;
-* :mod:`.floor` — the constant-answer ASGI app that is the baseline (``--impl floor``);
+* :mod:`orsbench.servers.floor` — the constant-answer ASGI app that is the baseline (``--impl floor``);
 * :mod:`.procstat` — CPU time and RSS of a server's process tree from ``/proc``;
 * :mod:`.runner` — ``orsbench bench``: mock, SDK twin and floor alternating in one run;
 * :mod:`.locust_run` — one headless Locust process against a URL, its episode rate.

@@ -19,7 +19,7 @@ from orsbench.config import ServerConfig
 from orsbench.scenarios import Scenario
 
 #: ``floor`` is not an ORS server: it answers a load episode's requests with constants
-#: (:mod:`orsbench.bench.floor`), the baseline ``orsbench bench`` measures against.
+#: (:mod:`orsbench.servers.floor`), the baseline ``orsbench bench`` measures against.
 IMPLEMENTATIONS = ("mock", "sdk", "floor")
 
 
@@ -45,7 +45,7 @@ def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock
 
         return build_sdk_app(scenarios, config)
     if impl == "floor":
-        from orsbench.bench.floor import FloorApp
+        from orsbench.servers.floor import FloorApp
 
         return FloorApp(scenarios)
     raise ValueError(f"unknown implementation {impl!r}; choose one of {', '.join(IMPLEMENTATIONS)}")

@@ -26,23 +26,31 @@ import logging
 import sys
 import time
 from random import getrandbits
-from typing import Any, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
 from urllib.parse import quote
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from orsbench import protocol
 from orsbench.config import ServerConfig
 from orsbench.scenarios.base import Episode, RecordedAnswer, Scenario, ToolResult
 from orsbench.servers import models, sse
+from orsbench.servers.http import (  # noqa: F401 - Request, HTTPError and the ASGI types are re-exported
+    EventStream,
+    HTTPError,
+    RawJSON,
+    Receive,
+    Request,
+    Scope,
+    Send,
+    send_json,
+    validation_detail,
+)
 from orsbench.servers.state import Session, Stats, TaskRecord, TaskRegistry
 
 log = logging.getLogger("orsbench.engine")
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 #: Where the mock deliberately answers differently from the reference server.
 DELIBERATE_DIFFERENCES: tuple[str, ...] = (
@@ -57,147 +65,7 @@ DELIBERATE_DIFFERENCES: tuple[str, ...] = (
     "Optional API-key enforcement (--api-key): 401 without the key; the reference never checks X-API-Key.",
 )
 
-_JSON_HEADERS = [(b"content-type", protocol.JSON_CONTENT_TYPE.encode())]
-_JSON_TYPE = _JSON_HEADERS[0]
 _MESSAGE_BLOCK_TYPES = list(protocol.BLOCK_TYPES)
-
-
-class HTTPError(Exception):
-    """An error answer: status, JSON ``detail``, extra headers."""
-
-    def __init__(self, status: int, detail: Any, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-        self.status, self.detail, self.headers = status, detail, list(headers)
-
-
-#: Header name as asked for → its lower-case ASGI bytes (the code asks for a handful of names).
-_HEADER_KEYS: dict[str, bytes] = {}
-
-
-class Request:
-    """The little of an HTTP request the handlers need.
-
-    Headers are looked up in the raw ASGI list on demand: a handler reads one or
-    two of them, so decoding all of them for every request would cost more than
-    the lookups. :attr:`headers` still gives the whole decoded dict when asked.
-    """
-
-    __slots__ = ("scope", "receive", "method", "path", "_headers", "max_body", "_body")
-
-    def __init__(self, scope: Scope, receive: Receive, max_body: int) -> None:
-        self.scope, self.receive, self.max_body = scope, receive, max_body
-        self.method: str = scope["method"]
-        self.path: str = scope["path"]
-        self._headers: dict[str, str] | None = None
-        self._body: bytes | None = None
-
-    @property
-    def headers(self) -> dict[str, str]:
-        """All headers, decoded (names as the server passed them: lower-case under ASGI)."""
-        if self._headers is None:
-            self._headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in self.scope["headers"]}
-        return self._headers
-
-    @headers.setter
-    def headers(self, value: dict[str, str]) -> None:
-        self._headers = value  # faults may replace the headers a handler sees
-
-    def header(self, name: str) -> str | None:
-        if self._headers is not None:
-            return self._headers.get(name.lower())
-        key = _HEADER_KEYS.get(name)
-        if key is None:
-            key = name.lower().encode("latin-1")
-            if len(_HEADER_KEYS) < 64:
-                _HEADER_KEYS[name] = key
-        found = None
-        for k, v in self.scope["headers"]:
-            if k == key:
-                found = v  # the last one wins, as in the dict
-        return None if found is None else found.decode("latin-1")
-
-    @property
-    def sid(self) -> str:
-        """``X-Session-ID``, stripped; 400 when missing or empty (reference ``extract_sid``)."""
-        sid = (self.header("x-session-id") or "").strip()
-        if not sid:
-            raise HTTPError(400, protocol.DETAIL_SID_REQUIRED)
-        return sid
-
-    async def body(self) -> bytes:
-        if self._body is not None:
-            return self._body
-        length = self.header("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body:
-            raise HTTPError(413, f"Request body too large: {length} bytes; the limit is {self.max_body} bytes.")
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                raise HTTPError(413, f"Request body too large: over {self.max_body} bytes.")
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                break
-        self._body = b"".join(chunks)
-        return self._body
-
-    async def parse(self, model: type[BaseModel]) -> Any:
-        """Validate the JSON body against ``model``; 422 with FastAPI-shaped details."""
-        raw = await self.body()
-        if not raw.strip():
-            raise HTTPError(422, [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": None}])
-        try:
-            return model.model_validate_json(raw)
-        except ValidationError as exc:
-            raise HTTPError(422, _validation_detail(exc, raw)) from None
-
-
-def _validation_detail(exc: ValidationError, raw: bytes, prefix: tuple[str, ...] = ("body",)) -> list[dict[str, Any]]:
-    """FastAPI's 422 detail list: ``loc`` prefixed with ``body``, exceptions in ``ctx`` as ``{}``."""
-    details = []
-    for err in exc.errors(include_url=False):
-        if err["type"] == "json_invalid":
-            # As FastAPI: the position and message of the stdlib decoder; the raw text is not echoed.
-            try:
-                json.loads(raw)
-                position, message = 0, err["msg"]
-            except ValueError as decode_error:
-                position = getattr(decode_error, "pos", 0)
-                message = getattr(decode_error, "msg", str(decode_error))
-            details.append({"type": "json_invalid", "loc": ["body", position], "msg": "JSON decode error", "input": {}, "ctx": {"error": message}})
-            continue
-        item: dict[str, Any] = {"type": err["type"], "loc": [*prefix, *err["loc"]], "msg": err["msg"], "input": _redact(err.get("input"), err["loc"])}
-        if "ctx" in err:
-            item["ctx"] = {k: (v if isinstance(v, (str, int, float, bool, type(None))) else {}) for k, v in err["ctx"].items()}
-        details.append(_jsonable(item))
-    return details
-
-
-def _redact(value: Any, loc: tuple[Any, ...]) -> Any:
-    """Never echo secrets: a ``secrets`` body field (as the ORS guides send it) comes back redacted."""
-    if "secrets" in loc:
-        return "<redacted>"
-    if isinstance(value, dict) and "secrets" in value:
-        return {**value, "secrets": "<redacted>"}
-    return value
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        orjson.dumps(value)
-        return value
-    except TypeError:
-        # orjson refuses integers beyond 64 bits; such an echoed input comes back as its decimal string.
-        return json.loads(json.dumps(value, default=repr), parse_int=_int_or_text)
-
-
-def _int_or_text(text: str) -> int | str:
-    number = int(text)
-    return number if -(1 << 63) <= number < (1 << 64) else text
 
 
 def parse_secrets(header: str | None) -> dict[str, str]:
@@ -222,8 +90,42 @@ def parse_secrets(header: str | None) -> dict[str, str]:
     return secrets
 
 
+Outcome = tuple[str, str]
+"""A tool call's result as the engine streams it: ``("end", result JSON)`` or ``("error", message)``."""
+RootHandler = Callable[[Request], Awaitable[Any]]
+EnvHandler = Callable[[Request, Scenario, str], Awaitable[Any]]
+
+
+@dataclass
+class Hooks:
+    """Named points where a fault may change what the engine does, without touching its internals.
+
+    Every list is empty on a faithful engine (each costs one truth test per use).
+    Route handlers are changed through :meth:`Engine.wrap_route` and friends;
+    these hooks reach what no route can: tool runs, session setup and the reaper.
+    """
+
+    #: ``before_tool(session, tool_name, tool_input)`` runs before a tool call is checked;
+    #: an :data:`Outcome` it returns is the call's answer (the tool does not run).
+    before_tool: list[Callable[[Session, str, dict[str, Any]], Outcome | None]] = field(default_factory=list)
+    #: ``after_tool(session, tool_name, outcome)`` runs after a tool ran and its result was taken.
+    after_tool: list[Callable[[Session, str, Outcome], None]] = field(default_factory=list)
+    #: Replaces a session's setup work (``setup_delay`` then ``scenario.setup``); an exception it
+    #: raises becomes the session's sticky setup error, as a scenario's own would.
+    setup: Callable[[Session], Awaitable[None]] | None = None
+    #: ``may_reap(session)``: the reaper deletes an idle session only if every one answers True.
+    may_reap: list[Callable[[Session], bool]] = field(default_factory=list)
+
+
 class Engine:
-    """The ASGI application serving one or more scenarios under one :class:`ServerConfig`."""
+    """The ASGI application serving one or more scenarios under one :class:`ServerConfig`.
+
+    Its public seam, for faults and tests: the route table (:meth:`route`,
+    :meth:`set_route`, :meth:`wrap_route`, :meth:`remove_route`, :meth:`routes`),
+    :attr:`hooks`, and the state a fault may read or reset (:attr:`config`,
+    :attr:`sessions`, :attr:`tasks`, :attr:`stats`, :meth:`remove_session`,
+    :meth:`task_list`, :meth:`split_names`).
+    """
 
     def __init__(self, scenarios: list[Scenario], config: ServerConfig | None = None) -> None:
         if not scenarios:
@@ -247,6 +149,7 @@ class Engine:
         self._tools_json = {k: self._tools_payload(sc, [t.spec() for t in sc.shared_tools()]) for k, sc in self.scenarios.items()}
         self._task_tools_json: dict[tuple[str, tuple[Any, ...]], bytes] = {}
         self._async_fns: dict[Any, bool] = {}
+        self.hooks = Hooks()
         self._root: dict[str, dict[str, Callable[[Request], Awaitable[Any]]]] = {
             protocol.HEALTH: {"GET": self.health},
             protocol.VERSION: {"GET": self.version},
@@ -311,18 +214,18 @@ class Engine:
                 self._authorise(request)  # before routing: no route, redirect or 404 leaks to a stranger
             handler, key = self._route(request)
             result = await handler()
-            if isinstance(result, _Streamer):
+            if isinstance(result, EventStream):
                 await result.run(send)
             else:
-                await _send_json(send, 200, result)
+                await send_json(send, 200, result)
             stats.statuses[200] += 1
         except HTTPError as exc:
-            await _send_json(send, exc.status, {"detail": exc.detail} if exc.status not in (307, 308) else None, exc.headers)
+            await send_json(send, exc.status, {"detail": exc.detail} if exc.status not in (307, 308) else None, exc.headers)
             stats.statuses[exc.status] += 1
             key = key or str(exc.status)
         except Exception as exc:  # noqa: BLE001 - a scenario bug must still answer
             log.exception("internal error on %s %s", request.method, request.path)
-            await _send_json(send, 500, {"detail": f"{type(exc).__name__}: {exc}"})
+            await send_json(send, 500, {"detail": f"{type(exc).__name__}: {exc}"})
             stats.statuses[500] += 1
             key = key or "500"
         stats.requests[key] += 1
@@ -356,6 +259,53 @@ class Engine:
         if env_handler is None:
             raise _method_not_allowed(env_methods)
         return (lambda: env_handler(request, scenario, first)), f"{method} /{{env}}/{rest}"
+
+    # ------------------------------------------------------------ public seam
+    def _table(self, path: str) -> dict[str, Any]:
+        table: dict[str, Any] = self._root if path.startswith("/") else self._env_routes
+        if path not in table:
+            raise KeyError(f"no route {path!r}")
+        return table[path]
+
+    def route(self, path: str, method: str) -> Any:
+        """The handler of ``method path``: a root path (``/create``) or an environment route (``call``)."""
+        return self._table(path)[method]
+
+    def set_route(self, path: str, method: str, handler: RootHandler | EnvHandler) -> None:
+        """Serve ``method path`` with ``handler`` (root: ``handler(request)``; environment:
+        ``handler(request, scenario, raw_env)``)."""
+        self._table(path)[method] = handler
+
+    def wrap_route(self, path: str, method: str, wrap: Callable[[Any], Any]) -> None:
+        """Replace the handler of ``method path`` with ``wrap(current handler)``."""
+        methods = self._table(path)
+        methods[method] = wrap(methods[method])
+
+    def remove_route(self, path: str) -> None:
+        """Stop serving ``path`` at all (every method answers 404)."""
+        table = self._root if path.startswith("/") else self._env_routes
+        del table[path]
+
+    def routes(self) -> list[tuple[str, str]]:
+        """Every ``(method, path)`` served; environment routes as ``/{env}/<name>``."""
+        out = [(method, path) for path, methods in self._root.items() for method in methods]
+        out += [(method, protocol.env_path("{env}", r)) for r, methods in self._env_routes.items() for method in methods]
+        return out
+
+    async def remove_session(self, sid: str) -> None:
+        """Delete a session as ``POST /delete`` does (teardown included); unknown ids are ignored."""
+        await self._delete(sid)
+
+    def split_names(self, env: str) -> tuple[str, ...] | None:
+        """The split names of environment ``env`` (any case), or ``None`` for an unknown environment."""
+        splits = self._splits.get(env.lower())
+        return None if splits is None else tuple(splits)
+
+    def task_list(self, scenario: Scenario, split: Any) -> list[dict[str, Any]] | None:
+        """A split's task list as served, or ``None`` (unknown split, or an index-API-only scenario)."""
+        if not isinstance(split, str) or split not in self._splits[scenario.name.lower()]:
+            return None
+        return self._task_list(scenario, split)
 
     def _authorise(self, request: Request) -> None:
         expected = self.config.api_key or ""
@@ -394,9 +344,8 @@ class Engine:
         return {"status": "ok"}
 
     async def create_session(self, request: Request) -> Any:
-        sid = _uuid4_str()
-        payload = sse.frame(protocol.EVENT_TASK_ID, sid) + sse.frame(protocol.EVENT_END, "")
-        return _Streamer(immediate=payload)
+        sid = uuid4_str()
+        return EventStream(sse.frame(protocol.EVENT_TASK_ID, sid) + sse.frame(protocol.EVENT_END, ""))
 
     async def create(self, request: Request) -> Any:
         sid = request.sid
@@ -413,7 +362,7 @@ class Engine:
             try:
                 scenario.validate_task(task)
             except ValidationError as exc:
-                raise HTTPError(422, _validation_detail(exc, b"", prefix=("body", "task_spec"))) from None
+                raise HTTPError(422, validation_detail(exc, b"", prefix=("body", "task_spec"))) from None
         else:
             assert body.split is not None and body.index is not None
             task = self._get_task(scenario, body.split, body.index)
@@ -435,9 +384,12 @@ class Engine:
 
     async def _setup(self, session: Session) -> None:
         try:
-            if self.config.setup_delay > 0:
-                await asyncio.sleep(self.config.setup_delay)
-            await session.scenario.setup(session.episode)
+            if self.hooks.setup is not None:
+                await self.hooks.setup(session)
+            else:
+                if self.config.setup_delay > 0:
+                    await asyncio.sleep(self.config.setup_delay)
+                await session.scenario.setup(session.episode)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - sticky setup failure, reported on every call
@@ -476,7 +428,10 @@ class Engine:
         while True:
             await asyncio.sleep(interval)
             horizon = time.monotonic() - self.config.ttl
-            for sid in [s.sid for s in self.sessions.values() if s.last_seen < horizon]:
+            may_reap = self.hooks.may_reap
+            for sid in [
+                s.sid for s in self.sessions.values() if s.last_seen < horizon and all(ok(s) for ok in may_reap)
+            ]:
                 await self._delete(sid, reaped=True)
             self.tasks.evict()
 
@@ -492,7 +447,7 @@ class Engine:
         )
 
     async def tools(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
-        return _Raw(self._tools_json[scenario.name.lower()])
+        return RawJSON(self._tools_json[scenario.name.lower()])
 
     async def splits(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
         return [s.to_wire() for s in self._splits[scenario.name.lower()].values()]
@@ -615,7 +570,7 @@ class Engine:
                 }
             )
             self._task_tools_json[key] = payload
-        return _Raw(payload)
+        return RawJSON(payload)
 
     async def prompt(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
         session = await self._ready(request)
@@ -631,7 +586,7 @@ class Engine:
         body: models.CallBody = await request.parse(models.CallBody)
         if body.task_id is not None:
             return self._resume(body.task_id)
-        task_id = _uuid4_hex()
+        task_id = uuid4_hex()
         tool = session.tools.get(body.name)
         if tool is not None and not self._is_async(tool.fn) and self.config.latency <= 0:
             # Fast path: a synchronous tool finishes before the first byte is sent.
@@ -652,10 +607,10 @@ class Engine:
             known = self._async_fns[fn] = inspect.iscoroutinefunction(fn)
         return known
 
-    def _resume(self, task_id: str) -> "_Streamer":
+    def _resume(self, task_id: str) -> EventStream:
         record = self.tasks.get(task_id)
         if record is None:
-            return _Streamer(immediate=sse.frame(protocol.EVENT_ERROR, protocol.UNKNOWN_TASK_ID))
+            return EventStream(sse.frame(protocol.EVENT_ERROR, protocol.UNKNOWN_TASK_ID))
         return _Streamer(task_id=task_id, future=record.future, engine=self)
 
     def _precheck(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[Any, Any] | str:
@@ -664,7 +619,7 @@ class Engine:
         if tool is None:
             return _tool_error(f"{name!r} is not a valid tool", protocol.REASON_NOT_FOUND)
         if session.finished:
-            return _finished_error(name)
+            return finished_error(name)
         if tool.params is None:
             return tool, None
         try:
@@ -682,13 +637,26 @@ class Engine:
         if not isinstance(result, ToolResult):
             raise TypeError(f"tool {name!r} returned {type(result).__name__}, not a ToolOutput")
         if session.finished:  # a concurrent call finished the episode first
-            return ("end", _finished_error(name))
-        if result.finished:
-            session.finished = True
-        self.stats.calls[name] += 1
-        return ("end", orjson.dumps({"ok": True, "output": result.to_wire()}).decode())
+            outcome = ("end", finished_error(name))
+        else:
+            if result.finished:
+                session.finished = True
+            self.stats.calls[name] += 1
+            outcome = ("end", orjson.dumps({"ok": True, "output": result.to_wire()}).decode())
+        for hook in self.hooks.after_tool:
+            hook(session, name, outcome)
+        return outcome
+
+    def _hooked(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str] | None:
+        for hook in self.hooks.before_tool:
+            outcome = hook(session, name, tool_input)
+            if outcome is not None:
+                return outcome
+        return None
 
     def _run_sync(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str]:
+        if self.hooks.before_tool and (hooked := self._hooked(session, name, tool_input)) is not None:
+            return hooked
         checked = self._precheck(session, name, tool_input)
         if isinstance(checked, str):
             self.stats.call_errors[name] += 1
@@ -701,6 +669,8 @@ class Engine:
             return ("error", str(exc))
 
     async def _run_async(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str]:
+        if self.hooks.before_tool and (hooked := self._hooked(session, name, tool_input)) is not None:
+            return hooked
         checked = self._precheck(session, name, tool_input)
         if isinstance(checked, str):
             self.stats.call_errors[name] += 1
@@ -728,7 +698,7 @@ class Engine:
         if body.task_id is not None:
             return self._resume(body.task_id)
         candidates = [c.model_dump() for c in body.candidates]
-        task_id = _uuid4_hex()
+        task_id = uuid4_hex()
         future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
         try:
             scores = session.scenario.score_group(session.episode, candidates) or []
@@ -745,34 +715,15 @@ class Engine:
 
 
 # ---------------------------------------------------------------- responses
-class _Raw:
-    """Pre-encoded JSON bytes, sent as they are."""
+class _Streamer(EventStream):
+    """A tool-call task streamed as SSE: ``task_id``, keep-alives while it runs, then its result."""
 
-    __slots__ = ("payload",)
-
-    def __init__(self, payload: bytes) -> None:
-        self.payload = payload
-
-
-class _Streamer:
-    """An SSE answer: either fixed bytes, or a tool-call task streamed with keep-alives."""
-
-    def __init__(
-        self,
-        *,
-        immediate: bytes | None = None,
-        task_id: str | None = None,
-        future: "asyncio.Future[tuple[str, str]] | None" = None,
-        engine: Engine | None = None,
-    ) -> None:
-        self.immediate, self.task_id, self.future, self.engine = immediate, task_id, future, engine
+    def __init__(self, *, task_id: str, future: "asyncio.Future[tuple[str, str]]", engine: Engine) -> None:
+        super().__init__()
+        self.task_id, self.future, self.engine = task_id, future, engine
 
     async def run(self, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
-        if self.immediate is not None:
-            await send({"type": "http.response.body", "body": self.immediate, "more_body": False})
-            return
-        assert self.future is not None and self.engine is not None and self.task_id is not None
         head = sse.frame(protocol.EVENT_TASK_ID, self.task_id)
         config = self.engine.config
         if not self.future.done():
@@ -790,19 +741,7 @@ class _Streamer:
         await send({"type": "http.response.body", "body": head + tail, "more_body": False})
 
 
-async def _send_json(send: Send, status: int, content: Any, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    if content is None:
-        body = b""
-        out = list(headers)
-    else:
-        body = content.payload if isinstance(content, _Raw) else orjson.dumps(content)
-        out = [_JSON_TYPE, *headers] if headers else [_JSON_TYPE]
-    out.append((b"content-length", b"%d" % len(body)))
-    await send({"type": "http.response.start", "status": status, "headers": out})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _uuid4_hex() -> str:
+def uuid4_hex() -> str:
     """``uuid.uuid4().hex`` for ids, without a ``UUID`` object or a syscall per id.
 
     Same format and bits as ``uuid4`` (128 random bits, version 4, RFC variant),
@@ -812,9 +751,9 @@ def _uuid4_hex() -> str:
     return "%032x" % ((getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET)
 
 
-def _uuid4_str() -> str:
+def uuid4_str() -> str:
     """``str(uuid.uuid4())``, the same way."""
-    h = _uuid4_hex()
+    h = uuid4_hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
@@ -844,7 +783,8 @@ def _tool_error(message: str, reason: str) -> str:
     return orjson.dumps({"ok": False, "error": message, "reason": reason}).decode()
 
 
-def _finished_error(name: str) -> str:
+def finished_error(name: str) -> str:
+    """The ok:false answer to a tool call after the episode finished (reason ``episode_finished``)."""
     return _tool_error(
         f"{name!r} was not run: the episode has finished (a tool returned finished=True), "
         "so no further tool calls are accepted.",

@@ -63,6 +63,10 @@ class ForkedProcess:
         return 0
 
 
+#: What the zygote imports beyond the servers' own modules: the ``orsbench serve`` command it forks into.
+ZYGOTE_PRELOAD = ("orsbench.cli", "orsbench.cli.serve")
+
+
 class Zygote:
     """The launcher's side of :mod:`orsbench.servers.zygote`: one preloaded spawner per process."""
 
@@ -70,7 +74,7 @@ class Zygote:
         env = {**os.environ, protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
         self._lock = threading.Lock()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "orsbench.servers.zygote"],
+            [sys.executable, "-m", "orsbench.servers.zygote", *ZYGOTE_PRELOAD],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -86,7 +90,8 @@ class Zygote:
     def spawn(self, argv: list[str], env: dict[str, str], log_path: Path) -> ForkedProcess:
         assert self.process.stdin is not None and self.process.stdout is not None
         with self._lock:
-            self.process.stdin.write(json.dumps({"argv": argv, "env": env, "log": str(log_path)}) + "\n")
+            request = {"module": "orsbench", "argv": argv, "env": env, "log": str(log_path)}
+            self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
             answer = json.loads(self.process.stdout.readline() or "{}")
         if "pid" not in answer:

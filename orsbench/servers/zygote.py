@@ -4,8 +4,12 @@
 google-genai), and a test session that starts a dozen SDK twins would pay it a
 dozen times. The zygote is a plain child process that imports everything a
 server needs, starts no thread, and then forks a fresh server for each request
-it reads on stdin. The forked child runs ``orsbench serve`` (``orsbench.cli.main``)
-exactly as a fresh interpreter would, with its output in its own log file.
+it reads on stdin. The forked child runs ``python -m MODULE ARGV`` (the launcher
+asks for ``-m orsbench serve ...``) through :mod:`runpy`, exactly as a fresh
+interpreter would, with its output in its own log file. The zygote itself
+imports no front end: the modules to preload beyond the servers' own are named
+on its command line by whoever starts it (``python -m orsbench.servers.zygote
+orsbench.cli``), so the server layer never depends on the CLI.
 
 Children are reaped by the kernel (``SIGCHLD`` ignored), so a caller that is not
 their parent still stops them by PID and sees them gone. Used by the pytest
@@ -15,24 +19,27 @@ whenever the zygote is unavailable.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import runpy
 import signal
 import sys
 import threading
 import traceback
 
 
-def preload() -> None:
-    """Import what ``orsbench serve`` needs for every implementation."""
+def preload(extra: list[str]) -> None:
+    """Import what a server needs for every implementation, then the ``extra`` modules."""
     import uvicorn  # noqa: F401
 
-    import orsbench.cli  # noqa: F401
-    import orsbench.cli.serve  # noqa: F401
+    import orsbench.servers.app  # noqa: F401
     import orsbench.servers.engine  # noqa: F401
     import orsbench.servers.faults  # noqa: F401
 
     orsbench.servers.faults.load_all()
+    for name in extra:
+        importlib.import_module(name)
     try:
         import orsbench.servers.sdk_twin  # noqa: F401  (imports openreward: the slow part)
     except ImportError:
@@ -40,7 +47,7 @@ def preload() -> None:
 
 
 def _child(request: dict) -> None:
-    """In the forked child: become ``orsbench serve ARGV`` with output to the request's log."""
+    """In the forked child: become ``python -m MODULE ARGV`` with output to the request's log."""
     code = 1
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -51,9 +58,10 @@ def _child(request: dict) -> None:
         os.dup2(log, 2)
         os.environ.clear()
         os.environ.update(request["env"])
-        from orsbench.cli import main
-
-        code = main(request["argv"])
+        module = request.get("module", "orsbench")
+        sys.argv = [module, *request["argv"]]
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - report, then leave without running the parent's atexit
@@ -65,7 +73,7 @@ def _child(request: dict) -> None:
 
 
 def main() -> None:
-    preload()
+    preload(sys.argv[1:])
     if threading.active_count() != 1:
         # Forking a process with threads is unsafe; tell the launcher to start servers afresh.
         print(json.dumps({"error": f"{threading.active_count()} threads after preload"}), flush=True)

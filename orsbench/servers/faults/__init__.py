@@ -1,4 +1,4 @@
-"""Named faults for the mock engine, selectable with ``--fault NAME[,NAME]``.
+"""Named faults for ORS servers, selectable with ``--fault NAME[,NAME]``.
 
 Two families share one registry:
 
@@ -9,18 +9,29 @@ Two families share one registry:
   5xx/429 bursts, dropped or stalled streams, restarts — that a robust client
   must survive.
 
-A fault is applied to a built :class:`~orsbench.servers.engine.Engine` and
-returns the ASGI app to serve: it may patch the engine instance's route tables
-or hooks, or wrap the app in a middleware. Faults compose in the order given and
-are deterministic given ``ServerConfig.seed``.
+Two shapes of fault:
+
+* an **HTTP fault** is a plain ASGI middleware (:mod:`.middleware`) that wraps
+  *any* ORS ASGI app — the mock engine, the SDK twin, a reverse proxy in front
+  of a real server. It sees only the ASGI scope/receive/send, the protocol
+  constants, SSE framing and its seeded ``random.Random``. Apply those alone
+  with :func:`wrap_app`.
+* an **engine fault** changes what the mock :class:`~orsbench.servers.engine.Engine`
+  itself does, through its public seam only (route table, :class:`Hooks`,
+  config) — see :mod:`.hooks`. :func:`apply_faults` applies both shapes.
+
+Faults compose in the order given and are deterministic given the seed: the
+fault at position ``i`` gets ``random.Random(seed * 1000 + i)``.
 """
 
 from __future__ import annotations
 
-import importlib
 import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Literal
+
+from orsbench.registry import load_modules
+from orsbench.servers.http import ASGIApp
 
 if TYPE_CHECKING:
     from orsbench.servers.engine import Engine
@@ -29,46 +40,140 @@ ApplyFn = Callable[["Engine", Any, random.Random], Any]
 
 
 @dataclass(frozen=True)
+class FaultContext:
+    """What an HTTP fault may know of the server it wraps (nothing engine-specific)."""
+
+    #: The server's keep-alive interval (stream-stall stays silent for a multiple of it).
+    ping_interval: float = 10.0
+    #: ``on_fault(name, status)`` is told each time a fault acts (``status``: the answer it
+    #: gave, or ``None``); the engine counts these in ``/_orsbench/stats``.
+    on_fault: Callable[[str, "int | None"], None] | None = None
+
+    def count(self, name: str, status: int | None = None) -> None:
+        if self.on_fault is not None:
+            self.on_fault(name, status)
+
+
+WrapFn = Callable[[ASGIApp, random.Random, FaultContext], ASGIApp]
+
+
+@dataclass(frozen=True)
 class Fault:
     name: str
     summary: str
     kind: Literal["violation", "profile"]
-    #: ``apply(engine, app, rng) -> app``: patch ``engine`` and/or wrap ``app``.
+    #: ``apply(engine, app, rng) -> app``: change ``engine`` through its seam and/or wrap ``app``.
     apply: ApplyFn
+    #: For HTTP faults: ``wrap(app, rng, context) -> app``, usable around any ORS ASGI app.
+    wrap: WrapFn | None = None
+
+    @property
+    def http_only(self) -> bool:
+        return self.wrap is not None
 
 
 FAULTS: dict[str, Fault] = {}
-_MODULES = ("orsbench.servers.faults.violations", "orsbench.servers.faults.profiles")
+#: The modules that register faults (loaded by :func:`load_all`; see :mod:`orsbench.registry`).
+MODULES = (
+    "orsbench.servers.faults.violations",
+    "orsbench.servers.faults.router",
+    "orsbench.servers.faults.profiles",
+)
 
 
 def fault(name: str, summary: str, kind: Literal["violation", "profile"]) -> Callable[[ApplyFn], ApplyFn]:
-    """Register ``apply`` under ``name`` (decorator)."""
+    """Register an engine fault ``apply(engine, app, rng) -> app`` under ``name`` (decorator)."""
 
     def decorate(fn: ApplyFn) -> ApplyFn:
-        if name in FAULTS:
-            raise ValueError(f"fault {name!r} registered twice")
-        FAULTS[name] = Fault(name, summary, kind, fn)
+        _register(Fault(name, summary, kind, fn))
         return fn
 
     return decorate
 
 
+def http_fault(name: str, summary: str, kind: Literal["violation", "profile"]) -> Callable[[WrapFn], WrapFn]:
+    """Register an HTTP fault ``wrap(app, rng, context) -> app`` under ``name`` (decorator).
+
+    On the engine it is applied with a context that counts into the engine's stats.
+    """
+
+    def decorate(fn: WrapFn) -> WrapFn:
+        def apply(engine: "Engine", app: Any, rng: random.Random) -> Any:
+            return fn(app, rng, engine_context(engine))
+
+        _register(Fault(name, summary, kind, apply, fn))
+        return fn
+
+    return decorate
+
+
+def _register(entry: Fault) -> None:
+    if entry.name in FAULTS:
+        raise ValueError(f"fault {entry.name!r} registered twice")
+    FAULTS[entry.name] = entry
+
+
 def load_all() -> dict[str, Fault]:
-    for module in _MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+    load_modules(MODULES)
     return FAULTS
+
+
+def engine_context(engine: "Engine") -> FaultContext:
+    """The context HTTP faults get on the engine: its ping interval; faults counted in its stats."""
+
+    def on_fault(name: str, status: int | None) -> None:
+        engine.stats.requests[f"fault {name}"] += 1
+        if status is not None:
+            engine.stats.statuses[status] += 1
+
+    return FaultContext(ping_interval=engine.config.ping_interval, on_fault=on_fault)
+
+
+def _lookup(names: tuple[str, ...]) -> list[Fault]:
+    registry = load_all()
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        raise ValueError(f"unknown fault {unknown[0]!r}; known: {', '.join(sorted(registry)) or 'none'}")
+    return [registry[n] for n in names]
 
 
 def apply_faults(engine: "Engine", names: tuple[str, ...], seed: int) -> Any:
     """Apply the named faults to ``engine``; returns the ASGI app to serve."""
-    registry = load_all()
     app: Any = engine
-    for index, name in enumerate(names):
-        if name not in registry:
-            raise ValueError(f"unknown fault {name!r}; known: {', '.join(sorted(registry)) or 'none'}")
-        app = registry[name].apply(engine, app, random.Random(seed * 1000 + index))
+    for index, entry in enumerate(_lookup(names)):
+        app = entry.apply(engine, app, random.Random(seed * 1000 + index))
     return app
+
+
+def wrap_app(
+    app: ASGIApp,
+    names: tuple[str, ...],
+    seed: int,
+    *,
+    ping_interval: float = 10.0,
+    on_fault: Callable[[str, "int | None"], None] | None = None,
+) -> ASGIApp:
+    """Wrap any ORS ASGI app (a proxy, the SDK twin) in the named HTTP faults.
+
+    Seeded exactly as :func:`apply_faults` seeds them, so the same names and seed
+    give the same fault schedule on the engine and around any other server.
+    Engine faults are refused with a :class:`ValueError` naming them.
+    """
+    entries = _lookup(names)
+    engine_only = [e.name for e in entries if e.wrap is None]
+    if engine_only:
+        http = sorted(n for n, e in FAULTS.items() if e.wrap is not None)
+        raise ValueError(
+            f"fault {engine_only[0]!r} changes the mock engine itself and cannot wrap another server; "
+            f"HTTP faults: {', '.join(http)}"
+        )
+    context = FaultContext(ping_interval=ping_interval, on_fault=on_fault)
+    for index, entry in enumerate(entries):
+        assert entry.wrap is not None
+        app = entry.wrap(app, random.Random(seed * 1000 + index), context)
+    return app
+
+
+def http_fault_names() -> list[str]:
+    """Every fault that can wrap any ORS ASGI app (see :func:`wrap_app`)."""
+    return sorted(n for n, e in load_all().items() if e.wrap is not None)

@@ -3,11 +3,15 @@
 Each profile is a named, seeded, composable change to a built
 :class:`~orsbench.servers.engine.Engine` (``orsbench serve echo --fault
 flaky-5xx,stream-drop``, ``ServerConfig(faults=(...))``, or the pytest
-``ors_server`` fixture with ``faults=(...)``). A profile either wraps the ASGI
-app in a middleware that answers some requests itself (latency, 5xx, 429, a
-restart's downtime) or patches the engine *instance* — its config, its
-``/call`` route, its setup and tool runners — so the engine's own code stays
-the reference-faithful path and a fault is always visible as a fault.
+``ors_server`` fixture with ``faults=(...)``). The HTTP profiles —
+latency-jitter, flaky-5xx, rate-limit, stream-drop, stream-stall,
+stream-no-end — are plain ASGI middlewares (:mod:`.middleware`) that wrap any
+ORS ASGI app, so :func:`orsbench.servers.faults.wrap_app` puts them around a
+proxy to a real server too. The engine profiles — slow-setup, setup-failure,
+short-ttl, tool-raises, restart — change the engine *instance* through its
+public seam (config, :class:`~orsbench.servers.engine.Hooks`, the ``/call``
+route), so the engine's own code stays the reference-faithful path and a fault
+is always visible as a fault.
 
 Why these: they are what the openreward SDK's retry code was written for
 (``api/_session/http.py``: Retry-After, ``X-Backend-State: starting``,
@@ -32,20 +36,19 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from orsbench import protocol
-from orsbench.servers import sse
-from orsbench.servers.engine import HTTPError, Request, _Streamer
-from orsbench.servers.faults import fault
+from orsbench.servers.faults import FaultContext, engine_context, fault, http_fault
+from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept
+from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope
 from orsbench.servers.state import TaskRegistry
 
 if TYPE_CHECKING:
-    from orsbench.servers.engine import Engine, Receive, Scope, Send
+    from orsbench.servers.engine import Engine
     from orsbench.servers.state import Session
+
+__all__ = ["EXEMPT_PATHS"]  # re-exported: the paths no profile touches
 
 # -- parameters (documented in docs/robustness.md) ---------------------------
 #: latency-jitter: every request waits uniform(min, max) seconds before it is served.
@@ -76,75 +79,9 @@ RESTART_DOWN_S = 1.0
 
 RESTARTING = "Bad gateway: the environment server is restarting (orsbench fault profile restart)."
 
-#: Paths no profile ever touches.
-EXEMPT_PATHS = frozenset({protocol.HEALTH, protocol.STATS})
-
-Decision = Callable[["Scope"], "Awaitable[tuple[int, str, list[tuple[bytes, bytes]]] | None]"]
-CallHandler = Callable[[Request, Any, str], Awaitable[Any]]
 
 
 # -- building blocks ---------------------------------------------------------
-class Intercept:
-    """ASGI middleware that may answer a request itself before the app sees it.
-
-    ``decide(scope)`` returns ``None`` to pass the request on, or
-    ``(status, detail, headers)`` to answer it with a JSON ``{"detail": ...}``
-    — the shape a proxy or the reference server would use.
-    """
-
-    def __init__(self, app: Any, engine: Engine, name: str, decide: Decision) -> None:
-        self.app, self.engine, self.name, self.decide = app, engine, name, decide
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
-            await self.app(scope, receive, send)
-            return
-        answer = await self.decide(scope)
-        if answer is None:
-            await self.app(scope, receive, send)
-            return
-        status, detail, headers = answer
-        body = orjson.dumps({"detail": detail})
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", protocol.JSON_CONTENT_TYPE.encode()),
-                    (b"content-length", str(len(body)).encode()),
-                    *headers,
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
-        _count(self.engine, self.name, status)
-
-
-def _count(engine: Engine, name: str, status: int | None = None) -> None:
-    engine.stats.requests[f"fault {name}"] += 1
-    if status is not None:
-        engine.stats.statuses[status] += 1
-
-
-def _sid(request: Request) -> str | None:
-    return (request.header(protocol.SESSION_HEADER) or "").strip() or None
-
-
-async def _is_resume(request: Request) -> bool:
-    """Whether a ``/call`` body asks to resume a task (reading the body caches it for the engine)."""
-    try:
-        body = orjson.loads(await request.body())
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(body, dict) and body.get("task_id") is not None
-
-
-def _wrap_call(engine: Engine, wrap: Callable[[CallHandler], CallHandler]) -> None:
-    """Replace the engine instance's ``POST /{env}/call`` handler with ``wrap(current)``."""
-    routes = engine._env_routes[protocol.CALL]
-    routes["POST"] = wrap(routes["POST"])
-
-
 class _SessionCounter:
     """Counts fresh tool calls per session id; forgets sessions the engine no longer has."""
 
@@ -159,56 +96,6 @@ class _SessionCounter:
         return count
 
 
-class _CutStream(_Streamer):
-    """A ``/call`` stream that sends its ``task_id`` event and then misbehaves.
-
-    ``mode`` is ``"drop"`` (the connection is closed mid-response, as when a
-    proxy or pod dies), ``"no-end"`` (the response ends cleanly with no
-    ``end``/``error`` event) or ``"stall"`` (silence, no keep-alives, for
-    ``stall_s`` seconds, then the rest). The task itself keeps running in the
-    engine, so a client can resume it by ``task_id``.
-    """
-
-    def __init__(self, inner: _Streamer, mode: str, stall_s: float = 0.0) -> None:
-        super().__init__(task_id=inner.task_id, future=inner.future, engine=inner.engine)
-        self.mode, self.stall_s = mode, stall_s
-
-    async def run(self, send: Send) -> None:
-        assert self.task_id is not None and self.future is not None and self.engine is not None
-        await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
-        await send({"type": "http.response.body", "body": sse.frame(protocol.EVENT_TASK_ID, self.task_id), "more_body": True})
-        if self.mode == "drop":
-            return  # uvicorn closes the connection: "ASGI callable returned without completing response"
-        if self.mode == "no-end":
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-            return
-        await asyncio.sleep(self.stall_s)
-        kind, payload = await asyncio.shield(self.future)
-        tail = (
-            sse.frame(protocol.EVENT_ERROR, payload)
-            if kind == "error"
-            else sse.result_frames(payload, self.engine.config.chunk_size)
-        )
-        await send({"type": "http.response.body", "body": tail, "more_body": False})
-
-
-def _cut_streams(engine: Engine, name: str, mode: str, *, resumes_too: bool = False) -> None:
-    def wrap(handler: CallHandler) -> CallHandler:
-        async def call(request: Request, scenario: Any, raw_env: str) -> Any:
-            result = await handler(request, scenario, raw_env)
-            if not isinstance(result, _Streamer) or result.task_id is None:
-                return result  # an immediate answer (unknown task_id) passes untouched
-            if not resumes_too and await _is_resume(request):
-                return result
-            _count(engine, name)
-            stall_s = STALL_PING_INTERVALS * engine.config.ping_interval
-            return _CutStream(result, mode, stall_s)
-
-        return call
-
-    _wrap_call(engine, wrap)
-
-
 def _own_rng(name: str, rng: random.Random) -> random.Random:
     """A stream of the profile's own, mixed through a string seed (hashed with SHA-512).
 
@@ -219,11 +106,13 @@ def _own_rng(name: str, rng: random.Random) -> random.Random:
     return random.Random(f"{name}/{rng.getrandbits(64)}")
 
 
-def _error_rate(engine: Engine, app: Any, rng: random.Random, name: str, statuses: tuple[int, ...], detail: str) -> Any:
+def _error_rate(
+    app: ASGIApp, rng: random.Random, context: FaultContext, name: str, statuses: tuple[int, ...], detail: str
+) -> ASGIApp:
     rng = _own_rng(name, rng)
     burst = 0
 
-    async def decide(scope: Scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+    async def decide(scope: Scope) -> Answer | None:
         nonlocal burst
         if burst < MAX_BURST and rng.random() < ERROR_RATE:
             burst += 1
@@ -232,40 +121,45 @@ def _error_rate(engine: Engine, app: Any, rng: random.Random, name: str, statuse
         burst = 0
         return None
 
-    return Intercept(app, engine, name, decide)
+    return Intercept(app, name, decide, context)
+
+
+def _cut(app: ASGIApp, context: FaultContext, name: str, mode: CutMode, *, resumes_too: bool = False) -> ASGIApp:
+    stall_s = STALL_PING_INTERVALS * context.ping_interval
+    return CutStreams(app, name, mode, context, stall_s=stall_s, resumes_too=resumes_too)
 
 
 # -- the profiles ---------------------------------------------------------------
-@fault("latency-jitter", f"every request waits {LATENCY_MIN_S:g}-{LATENCY_MAX_S:g} s (uniform, seeded)", kind="profile")
-def latency_jitter(engine: Engine, app: Any, rng: random.Random) -> Any:
+@http_fault("latency-jitter", f"every request waits {LATENCY_MIN_S:g}-{LATENCY_MAX_S:g} s (uniform, seeded)", kind="profile")
+def latency_jitter(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
     rng = _own_rng("latency-jitter", rng)
 
     async def decide(scope: Scope) -> None:
         await asyncio.sleep(rng.uniform(LATENCY_MIN_S, LATENCY_MAX_S))
-        _count(engine, "latency-jitter")
+        context.count("latency-jitter")
 
-    return Intercept(app, engine, "latency-jitter", decide)
+    return Intercept(app, "latency-jitter", decide, context)
 
 
-@fault(
+@http_fault(
     "flaky-5xx",
     f"{ERROR_RATE:.0%} of requests (at most {MAX_BURST} in a row) get 502/503/504 with Retry-After: {RETRY_AFTER_S}",
     kind="profile",
 )
-def flaky_5xx(engine: Engine, app: Any, rng: random.Random) -> Any:
+def flaky_5xx(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
     return _error_rate(
-        engine, app, rng, "flaky-5xx", FLAKY_STATUSES, "Upstream unavailable (orsbench fault profile flaky-5xx); retry later."
+        app, rng, context, "flaky-5xx", FLAKY_STATUSES, "Upstream unavailable (orsbench fault profile flaky-5xx); retry later."
     )
 
 
-@fault(
+@http_fault(
     "rate-limit",
     f"{ERROR_RATE:.0%} of requests (at most {MAX_BURST} in a row) get 429 with Retry-After: {RETRY_AFTER_S}",
     kind="profile",
 )
-def rate_limit(engine: Engine, app: Any, rng: random.Random) -> Any:
+def rate_limit(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
     return _error_rate(
-        engine, app, rng, "rate-limit", (429,), "Too many requests (orsbench fault profile rate-limit); retry later."
+        app, rng, context, "rate-limit", (429,), "Too many requests (orsbench fault profile rate-limit); retry later."
     )
 
 
@@ -293,39 +187,35 @@ def setup_failure(engine: Engine, app: Any, rng: random.Random) -> Any:
     # The engine only runs a background setup when there is a delay or a scenario setup.
     engine.config = engine.config.replace(setup_delay=max(engine.config.setup_delay, SETUP_FAILURE_AFTER_S))
 
+    count = engine_context(engine).count
+
     async def failing_setup(session: Session) -> None:
-        try:
-            await asyncio.sleep(engine.config.setup_delay)
-            session.setup_error = SetupFailed("environment setup failed (orsbench fault profile setup-failure)")
-            _count(engine, "setup-failure")
-        finally:
-            session.ready.set()
+        await asyncio.sleep(engine.config.setup_delay)
+        count("setup-failure")
+        raise SetupFailed("environment setup failed (orsbench fault profile setup-failure)")
 
-    engine._setup = failing_setup  # type: ignore[method-assign]
+    engine.hooks.setup = failing_setup
     return app
 
 
-@fault("stream-drop", "every fresh /call stream is cut after its task_id event; resuming by task_id works", kind="profile")
-def stream_drop(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _cut_streams(engine, "stream-drop", "drop")
-    return app
+@http_fault("stream-drop", "every fresh /call stream is cut after its task_id event; resuming by task_id works", kind="profile")
+def stream_drop(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    return _cut(app, context, "stream-drop", "drop")
 
 
-@fault(
+@http_fault(
     "stream-stall",
     f"every fresh /call stream goes silent after task_id for {STALL_PING_INTERVALS} keep-alive intervals, "
     "with no keep-alives; resuming by task_id works",
     kind="profile",
 )
-def stream_stall(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _cut_streams(engine, "stream-stall", "stall")
-    return app
+def stream_stall(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    return _cut(app, context, "stream-stall", "stall")
 
 
-@fault("stream-no-end", "every /call stream, resumes included, ends cleanly after task_id with no end event", kind="profile")
-def stream_no_end(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _cut_streams(engine, "stream-no-end", "no-end", resumes_too=True)
-    return app
+@http_fault("stream-no-end", "every /call stream, resumes included, ends cleanly after task_id with no end event", kind="profile")
+def stream_no_end(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    return _cut(app, context, "stream-no-end", "no-end", resumes_too=True)
 
 
 @fault("short-ttl", f"sessions idle for {SHORT_TTL_S:g} s (or a shorter --ttl) are reaped", kind="profile")
@@ -337,25 +227,18 @@ def short_ttl(engine: Engine, app: Any, rng: random.Random) -> Any:
 @fault("tool-raises", f"tool call number {TOOL_RAISES_AT} of every session raises (an SSE error event)", kind="profile")
 def tool_raises(engine: Engine, app: Any, rng: random.Random) -> Any:
     counter = _SessionCounter(engine)
-    run_sync, run_async = engine._run_sync, engine._run_async
+    count = engine_context(engine).count
 
-    def injected(session: Session, name: str) -> tuple[str, str] | None:
+    def injected(session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str] | None:
         if name not in session.tools or session.finished:
             return None  # unknown tools and the finish latch keep their own answers
         if counter.bump(session.sid) != TOOL_RAISES_AT:
             return None
         engine.stats.call_errors[name] += 1
-        _count(engine, "tool-raises")
+        count("tool-raises")
         return ("error", f"tool {name!r} raised: injected failure (orsbench fault profile tool-raises)")
 
-    def patched_sync(session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str]:
-        return injected(session, name) or run_sync(session, name, tool_input)
-
-    async def patched_async(session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str]:
-        return injected(session, name) or await run_async(session, name, tool_input)
-
-    engine._run_sync = patched_sync  # type: ignore[method-assign]
-    engine._run_async = patched_async  # type: ignore[method-assign]
+    engine.hooks.before_tool.append(injected)
     return app
 
 
@@ -367,29 +250,34 @@ def tool_raises(engine: Engine, app: Any, rng: random.Random) -> Any:
 )
 def restart(engine: Engine, app: Any, rng: random.Random) -> Any:
     counter = _SessionCounter(engine)
+    context = engine_context(engine)
     down_until = 0.0
 
-    def wrap(handler: CallHandler) -> CallHandler:
+    def wrap(handler: Any) -> Any:
         async def call(request: Request, scenario: Any, raw_env: str) -> Any:
             nonlocal down_until
-            sid = _sid(request)
-            if sid in engine.sessions and not await _is_resume(request) and counter.bump(sid) == RESTART_AT_CALL:
+            sid = request.session_id
+            if (
+                sid in engine.sessions
+                and (await request.json_body()).get("task_id") is None
+                and counter.bump(sid) == RESTART_AT_CALL
+            ):
                 # What a crashed process loses: no teardown runs, nothing is resumable.
                 engine.sessions.clear()
                 engine.tasks = TaskRegistry(engine.config.linger)
                 counter.counts.clear()
                 down_until = time.monotonic() + RESTART_DOWN_S
-                _count(engine, "restart")
+                context.count("restart")
                 raise HTTPError(502, RESTARTING)  # the request in flight when the process died
             return await handler(request, scenario, raw_env)
 
         return call
 
-    _wrap_call(engine, wrap)
+    engine.wrap_route(protocol.CALL, "POST", wrap)
 
-    async def decide(scope: Scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+    async def decide(scope: Scope) -> Answer | None:
         if time.monotonic() < down_until:
             return 502, RESTARTING, []
         return None
 
-    return Intercept(app, engine, "restart", decide)
+    return Intercept(app, "restart", decide, context)

@@ -1,4 +1,4 @@
-"""Protocol violations: faults that each break exactly one ORS rule on the mock engine.
+"""Protocol violations: faults that each break exactly one ORS rule on the mock engine (61 of them).
 
 They exist to measure the checker: ``orsbench check`` against a server with
 one violation must fail exactly the check(s) naming that rule, and nothing it
@@ -7,36 +7,38 @@ is not about. Every violation is registered twice — as a fault of kind
 in :data:`VIOLATIONS`, which names the checks it breaks and the scenario that
 exposes it. ``tests/test_check_violations.py`` holds each one to that.
 
-A violation changes the engine *instance* (a route handler, a hook) or wraps
-the ASGI app in a small middleware that rewrites one kind of answer; the
-engine's own code stays the reference-faithful path. ``/health`` keeps
+A violation changes the engine *instance* through its public seam (a route
+handler via :mod:`.hooks`, an engine :class:`~orsbench.servers.engine.Hooks`
+entry) or wraps the ASGI app in a small middleware from :mod:`.middleware`
+that rewrites one kind of answer; the engine's own code stays the
+reference-faithful path. The ``violation-router`` test harness is in
+:mod:`.router`. ``/health`` keeps
 answering 200 (the launcher waits on it) and ``/_orsbench/stats`` is never
 touched.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import random
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from orsbench import protocol
 from orsbench.servers import sse
-from orsbench.servers.engine import HTTPError, Request, _finished_error, _Raw
+from orsbench.servers.engine import finished_error
 from orsbench.servers.faults import fault
-from orsbench.wire.sse import SSEComment, SSEParser
+from orsbench.servers.faults.hooks import Handler, before, raise_, remember_deleted, rescue, rewrite_result, without
+from orsbench.servers.faults.middleware import RewriteHeaders, RewriteStream, on_output, on_result, status_is
+from orsbench.servers.http import EventStream, Headers, HTTPError, Request, Scope, send_bytes, send_detail, set_header
 
 if TYPE_CHECKING:
-    from orsbench.servers.engine import Engine, Receive, Scope, Send
+    from orsbench.servers.engine import Engine
+    from orsbench.servers.http import Receive, Send
 
 Apply = Callable[["Engine", Any, random.Random], Any]
-Handler = Callable[..., Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -73,216 +75,6 @@ def violation(
     return decorate
 
 
-# -- building blocks ------------------------------------------------------------------------
-def _wrap_env(engine: Engine, route: str, method: str, wrap: Callable[[Handler], Handler]) -> None:
-    routes = engine._env_routes[route]
-    routes[method] = wrap(routes[method])
-
-
-def _wrap_root(engine: Engine, path: str, method: str, wrap: Callable[[Handler], Handler]) -> None:
-    routes = engine._root[path]
-    routes[method] = wrap(routes[method])
-
-
-def _plain(result: Any) -> Any:
-    """A handler's JSON result as Python data (pre-encoded ``_Raw`` payloads decoded)."""
-    return orjson.loads(result.payload) if isinstance(result, _Raw) else result
-
-
-def _rewrite_result(
-    engine: Engine, route: str, method: str, change: Callable[[Any, Request], Any], *, root: bool = False
-) -> None:
-    """Replace a route's JSON answer with ``change(answer, request)``."""
-
-    def wrap(handler: Handler) -> Handler:
-        async def rewritten(request: Request, *args: Any) -> Any:
-            return change(_plain(await handler(request, *args)), request)
-
-        return rewritten
-
-    (_wrap_root if root else _wrap_env)(engine, route, method, wrap)
-
-
-Hook = Callable[[Request, dict[str, Any]], "dict[str, Any] | None | Awaitable[dict[str, Any] | None]"]
-
-
-def _before(engine: Engine, route: str, method: str, hook: Hook, *, root: bool = False) -> None:
-    """Run ``hook(request, body)`` before a route's handler.
-
-    The hook may raise (an ``HTTPError`` is answered, anything else is a 500),
-    or return a replacement JSON body for the handler to read; ``None`` leaves
-    the request as it is.
-    """
-
-    def wrap(handler: Handler) -> Handler:
-        async def hooked(request: Request, *args: Any) -> Any:
-            replacement = hook(request, await _body(request))
-            if inspect.isawaitable(replacement):
-                replacement = await replacement
-            if replacement is not None:
-                request._body = json.dumps(replacement).encode()
-            return await handler(request, *args)
-
-        return hooked
-
-    (_wrap_root if root else _wrap_env)(engine, route, method, wrap)
-
-
-def _rescue(engine: Engine, route: str, method: str, detail: str | None, instead: Callable[[Request, str], Any]) -> None:
-    """Where a route answers an ``HTTPError`` (with ``detail``, if given), return or raise ``instead(request, raw_env)``."""
-
-    def wrap(handler: Handler) -> Handler:
-        async def rescued(request: Request, *args: Any) -> Any:
-            try:
-                return await handler(request, *args)
-            except HTTPError as exc:
-                if detail is not None and exc.detail != detail:
-                    raise
-                return instead(request, args[-1] if args else "")
-
-        return rescued
-
-    _wrap_env(engine, route, method, wrap)
-
-
-def _without(body: dict[str, Any], *keys: str) -> dict[str, Any]:
-    return {k: v for k, v in body.items() if k not in keys}
-
-
-def _raise(exc: BaseException) -> Any:
-    raise exc
-
-
-async def _body(request: Request) -> dict[str, Any]:
-    try:
-        data = json.loads(await request.body() or b"{}")
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _frames(body: bytes) -> list[tuple[str, str] | bytes]:
-    """An SSE body written by the engine as ``(event, data)`` pairs and raw comment blocks, in order."""
-    out: list[tuple[str, str] | bytes] = []
-    for item in SSEParser().feed(body):
-        if isinstance(item, SSEComment):
-            out.append(b":" + item.text.encode() + b"\r\n\r\n")
-        else:
-            out.append((item.event, item.data))
-    return out
-
-
-EventFn = Callable[[str, str, dict[str, Any]], "list[tuple[str, str] | bytes]"]
-
-
-class RewriteStream:
-    """Middleware rewriting the SSE answers of one route, event by event.
-
-    ``on_event(name, data, state)`` returns what to send instead: ``(name, data)``
-    pairs (re-framed by the engine's own writer) or raw bytes; comments go
-    through ``on_comment``. ``state`` lives for one response.
-    """
-
-    def __init__(
-        self, app: Any, route: str, on_event: EventFn | None = None, on_comment: Callable[[bytes], bytes] | None = None
-    ) -> None:
-        self.app, self.suffix, self.on_event, self.on_comment = app, "/" + route, on_event, on_comment
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].endswith(self.suffix):
-            await self.app(scope, receive, send)
-            return
-        state: dict[str, Any] = {}
-        streaming = False
-
-        async def rewrite(message: dict[str, Any]) -> None:
-            nonlocal streaming
-            if message["type"] == "http.response.start":
-                streaming = any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in message["headers"])
-            elif message["type"] == "http.response.body" and streaming and message.get("body"):
-                message = {**message, "body": self._rewrite(message["body"], state)}
-            await send(message)
-
-        await self.app(scope, receive, rewrite)
-
-    def _rewrite(self, body: bytes, state: dict[str, Any]) -> bytes:
-        out: list[bytes] = []
-        for item in _frames(body):
-            if isinstance(item, bytes):
-                out.append(self.on_comment(item) if self.on_comment else item)
-                continue
-            replaced = self.on_event(item[0], item[1], state) if self.on_event else [item]
-            for piece in replaced:
-                out.append(piece if isinstance(piece, bytes) else sse.frame(*piece))
-        return b"".join(out)
-
-
-def _on_result(change: Callable[[dict[str, Any]], dict[str, Any] | tuple[str, str]]) -> EventFn:
-    """An ``on_event`` that edits single-event ``end`` results (chunked ones pass untouched)."""
-
-    def on_event(name: str, data: str, state: dict[str, Any]) -> list[tuple[str, str] | bytes]:
-        if name == protocol.EVENT_CHUNK:
-            state["chunked"] = True
-        if name != protocol.EVENT_END or state.get("chunked"):
-            return [(name, data)]
-        try:
-            result = json.loads(data)
-        except ValueError:
-            return [(name, data)]
-        changed = change(result)
-        if isinstance(changed, tuple):
-            return [changed]
-        return [(name, json.dumps(changed, separators=(",", ":")))]
-
-    return on_event
-
-
-def _on_output(change: Callable[[dict[str, Any]], None]) -> EventFn:
-    """Edit the ``output`` of ok:true results in place."""
-
-    def edit(result: dict[str, Any]) -> dict[str, Any]:
-        if result.get("ok") is True and isinstance(result.get("output"), dict):
-            change(result["output"])
-        return result
-
-    return _on_result(edit)
-
-
-class RewriteHeaders:
-    """Middleware that edits the status and headers of some answers."""
-
-    def __init__(
-        self,
-        app: Any,
-        match: Callable[[Scope, int, list[tuple[bytes, bytes]]], bool],
-        edit: Callable[[int, list[tuple[bytes, bytes]]], tuple[int, list[tuple[bytes, bytes]], bytes | None]],
-    ) -> None:
-        self.app, self.match, self.edit = app, match, edit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in (protocol.HEALTH, protocol.STATS):
-            await self.app(scope, receive, send)
-            return
-        replaced_body: bytes | None = None
-
-        async def rewrite(message: dict[str, Any]) -> None:
-            nonlocal replaced_body
-            if message["type"] == "http.response.start" and self.match(scope, message["status"], message["headers"]):
-                status, headers, replaced_body = self.edit(message["status"], list(message["headers"]))
-                message = {**message, "status": status, "headers": headers}
-            elif message["type"] == "http.response.body" and replaced_body is not None:
-                message = {**message, "body": replaced_body if not message.get("more_body") else b""}
-                if not message.get("more_body"):
-                    replaced_body = b""
-            await send(message)
-
-        await self.app(scope, receive, rewrite)
-
-
-def _set_header(headers: list[tuple[bytes, bytes]], name: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
-    return [(k, v) for k, v in headers if k.lower() != name] + [(name, value)]
-
-
 def _shared_tools(engine: Engine) -> set[str]:
     return {t.name for sc in engine.scenarios.values() for t in sc.shared_tools()}
 
@@ -292,14 +84,7 @@ def _shared_tools(engine: Engine) -> set[str]:
 def health_not_json(engine: Engine, app: Any, rng: random.Random) -> Any:
     async def plain_health(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == protocol.HEALTH:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [(b"content-type", b"text/plain"), (b"content-length", b"2")],
-                }
-            )
-            await send({"type": "http.response.body", "body": b"OK"})
+            await send_bytes(send, 200, b"OK", b"text/plain")
             return
         await app(scope, receive, send)
 
@@ -308,7 +93,7 @@ def health_not_json(engine: Engine, app: Any, rng: random.Random) -> Any:
 
 @violation("version-missing", "GET /version is not served (404)", ("discovery.version",))
 def version_missing(engine: Engine, app: Any, rng: random.Random) -> Any:
-    del engine._root[protocol.VERSION]
+    engine.remove_route(protocol.VERSION)
     return app
 
 
@@ -318,13 +103,13 @@ def version_missing(engine: Engine, app: Any, rng: random.Random) -> Any:
     ("discovery.list_environments",),
 )
 def list_environments_object(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _rewrite_result(engine, protocol.LIST_ENVIRONMENTS, "GET", lambda names, _r: {"environments": names}, root=True)
+    rewrite_result(engine, protocol.LIST_ENVIRONMENTS, "GET", lambda names, _r: {"environments": names})
     return app
 
 
 def _edit_tool_listings(engine: Engine, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
     for route in (protocol.TOOLS, protocol.TASK_TOOLS):
-        _rewrite_result(engine, route, "GET", lambda listing, _r: {**listing, "tools": change(listing["tools"])})
+        rewrite_result(engine, route, "GET", lambda listing, _r: {**listing, "tools": change(listing["tools"])})
 
 
 @violation(
@@ -333,7 +118,7 @@ def _edit_tool_listings(engine: Engine, change: Callable[[list[dict[str, Any]]],
     ("discovery.tools_listing",),
 )
 def tools_listing_bare_array(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _rewrite_result(engine, protocol.TOOLS, "GET", lambda listing, _r: listing["tools"])
+    rewrite_result(engine, protocol.TOOLS, "GET", lambda listing, _r: listing["tools"])
     return app
 
 
@@ -344,7 +129,7 @@ def tools_listing_bare_array(engine: Engine, app: Any, rng: random.Random) -> An
 )
 def tools_optional_fields_missing(engine: Engine, app: Any, rng: random.Random) -> Any:
     for route in (protocol.TOOLS, protocol.TASK_TOOLS):
-        _rewrite_result(engine, route, "GET", lambda listing, _r: {"tools": listing["tools"]})
+        rewrite_result(engine, route, "GET", lambda listing, _r: {"tools": listing["tools"]})
     return app
 
 
@@ -369,7 +154,7 @@ def tool_names_duplicated(engine: Engine, app: Any, rng: random.Random) -> Any:
     "split-type-invalid", "GET /{env}/splits reports the type 'training' (not train|validation|test)", ("discovery.splits",)
 )
 def split_type_invalid(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _rewrite_result(
+    rewrite_result(
         engine,
         protocol.SPLITS,
         "GET",
@@ -384,24 +169,21 @@ def split_type_invalid(engine: Engine, app: Any, rng: random.Random) -> Any:
     ("routing.default_env_redirect",),
 )
 def default_env_404(engine: Engine, app: Any, rng: random.Random) -> Any:
-    body = orjson.dumps({"detail": protocol.DETAIL_NOT_FOUND})
+    body = json.dumps({"detail": protocol.DETAIL_NOT_FOUND}, separators=(",", ":")).encode()
 
-    def match(scope: Scope, status: int, headers: list[tuple[bytes, bytes]]) -> bool:
-        return status == 308
-
-    def edit(status: int, headers: list[tuple[bytes, bytes]]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    def edit(status: int, headers: Headers) -> tuple[int, Headers, bytes]:
         return 404, [(b"content-type", protocol.JSON_CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode())], body
 
-    return RewriteHeaders(app, match, edit)
+    return RewriteHeaders(app, status_is(308), edit)
 
 
 @violation("json-as-text-plain", "JSON answers of the discovery routes are labelled text/plain", ("http.json_content_type",))
 def json_as_text_plain(engine: Engine, app: Any, rng: random.Random) -> Any:
-    def match(scope: Scope, status: int, headers: list[tuple[bytes, bytes]]) -> bool:
+    def match(scope: Scope, status: int, headers: Headers) -> bool:
         return scope["path"].endswith(("/" + protocol.TOOLS, "/" + protocol.SPLITS, protocol.LIST_ENVIRONMENTS))
 
-    def edit(status: int, headers: list[tuple[bytes, bytes]]) -> tuple[int, list[tuple[bytes, bytes]], None]:
-        return status, _set_header(headers, b"content-type", b"text/plain"), None
+    def edit(status: int, headers: Headers) -> tuple[int, Headers, None]:
+        return status, set_header(headers, b"content-type", b"text/plain"), None
 
     return RewriteHeaders(app, match, edit)
 
@@ -421,7 +203,7 @@ def invalid_split_200(engine: Engine, app: Any, rng: random.Random) -> Any:
     }
     for route, answer in empty.items():
         with_env = route != protocol.NUM_TASKS
-        _rescue(
+        rescue(
             engine,
             route,
             "POST",
@@ -433,13 +215,13 @@ def invalid_split_200(engine: Engine, app: Any, rng: random.Random) -> Any:
 
 @violation("num-tasks-off-by-one", "num_tasks answers one more than the task list holds", ("dataset.num_tasks_matches_list",))
 def num_tasks_off_by_one(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _rewrite_result(engine, protocol.NUM_TASKS, "POST", lambda body, _r: {"num_tasks": body["num_tasks"] + 1})
+    rewrite_result(engine, protocol.NUM_TASKS, "POST", lambda body, _r: {"num_tasks": body["num_tasks"] + 1})
     return app
 
 
 @violation("num-tasks-string", 'num_tasks answers the count as a string ("48")', ("dataset.num_tasks",))
 def num_tasks_string(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _rewrite_result(engine, protocol.NUM_TASKS, "POST", lambda body, _r: {"num_tasks": str(body["num_tasks"])})
+    rewrite_result(engine, protocol.NUM_TASKS, "POST", lambda body, _r: {"num_tasks": str(body["num_tasks"])})
     return app
 
 
@@ -447,7 +229,7 @@ def num_tasks_string(engine: Engine, app: Any, rng: random.Random) -> Any:
     "tasks-not-objects", "POST /{env}/tasks lists each task as a JSON-encoded string, not an object", ("dataset.tasks_list",)
 )
 def tasks_not_objects(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _rewrite_result(engine, protocol.TASKS, "POST", lambda body, _r: {**body, "tasks": [json.dumps(t) for t in body["tasks"]]})
+    rewrite_result(engine, protocol.TASKS, "POST", lambda body, _r: {**body, "tasks": [json.dumps(t) for t in body["tasks"]]})
     return app
 
 
@@ -457,22 +239,22 @@ def tasks_not_objects(engine: Engine, app: Any, rng: random.Random) -> Any:
 def task_index_shifted(engine: Engine, app: Any, rng: random.Random) -> Any:
     def wrap(handler: Handler) -> Handler:
         async def shifted(request: Request, scenario: Any, raw_env: str) -> Any:
-            body = await _body(request)
+            body = await request.json_body()
             index, split = body.get("index"), body.get("split")
-            tasks = engine._task_list(scenario, split) if split in engine._splits[scenario.name.lower()] else None
+            tasks = engine.task_list(scenario, split)
             if isinstance(index, int) and tasks and 0 <= index < len(tasks) - 1:
                 return {"task": tasks[index + 1], "env_name": raw_env}
             return await handler(request, scenario, raw_env)
 
         return shifted
 
-    _wrap_env(engine, protocol.TASK, "POST", wrap)
+    engine.wrap_route(protocol.TASK, "POST", wrap)
     return app
 
 
 @violation("task-range-ignores-start", "task_range ignores start (slices [:stop])", ("dataset.task_range_slice",))
 def task_range_ignores_start(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _before(engine, protocol.TASK_RANGE, "POST", lambda request, body: _without(body, "start") if "start" in body else None)
+    before(engine, protocol.TASK_RANGE, "POST", lambda request, body: without(body, "start") if "start" in body else None)
     return app
 
 
@@ -483,12 +265,12 @@ def task_range_ignores_start(engine: Engine, app: Any, rng: random.Random) -> An
     also=("http.no_server_errors",),
 )
 def invalid_index_500(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _rescue(
+    rescue(
         engine,
         protocol.TASK,
         "POST",
         protocol.DETAIL_INVALID_INDEX,
-        lambda request, env: _raise(IndexError("list index out of range")),
+        lambda request, env: raise_(IndexError("list index out of range")),
     )
     return app
 
@@ -496,7 +278,7 @@ def invalid_index_500(engine: Engine, app: Any, rng: random.Random) -> Any:
 @violation("env-name-missing", "tasks, task and task_range answers leave out env_name", ("dataset.env_name_echo",))
 def env_name_missing(engine: Engine, app: Any, rng: random.Random) -> Any:
     for route in (protocol.TASKS, protocol.TASK, protocol.TASK_RANGE):
-        _rewrite_result(engine, route, "POST", lambda body, _r: {k: v for k, v in body.items() if k != "env_name"})
+        rewrite_result(engine, route, "POST", lambda body, _r: {k: v for k, v in body.items() if k != "env_name"})
     return app
 
 
@@ -510,7 +292,7 @@ def malformed_body_500(engine: Engine, app: Any, rng: random.Random) -> Any:
     async def naive(request: Request, body: dict[str, Any]) -> None:
         json.loads(await request.body())  # JSONDecodeError → 500
 
-    _before(engine, protocol.TASKS, "POST", naive)
+    before(engine, protocol.TASKS, "POST", naive)
     return app
 
 
@@ -522,7 +304,7 @@ def create_session_json(engine: Engine, app: Any, rng: random.Random) -> Any:
     async def as_json(request: Request) -> Any:
         return {"sid": str(uuid.uuid4())}
 
-    engine._root[protocol.CREATE_SESSION]["POST"] = as_json
+    engine.set_route(protocol.CREATE_SESSION, "POST", as_json)
     return app
 
 
@@ -532,7 +314,7 @@ def create_session_json(engine: Engine, app: Any, rng: random.Random) -> Any:
     ("session.create",),
 )
 def create_answers_wrong_sid(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _rewrite_result(engine, protocol.CREATE, "POST", lambda body, _r: {"sid": f"server-{body['sid']}"}, root=True)
+    rewrite_result(engine, protocol.CREATE, "POST", lambda body, _r: {"sid": f"server-{body['sid']}"})
     return app
 
 
@@ -542,7 +324,7 @@ def ping_never_finds_session(engine: Engine, app: Any, rng: random.Random) -> An
         request.sid  # noqa: B018 - still 400 without X-Session-ID
         raise HTTPError(404, protocol.DETAIL_NOT_FOUND_SESSION)
 
-    engine._root[protocol.PING]["POST"] = lost
+    engine.set_route(protocol.PING, "POST", lost)
     return app
 
 
@@ -560,18 +342,18 @@ def delete_500(engine: Engine, app: Any, rng: random.Random) -> Any:
 
         return crashing
 
-    _wrap_root(engine, protocol.DELETE, "POST", wrap)
+    engine.wrap_route(protocol.DELETE, "POST", wrap)
     return app
 
 
 @violation("errors-without-detail", '4xx answers are plain text, not JSON {"detail": ...}', ("http.error_detail",))
 def errors_without_detail(engine: Engine, app: Any, rng: random.Random) -> Any:
-    def match(scope: Scope, status: int, headers: list[tuple[bytes, bytes]]) -> bool:
+    def match(scope: Scope, status: int, headers: Headers) -> bool:
         return 400 <= status < 500
 
-    def edit(status: int, headers: list[tuple[bytes, bytes]]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    def edit(status: int, headers: Headers) -> tuple[int, Headers, bytes]:
         body = f"error {status}".encode()
-        headers = _set_header(_set_header(headers, b"content-type", b"text/plain"), b"content-length", str(len(body)).encode())
+        headers = set_header(set_header(headers, b"content-type", b"text/plain"), b"content-length", str(len(body)).encode())
         return status, headers, body
 
     return RewriteHeaders(app, match, edit)
@@ -583,18 +365,10 @@ def errors_without_detail(engine: Engine, app: Any, rng: random.Random) -> Any:
     ("session.sdk_headers_accepted",),
 )
 def empty_api_key_401(engine: Engine, app: Any, rng: random.Random) -> Any:
-    body = orjson.dumps({"detail": "Invalid API key"})
-
     async def strict(scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
         if headers.get(protocol.API_KEY_HEADER.lower().encode()) == b"":
-            start = {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-            }
-            await send(start)
-            await send({"type": "http.response.body", "body": body})
+            await send_detail(send, 401, "Invalid API key")
             return
         await app(scope, receive, send)
 
@@ -603,14 +377,12 @@ def empty_api_key_401(engine: Engine, app: Any, rng: random.Random) -> Any:
 
 @violation("create-session-same-id", "every POST /create_session hands out the same sid", ("session.create_session_unique",))
 def create_session_same_id(engine: Engine, app: Any, rng: random.Random) -> Any:
-    from orsbench.servers.engine import _Streamer
-
     sid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
     async def same(request: Request) -> Any:
-        return _Streamer(immediate=sse.frame(protocol.EVENT_TASK_ID, sid) + sse.frame(protocol.EVENT_END, ""))
+        return EventStream(sse.frame(protocol.EVENT_TASK_ID, sid) + sse.frame(protocol.EVENT_END, ""))
 
-    engine._root[protocol.CREATE_SESSION]["POST"] = same
+    engine.set_route(protocol.CREATE_SESSION, "POST", same)
     return app
 
 
@@ -624,7 +396,7 @@ def missing_sid_accepted(engine: Engine, app: Any, rng: random.Random) -> Any:
         if not (request.header(protocol.SESSION_HEADER) or "").strip():
             request.headers[protocol.SESSION_HEADER.lower()] = str(uuid.uuid4())
 
-    _before(engine, protocol.CREATE, "POST", invent, root=True)
+    before(engine, protocol.CREATE, "POST", invent)
     return app
 
 
@@ -636,9 +408,9 @@ def missing_sid_accepted(engine: Engine, app: Any, rng: random.Random) -> Any:
 def duplicate_sid_replaces(engine: Engine, app: Any, rng: random.Random) -> Any:
     async def replace(request: Request, body: dict[str, Any]) -> None:
         if request.sid in engine.sessions:
-            await engine._delete(request.sid)
+            await engine.remove_session(request.sid)
 
-    _before(engine, protocol.CREATE, "POST", replace, root=True)
+    before(engine, protocol.CREATE, "POST", replace)
     return app
 
 
@@ -650,9 +422,9 @@ def duplicate_sid_replaces(engine: Engine, app: Any, rng: random.Random) -> Any:
 def create_both_sources_accepted(engine: Engine, app: Any, rng: random.Random) -> Any:
     def drop_index(request: Request, body: dict[str, Any]) -> dict[str, Any] | None:
         both = body.get("task_spec") is not None and (body.get("split") is not None or body.get("index") is not None)
-        return _without(body, "split", "index") if both else None
+        return without(body, "split", "index") if both else None
 
-    _before(engine, protocol.CREATE, "POST", drop_index, root=True)
+    before(engine, protocol.CREATE, "POST", drop_index)
     return app
 
 
@@ -664,7 +436,7 @@ def create_task_spec_refused(engine: Engine, app: Any, rng: random.Random) -> An
                 422, [{"type": "extra_forbidden", "loc": ["body", "task_spec"], "msg": "Extra inputs are not permitted"}]
             )
 
-    _before(engine, protocol.CREATE, "POST", refuse, root=True)
+    before(engine, protocol.CREATE, "POST", refuse)
     return app
 
 
@@ -675,12 +447,12 @@ def create_task_spec_refused(engine: Engine, app: Any, rng: random.Random) -> An
 )
 def create_invalid_split_accepted(engine: Engine, app: Any, rng: random.Random) -> Any:
     def first_split(request: Request, body: dict[str, Any]) -> dict[str, Any] | None:
-        splits = engine._splits.get(str(body.get("env_name") or engine.default_env).lower())
+        splits = engine.split_names(str(body.get("env_name") or engine.default_env))
         if splits is None or body.get("split") is None or body["split"] in splits:
             return None
         return {**body, "split": next(iter(splits))}
 
-    _before(engine, protocol.CREATE, "POST", first_split, root=True)
+    before(engine, protocol.CREATE, "POST", first_split)
     return app
 
 
@@ -692,9 +464,9 @@ def create_invalid_split_accepted(engine: Engine, app: Any, rng: random.Random) 
 def create_unknown_env_accepted(engine: Engine, app: Any, rng: random.Random) -> Any:
     def default_env(request: Request, body: dict[str, Any]) -> dict[str, Any] | None:
         unknown = body.get("env_name") is not None and str(body["env_name"]).lower() not in engine.scenarios
-        return _without(body, "env_name") if unknown else None
+        return without(body, "env_name") if unknown else None
 
-    _before(engine, protocol.CREATE, "POST", default_env, root=True)
+    before(engine, protocol.CREATE, "POST", default_env)
     return app
 
 
@@ -705,7 +477,7 @@ def create_unknown_env_accepted(engine: Engine, app: Any, rng: random.Random) ->
 )
 def task_tools_omit_shared(engine: Engine, app: Any, rng: random.Random) -> Any:
     shared = _shared_tools(engine)
-    _rewrite_result(
+    rewrite_result(
         engine,
         protocol.TASK_TOOLS,
         "GET",
@@ -716,7 +488,7 @@ def task_tools_omit_shared(engine: Engine, app: Any, rng: random.Random) -> Any:
 
 @violation("prompt-not-blocks", "GET /{env}/prompt answers a bare string instead of a list of blocks", ("session.prompt",))
 def prompt_not_blocks(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _rewrite_result(engine, protocol.PROMPT, "GET", lambda blocks, _r: " ".join(b.get("text", "") for b in blocks))
+    rewrite_result(engine, protocol.PROMPT, "GET", lambda blocks, _r: " ".join(b.get("text", "") for b in blocks))
     return app
 
 
@@ -728,30 +500,13 @@ def ping_unknown_200(engine: Engine, app: Any, rng: random.Random) -> Any:
             session.touch()
         return {"status": "ok"}
 
-    engine._root[protocol.PING]["POST"] = always
+    engine.set_route(protocol.PING, "POST", always)
     return app
-
-
-def _remember_deleted(engine: Engine) -> dict[str, Any]:
-    """Wrap /delete so the fault can tell a deleted sid from one never seen; returns sid → old session."""
-    deleted: dict[str, Any] = {}
-
-    def wrap(handler: Handler) -> Handler:
-        async def remembering(request: Request) -> Any:
-            sid = (request.header(protocol.SESSION_HEADER) or "").strip()
-            if sid in engine.sessions:
-                deleted[sid] = engine.sessions[sid]
-            return await handler(request)
-
-        return remembering
-
-    _wrap_root(engine, protocol.DELETE, "POST", wrap)
-    return deleted
 
 
 @violation("ping-after-delete-200", "POST /ping keeps answering 200 for a deleted session", ("session.ping_after_delete_404",))
 def ping_after_delete_200(engine: Engine, app: Any, rng: random.Random) -> Any:
-    deleted = _remember_deleted(engine)
+    deleted = remember_deleted(engine)
 
     def wrap(handler: Handler) -> Handler:
         async def ghost(request: Request) -> Any:
@@ -761,7 +516,7 @@ def ping_after_delete_200(engine: Engine, app: Any, rng: random.Random) -> Any:
 
         return ghost
 
-    _wrap_root(engine, protocol.PING, "POST", wrap)
+    engine.wrap_route(protocol.PING, "POST", wrap)
     return app
 
 
@@ -769,7 +524,7 @@ def ping_after_delete_200(engine: Engine, app: Any, rng: random.Random) -> Any:
     "prompt-after-delete-200", "GET /{env}/prompt still answers a deleted session's prompt", ("session.use_after_delete_404",)
 )
 def prompt_after_delete_200(engine: Engine, app: Any, rng: random.Random) -> Any:
-    deleted = _remember_deleted(engine)
+    deleted = remember_deleted(engine)
 
     def wrap(handler: Handler) -> Handler:
         async def ghost(request: Request, scenario: Any, raw_env: str) -> Any:
@@ -780,7 +535,7 @@ def prompt_after_delete_200(engine: Engine, app: Any, rng: random.Random) -> Any
 
         return ghost
 
-    _wrap_env(engine, protocol.PROMPT, "GET", wrap)
+    engine.wrap_route(protocol.PROMPT, "GET", wrap)
     return app
 
 
@@ -795,7 +550,7 @@ def unknown_sid_500(engine: Engine, app: Any, rng: random.Random) -> Any:
         if request.sid not in engine.sessions:
             raise KeyError(request.sid)
 
-    _before(engine, protocol.PROMPT, "GET", crash)
+    before(engine, protocol.PROMPT, "GET", crash)
     return app
 
 
@@ -805,7 +560,7 @@ def delete_unknown_404(engine: Engine, app: Any, rng: random.Random) -> Any:
         if request.sid not in engine.sessions:
             raise HTTPError(404, protocol.DETAIL_NOT_FOUND_SESSION)
 
-    _before(engine, protocol.DELETE, "POST", strict, root=True)
+    before(engine, protocol.DELETE, "POST", strict)
     return app
 
 
@@ -813,13 +568,13 @@ def delete_unknown_404(engine: Engine, app: Any, rng: random.Random) -> Any:
     "recreate-deleted-refused", "POST /create refuses (400) a sid that was deleted before", ("session.recreate_deleted_sid",)
 )
 def recreate_deleted_refused(engine: Engine, app: Any, rng: random.Random) -> Any:
-    deleted = _remember_deleted(engine)
+    deleted = remember_deleted(engine)
 
     def grudging(request: Request, body: dict[str, Any]) -> None:
         if (request.header(protocol.SESSION_HEADER) or "").strip() in deleted:
             raise HTTPError(400, protocol.DETAIL_SESSION_EXISTS)
 
-    _before(engine, protocol.CREATE, "POST", grudging, root=True)
+    before(engine, protocol.CREATE, "POST", grudging)
     return app
 
 
@@ -833,14 +588,11 @@ def recreate_deleted_refused(engine: Engine, app: Any, rng: random.Random) -> An
     setup_wait_timeout=0.2,
 )
 def starting_503_bare(engine: Engine, app: Any, rng: random.Random) -> Any:
-    def match(scope: Scope, status: int, headers: list[tuple[bytes, bytes]]) -> bool:
-        return status == 503
-
-    def edit(status: int, headers: list[tuple[bytes, bytes]]) -> tuple[int, list[tuple[bytes, bytes]], None]:
+    def edit(status: int, headers: Headers) -> tuple[int, Headers, None]:
         drop = {protocol.BACKEND_STATE_HEADER.lower().encode(), b"retry-after"}
         return status, [(k, v) for k, v in headers if k.lower() not in drop], None
 
-    return RewriteHeaders(app, match, edit)
+    return RewriteHeaders(app, status_is(503), edit)
 
 
 @violation(
@@ -851,10 +603,7 @@ def starting_503_bare(engine: Engine, app: Any, rng: random.Random) -> Any:
     reaper_interval=0.2,
 )
 def ttl_never_reaps(engine: Engine, app: Any, rng: random.Random) -> Any:
-    async def idle() -> None:
-        return None
-
-    engine._reap_forever = idle  # type: ignore[method-assign]
+    engine.hooks.may_reap.append(lambda session: False)
     return app
 
 
@@ -865,18 +614,18 @@ def ttl_never_reaps(engine: Engine, app: Any, rng: random.Random) -> Any:
     also=("http.no_server_errors",),
 )
 def score_group_500(engine: Engine, app: Any, rng: random.Random) -> Any:
-    _rescue(engine, protocol.SCORE_GROUP, "POST", None, lambda request, env: _raise(NotImplementedError("score_group")))
+    rescue(engine, protocol.SCORE_GROUP, "POST", None, lambda request, env: raise_(NotImplementedError("score_group")))
     return app
 
 
 # -- tool calls -----------------------------------------------------------------------------------
 @violation("call-content-type-json", "/call streams are labelled application/json", ("call.sse_content_type",))
 def call_content_type_json(engine: Engine, app: Any, rng: random.Random) -> Any:
-    def match(scope: Scope, status: int, headers: list[tuple[bytes, bytes]]) -> bool:
+    def match(scope: Scope, status: int, headers: Headers) -> bool:
         return scope["path"].endswith("/" + protocol.CALL) and status == 200
 
-    def edit(status: int, headers: list[tuple[bytes, bytes]]) -> tuple[int, list[tuple[bytes, bytes]], None]:
-        return status, _set_header(headers, b"content-type", protocol.JSON_CONTENT_TYPE.encode()), None
+    def edit(status: int, headers: Headers) -> tuple[int, Headers, None]:
+        return status, set_header(headers, b"content-type", protocol.JSON_CONTENT_TYPE.encode()), None
 
     return RewriteHeaders(app, match, edit)
 
@@ -893,7 +642,7 @@ def call_end_missing(engine: Engine, app: Any, rng: random.Random) -> Any:
 
 @violation("end-not-json", "/call results are sent as a Python repr ({'ok': True, ...}), not JSON", ("call.end_json",))
 def end_not_json(engine: Engine, app: Any, rng: random.Random) -> Any:
-    return RewriteStream(app, protocol.CALL, _on_result(lambda result: (protocol.EVENT_END, repr(result))))
+    return RewriteStream(app, protocol.CALL, on_result(lambda result: (protocol.EVENT_END, repr(result))))
 
 
 @violation(
@@ -933,7 +682,7 @@ def output_blocks_invalid(engine: Engine, app: Any, rng: random.Random) -> Any:
     def change(output: dict[str, Any]) -> None:
         output["blocks"] = [{"kind": b.get("type"), "content": b.get("text")} for b in output.get("blocks", [])]
 
-    return RewriteStream(app, protocol.CALL, _on_output(change))
+    return RewriteStream(app, protocol.CALL, on_output(change))
 
 
 @violation(
@@ -948,7 +697,7 @@ def unknown_tool_500(engine: Engine, app: Any, rng: random.Random) -> Any:
         if session is not None and body.get("task_id") is None and body.get("name") not in session.tools:
             raise KeyError(body.get("name"))
 
-    _before(engine, protocol.CALL, "POST", crash)
+    before(engine, protocol.CALL, "POST", crash)
     return app
 
 
@@ -963,24 +712,20 @@ def input_validation_error_event(engine: Engine, app: Any, rng: random.Random) -
             return (protocol.EVENT_ERROR, result.get("error", "invalid input"))
         return result
 
-    return RewriteStream(app, protocol.CALL, _on_result(change))
+    return RewriteStream(app, protocol.CALL, on_result(change))
 
 
 @violation("reason-missing", "ok:false answers carry no reason", ("call.error_reason",))
 def reason_missing(engine: Engine, app: Any, rng: random.Random) -> Any:
-    return RewriteStream(app, protocol.CALL, _on_result(lambda result: {k: v for k, v in result.items() if k != "reason"}))
+    return RewriteStream(app, protocol.CALL, on_result(lambda result: {k: v for k, v in result.items() if k != "reason"}))
 
 
 @violation("finish-latch-missing", "tool calls keep running after a tool returned finished:true", ("call.finish_latch",))
 def finish_latch_missing(engine: Engine, app: Any, rng: random.Random) -> Any:
-    original = engine._finish
-
-    def finish(session: Any, name: str, result: Any) -> tuple[str, str]:
-        outcome = original(session, name, result)
+    def unlatch(session: Any, name: str, outcome: tuple[str, str]) -> None:
         session.finished = False
-        return outcome
 
-    engine._finish = finish  # type: ignore[method-assign]
+    engine.hooks.after_tool.append(unlatch)
     return app
 
 
@@ -990,14 +735,13 @@ def finish_latch_missing(engine: Engine, app: Any, rng: random.Random) -> Any:
     ("call.reason_precedence",),
 )
 def reason_precedence_latch_first(engine: Engine, app: Any, rng: random.Random) -> Any:
-    original = engine._precheck
+    def latch_first(session: Any, name: str, tool_input: dict[str, Any]) -> tuple[str, str] | None:
+        if not session.finished:
+            return None
+        engine.stats.call_errors[name] += 1
+        return ("end", finished_error(name))
 
-    def precheck(session: Any, name: str, tool_input: dict[str, Any]) -> Any:
-        if session.finished:
-            return _finished_error(name)
-        return original(session, name, tool_input)
-
-    engine._precheck = precheck  # type: ignore[method-assign]
+    engine.hooks.before_tool.append(latch_first)
     return app
 
 
@@ -1007,7 +751,7 @@ def unknown_task_id_404(engine: Engine, app: Any, rng: random.Random) -> Any:
         if body.get("task_id") is not None and engine.tasks.get(body["task_id"]) is None:
             raise HTTPError(404, "task not found")
 
-    _before(engine, protocol.CALL, "POST", strict)
+    before(engine, protocol.CALL, "POST", strict)
     return app
 
 
@@ -1018,7 +762,7 @@ def resume_unsupported(engine: Engine, app: Any, rng: random.Random) -> Any:
     def forget(request: Request, body: dict[str, Any]) -> dict[str, Any] | None:
         return {**body, "task_id": f"forgotten-{body['task_id']}"} if body.get("task_id") is not None else None
 
-    _before(engine, protocol.CALL, "POST", forget)
+    before(engine, protocol.CALL, "POST", forget)
     return app
 
 
@@ -1036,7 +780,7 @@ def resume_running_refused(engine: Engine, app: Any, rng: random.Random) -> Any:
             return None
         return {**body, "task_id": f"running-{body['task_id']}"}
 
-    _before(engine, protocol.CALL, "POST", impatient)
+    before(engine, protocol.CALL, "POST", impatient)
     return app
 
 
@@ -1058,7 +802,7 @@ def reward_bool(engine: Engine, app: Any, rng: random.Random) -> Any:
         if isinstance(output.get("reward"), (int, float)):
             output["reward"] = bool(output["reward"])
 
-    return RewriteStream(app, protocol.CALL, _on_output(change))
+    return RewriteStream(app, protocol.CALL, on_output(change))
 
 
 @violation("finished-not-bool", "finished is sent as 0/1 instead of false/true", ("reward.finished_bool",))
@@ -1067,92 +811,8 @@ def finished_not_bool(engine: Engine, app: Any, rng: random.Random) -> Any:
         if isinstance(output.get("finished"), bool):
             output["finished"] = int(output["finished"])
 
-    return RewriteStream(app, protocol.CALL, _on_output(change))
+    return RewriteStream(app, protocol.CALL, on_output(change))
 
 
-# -- every violation in one process ----------------------------------------------------------------
-#: Path prefix under which the ``violation-router`` fault serves each violation.
-ROUTER_PREFIX = "/_violations/"
-
-
-class ViolationRouter:
-    """Serves each registered violation on its own engine under ``/_violations/<name>/``.
-
-    Why: the checker's tests need one broken server per violation, and starting
-    fifty server processes costs more than the checks. Behind each prefix is a
-    separate :class:`~orsbench.servers.engine.Engine` — its own scenario (the
-    violation's), config (scenario defaults plus the violation's knobs),
-    sessions, tasks, reaper and stats — with exactly that one violation
-    applied, as ``orsbench serve <scenario> --fault <name>`` would build it.
-    Only the process and the event loop are shared. Redirect ``Location``
-    headers are not rewritten (the engine's are relative to its own root).
-    """
-
-    def __init__(self, app: Any, seed: int) -> None:
-        self.app, self.seed = app, seed
-        self.engines: dict[str, Any] = {}
-
-    def _build(self, name: str) -> Any:
-        from orsbench.config import ServerConfig
-        from orsbench.scenarios import get_scenario
-        from orsbench.servers.app import effective_config
-        from orsbench.servers.engine import Engine
-        from orsbench.servers.faults import apply_faults
-
-        spec = VIOLATIONS[name]
-        scenario = get_scenario(spec.scenario, **spec.knobs.get("params", {}))
-        config = effective_config(scenario, ServerConfig(**spec.knobs, seed=self.seed), set(spec.knobs)).replace(faults=(name,))
-        engine = Engine([scenario], config)
-        app = apply_faults(engine, (name,), self.seed)
-        engine.start_background()
-        return engine, app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self.app(scope, self._watch_shutdown(receive), send)
-            return
-        path = scope.get("path", "")
-        if scope["type"] != "http" or not path.startswith(ROUTER_PREFIX):
-            await self.app(scope, receive, send)
-            return
-        name, _, rest = path[len(ROUTER_PREFIX) :].partition("/")
-        if name not in VIOLATIONS:
-            body = orjson.dumps({"detail": f"unknown violation {name!r}; known: {', '.join(sorted(VIOLATIONS))}"})
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 404,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
-            return
-        if name not in self.engines:
-            self.engines[name] = self._build(name)
-        inner_path = "/" + rest
-        inner = {
-            **scope,
-            "path": inner_path,
-            "raw_path": inner_path.encode(),
-            "root_path": scope.get("root_path", "") + ROUTER_PREFIX + name,
-        }
-        await self.engines[name][1](inner, receive, send)
-
-    def _watch_shutdown(self, receive: Receive) -> Receive:
-        async def watched() -> dict[str, Any]:
-            message = await receive()
-            if message["type"] == "lifespan.shutdown":
-                for engine, _app in self.engines.values():
-                    await engine.shutdown()
-            return message
-
-        return watched
-
-
-@fault(
-    "violation-router",
-    f"test harness: serves every violation, each on its own engine, under {ROUTER_PREFIX}<name>/ (one process for all)",
-    kind="violation",
-)
-def violation_router(engine: Engine, app: Any, rng: random.Random) -> Any:
-    return ViolationRouter(app, engine.config.seed)
+# The test router lives in .router; its prefix is re-exported here for the tests that use it.
+from orsbench.servers.faults.router import ROUTER_PREFIX  # noqa: E402,F401

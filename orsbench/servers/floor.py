@@ -1,5 +1,7 @@
 """The floor: a bare ASGI app answering an episode's requests with constants.
 
+It lives with the servers (not in :mod:`orsbench.bench`) because it is one:
+``orsbench serve --impl floor`` builds it like any other implementation.
 ``orsbench bench`` measures a server's CPU per episode against this app, served
 by the same uvicorn (httptools, uvloop) through the same launcher. Whatever the
 floor costs is the HTTP stack's share; what a real server costs above it is its
@@ -16,7 +18,7 @@ Anything else is 404. It is served with ``orsbench serve SCENARIO --impl floor``
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -24,10 +26,7 @@ import orjson
 from orsbench import protocol
 from orsbench.scenarios.base import Episode, Scenario
 from orsbench.servers import sse
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+from orsbench.servers.http import JSON_TYPE_HEADER, Receive, Scope, Send
 
 #: What every tool call answers on the floor.
 FLOOR_OUTPUT = {
@@ -35,14 +34,13 @@ FLOOR_OUTPUT = {
     "output": {"blocks": [{"text": "floor", "detail": None, "type": "text"}], "metadata": None, "reward": 0.0, "finished": False},
 }
 _SID = protocol.SESSION_HEADER.lower().encode()
-_JSON_TYPE = (b"content-type", protocol.JSON_CONTENT_TYPE.encode())
 
 
 def _json_start(body: bytes, status: int = 200) -> dict[str, Any]:
     return {
         "type": "http.response.start",
         "status": status,
-        "headers": [_JSON_TYPE, (b"content-length", str(len(body)).encode())],
+        "headers": [JSON_TYPE_HEADER, (b"content-length", str(len(body)).encode())],
     }
 
 

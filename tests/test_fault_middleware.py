@@ -1,0 +1,154 @@
+"""HTTP fault profiles wrap any ORS ASGI app: driven here around an app they cannot see into.
+
+The engine is hidden behind a plain ASGI function (``opaque``), so a fault that
+needed the engine instance could not work; :func:`wrap_app` is what a proxy in
+front of a real ORS server uses. Messages are read straight off the ASGI
+``send``, so a dropped stream (the app returning without finishing the
+response) is visible as such.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import pytest
+
+from orsbench import protocol
+from orsbench.config import ServerConfig
+from orsbench.scenarios import get_scenario
+from orsbench.servers.engine import Engine
+from orsbench.servers.faults import apply_faults, http_fault_names, wrap_app
+from orsbench.servers.faults import profiles as P
+from orsbench.wire.sse import parse
+
+HTTP_PROFILES = {"latency-jitter", "flaky-5xx", "rate-limit", "stream-drop", "stream-stall", "stream-no-end"}
+
+
+def opaque_engine(**config: Any) -> tuple[Engine, Any]:
+    engine = Engine([get_scenario("slow", setup=0.0, latency=0.0, long_call=0.3)], ServerConfig(**config))
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await engine(scope, receive, send)
+
+    return engine, app
+
+
+async def request(app: Any, method: str, path: str, body: Any = None, sid: str = "s1") -> list[dict[str, Any]]:
+    raw = b"" if body is None else json.dumps(body).encode()
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"x-session-id", sid.encode()), (b"content-type", b"application/json")],
+    }
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    messages: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        messages.append({**message, "at": time.monotonic()})
+
+    await asyncio.wait_for(app(scope, receive, send), 10)
+    return messages
+
+
+def body(messages: list[dict[str, Any]]) -> bytes:
+    return b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
+
+
+def finished(messages: list[dict[str, Any]]) -> bool:
+    return any(m["type"] == "http.response.body" and not m.get("more_body") for m in messages)
+
+
+async def fresh_call(app: Any, tool: str = "step", tool_input: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    created = await request(app, "POST", protocol.CREATE, {"env_name": "slow", "split": "train", "index": 0})
+    assert created[0]["status"] == 200, body(created)
+    return await request(app, "POST", protocol.env_path("slow", protocol.CALL), {"name": tool, "input": tool_input or {}})
+
+
+def test_the_http_profiles_are_the_ones_a_proxy_can_use() -> None:
+    assert set(http_fault_names()) == HTTP_PROFILES
+    with pytest.raises(ValueError, match="'tool-raises' changes the mock engine itself"):
+        wrap_app(lambda *a: None, ("stream-drop", "tool-raises"), seed=0)
+    with pytest.raises(ValueError, match="unknown fault 'nope'"):
+        wrap_app(lambda *a: None, ("nope",), seed=0)
+
+
+def test_stream_drop_cuts_after_task_id_and_the_task_stays_resumable() -> None:
+    async def scenario() -> None:
+        counted: list[tuple[str, int | None]] = []
+        engine, inner = opaque_engine()
+        app = wrap_app(inner, ("stream-drop",), seed=1, on_fault=lambda name, status: counted.append((name, status)))
+        messages = await fresh_call(app)
+        assert messages[0]["status"] == 200
+        assert not finished(messages), "a dropped stream never completes its response"
+        stream = parse(body(messages))
+        assert stream.names() == [protocol.EVENT_TASK_ID] and stream.incomplete is None
+        assert counted == [("stream-drop", None)]
+        task_id = stream.events[0].data
+        resumed = await request(app, "POST", protocol.env_path("slow", protocol.CALL), {"name": "step", "input": {}, "task_id": task_id})
+        assert finished(resumed)
+        assert parse(body(resumed)).names()[-1] == protocol.EVENT_END
+        assert counted == [("stream-drop", None)], "resumes pass stream-drop untouched"
+
+    asyncio.run(scenario())
+
+
+def test_stream_no_end_closes_cleanly_without_an_end_event() -> None:
+    async def scenario() -> None:
+        _engine, inner = opaque_engine()
+        messages = await fresh_call(wrap_app(inner, ("stream-no-end",), seed=1))
+        assert finished(messages)
+        assert parse(body(messages)).names() == [protocol.EVENT_TASK_ID]
+
+    asyncio.run(scenario())
+
+
+def test_stream_stall_holds_the_result_and_swallows_keepalives() -> None:
+    async def scenario() -> None:
+        ping = 0.05
+        _engine, inner = opaque_engine(ping_interval=ping)
+        app = wrap_app(inner, ("stream-stall",), seed=1, ping_interval=ping)
+        start = time.monotonic()
+        messages = await fresh_call(app, "wait", {"seconds": 0.12})  # long enough for the engine to send pings
+        stream = parse(body(messages))
+        assert stream.names() == [protocol.EVENT_TASK_ID, protocol.EVENT_END]
+        assert stream.comments == [], "no keep-alive reaches the client during a stall"
+        last = messages[-1]["at"] - start
+        assert last >= P.STALL_PING_INTERVALS * ping - 0.01, last
+
+    asyncio.run(scenario())
+
+
+def test_error_profiles_answer_in_bursts_the_same_way_around_any_app() -> None:
+    async def statuses(app: Any) -> list[int]:
+        out = []
+        for _ in range(40):
+            messages = await request(app, "GET", protocol.env_path("slow", protocol.SPLITS))
+            out.append(messages[0]["status"])
+        return out
+
+    async def scenario() -> None:
+        engine, inner = opaque_engine()
+        around_any = await statuses(wrap_app(inner, ("flaky-5xx",), seed=7))
+        on_engine = await statuses(apply_faults(Engine([get_scenario("slow")], ServerConfig()), ("flaky-5xx",), 7))
+        assert around_any == on_engine, "the same seed gives the same schedule on the engine and around any app"
+        errors = [s for s in around_any if s != 200]
+        assert errors and set(errors) <= set(P.FLAKY_STATUSES)
+        longest = max(len(run) for run in "".join("x" if s != 200 else "." for s in around_any).split("."))
+        assert longest <= P.MAX_BURST
+
+    asyncio.run(scenario())

@@ -37,8 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("upstream", metavar="UPSTREAM", help="the ORS server to forward to, e.g. http://127.0.0.1:8000")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; anything else is reachable from outside)")
     parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default 0)")
-    parser.add_argument("--fault", dest="faults", action="append", default=None, metavar="NAME[,NAME]", help="inject HTTP-level fault profiles into the upstream's traffic (see docs/robustness.md)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for fault profiles (default 0)")
+    parser.add_argument("--fault", dest="faults", action="append", default=None, metavar="NAME[,NAME]", help="inject HTTP-level fault profiles into the upstream's traffic: flaky-5xx, latency-jitter, rate-limit, stream-drop, stream-no-end, stream-stall (docs/robustness.md)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for fault profiles, as on the mock engine (default 0)")
+    parser.add_argument("--ping-interval", type=float, default=10.0, help="the upstream's keep-alive cadence in seconds; stream-stall stays silent for 4 of them (default 10, the reference's)")
     parser.add_argument("--record", metavar="FILE", help="write the traffic as a cassette on exit (docs/cassettes.md)")
     parser.add_argument("--json", metavar="FILE", help="write the grading report (JSON, as `orsbench check --json`) on exit")
     parser.add_argument("--junit", metavar="FILE", help="write the grading report as JUnit XML on exit")
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         proxy = ProxyApp(args.upstream, observers=observers, routes={REPORT_PATH: live_report}, on_shutdown=[write_outputs])
-        app = wrap_faults(proxy, _fault_names(args.faults), args.seed)
+        app = wrap_faults(proxy, _fault_names(args.faults), args.seed, ping_interval=args.ping_interval)
     except ValueError as exc:
         print(f"orsbench proxy: {exc}", file=sys.stderr)
         return 2

@@ -235,6 +235,7 @@ def proxy_command(
     *,
     faults: tuple[str, ...] = (),
     seed: int = 0,
+    ping_interval: float = protocol.PING_INTERVAL_S,
     record: str | os.PathLike[str] | None = None,
     json_report: str | os.PathLike[str] | None = None,
     junit_report: str | os.PathLike[str] | None = None,
@@ -244,6 +245,7 @@ def proxy_command(
 ) -> list[str]:
     """The ``orsbench proxy`` command line for these arguments."""
     cmd = [sys.executable, "-m", "orsbench", "proxy", upstream, "--host", host, "--port", str(port), "--seed", str(seed)]
+    cmd += ["--ping-interval", repr(ping_interval)]
     if faults:
         cmd += ["--fault", ",".join(faults)]
     for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report)):
@@ -259,6 +261,7 @@ def start_proxy(
     *,
     faults: tuple[str, ...] = (),
     seed: int = 0,
+    ping_interval: float = protocol.PING_INTERVAL_S,
     record: str | os.PathLike[str] | None = None,
     json_report: str | os.PathLike[str] | None = None,
     junit_report: str | os.PathLike[str] | None = None,
@@ -275,6 +278,7 @@ def start_proxy(
             upstream,
             faults=faults,
             seed=seed,
+            ping_interval=ping_interval,
             record=record,
             json_report=json_report,
             junit_report=junit_report,

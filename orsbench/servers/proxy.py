@@ -255,8 +255,16 @@ async def _answer(send: Send, status: int, body: bytes, content_type: str) -> No
     await send({"type": "http.response.body", "body": body})
 
 
-def wrap_faults(app: Any, names: tuple[str, ...], seed: int) -> Any:
-    """``app`` with the named HTTP-level fault profiles around it (the ones that apply to any ORS app)."""
+
+def wrap_faults(app: Any, names: tuple[str, ...], seed: int, *, ping_interval: float = protocol.PING_INTERVAL_S) -> Any:
+    """``app`` inside the named HTTP-level fault profiles — the same middlewares the mock engine uses.
+
+    ``ping_interval`` is the upstream's keep-alive cadence (``stream-stall`` stays silent for a number
+    of them). Engine-only faults (tool-raises, restart, the violations, ...) are refused with a
+    ``ValueError`` naming the ones that can wrap a proxy.
+    """
     if not names:
         return app
-    raise ValueError("fault injection through the proxy is not available in this build")
+    from orsbench.servers.faults import wrap_app
+
+    return wrap_app(app, names, seed, ping_interval=ping_interval)

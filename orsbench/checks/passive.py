@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, Options, json_of, result_of, task_id_of
 from orsbench.checks.model import CheckResult, Outcome, Status
-from orsbench.checks.registry import Check, load_checks
+from orsbench.checks.registry import PROBES, Check, load_checks
 from orsbench.checks.runner import Report, grade
 from orsbench.wire.evidence import Exchange
 
@@ -280,10 +280,9 @@ class PassiveGrader:
             if started == "call.primary" and self._complete(self.evidence.get("call.primary")):
                 return self._first("call.resume")
             original = self.evidence.get(started)
-            if original is not None and not self._complete(original) and "timing.resume" not in self.evidence.exchanges:
-                # A cut stream resumed: what the checker's resume-running probe provokes on purpose.
-                self.evidence.exchanges.pop(started, None)
-                facts["fresh_calls"] = [n for n in facts["fresh_calls"] if n != started]
+            if original is not None and original.error and "timing.resume" not in self.evidence.exchanges:
+                # A stream cut in transit, then resumed: what the checker's resume-running probe
+                # provokes on purpose. (The cut call stays a fresh call too: its framing is evidence.)
                 self.evidence.record("timing.cut", original)
                 return "timing.resume"
             return None
@@ -303,8 +302,15 @@ class PassiveGrader:
                 facts["call_plan"].append((tool, body["input"]))
         if name is None:
             return None
-        facts["fresh_calls"].append(name)
         task_id = task_id_of(ex)
+        if ex.error:
+            # Cut in transit (the upstream dropped it, or the client went away): its framing is not the
+            # server's answer. Kept by task_id, in case the client resumes it.
+            name = f"cut.{self._counter}"
+            if task_id:
+                self._task_ids[task_id] = name
+            return name
+        facts["fresh_calls"].append(name)
         if task_id:
             self._task_ids[task_id] = name
         kind, result = result_of(ex)
@@ -327,9 +333,11 @@ class PassiveGrader:
             ev.facts = {k: (list(v) if isinstance(v, list) else v) for k, v in self.evidence.facts.items()}
         report = Report(self.target, self.options, started_at=self.started_at, env=ev.env, split=ev.split)
         graded: dict[str, CheckResult] = {}
-        for check in _ordered(load_checks().values()):
-            result = graded[check.id] = self._grade(check, ev, graded)
-            report.results.append(result)
+        ordered = _ordered(load_checks().values())
+        for check in ordered:
+            graded[check.id] = self._grade(check, ev, graded)
+        # Listed as `orsbench check` lists them: probe by probe, dependencies first.
+        report.results = [graded[c.id] for probe in PROBES for c in ordered if c.probe == probe]
         report.exchanges = len(ev.exchanges)
         report.duration_s = time.monotonic() - self._started
         report.evidence = ev

@@ -19,10 +19,10 @@ import pytest
 
 from orsbench.checks import Options, Status, run_checks
 from orsbench.checks.record import parse_tasks, record
-from orsbench.scenarios import get_scenario
+from orsbench.scenarios import REGISTRY, get_scenario
 from orsbench.servers.launch import serve
 from orsbench.wire import WireClient
-from orsbench.wire.cassette import FORMAT, VERSION, CassetteError, load, write
+from orsbench.wire.cassette import FORMAT, VERSION, CassetteError, load, outcome_of, write
 
 from test_differential import PARAMS, SCRIPTS, transcript  # noqa: E402  (tests/ is on sys.path)
 
@@ -180,3 +180,33 @@ def test_replay_through_the_ors_server_fixture_and_the_sdk_client(ors_server_fac
                 if call["outcome"].get("finished"):
                     break
     assert outputs and outputs[-1].finished is True and outputs[-1].reward == 1.0
+
+
+@pytest.mark.parametrize("scenario", [n for n in REGISTRY if n != "cassette"])
+def test_every_scenario_replays_discovery_dataset_and_every_recorded_call_identically(ors_server_factory, tmp_path, scenario):
+    from conformance.targets import SUITE_PARAMS
+
+    live = ors_server_factory(scenario, params=SUITE_PARAMS.get(scenario))
+    path = tmp_path / "c.json"
+    write(record(live.url, options=Options(timeout=15)).cassette, path)
+    data = load(path)["environments"][live.env_name]
+    replay = ors_server_factory("cassette", params={"path": str(path)})
+    env = live.env_name
+    replayed = 0
+    with WireClient(live.url) as direct, WireClient(replay.url) as client:
+        for ask in (lambda c: c.tools(env), lambda c: c.splits(env), lambda c: c.list_environments()):
+            assert ask(client).json() == ask(direct).json()
+        for split in data["splits"]:
+            assert client.tasks(env, split["name"]).json() == direct.tasks(env, split["name"]).json()
+        for episode in data["episodes"]:
+            sid = client.new_session()
+            source = {"task_spec": episode["task_spec"]} if "task_spec" in episode else {"split": episode["split"], "index": episode["index"]}
+            assert client.create(sid, env_name=env, **source).status == 200
+            for call in episode["calls"]:
+                answer = client.call(env, sid, call["tool"], call["input"])
+                events = [[e.event, e.data] for e in answer.sse.events if e.event != "task_id"]
+                assert outcome_of(events) == call["outcome"], (call["tool"], call["input"])
+                replayed += 1
+            client.delete(sid)
+    assert replayed == sum(len(e["calls"]) for e in data["episodes"])
+    assert replayed >= 3 or scenario == "broken-session", replayed  # its sessions fail on purpose: nothing to call

@@ -23,6 +23,7 @@ Check-side entry points used: :func:`orsbench.checks.runner.grade`,
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterable
@@ -365,8 +366,6 @@ class PassiveGrader:
 
 def json_of_request(ex: Exchange) -> tuple[bool, Any]:
     """The request body as JSON, if it is."""
-    import json
-
     try:
         return True, json.loads(ex.request_body) if ex.request_body else None
     except ValueError:

@@ -105,7 +105,7 @@ def server_key(scenario: str, impl: str, config: ServerConfig) -> str:
 
 @pytest.fixture(scope="session")
 def ors_server_factory() -> Iterator[ServerFactory]:
-    """``factory(scenario, impl="mock", config=None, params=None, **knobs)`` → a shared running server."""
+    """``factory(scenario, impl="mock", config=None, params=None, cassette=None, **knobs)`` → a shared running server."""
     servers: dict[str, RunningServer] = {}
 
     def get(
@@ -113,8 +113,11 @@ def ors_server_factory() -> Iterator[ServerFactory]:
         impl: str = "mock",
         config: ServerConfig | None = None,
         params: dict[str, Any] | None = None,
+        cassette: str | os.PathLike[str] | None = None,
         **knobs: Any,
     ) -> RunningServer:
+        if cassette is not None:  # replay a recorded environment (docs/cassettes.md)
+            scenario, params = "cassette", {**(params or {}), "path": os.fspath(cassette)}
         unknown = set(knobs) - _CONFIG_FIELDS
         if unknown:
             raise TypeError(f"unknown ServerConfig field(s) {sorted(unknown)}")

@@ -166,7 +166,7 @@ def test_replay_through_the_ors_server_fixture_and_the_sdk_client(ors_server_fac
     live = ors_server_factory("echo")
     path = tmp_path / "echo.json"
     write(record(live.url, options=Options(timeout=10), tasks="train:0-1", episodes=2).cassette, path)
-    replay = ors_server_factory("cassette", params={"path": str(path)})
+    replay = ors_server_factory(cassette=path)  # the fixture's shorthand for ("cassette", params={"path": ...})
     env = openreward.OpenReward(api_key="test").environments.get("echo", variant="echo", base_url=replay.url)
     target = env.get_task("train", 1).task_spec["target"]
     data = load(path)["environments"]["echo"]

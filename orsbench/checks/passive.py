@@ -290,11 +290,17 @@ class PassiveGrader:
         if sid not in self._live or ex.status == 503:
             return None
         session = self._live[sid]
-        tools = session["tools"] if session["tools"] is not None else {t["name"] for t in facts.get("tools", [])}
+        # As the collector does: the shared listing merged with the session's task_tools.
+        tools = {t["name"] for t in facts.get("tools", [])} | (session["tools"] or set())
         tool = body["name"]
+        kind, result = result_of(ex)
+        ran = kind == "result" and result.get("ok") is True
+        # A tool that answered ok:true exists, whatever the listings seen so far say (a client
+        # need not list tools before calling them, and a listing may itself be wrong).
+        known = tool in tools or ran
         if session["finished"]:
-            name = self._first("latch.known" if tool in tools else "latch.unknown_tool")
-        elif tool not in tools:
+            name = self._first("latch.known" if known else "latch.unknown_tool")
+        elif not known:
             name = self._first("call.unknown_tool")
         else:
             name = self._first("call.primary") or f"play.{facts['play_calls']}"
@@ -314,8 +320,7 @@ class PassiveGrader:
         facts["fresh_calls"].append(name)
         if task_id:
             self._task_ids[task_id] = name
-        kind, result = result_of(ex)
-        if kind == "result" and result.get("ok") is True and isinstance(result.get("output"), dict):
+        if ran and isinstance(result.get("output"), dict):
             if result["output"].get("finished") is True:
                 session["finished"] = True
                 facts.setdefault("finisher", (tool, body["input"]))

@@ -300,3 +300,25 @@ def test_a_fault_injected_by_the_proxy_gives_the_engines_client_outcome(robustne
     assert (through.error is None) == (direct.error is None), f"{direct.error!r} vs {through.error!r}"
     if direct.error is not None:
         assert direct.error.split(":")[0] == through.error.split(":")[0]
+
+
+def test_api_keys_never_reach_the_proxys_report_or_cassette(tmp_path):
+    key = "sk-proxy-SECRET-key-4567"
+    with serve_with_key(key) as upstream:
+        proxy = start_proxy(upstream.url, record=tmp_path / "c.json", json_report=tmp_path / "r.json")
+        try:
+            report = run_checks(proxy.url, Options(timeout=10, api_key=key))
+            assert report.exit_code == 0
+            with WireClient(proxy.url, api_key=key) as client:
+                live = client.request("GET", "/_orsbench/report").body.decode()
+        finally:
+            proxy.stop()
+    for text in (live, (tmp_path / "r.json").read_text(), (tmp_path / "c.json").read_text()):
+        assert key not in text
+    assert "<redacted>" in live  # the header is shown as there, its value is not
+
+
+def serve_with_key(key: str):
+    from orsbench.servers.launch import serve
+
+    return serve("echo", config=ServerConfig(api_key=key))

@@ -260,11 +260,30 @@ def test_violations_are_flagged_passively_from_real_clients_traffic(ors_server_f
     _assert_flagged(name, passive_report(upstream), must_be_exercised=True)
 
 
+#: Every violation whose rule one SDK and one TRL episode on echo exercise (22 of 61, measured); the
+#: others break rules such traffic never touches (unknown tools, resumes, TTLs, malformed bodies, long
+#: calls, the slow scenario), where the passive verdict must be a skip, never a pass.
+EXERCISED_BY_CLIENTS = frozenset(
+    {
+        "health-not-json", "tools-listing-bare-array", "tools-optional-fields-missing", "tool-schema-invalid",
+        "tool-names-duplicated", "json-as-text-plain", "num-tasks-string", "create-session-json",
+        "create-answers-wrong-sid", "ping-never-finds-session", "delete-500", "create-session-same-id",
+        "task-tools-omit-shared", "prompt-not-blocks", "call-content-type-json", "task-id-event-missing",
+        "call-end-missing", "end-not-json", "sse-mixed-line-endings", "output-blocks-invalid", "reward-bool",
+        "finished-not-bool",
+    }
+)
+
+
+def test_the_subset_is_exercised_by_real_clients():
+    assert set(VIOLATION_SUBSET) <= EXERCISED_BY_CLIENTS <= set(VIOLATIONS)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in VIOLATIONS if n not in VIOLATION_SUBSET])
 def test_every_violation_is_flagged_whenever_its_rule_is_exercised(ors_server_factory, name):
     upstream = ors_server_factory(VIOLATIONS[name].scenario, faults=(name,))
-    _assert_flagged(name, passive_report(upstream), must_be_exercised=False)
+    _assert_flagged(name, passive_report(upstream), must_be_exercised=name in EXERCISED_BY_CLIENTS)
 
 
 # -- faults injected by the proxy: the robustness table holds -------------------------------------

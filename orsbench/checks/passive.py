@@ -143,8 +143,8 @@ class PassiveGrader:
         sid = next((v.strip() for k, v in ex.request_headers.items() if k.lower() == protocol.SESSION_HEADER.lower()), None)
         _, body = json_of_request(ex)
         ok, answer = json_of(ex)
-        if ex.status == 503 and ex.headers.get(protocol.BACKEND_STATE_HEADER.lower()) == protocol.BACKEND_STARTING:
-            ev.exchanges.setdefault("starting", ex)
+        if ex.status == 503 and sid and path.rsplit("/", 1)[-1] in (protocol.PROMPT, protocol.CALL, protocol.MESSAGES):
+            ev.exchanges.setdefault("starting", ex)  # as the collector files it: the first 503 of a session route
         if path == protocol.HEALTH:
             return self._first("health")
         if path == protocol.VERSION:

@@ -167,7 +167,6 @@ class ProxyApp:
             await _answer(send, 502, orjson.dumps({"detail": detail}), protocol.JSON_CONTENT_TYPE)
             self._observe(exchange)
             return
-        watcher = asyncio.ensure_future(_disconnected(receive))
         try:
             exchange.elapsed_headers = time.monotonic() - start
             exchange.status = response.status_code
@@ -181,36 +180,11 @@ class ProxyApp:
                 exchange.headers[name] = value.decode("latin-1")
                 out_headers.append((key, value))
             await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
-            parser = SSEParser() if exchange.is_sse else None
-            received = bytearray()
-            chunks = response.aiter_raw().__aiter__()
-            while True:
-                step = asyncio.ensure_future(chunks.__anext__())
-                done, _ = await asyncio.wait({step, watcher}, return_when=asyncio.FIRST_COMPLETED)
-                if step not in done:  # the client went away: stop reading upstream
-                    step.cancel()
-                    with contextlib.suppress(BaseException):
-                        await step
-                    exchange.error = "the client disconnected before the answer was complete"
-                    break
-                try:
-                    chunk = step.result()
-                except StopAsyncIteration:
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                    break
-                except httpx.HTTPError as exc:
-                    # The upstream cut the stream: cut ours the same way (no final body message).
-                    exchange.error = f"{type(exc).__name__}: {exc}"
-                    break
-                received += chunk
-                if parser is not None:
-                    parser.feed(chunk)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            exchange.body = bytes(received)
-            if parser is not None:
-                exchange.sse = parser.close()
+            if exchange.is_sse:
+                await _stream(response, receive, send, exchange)
+            else:
+                await _relay(response, send, exchange)
         finally:
-            watcher.cancel()
             await response.aclose()
             exchange.elapsed = time.monotonic() - start
             self._observe(exchange)
@@ -225,6 +199,59 @@ class ProxyApp:
         self.forwarded += 1
         for observer in self.observers:
             observer(exchange)
+
+
+async def _relay(response: httpx.Response, send: Send, exchange: Exchange) -> None:
+    """A plain (JSON) answer: raw bytes as they come, no per-read race (they are short)."""
+    received = bytearray()
+    try:
+        async for chunk in response.aiter_raw():
+            received += chunk
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    except httpx.HTTPError as exc:
+        exchange.error = f"{type(exc).__name__}: {exc}"  # cut: ours is cut the same way
+        return
+    finally:
+        exchange.body = bytes(received)
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _stream(response: httpx.Response, receive: Receive, send: Send, exchange: Exchange) -> None:
+    """An event stream: each upstream read is sent on at once, and parsed (with arrival times) as evidence.
+
+    Each read races the client's disconnect, so a client that gives up on a stalled stream
+    stops the upstream read too.
+    """
+    parser = SSEParser()
+    received = bytearray()
+    watcher = asyncio.ensure_future(_disconnected(receive))
+    chunks = response.aiter_raw().__aiter__()
+    try:
+        while True:
+            step = asyncio.ensure_future(chunks.__anext__())
+            done, _ = await asyncio.wait({step, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            if step not in done:  # the client went away: stop reading upstream
+                step.cancel()
+                with contextlib.suppress(BaseException):
+                    await step
+                exchange.error = "the client disconnected before the answer was complete"
+                return
+            try:
+                chunk = step.result()
+            except StopAsyncIteration:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            except httpx.HTTPError as exc:
+                # The upstream cut the stream: cut ours the same way (no final body message).
+                exchange.error = f"{type(exc).__name__}: {exc}"
+                return
+            received += chunk
+            parser.feed(chunk)
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    finally:
+        watcher.cancel()
+        exchange.body = bytes(received)
+        exchange.sse = parser.close()
 
 
 async def _read_body(receive: Receive) -> bytes:

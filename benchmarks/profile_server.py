@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from orsbench import protocol
 from orsbench.bench import discover, drive
 from orsbench.servers.app import IMPLEMENTATIONS
 from orsbench.servers.launch import command
@@ -41,7 +42,7 @@ def main() -> int:
     ready = workdir / "url"
     cmd = command(args.scenario, impl=args.impl, ready_file=str(ready))
     cmd[1:1] = ["-m", "cProfile", "-o", str(prof)]
-    env = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1"}
+    env = {**os.environ, protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
     process = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60

@@ -23,14 +23,11 @@ import keyword
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
 from conformance import schema_view
 from conformance.adapter import ADAPTER_STATE
-
-JSON = dict[str, Any]
 
 
 @dataclass(frozen=True)

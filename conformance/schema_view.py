@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-JSON = dict[str, Any]
+from orsbench.protocol import JSON
+
 
 ASPECTS = ("names", "required", "types", "enums", "items", "nesting", "constraints")
 CONSTRAINT_KEYWORDS = (

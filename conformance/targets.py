@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any, Self
 
+from orsbench.protocol import JSON
 from orsbench.scenarios import REGISTRY, get_scenario
 from orsbench.servers.launch import RunningServer
 from orsbench.wire import WireClient
 
-JSON = dict[str, Any]
 
 IMPLS = ("mock", "sdk")
 SPLIT = "train"

@@ -8,7 +8,10 @@ path, a header or a reason string can never drift between them.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final, TypeAlias
+
+#: A JSON object as Python sees it: the one spelling of this alias in the project.
+JSON: TypeAlias = dict[str, Any]
 
 REFERENCE_VERSION: Final = "0.1.167"
 

@@ -20,11 +20,12 @@ from orsbench import protocol
 from orsbench.config import ServerConfig
 from orsbench.scenarios import get_scenario
 from orsbench.servers.engine import Engine
-from orsbench.servers.faults import apply_faults, http_fault_names, wrap_app
+from orsbench.servers.faults import FaultContext, apply_faults, http_fault_names, wrap_app
+from orsbench.servers.faults.middleware import ReapIdle
 from orsbench.servers.faults import profiles as P
 from orsbench.wire.sse import parse
 
-HTTP_PROFILES = {"latency-jitter", "flaky-5xx", "rate-limit", "stream-drop", "stream-stall", "stream-no-end"}
+HTTP_PROFILES = {"latency-jitter", "flaky-5xx", "rate-limit", "stream-drop", "stream-stall", "stream-no-end", "short-ttl"}
 
 
 def opaque_engine(**config: Any) -> tuple[Engine, Any]:
@@ -150,5 +151,25 @@ def test_error_profiles_answer_in_bursts_the_same_way_around_any_app() -> None:
         assert errors and set(errors) <= set(P.FLAKY_STATUSES)
         longest = max(len(run) for run in "".join("x" if s != 200 else "." for s in around_any).split("."))
         assert longest <= P.MAX_BURST
+
+    asyncio.run(scenario())
+
+
+def test_short_ttl_around_any_app_deletes_idle_sessions_on_the_server() -> None:
+    async def scenario() -> None:
+        counted: list[str] = []
+        engine, inner = opaque_engine()
+        app = ReapIdle(inner, "short-ttl", 0.2, FaultContext(on_fault=lambda name, status: counted.append(name)))
+        prompt = protocol.env_path("slow", protocol.PROMPT)
+        assert (await request(app, "POST", protocol.CREATE, {"env_name": "slow", "split": "train", "index": 0}))[0]["status"] == 200
+        for _ in range(3):  # activity keeps it alive past the TTL
+            await asyncio.sleep(0.1)
+            assert (await request(app, "GET", prompt))[0]["status"] == 200
+        await asyncio.sleep(0.3)
+        answer = await request(app, "GET", prompt)
+        assert answer[0]["status"] == 404
+        assert json.loads(body(answer))["detail"] == protocol.DETAIL_NOT_FOUND_SESSION
+        assert "s1" not in engine.sessions and engine.stats.sessions_deleted == 1, "the server itself tore it down"
+        assert counted == ["short-ttl"]
 
     asyncio.run(scenario())

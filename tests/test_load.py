@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from orsbench import protocol
 from orsbench.bench import EpisodeFailure, PlanError, discover, drive, example_input
 from orsbench.bench.driver import percentile
 from orsbench.bench.episode import check_sid_echo, check_stream_status, session_id, tool_output
@@ -33,7 +34,7 @@ from orsbench.servers.launch import serve
 from orsbench.servers.state import TaskRecord, TaskRegistry
 from orsbench.wire.sse import parse
 
-LOCUST_ENV = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1"}
+LOCUST_ENV = {**os.environ, protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ import httpx
 import pytest
 from pydantic import BaseModel, Field
 
-os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
+from orsbench import protocol  # noqa: E402  (constants only: imports nothing of the SDK)
 
-from orsbench import protocol  # noqa: E402
+os.environ.setdefault(protocol.ENV_DISABLE_UPDATE_CHECK, "1")
 from orsbench.config import ServerConfig  # noqa: E402
 from orsbench.scenarios import Episode, Scenario, Split, ToolResult, get_scenario, text, tool  # noqa: E402
 from orsbench.servers.sdk_twin import ToolNameError, build_app, environment_class  # noqa: E402

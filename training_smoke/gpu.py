@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-JSON = dict[str, Any]
+from orsbench.protocol import JSON
+
 
 
 def gpu_missing_reason() -> str | None:

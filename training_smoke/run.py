@@ -27,16 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orsbench import protocol
+from orsbench.protocol import JSON
 from training_smoke.tiny import TinyConfig
 from training_smoke.warmup import WarmupConfig
 
-JSON = dict[str, Any]
 
 PROFILES = ("cpu", "gpu")
 DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "orsbench-training-smoke"
 #: Environment every run needs: offline hub, quiet SDK and TRL.
 QUIET_ENV = {
-    "OPENREWARD_DISABLE_UPDATE_CHECK": "1",
+    protocol.ENV_DISABLE_UPDATE_CHECK: "1",
     "HF_HUB_OFFLINE": "1",
     "TRL_EXPERIMENTAL_SILENCE": "1",
     "TOKENIZERS_PARALLELISM": "false",

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orsbench.protocol import JSON
 from orsbench.scenarios import Episode, Scenario
 
-JSON = dict[str, Any]
 Call = tuple[str, JSON]
 #: A script picks the next call (or ``None``: done) from the task, the results so far, all training tasks,
 #: a seeded RNG and the probability of answering right.

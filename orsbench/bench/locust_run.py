@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orsbench import protocol
 from orsbench.bench.plan import EpisodePlan
 
 
@@ -53,7 +54,7 @@ def run_locust(
         "--ors-env", plan.env, "--ors-split", plan.split, "--ors-tool", plan.tool,
         "--ors-args", json.dumps(plan.tool_input), "--ors-calls", str(plan.calls), "--ors-think-time", str(plan.think_time),
     ]  # fmt: skip
-    env = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1"}
+    env = {**os.environ, protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
     result = LocustResult(users, seconds)
     try:
         done = subprocess.run(

@@ -12,10 +12,11 @@ enforces, and a one-line remediation. Severity is *not* here: it lives in
 from __future__ import annotations
 
 import fnmatch
-import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from orsbench.registry import load_modules
 
 if TYPE_CHECKING:
     from orsbench.checks.evidence import Evidence
@@ -48,7 +49,8 @@ class Check:
 
 CHECKS: dict[str, Check] = {}
 
-_MODULES = (
+#: The modules that register checks, in catalogue order (see :mod:`orsbench.registry`).
+MODULES = (
     "orsbench.checks.discovery",
     "orsbench.checks.dataset",
     "orsbench.checks.session",
@@ -82,8 +84,7 @@ def check(
 
 def load_checks() -> dict[str, Check]:
     """Import every check module (idempotent) and return the registry, in registration order."""
-    for module in _MODULES:
-        importlib.import_module(module)
+    load_modules(MODULES)
     return CHECKS
 
 

@@ -26,7 +26,8 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import SchemaError
 
-JSON = dict[str, Any]
+from orsbench.protocol import JSON
+
 _MAX_DEPTH = 24
 
 #: A value for each ``format`` that JSON Schema tools commonly check.

@@ -8,8 +8,9 @@ code). Adding a subcommand means adding its module to :data:`SUBCOMMANDS`.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
+
+from orsbench.registry import load_modules
 
 SUBCOMMANDS = ("serve", "scenarios", "bench", "check", "proxy", "record")
 
@@ -30,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"orsbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
-        importlib.import_module(f"orsbench.cli.{name}").register(subparsers)
+    for module in load_modules(f"orsbench.cli.{name}" for name in SUBCOMMANDS):
+        module.register(subparsers)
     return parser
 
 

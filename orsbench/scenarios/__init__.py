@@ -4,24 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
+from orsbench.registry import load_modules
 from orsbench.scenarios.base import Episode, Scenario, Split, Tool, ToolResult, image, text, tool
-from orsbench.scenarios.echo import Echo
-from orsbench.scenarios.slow import Slow
-from orsbench.scenarios.sparse_reward import SparseReward
-from orsbench.scenarios.task_tool import TaskTool
 
-#: name → scenario class. Other modules register more with :func:`register`.
+#: name → scenario class, filled by the :data:`MODULES` (each class decorated with :func:`register`).
 REGISTRY: dict[str, type[Scenario]] = {}
+#: The modules that register scenarios, in listing order (see :mod:`orsbench.registry`).
+MODULES = (
+    "orsbench.scenarios.echo",
+    "orsbench.scenarios.task_tool",
+    "orsbench.scenarios.sparse_reward",
+    "orsbench.scenarios.slow",
+    "orsbench.scenarios.schema_zoo",
+    "orsbench.scenarios.cassette",  # replays a recorded file: serve --cassette FILE
+)
 
 
 def register(cls: type[Scenario]) -> type[Scenario]:
-    """Add a scenario class to the registry (usable as a decorator)."""
+    """Add a scenario class to the registry (decorator)."""
+    if REGISTRY.get(cls.name, cls) is not cls:
+        raise ValueError(f"scenario {cls.name!r} registered twice")
     REGISTRY[cls.name] = cls
     return cls
 
 
-for _cls in (Echo, TaskTool, SparseReward, Slow):
-    register(_cls)
+def load_scenarios() -> dict[str, type[Scenario]]:
+    """Import every scenario module (idempotent); the registry, in listing order."""
+    load_modules(MODULES)
+    return REGISTRY
 
 
 def get_scenario(name: str, **params: Any) -> Scenario:
@@ -47,12 +57,11 @@ __all__ = [
     "get_scenario",
     "image",
     "list_scenarios",
+    "load_scenarios",
     "register",
     "text",
     "tool",
 ]
 
-from orsbench.scenarios import schema_zoo  # noqa: E402,F401  (registers schema-zoo and its variants)
-from orsbench.scenarios.cassette import Cassette  # noqa: E402  (replays a recorded file: serve --cassette FILE)
-
-register(Cassette)
+# Eager, unlike faults and checks: every front end lists the scenarios (argparse choices) on start.
+load_scenarios()

@@ -20,7 +20,8 @@ from typing import Any, Awaitable, Callable, ClassVar, Iterable, Mapping
 
 from pydantic import BaseModel
 
-JSON = dict[str, Any]
+from orsbench.protocol import JSON
+
 
 
 # -- content blocks ----------------------------------------------------------

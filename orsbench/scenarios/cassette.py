@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from pydantic import RootModel
 
 from orsbench import protocol
+from orsbench.scenarios import register
 from orsbench.scenarios.base import JSON, Episode, RecordedAnswer, Scenario, Split, Tool, text
 from orsbench.wire.cassette import CassetteError, canonical, load
 
@@ -53,6 +54,7 @@ class _Recorded:
     answer: RecordedAnswer
 
 
+@register
 class Cassette(Scenario):
     """Serve a cassette: the recorded environment, offline."""
 

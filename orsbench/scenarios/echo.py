@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orsbench.scenarios import register
 from orsbench.scenarios.base import JSON, Episode, Scenario, Split, ToolResult, text, tool
 
 WORDS = (
@@ -26,6 +27,7 @@ class EchoTask(BaseModel):
     target: str
 
 
+@register
 class Echo(Scenario):
     """Tasks carry a ``target``; ``echo(text)`` wins (reward 1.0, finished) on a match."""
 

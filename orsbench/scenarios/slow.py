@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orsbench.scenarios import register
 from orsbench.scenarios.base import JSON, Episode, Scenario, Split, ToolResult, text, tool
 
 
@@ -28,6 +29,7 @@ class WaitParams(BaseModel):
     seconds: float | None = Field(default=None, ge=0, description="How long to work; default: the scenario's long_call.")
 
 
+@register
 class Slow(Scenario):
     name = "slow"
     task_model = SlowTask

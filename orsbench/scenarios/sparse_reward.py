@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orsbench.scenarios import register
 from orsbench.scenarios.base import JSON, Episode, Scenario, Split, ToolResult, text, tool
 
 
@@ -34,6 +35,7 @@ def digits(task: JSON) -> list[int]:
     return [(seed * 7 + k * 3 + 1) % 10 for k in range(int(task["length"]))]
 
 
+@register
 class SparseReward(Scenario):
     name = "sparse-reward"
     task_model = SparseTask

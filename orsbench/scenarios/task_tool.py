@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orsbench.scenarios import register
 from orsbench.scenarios.base import JSON, Episode, Scenario, Split, ToolResult, text, tool
 
 KINDS = ("add", "lookup", "hint")
@@ -38,6 +39,7 @@ class LookupParams(BaseModel):
     key: str = Field(description="Key to look up in the task's table.")
 
 
+@register
 class TaskTool(Scenario):
     name = "task-tool"
     task_model = TaskToolTask

@@ -41,6 +41,10 @@ def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock
         raise ValueError("fault profiles apply to the mock engine only (--impl mock)")
     if impl == "sdk":
         os.environ.setdefault(protocol.ENV_DISABLE_UPDATE_CHECK, "1")
+        try:
+            import openreward  # noqa: F401  (the third-party package itself: our own import errors stay loud)
+        except ImportError:
+            raise ValueError('--impl sdk serves through the openreward SDK: pip install "orsbench[sdk]"') from None
         from orsbench.servers.sdk_twin import build_app as build_sdk_app
 
         return build_sdk_app(scenarios, config)

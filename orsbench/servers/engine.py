@@ -654,28 +654,33 @@ class Engine:
                 return outcome
         return None
 
-    def _run_sync(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str]:
+    def _prepare(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[Outcome | None, Any, Any]:
+        """``(answer, tool, args)``: an answer given before the tool runs (a hook's, or §5's reasons), else the tool to run."""
         if self.hooks.before_tool and (hooked := self._hooked(session, name, tool_input)) is not None:
-            return hooked
+            return hooked, None, None
         checked = self._precheck(session, name, tool_input)
         if isinstance(checked, str):
             self.stats.call_errors[name] += 1
-            return ("end", checked)
-        tool, args = checked
+            return ("end", checked), None, None
+        return None, checked[0], checked[1]
+
+    def _raised(self, name: str, exc: Exception) -> Outcome:
+        self.stats.call_errors[name] += 1
+        return ("error", str(exc))
+
+    def _run_sync(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str]:
+        answer, tool, args = self._prepare(session, name, tool_input)
+        if answer is not None:
+            return answer
         try:
             return self._finish(session, name, tool.fn(session.scenario, session.episode, args))
         except Exception as exc:  # noqa: BLE001 - becomes the `error` event
-            self.stats.call_errors[name] += 1
-            return ("error", str(exc))
+            return self._raised(name, exc)
 
     async def _run_async(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str]:
-        if self.hooks.before_tool and (hooked := self._hooked(session, name, tool_input)) is not None:
-            return hooked
-        checked = self._precheck(session, name, tool_input)
-        if isinstance(checked, str):
-            self.stats.call_errors[name] += 1
-            return ("end", checked)
-        tool, args = checked
+        answer, tool, args = self._prepare(session, name, tool_input)
+        if answer is not None:
+            return answer
         try:
             async with session.lock(name):
                 if self.config.latency > 0:
@@ -687,8 +692,7 @@ class Engine:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - becomes the `error` event
-            self.stats.call_errors[name] += 1
-            return ("error", str(exc))
+            return self._raised(name, exc)
 
     async def score_group(self, request: Request, scenario: Scenario, raw_env: str) -> Any:
         session = await self._ready(request)

@@ -67,10 +67,6 @@ class Fault:
     #: For HTTP faults: ``wrap(app, rng, context) -> app``, usable around any ORS ASGI app.
     wrap: WrapFn | None = None
 
-    @property
-    def http_only(self) -> bool:
-        return self.wrap is not None
-
 
 FAULTS: dict[str, Fault] = {}
 #: The modules that register faults (loaded by :func:`load_all`; see :mod:`orsbench.registry`).
@@ -81,11 +77,17 @@ MODULES = (
 )
 
 
-def fault(name: str, summary: str, kind: Literal["violation", "profile"]) -> Callable[[ApplyFn], ApplyFn]:
-    """Register an engine fault ``apply(engine, app, rng) -> app`` under ``name`` (decorator)."""
+def fault(
+    name: str, summary: str, kind: Literal["violation", "profile"], *, wrap: WrapFn | None = None
+) -> Callable[[ApplyFn], ApplyFn]:
+    """Register an engine fault ``apply(engine, app, rng) -> app`` under ``name`` (decorator).
+
+    ``wrap``, if given, is the same fault told at the HTTP level, for :func:`wrap_app`
+    (the engine keeps its own, more faithful ``apply``).
+    """
 
     def decorate(fn: ApplyFn) -> ApplyFn:
-        _register(Fault(name, summary, kind, fn))
+        _register(Fault(name, summary, kind, fn, wrap))
         return fn
 
     return decorate

@@ -29,6 +29,7 @@ from orsbench.servers.http import (
     Receive,
     Scope,
     Send,
+    header,
     is_event_stream,
     json_object,
     read_body,
@@ -219,6 +220,68 @@ class _Cut:
     def _done(self) -> None:
         self.state = "done"
         self.finished.set()
+
+
+# -- idle sessions ------------------------------------------------------------------------
+class ReapIdle:
+    """Sessions idle for more than ``ttl`` seconds are deleted, as a server's TTL reaper would.
+
+    At the HTTP level the reaping is lazy: the first request for a session idle
+    too long first sends the app a ``POST /delete`` for it (so the server tears
+    it down), then goes through — and meets the server's own 404. A client sees
+    what it would see from a real reaper. Every request carrying the session's
+    ``X-Session-ID`` counts as activity (as ``/ping`` does on the reference).
+    """
+
+    def __init__(self, app: ASGIApp, name: str, ttl: float, context: FaultContext) -> None:
+        self.app, self.name, self.ttl, self.context = app, name, ttl, context
+        self.last_seen: dict[str, float] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = header(scope, protocol.SESSION_HEADER.lower().encode()) if faultable(scope) else None
+        sid = raw.decode("latin-1").strip() if raw else ""
+        if not sid:
+            await self.app(scope, receive, send)
+            return
+        now = time.monotonic()
+        seen = self.last_seen.get(sid)
+        if seen is not None and now - seen > self.ttl:
+            del self.last_seen[sid]
+            await self._delete(scope, sid)
+            self.context.count(self.name)
+        status = 0
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        path = scope["path"]
+        if path == protocol.DELETE:
+            self.last_seen.pop(sid, None)
+        elif (path == protocol.CREATE and status == 200) or sid in self.last_seen:
+            self.last_seen[sid] = time.monotonic()
+
+    async def _delete(self, scope: Scope, sid: str) -> None:
+        """``POST /delete`` for ``sid`` sent to the app; its answer is not the client's."""
+        headers = [(k, v) for k, v in scope.get("headers", []) if k in (b"host", b"x-api-key", b"authorization")]
+        headers.append((protocol.SESSION_HEADER.lower().encode(), sid.encode()))
+        inner = {**scope, "method": "POST", "path": protocol.DELETE, "raw_path": protocol.DELETE.encode(), "query_string": b"", "headers": headers}
+        delivered = False
+
+        async def receive() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            return {"type": "http.disconnect"}
+
+        async def discard(message: Message) -> None:
+            return None
+
+        await self.app(inner, receive, discard)
 
 
 # -- rewriting answers --------------------------------------------------------------------

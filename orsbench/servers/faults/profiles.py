@@ -39,8 +39,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
-from orsbench.servers.faults import FaultContext, engine_context, fault, http_fault
-from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept
+from orsbench.servers.faults import FaultContext, WrapFn, engine_context, fault, http_fault
+from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept, ReapIdle
 from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope
 from orsbench.servers.state import TaskRegistry
 
@@ -141,26 +141,21 @@ def latency_jitter(app: ASGIApp, rng: random.Random, context: FaultContext) -> A
     return Intercept(app, "latency-jitter", decide, context)
 
 
-@http_fault(
-    "flaky-5xx",
-    f"{ERROR_RATE:.0%} of requests (at most {MAX_BURST} in a row) get 502/503/504 with Retry-After: {RETRY_AFTER_S}",
-    kind="profile",
-)
-def flaky_5xx(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
-    return _error_rate(
-        app, rng, context, "flaky-5xx", FLAKY_STATUSES, "Upstream unavailable (orsbench fault profile flaky-5xx); retry later."
-    )
+def _error_profile(name: str, statuses: tuple[int, ...], detail: str) -> WrapFn:
+    def wrap(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+        return _error_rate(app, rng, context, name, statuses, detail)
+
+    return wrap
 
 
-@http_fault(
-    "rate-limit",
-    f"{ERROR_RATE:.0%} of requests (at most {MAX_BURST} in a row) get 429 with Retry-After: {RETRY_AFTER_S}",
-    kind="profile",
+_BURSTS = f"{ERROR_RATE:.0%} of requests (at most {MAX_BURST} in a row) get"
+_RETRY = f"with Retry-After: {RETRY_AFTER_S}"
+flaky_5xx = http_fault("flaky-5xx", f"{_BURSTS} 502/503/504 {_RETRY}", kind="profile")(
+    _error_profile("flaky-5xx", FLAKY_STATUSES, "Upstream unavailable (orsbench fault profile flaky-5xx); retry later.")
 )
-def rate_limit(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
-    return _error_rate(
-        app, rng, context, "rate-limit", (429,), "Too many requests (orsbench fault profile rate-limit); retry later."
-    )
+rate_limit = http_fault("rate-limit", f"{_BURSTS} 429 {_RETRY}", kind="profile")(
+    _error_profile("rate-limit", (429,), "Too many requests (orsbench fault profile rate-limit); retry later.")
+)
 
 
 @fault(
@@ -218,7 +213,14 @@ def stream_no_end(app: ASGIApp, rng: random.Random, context: FaultContext) -> AS
     return _cut(app, context, "stream-no-end", "no-end", resumes_too=True)
 
 
-@fault("short-ttl", f"sessions idle for {SHORT_TTL_S:g} s (or a shorter --ttl) are reaped", kind="profile")
+def _reap_idle(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    """short-ttl around any ORS app: idle sessions deleted (lazily, on their next request)."""
+    return ReapIdle(app, "short-ttl", SHORT_TTL_S, context)
+
+
+@fault(
+    "short-ttl", f"sessions idle for {SHORT_TTL_S:g} s (or a shorter --ttl) are reaped", kind="profile", wrap=_reap_idle
+)
 def short_ttl(engine: Engine, app: Any, rng: random.Random) -> Any:
     engine.config = engine.config.replace(ttl=min(engine.config.ttl, SHORT_TTL_S))
     return app

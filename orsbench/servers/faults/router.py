@@ -14,12 +14,8 @@ from orsbench.scenarios import get_scenario
 from orsbench.servers.app import effective_config
 from orsbench.servers.engine import Engine
 from orsbench.servers.faults import apply_faults, fault
+from orsbench.servers.faults.violations import ROUTER_PREFIX, VIOLATIONS
 from orsbench.servers.http import Receive, Scope, Send, send_detail
-
-#: Path prefix under which the ``violation-router`` fault serves each violation.
-ROUTER_PREFIX = "/_violations/"
-
-from orsbench.servers.faults.violations import VIOLATIONS  # noqa: E402  (it re-exports ROUTER_PREFIX)
 
 
 class ViolationRouter:

@@ -57,6 +57,8 @@ class Violation:
 
 
 VIOLATIONS: dict[str, Violation] = {}
+#: Path prefix under which the ``violation-router`` test harness (:mod:`.router`) serves each violation.
+ROUTER_PREFIX = "/_violations/"
 
 
 def violation(
@@ -813,6 +815,3 @@ def finished_not_bool(engine: Engine, app: Any, rng: random.Random) -> Any:
 
     return RewriteStream(app, protocol.CALL, on_output(change))
 
-
-# The test router lives in .router; its prefix is re-exported here for the tests that use it.
-from orsbench.servers.faults.router import ROUTER_PREFIX  # noqa: E402,F401

@@ -1,0 +1,57 @@
+"""`pip install orsbench` with no extra is enough to check and serve (README, "Install").
+
+The extras' packages are made unimportable in the child processes (a
+``sitecustomize`` on ``PYTHONPATH``), which is what a base install looks like
+to orsbench; the check then starts its own mock server the usual way.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from orsbench import protocol
+
+#: Import names of what only the extras install (pyproject.toml's optional-dependencies).
+EXTRAS_ONLY = (
+    "openreward", "fastapi", "trl", "torch", "transformers", "datasets", "aiohttp", "locust",
+    "hypothesis", "hypothesis_jsonschema", "syrupy", "jmespath", "psutil", "vllm",
+)
+
+BLOCKER = f"""
+import sys
+BLOCKED = set({list(EXTRAS_ONLY)!r})
+class _Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+sys.meta_path.insert(0, _Block())
+"""
+
+
+def base_install(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "sitecustomize.py").write_text(BLOCKER)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{root}", protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
+    return subprocess.run([sys.executable, "-m", "orsbench", *argv], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_blocker_blocks(tmp_path: Path) -> None:
+    (tmp_path / "sitecustomize.py").write_text(BLOCKER)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", "import openreward"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "No module named 'openreward'" in done.stderr
+
+
+def test_check_and_serve_need_no_extra(tmp_path: Path) -> None:
+    done = base_install(tmp_path, "check", "--serve", "echo")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "verdict: PASS" in done.stdout
+
+
+def test_the_sdk_twin_without_its_extra_names_the_extra(tmp_path: Path) -> None:
+    done = base_install(tmp_path, "serve", "echo", "--impl", "sdk", "--port", "0")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert 'pip install "orsbench[sdk]"' in done.stderr and "Traceback" not in done.stderr

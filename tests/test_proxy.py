@@ -341,3 +341,24 @@ def serve_with_key(key: str):
     from orsbench.servers.launch import serve
 
     return serve("echo", config=ServerConfig(api_key=key))
+
+
+def test_sessions_opened_before_the_proxy_started_are_graded_and_unknown_sids_judged(ors_server_factory):
+    upstream = ors_server_factory("echo")
+    with WireClient(upstream.url) as direct:
+        sid = direct.new_session()
+        assert direct.create(sid, split="train", index=0).status == 200
+    proxy = start_proxy(upstream.url)
+    try:
+        with WireClient(proxy.url) as client:
+            assert client.call("echo", sid, "echo", {"text": "hello"}).result()["ok"] is True  # mid-episode
+            client.prompt("echo", "orsbench-never-created")
+            client.delete(sid)
+            report = json.loads(client.request("GET", "/_orsbench/report").body)
+    finally:
+        proxy.stop()
+    by_id = {c["id"]: c for c in report["checks"]}
+    assert by_id["call.end_event"]["status"] == "pass", by_id["call.end_event"]["message"]
+    assert by_id["reward.well_formed"]["status"] == "pass"
+    assert by_id["session.unknown_sid_404"]["status"] == "pass", by_id["session.unknown_sid_404"]["message"]
+    assert [i for i, c in by_id.items() if c["status"] in ("fail", "error")] == []

@@ -43,7 +43,7 @@ CALLS = "@calls"
 #: Present whenever any request went through.
 ANY = "@any"
 
-#: check id → evidence names (any one suffices) that make it judgeable from traffic.
+#: check id → evidence names (any one suffices; ``a+b`` needs both) that make it judgeable from traffic.
 PASSIVE: dict[str, tuple[str, ...]] = {
     "discovery.health": ("health",),
     "discovery.version": ("version",),
@@ -56,11 +56,12 @@ PASSIVE: dict[str, tuple[str, ...]] = {
     "discovery.splits": ("splits",),
     "dataset.num_tasks": ("dataset.num_tasks",),
     "dataset.tasks_list": ("dataset.tasks",),
-    "dataset.num_tasks_matches_list": ("dataset.num_tasks",),
-    "dataset.task_matches_list": ("dataset.task.first", "dataset.task.last"),
-    "dataset.task_negative_index": ("dataset.task.negative",),
+    "dataset.num_tasks_matches_list": ("dataset.num_tasks+dataset.tasks",),
+    "dataset.task_matches_list": ("dataset.tasks+dataset.task.first", "dataset.tasks+dataset.task.last"),
+    "dataset.task_negative_index": ("dataset.tasks+dataset.task.negative",),
     "dataset.invalid_index_400": ("dataset.task.past_end",),
     "dataset.env_name_echo": ("dataset.tasks",),
+    "dataset.invalid_split_400": tuple(f"dataset.invalid_split.{r}" for r in ("tasks", "num_tasks", "task", "task_range")),
     "session.create_session_sse": ("session.create_session",),
     "session.create_session_unique": ("session.create_session.second",),
     "session.create": ("session.create",),
@@ -71,6 +72,8 @@ PASSIVE: dict[str, tuple[str, ...]] = {
     "session.ping": ("session.ping",),
     "session.ping_unknown_404": ("session.unknown.ping",),
     "session.delete": ("session.delete",),
+    "session.delete_idempotent": ("session.delete.again", "session.delete.unknown"),
+    "session.unknown_sid_404": ("session.unknown.prompt", "session.unknown.call"),
     "session.ping_after_delete_404": ("session.after_delete.ping",),
     "session.use_after_delete_404": ("session.after_delete.prompt",),
     "session.recreate_deleted_sid": ("session.recreate",),
@@ -99,6 +102,8 @@ PASSIVE: dict[str, tuple[str, ...]] = {
     "http.no_server_errors": (ANY,),
     "http.error_detail": (ANY,),
 }
+
+NO_EVIDENCE = "the traffic gave no evidence for this check"
 
 _NEEDS = {
     CALLS: "a tool call",
@@ -268,7 +273,18 @@ class PassiveGrader:
             return self._first(f"session.{route}")
         if sid in self._deleted:
             return self._first(f"session.after_delete.{route}")
-        return self._first(f"session.unknown.{route}")
+        return self._unseen(ex, sid, f"session.unknown.{route}")
+
+    def _unseen(self, ex: Exchange, sid: str, name: str) -> str | None:
+        """A sid the proxy never saw created: one opened before the proxy started, or truly unknown.
+
+        A success adopts it as a live session (its calls are graded like any other); only a
+        refusal is evidence of how the server treats an unknown sid.
+        """
+        if ex.status is not None and (200 <= ex.status < 300 or ex.status == 503):  # 503: it exists, still starting
+            self._live[sid] = {"tools": None, "finished": False}
+            return None
+        return self._first(name)
 
     def _call(self, ex: Exchange, sid: str | None, body: Any) -> str | None:
         facts = self.evidence.facts
@@ -287,6 +303,10 @@ class PassiveGrader:
                 self.evidence.record("timing.cut", original)
                 return "timing.resume"
             return None
+        if sid and sid not in self._live and sid not in self._deleted:
+            unknown = self._unseen(ex, sid, "session.unknown.call")
+            if unknown is not None:
+                return unknown
         if sid not in self._live or ex.status == 503:
             return None
         session = self._live[sid]
@@ -340,8 +360,11 @@ class PassiveGrader:
         report = Report(self.target, self.options, started_at=self.started_at, env=ev.env, split=ev.split)
         graded: dict[str, CheckResult] = {}
         ordered = _ordered(load_checks().values())
+        absent: set[str] = set()  # skipped for want of traffic: not a reason to skip what depends on them
         for check in ordered:
-            graded[check.id] = self._grade(check, ev, graded)
+            result = graded[check.id] = self._grade(check, ev, {k: v for k, v in graded.items() if k not in absent})
+            if check.id not in PASSIVE or result.message.startswith(NO_EVIDENCE):
+                absent.add(check.id)
         # Listed as `orsbench check` lists them: probe by probe, dependencies first.
         report.results = [graded[c.id] for probe in PROBES for c in ordered if c.probe == probe]
         report.exchanges = len(ev.exchanges)
@@ -354,12 +377,14 @@ class PassiveGrader:
         if needs is None:
             return _skip(check, graded, "not judged from traffic: it needs a probe no client sends (run `orsbench check` for it)")
         if not any(self._present(n, ev) for n in needs):
-            wanted = " or ".join(_NEEDS.get(n, n) for n in needs)
-            return _skip(check, graded, f"the traffic gave no evidence for this check (it needs {wanted})")
+            wanted = " or ".join(" and ".join(_NEEDS.get(p, p) for p in n.split("+")) for n in needs)
+            return _skip(check, graded, f"{NO_EVIDENCE} (it needs {wanted})")
         return grade(check, ev, graded)
 
     @staticmethod
     def _present(name: str, ev: Evidence) -> bool:
+        if "+" in name:
+            return all(PassiveGrader._present(part, ev) for part in name.split("+"))
         if name == CALLS:
             return bool(ev.facts.get("fresh_calls"))
         if name == ANY:

@@ -17,7 +17,7 @@ reported as skips saying so; a passive check the traffic gave no evidence for
 is a skip naming what it would need.
 
 Check-side entry points used: :func:`orsbench.checks.runner.grade`,
-:class:`~orsbench.checks.evidence.Evidence` (``record``, ``facts``),
+:class:`~orsbench.checks.evidence.Evidence` (``record``, ``exchanges``; ``facts`` through :func:`set_fact`),
 :func:`~orsbench.checks.registry.load_checks` and the report model.
 """
 
@@ -123,7 +123,9 @@ class PassiveGrader:
         self._started = time.monotonic()
         self._lock = threading.Lock()
         self.evidence = Evidence(target, self.options)
-        self.evidence.facts.update({"fresh_calls": [], "call_plan": [], "unbuildable": {}, "play_calls": 0})
+        #: The facts the collector would have learned, kept here as a plain dict and copied onto the
+        #: graded Evidence by :func:`set_fact` (so this works whatever type ``Evidence.facts`` has).
+        self.facts: dict[str, Any] = {"fresh_calls": [], "call_plan": [], "unbuildable": {}, "play_calls": 0}
         self._counter = 0
         self._split_names: set[str] | None = None
         self._live: dict[str, dict[str, Any]] = {}  # sid -> {"tools": set|None, "finished": bool}
@@ -144,7 +146,7 @@ class PassiveGrader:
         return None if name in self.evidence.exchanges else name
 
     def _classify(self, ex: Exchange) -> str | None:
-        ev, facts = self.evidence, self.evidence.facts
+        ev, facts = self.evidence, self.facts
         path = urlsplit(ex.url).path
         sid = next((v.strip() for k, v in ex.request_headers.items() if k.lower() == protocol.SESSION_HEADER.lower()), None)
         _, body = json_of_request(ex)
@@ -196,7 +198,7 @@ class PassiveGrader:
         return None
 
     def _dataset(self, ex: Exchange, route: str, body: Any, ok: bool, answer: Any) -> str | None:
-        ev, facts = self.evidence, self.evidence.facts
+        ev, facts = self.evidence, self.facts
         split = body.get("split") if isinstance(body, dict) else None
         if self._split_names is not None and split not in self._split_names:
             return self._first(f"dataset.invalid_split.{route}")
@@ -245,7 +247,7 @@ class PassiveGrader:
         else:
             name = self._first("session.create")
             if name:
-                self.evidence.facts["sid"] = sid
+                self.facts["sid"] = sid
         if ex.status == 200:
             self._deleted.discard(sid)
             self._live[sid] = {"tools": None, "finished": False}
@@ -293,7 +295,7 @@ class PassiveGrader:
         return self._first(name)
 
     def _call(self, ex: Exchange, sid: str | None, body: Any) -> str | None:
-        facts = self.evidence.facts
+        facts = self.facts
         if not isinstance(body, dict) or not isinstance(body.get("name"), str) or "input" not in body:
             return None
         if body.get("task_id") is not None:
@@ -362,7 +364,8 @@ class PassiveGrader:
         with self._lock:
             ev = Evidence(self.target, self.options, self.evidence.env, self.evidence.split, self.evidence.index)
             ev.exchanges = dict(self.evidence.exchanges)
-            ev.facts = {k: (list(v) if isinstance(v, list) else v) for k, v in self.evidence.facts.items()}
+            for name, value in self.facts.items():
+                set_fact(ev, name, list(value) if isinstance(value, list) else value)
         report = Report(self.target, self.options, started_at=self.started_at, env=ev.env, split=ev.split)
         graded: dict[str, CheckResult] = {}
         ordered = _ordered(load_checks().values())
@@ -392,12 +395,28 @@ class PassiveGrader:
         if "+" in name:
             return all(PassiveGrader._present(part, ev) for part in name.split("+"))
         if name == CALLS:
-            return bool(ev.facts.get("fresh_calls"))
+            return bool(get_fact(ev, "fresh_calls"))
         if name == ANY:
             return bool(ev.exchanges)
         if name == "@finisher":
-            return ev.facts.get("finisher") is not None
+            return get_fact(ev, "finisher") is not None
         return name in ev.exchanges
+
+
+def set_fact(ev: Evidence, name: str, value: Any) -> None:
+    """Set one of the collector's facts on ``ev`` (a dict today; a typed object works the same)."""
+    if isinstance(ev.facts, dict):
+        ev.facts[name] = value
+    else:
+        setattr(ev.facts, name, value)
+
+
+def get_fact(ev: Evidence, name: str, default: Any = None) -> Any:
+    """One of the collector's facts of ``ev``, or ``default``."""
+    if isinstance(ev.facts, dict):
+        return ev.facts.get(name, default)
+    value = getattr(ev.facts, name, default)
+    return default if value is None else value
 
 
 def json_of_request(ex: Exchange) -> tuple[bool, Any]:

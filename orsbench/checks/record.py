@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orsbench.checks.evidence import Evidence, Options, json_of
+from orsbench.checks.passive import set_fact
 from orsbench.checks.probes import Collector
 from orsbench.wire.cassette import CassetteRecorder
 from orsbench.wire.client import WireClient
@@ -104,13 +105,13 @@ def record(
             task = listings[split][index] if split in listings and 0 <= index < len(listings[split]) else None
             say(f"episode {n + 1}/{len(wanted)}: {split}[{index}]")
             evidence.split, evidence.index = split, index
-            evidence.facts["task0"] = task or {}
+            set_fact(evidence, "task0", task or {})
             # Open the episode's session here, so its prompt and task tools are recorded too.
             sid = collector.open_session()
             if sid is not None:
                 client.task_tools(env, sid)
                 collector.ready(lambda: client.prompt(env, sid))
-            evidence.facts["play_sid"] = sid
+            set_fact(evidence, "play_sid", sid)
             collector.probe_play()
             played += 1
     finally:

@@ -20,14 +20,13 @@ import multiprocessing
 import os
 import subprocess
 import sys
-import time
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from orsbench.checks import Options, Status, run_checks
+from orsbench.checks import Options, run_checks
 from orsbench.checks.passive import PASSIVE
 from orsbench.config import ServerConfig
 from orsbench.servers.faults import http_fault_names

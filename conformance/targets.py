@@ -35,6 +35,7 @@ SPLIT = "train"
 DEDICATED: dict[str, str] = {
     "broken-session": "its sessions fail on purpose; test_sessions.py covers it (P13)",
     "schema-conflict": "the SDK twin cannot serve per-task schema variants; test_tool_binding.py covers it on the mock (P1)",
+    "cassette": "replays a recorded file (no file, no environment); tests/test_cassette.py covers it",
 }
 
 #: Scenario parameters the suite serves with, and why (keyed by scenario).

@@ -124,11 +124,12 @@ def _user_target(app: Any, cmd: Any) -> targets.Target | None:
 
 @pytest.fixture(scope="session")
 def ors_server_factory() -> Iterator[ServerFactory]:
-    """``factory(scenario, impl="mock", config=None, params=None, app=None, cmd=None, wait=60, **knobs)`` → a shared server.
+    """``factory(scenario, impl="mock", config=None, params=None, app=None, cmd=None, wait=60, cassette=None, **knobs)`` → a shared server.
 
     ``app=`` serves your own openreward Environment class (the class itself, ``"my_env.py:MyEnv"`` or
     ``"pkg.mod:MyEnv"``) with the SDK Server, as easily as a scenario; ``cmd=`` starts any server
-    command with ``{port}`` in it. Knobs (``ttl``, ``ping_interval``, ...) apply to scenarios and apps.
+    command with ``{port}`` in it; ``cassette=`` replays a recorded environment (docs/cassettes.md).
+    Knobs (``ttl``, ``ping_interval``, ...) apply to scenarios and apps.
     """
     servers: dict[str, RunningServer] = {}
 
@@ -140,8 +141,11 @@ def ors_server_factory() -> Iterator[ServerFactory]:
         app: Any = None,
         cmd: Any = None,
         wait: float = 60.0,
+        cassette: str | os.PathLike[str] | None = None,
         **knobs: Any,
     ) -> RunningServer:
+        if cassette is not None:  # replay a recorded environment (docs/cassettes.md)
+            scenario, params = "cassette", {**(params or {}), "path": os.fspath(cassette)}
         unknown = set(knobs) - _CONFIG_FIELDS
         if unknown:
             raise TypeError(f"unknown ServerConfig field(s) {sorted(unknown)}")

@@ -43,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Binds 127.0.0.1 on a free port unless told otherwise.",
         epilog="example: orsbench serve slow --ttl 3 --param long_call=20 --ping-interval 1",
     )
-    parser.add_argument("scenario", choices=sorted(REGISTRY), metavar="SCENARIO", help=f"one of: {', '.join(REGISTRY)}")
+    parser.add_argument("scenario", nargs="?", choices=sorted(REGISTRY), metavar="SCENARIO", help=f"one of: {', '.join(REGISTRY)} (omit with --cassette)")
+    parser.add_argument("--cassette", metavar="FILE", default=None, help="replay a cassette recorded by `orsbench record` or `orsbench proxy --record` (offline; docs/cassettes.md)")
+    parser.add_argument("--on-miss", choices=("error", "nearest"), default=None, help="with --cassette: a call no recording matches answers ok:false (error, default) or the closest recorded call's answer (nearest)")
     parser.add_argument("--impl", choices=IMPLEMENTATIONS, default="mock", help="mock engine, openreward SDK twin, or floor (a constant-answer baseline for `orsbench bench`; not a real server) (default mock)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; anything else is reachable from outside)")
     parser.add_argument("--port", type=types.port, default=0, help="port to bind; 0 picks a free one (default 0)")
@@ -83,6 +85,18 @@ def config_from_args(args: argparse.Namespace) -> tuple[ServerConfig, set[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.cassette is not None:
+        if args.scenario not in (None, "cassette"):
+            print(f"orsbench serve: give a SCENARIO or --cassette FILE, not both (got {args.scenario!r})", file=sys.stderr)
+            return 2
+        args.scenario = "cassette"
+        args.param = [*args.param, ("path", args.cassette)] + ([("on_miss", args.on_miss)] if args.on_miss else [])
+    elif args.scenario is None:
+        print("orsbench serve: name a SCENARIO (see `orsbench scenarios`) or give --cassette FILE", file=sys.stderr)
+        return 2
+    elif args.on_miss is not None:
+        print("orsbench serve: --on-miss applies to --cassette only", file=sys.stderr)
+        return 2
     if args.impl == "sdk":
         require("sdk", "--impl sdk (the openreward SDK twin)")
     config, explicit = config_from_args(args)

@@ -17,6 +17,7 @@ MODULES = (
     "orsbench.scenarios.slow",
     "orsbench.scenarios.pick",
     "orsbench.scenarios.schema_zoo",
+    "orsbench.scenarios.cassette",  # replays a recorded file: serve --cassette FILE
 )
 
 

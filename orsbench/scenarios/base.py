@@ -53,6 +53,20 @@ class ToolResult:
         }
 
 
+@dataclass(frozen=True)
+class RecordedAnswer:
+    """A tool answer served exactly as recorded (cassette replay), not rebuilt from a ToolResult.
+
+    ``kind`` is the SSE outcome (``"end"`` or ``"error"``) and ``data`` its
+    payload, byte for byte; ``finished`` closes the episode like a
+    ``ToolResult(finished=True)`` does.
+    """
+
+    kind: str
+    data: str
+    finished: bool = False
+
+
 @dataclass
 class Episode:
     """Per-session state a scenario's tools read and mutate."""

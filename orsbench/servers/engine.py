@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from orsbench import protocol
 from orsbench.config import ServerConfig
-from orsbench.scenarios.base import Episode, Scenario, ToolResult
+from orsbench.scenarios.base import Episode, RecordedAnswer, Scenario, ToolResult
 from orsbench.servers import models, sse
 from orsbench.servers.http import (  # noqa: F401 - Request, HTTPError and the ASGI types are re-exported
     EventStream,
@@ -641,6 +641,12 @@ class Engine:
             return _tool_error(f"Tool input validation error: {exc.errors()}", protocol.REASON_INPUT_VALIDATION)
 
     def _finish(self, session: Session, name: str, result: Any) -> tuple[str, str]:
+        if isinstance(result, RecordedAnswer):  # cassette replay: the recorded bytes, as they were
+            if session.finished:
+                return ("end", _finished_error(name))
+            session.finished = session.finished or result.finished
+            self.stats.calls[name] += 1
+            return (result.kind, result.data)
         if not isinstance(result, ToolResult):
             raise TypeError(f"tool {name!r} returned {type(result).__name__}, not a ToolOutput")
         if session.finished:  # a concurrent call finished the episode first

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Mapping, Sequence
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import httpx
 
@@ -245,11 +245,94 @@ def start(
     config = config or ServerConfig()
     if params:
         config = config.replace(params={**config.params, **params})
+
+    def argv(ready_file: str) -> list[str]:
+        return command(scenario, impl=impl, config=config, host=host, ready_file=ready_file)
+
+    kind = "app" if is_app(scenario) else impl
+    server = _launch(argv, f"serving {scenario} ({kind})", scenario, kind, config, timeout, env)
+    if is_app(scenario):
+        server.env_name = _first_env(server)
+    elif scenario == "cassette":  # a replay serves the recorded environment's name
+        names = httpx.get(server.url + protocol.LIST_ENVIRONMENTS, timeout=10).json()
+        server.env_name = names[0] if isinstance(names, list) and names else server.env_name
+    return server
+
+
+def proxy_command(
+    upstream: str,
+    *,
+    faults: tuple[str, ...] = (),
+    seed: int = 0,
+    ping_interval: float = protocol.PING_INTERVAL_S,
+    record: str | os.PathLike[str] | None = None,
+    json_report: str | os.PathLike[str] | None = None,
+    junit_report: str | os.PathLike[str] | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    ready_file: str | None = None,
+) -> list[str]:
+    """The ``orsbench proxy`` command line for these arguments."""
+    cmd = [sys.executable, "-m", "orsbench", "proxy", upstream, "--host", host, "--port", str(port), "--seed", str(seed)]
+    cmd += ["--ping-interval", repr(ping_interval)]
+    if faults:
+        cmd += ["--fault", ",".join(faults)]
+    for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report)):
+        if value is not None:
+            cmd += [flag, str(value)]
+    if ready_file is not None:
+        cmd += ["--ready-file", ready_file]
+    return cmd
+
+
+def start_proxy(
+    upstream: str,
+    *,
+    faults: tuple[str, ...] = (),
+    seed: int = 0,
+    ping_interval: float = protocol.PING_INTERVAL_S,
+    record: str | os.PathLike[str] | None = None,
+    json_report: str | os.PathLike[str] | None = None,
+    junit_report: str | os.PathLike[str] | None = None,
+    host: str = "127.0.0.1",
+    timeout: float = 60.0,
+) -> RunningServer:
+    """Start ``orsbench proxy UPSTREAM`` and wait until ``/health`` answers through it.
+
+    Stopping it (SIGTERM) is what writes ``--record``, ``--json`` and ``--junit``.
+    """
+
+    def argv(ready_file: str) -> list[str]:
+        return proxy_command(
+            upstream,
+            faults=faults,
+            seed=seed,
+            ping_interval=ping_interval,
+            record=record,
+            json_report=json_report,
+            junit_report=junit_report,
+            host=host,
+            ready_file=ready_file,
+        )
+
+    return _launch(argv, f"orsbench proxy {upstream}", upstream, "proxy", ServerConfig(faults=faults, seed=seed), timeout)
+
+
+def _launch(
+    argv_for: "Callable[[str], list[str]]",
+    label: str,
+    name: str,
+    impl: str,
+    config: ServerConfig,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+) -> RunningServer:
+    """Run an ``orsbench`` server command, learn its URL from the ready file, wait for ``/health``."""
     workdir = Path(tempfile.mkdtemp(prefix="orsbench-"))
     ready = workdir / "url"
     log_path = workdir / "server.log"
     env = {**os.environ, **(env or {}), protocol.ENV_DISABLE_UPDATE_CHECK: "1", "PYTHONUNBUFFERED": "1"}
-    argv = command(scenario, impl=impl, config=config, host=host, ready_file=str(ready))
+    argv = argv_for(str(ready))
     process: subprocess.Popen[bytes] | ForkedProcess
     zygote = _zygote()
     if zygote is not None:
@@ -264,14 +347,12 @@ def start(
                 process.kill()
                 process.wait(5)
             text = log_path.read_text(errors="replace")
-            raise ServerStartError(f"serving {scenario} ({'app' if is_app(scenario) else impl}) did not start:\n{text[-4000:]}")
+            raise ServerStartError(f"{label} did not start:\n{text[-4000:]}")
         time.sleep(0.02)
     url = ready.read_text().strip()
-    server = RunningServer(url, scenario, "app" if is_app(scenario) else impl, scenario, process, log_path, config)
+    server = RunningServer(url, name, impl, name, process, log_path, config)
     _RUNNING[process.pid] = server
     _wait_healthy(server, deadline)
-    if is_app(scenario):
-        server.env_name = _first_env(server)
     return server
 
 

@@ -1,0 +1,124 @@
+"""``orsbench record``: play an environment the way ``orsbench check`` does, and keep what it answered.
+
+The recording is made by the checker's own evidence collector
+(:class:`~orsbench.checks.probes.Collector`) — the same discovery, dataset,
+session, call and play probes, so a replay can be checked with the same
+probes and answer them from the recording — plus the task listing of every
+split and one played episode per selected task. Every exchange the collector's
+client makes is handed to a :class:`~orsbench.wire.cassette.CassetteRecorder`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from orsbench.checks.evidence import Evidence, Options, json_of
+from orsbench.checks.passive import set_fact
+from orsbench.checks.probes import Collector
+from orsbench.wire.cassette import CassetteRecorder
+from orsbench.wire.client import WireClient
+from orsbench.wire.evidence import Exchange
+
+#: The probes a recording runs (``timing`` waits out TTLs and cuts streams: nothing to replay).
+RECORD_PROBES = ("discovery", "dataset", "session", "call", "play")
+
+
+class RecordingWireClient(WireClient):
+    """A :class:`WireClient` that also hands every exchange to ``observer``."""
+
+    def __init__(self, base_url: str, observer: Callable[[Exchange], None], **kwargs: Any) -> None:
+        super().__init__(base_url, **kwargs)
+        self.observer = observer
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Exchange:  # type: ignore[override]
+        exchange = super().request(method, path, **kwargs)
+        self.observer(exchange)
+        return exchange
+
+
+@dataclass
+class RecordResult:
+    cassette: dict[str, Any]
+    env: str | None
+    episodes: int
+    calls: int
+    problem: str | None = None
+
+
+def parse_tasks(spec: str) -> tuple[str | None, list[int]]:
+    """``train:0-3,7`` → ``("train", [0, 1, 2, 3, 7])``; ``0-3`` → ``(None, [0, 1, 2, 3])``."""
+    split, sep, rest = spec.rpartition(":")
+    indices: list[int] = []
+    for part in (rest if sep else spec).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            raise ValueError(f"--tasks expects SPLIT:I[-J][,K...] (e.g. train:0-3), got {spec!r}")
+        indices.extend(range(int(low), int(high) + 1) if dash else [int(low)])
+    return (split or None) if sep else None, indices
+
+
+def record(
+    url: str,
+    *,
+    options: Options | None = None,
+    tasks: str | None = None,
+    episodes: int = 1,
+    on_progress: Callable[[str], None] | None = None,
+) -> RecordResult:
+    """Play ``url`` and return the cassette (see :func:`parse_tasks` for ``tasks``)."""
+    options = options or Options()
+    recorder = CassetteRecorder(url, "orsbench record")
+    evidence = Evidence(url, options)
+    client = RecordingWireClient(url, recorder, timeout=options.timeout, api_key=options.api_key)
+    collector = Collector(client, evidence)
+    say = on_progress or (lambda _text: None)
+    played = 0
+    try:
+        for probe in RECORD_PROBES:
+            say(f"probe {probe}")
+            collector.run(probe)
+            if evidence.unreachable or evidence.not_ors:
+                problem = evidence.unreachable or evidence.not_ors
+                return RecordResult(recorder.cassette(), None, 0, 0, f"cannot record {url}: {problem}")
+        env = evidence.env or ""
+        splits_ok, splits = json_of(evidence.get("splits"))
+        names = [s["name"] for s in splits if isinstance(s, dict) and isinstance(s.get("name"), str)] if splits_ok and isinstance(splits, list) else []
+        listings: dict[str, list[Any]] = {}
+        for split in names:
+            say(f"tasks of split {split}")
+            ok, body = json_of(client.tasks(env, split))
+            if ok and isinstance(body, dict) and isinstance(body.get("tasks"), list):
+                listings[split] = body["tasks"]
+        split, indices = parse_tasks(tasks) if tasks else (None, [])
+        split = split or evidence.split
+        if split is not None and not indices:
+            indices = list(range(min(episodes, len(listings.get(split, [])) or episodes)))
+        wanted = [indices[i % len(indices)] for i in range(max(episodes, len(indices)))] if indices else []
+        for n, index in enumerate(wanted):
+            if split is None:
+                break
+            task = listings[split][index] if split in listings and 0 <= index < len(listings[split]) else None
+            say(f"episode {n + 1}/{len(wanted)}: {split}[{index}]")
+            evidence.split, evidence.index = split, index
+            set_fact(evidence, "task0", task or {})
+            # Open the episode's session here, so its prompt and task tools are recorded too.
+            sid = collector.open_session()
+            if sid is not None:
+                client.task_tools(env, sid)
+                collector.ready(lambda: client.prompt(env, sid))
+            set_fact(evidence, "play_sid", sid)
+            collector.probe_play()
+            played += 1
+    finally:
+        try:
+            collector.close()
+        finally:
+            client.close()
+    data = recorder.cassette()
+    calls = sum(len(e["calls"]) for env_record in data["environments"].values() for e in env_record["episodes"])
+    return RecordResult(data, evidence.env, played, calls)

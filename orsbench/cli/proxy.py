@@ -1,0 +1,103 @@
+"""``orsbench proxy UPSTREAM``: a transparent ORS proxy that grades, injects faults and records."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+EPILOG = """\
+examples:
+  orsbench proxy http://127.0.0.1:8000 --port 9000 --json proxy-report.json
+      point your client at http://127.0.0.1:9000; Ctrl-C writes the report
+  orsbench proxy http://127.0.0.1:8000 --fault stream-drop,flaky-5xx --seed 3
+      the same upstream, with dropped streams and 5xx bursts injected
+  orsbench proxy http://127.0.0.1:8000 --record env.cassette.json
+      record the traffic as a cassette for `orsbench serve --cassette`
+
+While it runs, GET /_orsbench/report on the proxy answers the report so far (JSON).
+Recipes: docs/proxy.md.
+"""
+
+REPORT_PATH = "/_orsbench/report"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "proxy",
+        help="a transparent ORS proxy: grade real traffic, inject faults, record a cassette",
+        description="Forward every request to UPSTREAM (an ORS server) and stream its answers back unbuffered "
+        "(keep-alives, chunk boundaries and timing preserved). Meanwhile grade the traffic with every check "
+        "that can be judged from observed exchanges (the ids and report formats of `orsbench check`), "
+        "optionally inject fault profiles, and record a cassette. Binds 127.0.0.1 on a free port unless "
+        "told otherwise; SIGINT/SIGTERM writes --json/--junit/--record and stops.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("upstream", metavar="UPSTREAM", help="the ORS server to forward to, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; anything else is reachable from outside)")
+    parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default 0)")
+    parser.add_argument("--fault", dest="faults", action="append", default=None, metavar="NAME[,NAME]", help="inject HTTP-level fault profiles into the upstream's traffic: flaky-5xx, latency-jitter, rate-limit, stream-drop, stream-no-end, stream-stall (docs/robustness.md)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for fault profiles, as on the mock engine (default 0)")
+    parser.add_argument("--ping-interval", type=float, default=10.0, help="the upstream's keep-alive cadence in seconds; stream-stall stays silent for 4 of them (default 10, the reference's)")
+    parser.add_argument("--record", metavar="FILE", help="write the traffic as a cassette on exit (docs/cassettes.md)")
+    parser.add_argument("--json", metavar="FILE", help="write the grading report (JSON, as `orsbench check --json`) on exit")
+    parser.add_argument("--junit", metavar="FILE", help="write the grading report as JUnit XML on exit")
+    parser.add_argument("--ready-file", help=argparse.SUPPRESS)
+    parser.set_defaults(func=run)
+
+
+def _fault_names(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(n.strip() for item in values or () for n in item.split(",") if n.strip())
+
+
+def run(args: argparse.Namespace) -> int:
+    from orsbench.checks.passive import PassiveGrader
+    from orsbench.reports import write_json, write_junit
+    from orsbench.reports.json_report import dumps
+    from orsbench.servers.app import serve_forever, write_ready_file
+    from orsbench.servers.proxy import ProxyApp, wrap_faults
+    from orsbench.wire.cassette import CassetteRecorder
+
+    grader = PassiveGrader(args.upstream)
+    observers: list[Any] = [grader]
+    recorder = CassetteRecorder(args.upstream, "orsbench proxy") if args.record else None
+    if recorder is not None:
+        observers.append(recorder)
+
+    def live_report() -> tuple[int, str, bytes]:
+        return 200, "application/json", dumps(grader.report()).encode()
+
+    def write_outputs() -> None:
+        report = grader.report()
+        if args.json:
+            write_json(report, args.json)
+        if args.junit:
+            write_junit(report, args.junit)
+        if recorder is not None:
+            data = recorder.save(args.record)
+            calls = sum(len(e["calls"]) for env in data["environments"].values() for e in env["episodes"])
+            print(f"orsbench: recorded {calls} call(s) to {args.record}", file=sys.stderr)
+        counts = report.summary()
+        print(
+            f"orsbench: graded {report.exchanges} exchange(s): {counts['pass']} pass, {counts['fail']} fail, "
+            f"{counts['warn']} warn, {counts['skip']} skip",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    try:
+        proxy = ProxyApp(args.upstream, observers=observers, routes={REPORT_PATH: live_report}, on_shutdown=[write_outputs])
+        app = wrap_faults(proxy, _fault_names(args.faults), args.seed, ping_interval=args.ping_interval)
+    except ValueError as exc:
+        print(f"orsbench proxy: {exc}", file=sys.stderr)
+        return 2
+
+    def on_ready(url: str) -> None:
+        faults = f", faults {', '.join(_fault_names(args.faults))}" if args.faults else ""
+        print(f"orsbench: proxying {url} -> {proxy.upstream}{faults}; report at {url}{REPORT_PATH}; Ctrl-C stops", flush=True)
+        if args.ready_file:
+            write_ready_file(args.ready_file)(url)
+
+    serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)  # SIGINT/SIGTERM: write_outputs, then exit
+    return 0

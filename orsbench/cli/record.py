@@ -1,0 +1,75 @@
+"""``orsbench record URL --out FILE``: play an environment as `orsbench check` does and write a cassette."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EPILOG = """\
+examples:
+  orsbench record http://127.0.0.1:8000 --out env.cassette.json
+  orsbench record http://127.0.0.1:8000 --out env.cassette.json --tasks train:0-9 --episodes 10
+  orsbench serve --cassette env.cassette.json          # replay it offline
+
+The API key (--api-key or $ORSBENCH_API_KEY) is sent to the server and never written to the cassette.
+Format: docs/cassettes.md.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "record",
+        help="play an ORS environment and record it as a cassette for offline replay",
+        description="Play the environment at URL with the checker's probes (discovery, dataset, sessions, "
+        "tool calls, one episode played to its end), list the tasks of every split, play one more episode per "
+        "selected task, and write everything it answered to a cassette that `orsbench serve --cassette FILE` "
+        "replays offline.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("url", metavar="URL", help="the ORS server to record")
+    parser.add_argument("--out", required=True, metavar="FILE", help="the cassette file to write")
+    parser.add_argument("--tasks", metavar="[SPLIT:]I[-J][,K]", help="tasks to play episodes on (default: the first --episodes tasks of the checked split)")
+    parser.add_argument("--episodes", type=int, default=1, metavar="N", help="episodes to play beyond the probes' own, cycling over --tasks (default 1)")
+    parser.add_argument("--env", help="environment to record (default: the server's first)")
+    parser.add_argument("--split", help="split to probe (default: the first train split)")
+    parser.add_argument("--timeout", type=float, default=30.0, help="the longest one request may take, in seconds (default 30)")
+    parser.add_argument("--api-key", default=None, help="API key to send (default: $ORSBENCH_API_KEY); never recorded")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    from orsbench.checks.evidence import Options
+    from orsbench.checks.record import parse_tasks, record
+    from orsbench.wire.cassette import write
+
+    if args.episodes < 0:
+        print("orsbench record: --episodes must be 0 or more", file=sys.stderr)
+        return 2
+    if args.tasks:
+        try:
+            parse_tasks(args.tasks)
+        except ValueError as exc:
+            print(f"orsbench record: {exc}", file=sys.stderr)
+            return 2
+    api_key = args.api_key if args.api_key is not None else os.environ.get("ORSBENCH_API_KEY")
+    options = Options(env=args.env, split=args.split, timeout=args.timeout, api_key=api_key)
+    result = record(
+        args.url,
+        options=options,
+        tasks=args.tasks,
+        episodes=args.episodes,
+        on_progress=lambda text: print(f"orsbench record: {text}", file=sys.stderr, flush=True),
+    )
+    if result.problem:
+        print(f"orsbench record: {result.problem}", file=sys.stderr)
+        return 2
+    try:
+        write(result.cassette, args.out)
+    except OSError as exc:
+        print(f"orsbench record: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(f"orsbench record: {result.env}: {result.calls} call(s) in {result.episodes + 1} played episode(s) written to {args.out}")
+    return 0

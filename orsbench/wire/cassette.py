@@ -1,0 +1,339 @@
+"""Cassettes: an ORS environment's observed behaviour, written down to be served offline.
+
+A cassette is one JSON file (format ``orsbench-cassette``, :data:`VERSION`;
+``docs/cassettes.md`` is its reference). It holds, per environment, what
+discovery and the dataset answered (tools, splits, the tasks of each split),
+what sessions saw (task tools and the prompt per task) and every recorded
+episode: the task it ran on and each tool call in order — its input and the
+exact events it answered (``chunk``/``end`` data, or the ``error`` event),
+with the reward and finished flag read from the result for people to scan.
+
+:class:`CassetteRecorder` builds one from :class:`~orsbench.wire.evidence.Exchange`
+objects, whoever produced them: the proxy hands it live traffic, ``orsbench
+record`` the exchanges of its own client. It judges nothing and keeps no
+header: secrets (``X-Secrets`` values, ``X-API-Key``, bearer tokens) are
+collected only to be scrubbed from every string before the file is written.
+Replay lives in :mod:`orsbench.scenarios.cassette`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from orsbench import protocol
+from orsbench.wire.evidence import Exchange
+
+FORMAT = "orsbench-cassette"
+VERSION = 1
+REDACTED = "[redacted]"
+#: Shorter strings are never treated as secrets (scrubbing "a" would wreck the file).
+MIN_SECRET_LEN = 4
+
+JSON = dict[str, Any]
+
+
+class CassetteError(ValueError):
+    """The file is not a cassette this orsbench can read; the message says why."""
+
+
+def canonical(value: Any) -> str:
+    """A stable text key for a JSON value (tasks and tool inputs are matched by it)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def load(path: str | os.PathLike[str]) -> JSON:
+    """Read and validate a cassette file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CassetteError(f"cannot read cassette {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise CassetteError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise CassetteError(f"{path} is not an orsbench cassette (no \"format\": \"{FORMAT}\")")
+    if data.get("version") != VERSION:
+        raise CassetteError(f"{path} is cassette version {data.get('version')!r}; this orsbench reads version {VERSION}")
+    envs = data.get("environments")
+    if not isinstance(envs, dict) or not envs:
+        raise CassetteError(f"{path} records no environment")
+    return data
+
+
+def _strip_url(url: str) -> str:
+    """A URL without credentials, query or fragment (where the recording came from, nothing more)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+@dataclass
+class _Call:
+    tool: str
+    input: Any
+    task_id: str | None = None
+    events: list[list[str]] | None = None  # [[event, data], ...] without task_id
+
+    def to_json(self) -> JSON:
+        out: JSON = {"tool": self.tool, "input": self.input, "events": self.events}
+        outcome = outcome_of(self.events or [])
+        out["outcome"] = outcome
+        return out
+
+
+@dataclass
+class _Episode:
+    env: str
+    sid: str
+    source: JSON  # {"split", "index"} or {"task_spec"}
+    calls: list[_Call] = field(default_factory=list)
+    prompt: Any = None
+
+
+def outcome_of(events: list[list[str]]) -> JSON:
+    """What a call answered, read from its events: ``end`` data (reassembled) or the ``error`` text.
+
+    ``reward``/``finished`` are copied from an ``ok:true`` result for readers;
+    replay serves ``data`` byte for byte.
+    """
+    parts: list[str] = []
+    for name, data in events:
+        if name == protocol.EVENT_CHUNK:
+            parts.append(data)
+        elif name == protocol.EVENT_END:
+            parts.append(data)
+            text = "".join(parts)
+            out: JSON = {"kind": "end", "data": text}
+            try:
+                body = json.loads(text)
+            except ValueError:
+                return out
+            output = body.get("output") if isinstance(body, dict) else None
+            if isinstance(body, dict) and body.get("ok") is True and isinstance(output, dict):
+                out["reward"] = output.get("reward")
+                out["finished"] = output.get("finished") is True
+            return out
+        elif name == protocol.EVENT_ERROR:
+            return {"kind": "error", "data": data}
+    return {"kind": "none", "data": None}
+
+
+class CassetteRecorder:
+    """Turns a sequence of exchanges into a cassette. Call it with each exchange (an observer)."""
+
+    def __init__(self, source: str, recorder: str) -> None:
+        self.source = _strip_url(source)
+        self.recorder = recorder
+        self.envs: dict[str, JSON] = {}
+        self.default_env: str | None = None
+        self.episodes: list[_Episode] = []
+        self._by_sid: dict[str, _Episode] = {}
+        self._by_task_id: dict[str, _Call] = {}
+        self._task_tools: dict[str, Any] = {}  # sid -> tools listing
+        self._secrets: set[str] = set()
+        self.chunk_size: int | None = None
+
+    # -- observing ---------------------------------------------------------------
+    def __call__(self, exchange: Exchange) -> None:
+        self._collect_secrets(exchange)
+        if exchange.status is None:
+            return
+        path = urlsplit(exchange.url).path
+        parts = [p for p in path.split("/") if p]
+        body = _json(exchange.request_body)
+        sid = _header(exchange, protocol.SESSION_HEADER)
+        if path == protocol.LIST_ENVIRONMENTS and exchange.status == 200:
+            names = exchange.json_or_none()
+            if isinstance(names, list) and names and isinstance(names[0], str):
+                self.default_env = names[0]
+                for name in names:
+                    if isinstance(name, str):
+                        self._env(name)
+            return
+        if path == protocol.CREATE:
+            if exchange.status == 200 and sid and isinstance(body, dict):
+                env = body.get("env_name") or self.default_env or ""
+                source = {"task_spec": body["task_spec"]} if body.get("task_spec") is not None else {
+                    "split": body.get("split"), "index": body.get("index")
+                }
+                episode = _Episode(str(env), sid, source)
+                self.episodes.append(episode)
+                self._by_sid[sid] = episode
+            return
+        if len(parts) != 2 or parts[0] in protocol.ROOT_SEGMENTS:
+            return
+        env, route = parts
+        if exchange.status != 200 or route not in (protocol.CALL, protocol.SCORE_GROUP) and exchange.json_or_none() is None:
+            return
+        record = self._env(env)
+        answer = exchange.json_or_none()
+        if route == protocol.TOOLS and isinstance(answer, dict):
+            record["tools"] = answer.get("tools")
+        elif route == protocol.SPLITS:
+            record["splits"] = answer
+        elif route == protocol.TASKS and isinstance(body, dict) and isinstance(answer, dict):
+            record["tasks"][str(body.get("split"))] = answer.get("tasks")
+        elif route == protocol.NUM_TASKS and isinstance(body, dict) and isinstance(answer, dict):
+            record["num_tasks"][str(body.get("split"))] = answer.get("num_tasks")
+        elif route == protocol.TASK and isinstance(body, dict) and isinstance(answer, dict):
+            record["task_answers"][f"{body.get('split')}/{body.get('index')}"] = answer.get("task")
+        elif route == protocol.TASK_TOOLS and sid:
+            self._task_tools[sid] = answer
+        elif route == protocol.PROMPT and sid in self._by_sid:
+            self._by_sid[sid].prompt = answer
+        elif route == protocol.CALL and isinstance(body, dict):
+            self._call(exchange, env, sid, body)
+
+    def _call(self, exchange: Exchange, env: str, sid: str | None, body: JSON) -> None:
+        if exchange.sse is None:
+            return
+        events = [[e.event, e.data] for e in exchange.sse.events if e.event != protocol.EVENT_TASK_ID]
+        for event in exchange.sse.events:
+            if event.event == protocol.EVENT_CHUNK:
+                self.chunk_size = max(self.chunk_size or 0, len(event.data))
+        complete = outcome_of(events)["kind"] != "none"
+        if body.get("task_id") is not None:
+            # A resume completes the call it resumes (after a dropped or stalled stream).
+            call = self._by_task_id.get(str(body["task_id"]))
+            if call is not None and call.events is None and complete:
+                call.events = events
+            return
+        episode = self._by_sid.get(sid or "")
+        if episode is None or not isinstance(body.get("name"), str):
+            return
+        episode.env = episode.env or env  # /create named no env and none was listed: the call's path says
+        call = _Call(body["name"], body.get("input"), exchange.task_id, events if complete else None)
+        episode.calls.append(call)
+        if call.task_id:
+            self._by_task_id[call.task_id] = call
+
+    def _env(self, name: str) -> JSON:
+        if name not in self.envs:
+            self.envs[name] = {
+                "tools": None,
+                "splits": None,
+                "tasks": {},
+                "num_tasks": {},
+                "task_answers": {},
+            }
+        return self.envs[name]
+
+    def _collect_secrets(self, exchange: Exchange) -> None:
+        for name, value in exchange.request_headers.items():
+            lower = name.lower()
+            if lower == protocol.API_KEY_HEADER.lower():
+                self._secret(value)
+            elif lower == "authorization":
+                self._secret(value)
+                self._secret(value.partition(" ")[2])
+            elif lower == protocol.SECRETS_HEADER.lower():
+                self._secret(value)
+                try:
+                    decoded = json.loads(base64.b64decode(value))
+                except ValueError:
+                    continue
+                if isinstance(decoded, dict):
+                    for entry in decoded.values():
+                        self._secret(entry.get("value") if isinstance(entry, dict) else entry)
+
+    def _secret(self, value: Any) -> None:
+        if isinstance(value, str) and len(value.strip()) >= MIN_SECRET_LEN:
+            self._secrets.add(value.strip())
+
+    # -- writing ------------------------------------------------------------------
+    def cassette(self) -> JSON:
+        """The cassette as JSON data, secrets scrubbed."""
+        envs: JSON = {}
+        for name, record in self.envs.items():
+            default = (self.default_env or next(iter(self.envs))).lower()
+            episodes = [e for e in self.episodes if (e.env or default).lower() == name.lower()]
+            tasks = record["tasks"]
+            prompts: dict[str, JSON] = {}
+            task_tools: dict[str, JSON] = {}
+            out_episodes = []
+            for episode in episodes:
+                task = self._task_of(record, episode.source)
+                key = canonical(task)
+                if episode.prompt is not None:
+                    prompts.setdefault(key, {"task": task, "prompt": episode.prompt})
+                listing = self._task_tools.get(episode.sid)
+                if isinstance(listing, dict) and isinstance(listing.get("tools"), list):
+                    task_tools.setdefault(key, {"task": task, "tools": listing["tools"]})
+                calls = [c.to_json() for c in episode.calls if c.events is not None]
+                if calls:
+                    out_episodes.append({**episode.source, "task": task, "calls": calls})
+            for split, listing in tasks.items():
+                if isinstance(listing, list) and split not in record["num_tasks"]:
+                    record["num_tasks"][split] = len(listing)
+            envs[name] = {
+                "tools": record["tools"],
+                "splits": record["splits"],
+                "tasks": tasks,
+                "num_tasks": record["num_tasks"],
+                "task_answers": {k: v for k, v in record["task_answers"].items() if k.split("/")[0] not in tasks},
+                "task_tools": list(task_tools.values()),
+                "prompts": list(prompts.values()),
+                "episodes": out_episodes,
+            }
+        data = {
+            "format": FORMAT,
+            "version": VERSION,
+            "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "recorder": self.recorder,
+            "source": self.source,
+            "default_env": self.default_env or next(iter(envs), None),
+            "chunk_size": self.chunk_size,
+            "environments": envs,
+        }
+        return self._scrub(data)
+
+    def _task_of(self, record: JSON, source: JSON) -> Any:
+        if "task_spec" in source:
+            return source["task_spec"]
+        split, index = source.get("split"), source.get("index")
+        listing = record["tasks"].get(str(split))
+        if isinstance(listing, list) and isinstance(index, int) and -len(listing) <= index < len(listing):
+            return listing[index]
+        return record["task_answers"].get(f"{split}/{index}")
+
+    def _scrub(self, data: JSON) -> JSON:
+        if not self._secrets:
+            return data
+        text = json.dumps(data, ensure_ascii=False)
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            # Replace the secret as it appears inside a JSON string (escaped).
+            text = text.replace(json.dumps(secret, ensure_ascii=False)[1:-1], REDACTED)
+        return json.loads(text)
+
+    def save(self, path: str | os.PathLike[str]) -> JSON:
+        """Write the cassette; returns what was written."""
+        data = self.cassette()
+        write(data, path)
+        return data
+
+
+def write(data: JSON, path: str | os.PathLike[str]) -> None:
+    """Write cassette data atomically (a reader never sees half a file)."""
+    target = Path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(target)
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def _header(exchange: Exchange, name: str) -> str | None:
+    wanted = name.lower()
+    return next((v.strip() for k, v in exchange.request_headers.items() if k.lower() == wanted), None) or None

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from conformance import defects
+from orsbench.clients import defects
 from conformance.adapter import Binding, bind_one, rollout_factory
 from conformance.params import TargetParam, ToolCase, ToolParam
 from conformance.targets import SUITE_PARAMS, Target

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from conformance import defects
+from orsbench.clients import defects
 from conformance.adapter import Binding
 from conformance.targets import IMPLS, Declared, Target, declared, generic_scenarios, group, slug
 

@@ -23,14 +23,19 @@ import keyword
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
+from orsbench.clients import schema_view
 
-from conformance import schema_view
-from conformance.adapter import ADAPTER_STATE
+if TYPE_CHECKING:
+    import pytest
 
 JSON = dict[str, Any]
+
+#: Names GRPOTrainer treats specially instead of as tools.
+GRPO_RESERVED = ("reset", "get_reward")
+#: Instance attributes of TRL's adapter (episode state) that shadow class-level methods.
+ADAPTER_STATE = ("reward", "rewards", "metadata", "finished", "last_output")
 
 
 @dataclass(frozen=True)
@@ -42,12 +47,33 @@ class Defect:
     #: Pain point(s) of client-pain-points.md it belongs to.
     pain: str
 
+    @property
+    def clients(self) -> tuple[str, ...]:
+        """The client targets (:data:`orsbench.clients.drivers.CLIENTS` names) that inherit this defect."""
+        return UPSTREAM_CLIENTS[self.upstream]
+
+    @property
+    def summary(self) -> str:
+        return f"{self.upstream}: {self.behaviour}"
+
     def mark(self) -> pytest.MarkDecorator:
+        import pytest
+
         return pytest.mark.xfail(strict=True, reason=f"[{self.id}] {self.upstream}: {self.behaviour}")
 
 
 TRL = "trl 1.16.0"
 SDK = "openreward 0.1.167 client"
+ORS = "ors-sdk 0.1.0 client"
+INSPECT = "inspect-openreward 0.3.0"
+
+#: Which client targets run each upstream's code: TRL and inspect-openreward drive the openreward client.
+UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
+    TRL: ("trl",),
+    SDK: ("openreward", "trl", "inspect"),
+    ORS: ("ors",),
+    INSPECT: ("inspect",),
+}
 
 DEFECTS: dict[str, Defect] = {
     d.id: d

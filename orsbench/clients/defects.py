@@ -210,6 +210,54 @@ DEFECTS: dict[str, Defect] = {
             "every SSE data line is lstrip()ped, so a result whose next chunk starts with spaces loses them: the model sees a different text than the environment returned",
             "P8",
         ),
+        Defect(
+            "no-end-retried-forever",
+            SDK,
+            "resumable_sse resets its retry counter on every HTTP 200, so a call whose stream ends without `end` is re-POSTed with its task_id forever: no error, the episode hangs and its session stays open",
+            "P8",
+        ),
+        Defect(
+            "ors-no-end-retried-forever",
+            ORS,
+            "resumable_sse sets attempt = 0 on every HTTP 200, so a call whose stream ends without `end` is re-POSTed with its task_id forever: no error, the episode hangs and its session stays open",
+            "P8",
+        ),
+        Defect(
+            "ors-chunk-lstrip",
+            ORS,
+            "_parse_sse_events lstrip()s every data value, so a result whose next chunk starts with spaces loses them: the model sees a different text than the environment returned",
+            "P8",
+        ),
+        Defect(
+            "ors-4xx-retried",
+            ORS,
+            "_is_retryable_http_error tests isinstance(e, aiohttp.ClientError) first, and ClientResponseError is one: every 4xx of a non-streaming request (/create, /prompt, /task_tools, /delete) is sent three times, 1 s and 2 s apart, before it is raised",
+            "P8",
+        ),
+        Defect(
+            "inspect-finished-error",
+            INSPECT,
+            "generate(tool_calls='loop') does not stop on finished; the next call's episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
+            "P7",
+        ),
+        Defect(
+            "inspect-ref-untyped",
+            INSPECT,
+            "sanitize_tool_schema(..., 'openai') (the provider chosen for mockllm and unknown providers) drops $ref: a parameter whose schema is a $ref (a pydantic model or Enum, also inside anyOf or array items) reaches the model as an untyped {} with only its description",
+            "P5",
+        ),
+        Defect(
+            "inspect-list-tasks-only",
+            INSPECT,
+            "openreward_dataset() reads the split with list_tasks() only: an environment that serves tasks by index (/tasks answers 400) cannot be evaluated at all",
+            "P11",
+        ),
+        Defect(
+            "inspect-dataset-no-retry",
+            INSPECT,
+            "openreward_dataset()'s list_tasks() gives up on a short burst of 502/503/504 that the session calls of the same client ride out: the whole eval fails before the first sample",
+            "P8",
+        ),
     )
 }
 
@@ -356,3 +404,22 @@ def union_defect(union: Iterable[JSON], first_task_tools: set[str] | None) -> De
 
 def marks(defect: Defect | None) -> list[pytest.MarkDecorator]:
     return [defect.mark()] if defect is not None else []
+
+
+# -- predicates of the other clients ----------------------------------------------------
+def _uses_ref(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "$ref" in node or any(_uses_ref(v) for k, v in node.items() if k not in ("$defs", "definitions"))
+    if isinstance(node, list):
+        return any(_uses_ref(v) for v in node)
+    return False
+
+
+def inspect_untyped_params(spec: JSON) -> list[str]:
+    """Parameters inspect-openreward shows the model without their type (a ``$ref`` anywhere in them)."""
+    props = (spec.get("input_schema") or {}).get("properties") or {}
+    return [name for name, prop in props.items() if _uses_ref(prop)]
+
+
+def inspect_binding_defect(spec: JSON) -> Defect | None:
+    return DEFECTS["inspect-ref-untyped"] if inspect_untyped_params(spec) else None

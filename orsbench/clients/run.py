@@ -137,8 +137,8 @@ class Running:
             outcome.elapsed = result.get("seconds", elapsed)
             outcome.tools_seen = result.get("tools_seen", [])
         outcome.calls = _delta(self.before["calls"], after["calls"])
-        outcome.requests = _delta(self.before["requests"], after["requests"])
-        outcome.statuses = _delta(self.before["statuses"], after["statuses"])
+        outcome.requests = _delta(self.before.get("requests", {}), after.get("requests", {}))
+        outcome.statuses = _delta(self.before.get("statuses", {}), after.get("statuses", {}))
         outcome.sessions_left_open = after["active_sessions"] - self.before["active_sessions"]
         judge(outcome, self.script)
         return outcome

@@ -55,6 +55,7 @@ _MODULES = (
     "orsbench.checks.call",
     "orsbench.checks.reward",
     "orsbench.checks.http",
+    "orsbench.checks.binding",
 )
 
 

@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS = ("serve", "scenarios", "bench", "check")
+SUBCOMMANDS = ("serve", "scenarios", "bench", "check", "matrix")
 
 DESCRIPTION = """\
 orsbench: conformance, load and training-smoke harness for the Open Reward Standard (ORS).

@@ -26,6 +26,8 @@ class Profile:
     knobs: tuple[tuple[str, Any], ...] = ()
     #: The client is killed after this many seconds (a hang).
     deadline: float = DEADLINE_S
+    #: A fresh server per client, so a seeded fault stream starts afresh for each.
+    per_client: bool = False
 
     def config(self) -> ServerConfig:
         return ServerConfig(faults=(self.name,) if self.name != "none" else (), **dict(self.knobs))
@@ -36,8 +38,8 @@ _KNOBS: dict[str, Profile] = {
     p.name: p
     for p in (
         Profile("none"),
-        Profile("flaky-5xx", (("seed", 3),)),
-        Profile("rate-limit", (("seed", 3),)),
+        Profile("flaky-5xx", (("seed", 3),), per_client=True),
+        Profile("rate-limit", (("seed", 3),), per_client=True),
         Profile("slow-setup", (("setup_delay", 1.0),)),
         Profile("stream-stall", (("ping_interval", 0.25),)),
         Profile("stream-no-end", deadline=6.0),

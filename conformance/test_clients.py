@@ -100,9 +100,15 @@ def profile_outcomes() -> Iterator[Callable[[C.Cell], Outcome]]:
                 servers = dict(zip(configs, pool.map(lambda cfg: start(C.PROFILE_SCENARIO, config=cfg), configs.values())))
             started.extend(servers.values())
             for client in CLIENTS:
-                runs = {p.name: Running(client, servers[p.name, client if p.per_client else ""], C.Cell(client, "mock", C.PROFILE_SCENARIO, p.name).script, p.deadline) for p in chosen}
-                for name, run in sorted(runs.items(), key=lambda item: item[1].deadline):
-                    played[C.Cell(client, "mock", C.PROFILE_SCENARIO, name).id] = run.finish()
+                wave = CLIENTS[client].concurrency  # Inspect evals starve each other on 2 cores
+                for start_at in range(0, len(chosen), wave):
+                    batch = chosen[start_at : start_at + wave]
+                    runs = {
+                        p.name: Running(client, servers[p.name, client if p.per_client else ""], C.Cell(client, "mock", C.PROFILE_SCENARIO, p.name).script, p.deadline)
+                        for p in batch
+                    }
+                    for name, run in sorted(runs.items(), key=lambda item: item[1].deadline):
+                        played[C.Cell(client, "mock", C.PROFILE_SCENARIO, name).id] = run.finish()
         return played[cell.id]
 
     yield get

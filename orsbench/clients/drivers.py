@@ -39,6 +39,10 @@ class Client:
     package: str
     title: str
     play: Callable[[str, str, Script, Out], None]
+    #: Seconds added to every deadline for the client's own start-up (an Inspect eval's set-up).
+    startup_s: float = 0.0
+    #: Episodes of this client that may play at once on a 2-core machine without starving each other.
+    concurrency: int = 16
 
     @property
     def version(self) -> str:
@@ -169,7 +173,7 @@ CLIENTS: dict[str, Client] = {
         Client("openreward", "openreward", "openreward SDK client", _openreward),
         Client("ors", "ors-sdk", "ors-sdk client (ors.ORS)", _ors),
         Client("trl", "trl", "TRL OpenRewardSpec", _trl),
-        Client("inspect", "inspect-openreward", "inspect-openreward (Inspect eval)", _inspect),
+        Client("inspect", "inspect-openreward", "inspect-openreward (Inspect eval)", _inspect, startup_s=10.0, concurrency=2),
     )
 }
 

@@ -158,12 +158,13 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
                     cells.append("—")
                     continue
                 r = match[0]
-                ids = " ".join(f"[`{d}`](#{d})" for d in r["defects"])
-                cells.append(SYMBOL[r["verdict"]] + (f" {ids}" if ids else ""))
+                ids = " ".join(f"[`{d}`](#{name}-{d})" for d in r["defects"])
+                right = " (right)" if r["verdict"] == r["expected"] == "fails clearly" else ""
+                cells.append(SYMBOL[r["verdict"]] + right + (f" {ids}" if ids else ""))
             lines.append(f"| {'profile ' if is_profile else ''}`{label}` | " + " | ".join(cells) + " |")
         lines.append("")
         if info["defects"]:
             lines += [f"Pinned defects {name} inherits:", ""]
-            lines += [f"- <a id=\"{d['id']}\"></a>`{d['id']}` — {d['summary']}" for d in info["defects"]]
+            lines += [f"- <a id=\"{name}-{d['id']}\"></a>`{d['id']}` — {d['summary']}" for d in info["defects"]]
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -43,12 +43,13 @@ _KNOBS: dict[str, Profile] = {
         Profile("slow-setup", (("setup_delay", 1.0),)),
         Profile("stream-stall", (("ping_interval", 0.25),)),
         Profile("stream-no-end", deadline=6.0),
-        Profile("short-ttl", (("ttl", 1.5),), deadline=10.0),
     )
 }
 
 #: Profiles left out, and why.
-LEFT_OUT: dict[str, str] = {}
+LEFT_OUT: dict[str, str] = {
+    "short-ttl": "it needs an idle gap longer than the TTL inside the episode; conformance/test_client_robustness.py plays it for the openreward SDK and TRL",
+}
 
 
 def profiles() -> list[Profile]:

@@ -104,7 +104,8 @@ class Running:
     """One episode under way in a forked child; :meth:`finish` collects it (at its deadline at the latest)."""
 
     def __init__(self, client: str, server: RunningServer, script: Script, deadline: float = 30.0) -> None:
-        self.client, self.server, self.script, self.deadline = client, server, script, deadline
+        self.client, self.server, self.script = client, server, script
+        self.deadline = deadline + CLIENTS[client].startup_s
         self.before = server.stats()
         self._reader, writer = _FORK.Pipe(duplex=False)
         self._child = _FORK.Process(target=_child, args=(client, server.url, server.env_name, script, writer), daemon=True)

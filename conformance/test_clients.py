@@ -139,7 +139,7 @@ def test_client_under_a_fault_profile(cell: C.Cell, profile_outcomes: Callable[[
 _SIGNATURES: dict[str, Callable[[Outcome], bool]] = {
     "inspect-finished-error": lambda o: o.error is not None and "episode_finished" in o.error and o.reward is None,
     "inspect-list-tasks-only": lambda o: o.failed_at == "dataset" and "list_tasks is not supported" in (o.error or ""),
-    "inspect-dataset-no-retry": lambda o: o.failed_at == "dataset" and any(s in (o.error or "") for s in ("502", "503", "504")),
+    "inspect-5xx-fails-eval": lambda o: o.reward is None and any(s in (o.error or "") for s in ("502", "503", "504", "Upstream unavailable")),
     "keyword-crash": lambda o: o.failed_at == "spec" and (o.error or "").startswith("SyntaxError"),
     "chunk-lstrip": lambda o: any("showed" in p for p in o.problems) or "episode_finished" in (o.error or ""),
     "ors-chunk-lstrip": lambda o: any("showed" in p for p in o.problems),
@@ -174,3 +174,54 @@ def test_pinned_defect_shows_as_described(
 def test_every_cell_defect_has_a_signature() -> None:
     used = {d.id for cell in C.plan() for d in C.cell_defects(cell)}
     assert used <= set(_SIGNATURES), sorted(used - set(_SIGNATURES))
+
+
+# -- what inspect-openreward shows the model, per tool ----------------------------------------------
+def _zoo_tool_params() -> list[Any]:
+    from orsbench.clients import defects as D
+    from orsbench.scenarios import get_scenario
+
+    out = []
+    for tool in get_scenario("schema-zoo").shared_tools():
+        spec = tool.spec()
+        marks = [pytest.mark.xdist_group(group("schema-zoo", "mock"))]
+        if (defect := D.inspect_binding_defect(spec)) is not None:
+            marks.append(defect.mark())
+        out.append(pytest.param(spec, id=spec["name"], marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("spec", _zoo_tool_params())
+def test_inspect_shows_every_parameter_with_its_type(
+    spec: dict[str, Any], serve: Callable[..., Target], scenario_outcomes: dict[str, Outcome]
+) -> None:
+    """Inspect's ToolInfo (what mockllm, like any model, receives) types every parameter the server typed."""
+    from orsbench.clients import schema_view
+
+    outcome = _scenario_outcome(C.Cell("inspect", "mock", "schema-zoo"), serve, scenario_outcomes)
+    seen = {t["name"]: t for t in outcome.tools_seen}
+    assert spec["name"] in seen, f"the model was not shown {spec['name']!r}: {sorted(seen)}"
+    served = schema_view.view(spec.get("input_schema"))["types"]
+    shown_props = (seen[spec["name"]].get("parameters") or {}).get("properties") or {}
+    shown = {n: schema_view.types_of(p) for n, p in shown_props.items()}
+    untyped = [n for n, kinds in served.items() if kinds and not shown.get(n)]
+    assert not untyped, f"shown without a type: {untyped} (served {served}, shown {shown})"
+
+
+# -- ors-sdk's client and a 4xx -----------------------------------------------------------------------
+@pytest.mark.xdist_group(group("echo", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[ors-4xx-retried] {C.D.DEFECTS['ors-4xx-retried'].summary}")
+def test_ors_client_sends_a_refused_create_once(serve: Callable[..., Target]) -> None:
+    """/create with an index past the end is a 400; a client must not repeat it."""
+    from ors.client import ORS
+
+    target = serve("echo", "mock")
+    client = ORS(base_url=target.url)
+    before = target.stats()["requests"].get("POST /create", 0)
+    try:
+        with pytest.raises(Exception, match="400"):
+            with client.environments.get("echo").session(split="train", index=10_000) as session:
+                session.get_prompt()
+    finally:
+        client.close()
+    assert target.stats()["requests"].get("POST /create", 0) - before == 1

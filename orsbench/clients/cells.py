@@ -104,7 +104,7 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
     if client == "inspect" and profile is None and _index_only(cell.scenario):
         return [D.DEFECTS["inspect-list-tasks-only"]]
     if client == "inspect" and profile == "flaky-5xx":
-        return [D.DEFECTS["inspect-dataset-no-retry"]]
+        return [D.DEFECTS["inspect-5xx-fails-eval"]]
     if client == "trl" and (d := D.factory_defect(_task0_tools(cell.scenario))) is not None:
         return [d]
     if profile == "stream-no-end":
@@ -127,7 +127,7 @@ def client_defects(client: str) -> list[D.Defect]:
 DEFECT_VERDICT: dict[str, str] = {
     "inspect-finished-error": "fails clearly",
     "inspect-list-tasks-only": "fails clearly",
-    "inspect-dataset-no-retry": "fails clearly",
+    "inspect-5xx-fails-eval": "fails clearly",
     "keyword-crash": "fails clearly",
     "chunk-lstrip": "fails silently",
     "ors-chunk-lstrip": "fails silently",

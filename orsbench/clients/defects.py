@@ -253,9 +253,9 @@ DEFECTS: dict[str, Defect] = {
             "P11",
         ),
         Defect(
-            "inspect-dataset-no-retry",
+            "inspect-5xx-fails-eval",
             INSPECT,
-            "openreward_dataset()'s list_tasks() gives up on a short burst of 502/503/504 that the session calls of the same client ride out: the whole eval fails before the first sample",
+            "under the flaky-5xx profile (a quarter of requests 502/503/504 with Retry-After: 1, at most 2 in a row) the eval fails: the 5xx surfaces from openreward_dataset()'s list_tasks() or, in the sample, from the async client's calls (observed: 'sample error: Upstream unavailable'), while the sync openreward client and TRL ride the same profile out",
             "P8",
         ),
     )

@@ -71,8 +71,6 @@ re-patches: the last config wins for every app.
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 from starlette.types import ASGIApp
 
 from orsbench.config import ServerConfig
@@ -83,9 +81,8 @@ from orsbench.servers.twin_support import (
     ToolNameError,
     TwinStats,
     environment_namespace,
-    keepalive_response,
-    lifespan_closure_function,
-    sdk_logger,
+    patch_timings,
+    refuse_unsupported,
     stats_for,
     twin_app,
 )
@@ -134,28 +131,14 @@ def environment_class(scenario: Scenario, config: ServerConfig | None = None, st
     return type(ors.Environment)(scenario.name, (ors.Environment,), namespace)
 
 
-def _reaper_coro(server: ors.Server) -> Callable[..., Any]:
-    return lifespan_closure_function(server.app, "reaper_coro", ("reaper_interval", "stale_threshold"))
-
-
 def apply_config(server: ors.Server, config: ServerConfig) -> None:
     """Patch ors-sdk's hard-coded timings with ``config`` (see the module docstring)."""
-    sdk_reconnect.CHUNK_SIZE = config.chunk_size
-    sdk_reconnect.LINGER_SECONDS = config.linger
-    sdk_server.EventSourceResponse = keepalive_response(sdk_server.EventSourceResponse, config.ping_interval)
-    _reaper_coro(server).__defaults__ = (config.effective_reaper_interval, config.ttl)
-    for module in (sdk_server, sdk_environment):
-        module.logger = sdk_logger(module.__name__, config.access_log)
+    patch_timings(server.app, config, reconnect=sdk_reconnect, server_module=sdk_server, log_modules=(sdk_server, sdk_environment))
 
 
 def build_app(scenarios: list[Scenario], config: ServerConfig) -> ASGIApp:
     """ors-sdk's FastAPI app serving these scenarios, plus orsbench's read-only ``GET /_orsbench/stats``."""
-    unsupported = [knob for knob, value in (("faults", config.faults), ("api_key", config.api_key)) if value]
-    if unsupported:
-        raise ValueError(
-            f"the ors-sdk twin serves ors-sdk's Server unchanged and has no {' / '.join(unsupported)}: "
-            "use the mock engine for those knobs"
-        )
+    refuse_unsupported(config, "ors-sdk twin")
     stats = stats_for(IMPL, config)
     server = ors.Server([environment_class(s, config, stats) for s in scenarios])
     apply_config(server, config)

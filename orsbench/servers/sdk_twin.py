@@ -85,7 +85,7 @@ scenario → ``Environment`` plumbing both twins use
 from __future__ import annotations
 
 import os
-from typing import Awaitable, Callable, Sequence
+from typing import Sequence
 
 from starlette.types import ASGIApp
 
@@ -98,10 +98,9 @@ from orsbench.servers.twin_support import (
     ToolNameError,
     TwinStats,
     environment_namespace,
-    keepalive_response,
-    lifespan_closure_function,
+    patch_timings,
+    refuse_unsupported,
     resolve,
-    sdk_logger,
     stats_for,
     twin_app,
 )
@@ -177,30 +176,17 @@ def environment_class(
 
 
 # -- config patches ----------------------------------------------------------------
-def _reaper_coro(server: Server) -> Callable[..., Awaitable[None]]:
-    """The ``reaper_coro`` closure of ``Server.__init__``, reached through the app's lifespan."""
-    return lifespan_closure_function(server.app, "reaper_coro", ("reaper_interval", "stale_threshold"))
-
-
 def apply_config(server: Server, config: ServerConfig) -> None:
     """Patch the SDK's hard-coded timings with ``config`` (see the module docstring)."""
     sdk_server._SETUP_WAIT_TIMEOUT_S = config.setup_wait_timeout
-    sdk_reconnect.CHUNK_SIZE = config.chunk_size
-    sdk_reconnect.LINGER_SECONDS = config.linger
-    sdk_server.EventSourceResponse = keepalive_response(sdk_server.EventSourceResponse, config.ping_interval)
-    _reaper_coro(server).__defaults__ = (config.effective_reaper_interval, config.ttl)
-    for module in (sdk_server, sdk_environment, sdk_session):
-        module.logger = sdk_logger(module.__name__, config.access_log)
+    patch_timings(
+        server.app, config, reconnect=sdk_reconnect, server_module=sdk_server, log_modules=(sdk_server, sdk_environment, sdk_session)
+    )
 
 
 def build_app(scenarios: list[Scenario], config: ServerConfig) -> ASGIApp:
     """An ASGI app: the openreward Server's FastAPI app serving these scenarios, plus orsbench's read-only GET /_orsbench/stats route."""
-    unsupported = [knob for knob, value in (("faults", config.faults), ("api_key", config.api_key)) if value]
-    if unsupported:
-        raise ValueError(
-            f"the SDK twin serves the reference server unchanged and has no {' / '.join(unsupported)}: "
-            "use the mock engine for those knobs"
-        )
+    refuse_unsupported(config, "SDK twin")
     stats = stats_for("sdk", config)
     server = Server([environment_class(s, config, stats) for s in scenarios])
     apply_config(server, config)

@@ -8,13 +8,17 @@ the parts that do not depend on which SDK is installed live here, once:
 
 * :class:`TwinStats` and :class:`StatsMiddleware` answer ``GET /_orsbench/stats``
   (sessions, calls per tool, requests per route) in front of the SDK's app;
-* :func:`input_model` and :func:`tool_method` turn a scenario :class:`Tool`
-  into a method either SDK introspects exactly like a hand-written ``@tool``;
-* :func:`keepalive_response` swaps the SDKs' literal ``ping=10`` for the
-  configured keep-alive interval; :func:`sdk_logger` quiets their loggers.
+* :func:`environment_namespace` is the class body of the generated
+  ``Environment`` subclass (splits, tasks, prompt, setup, teardown, and each
+  scenario :class:`Tool` as a :func:`tool_method` the SDK introspects exactly
+  like a hand-written ``@tool``);
+* :func:`patch_timings` applies the knobs both SDKs hard-code alike (chunk
+  size, resume linger, the literal ``ping=10`` keep-alive, the reaper's TTL and
+  interval, log level); :func:`refuse_unsupported` refuses ``faults`` and
+  ``api_key``.
 
-Nothing here imports either SDK: each twin passes in its own decorator,
-``ToolOutput`` and ``EventSourceResponse``.
+Nothing here imports either SDK: each twin passes in its own names
+(:class:`SdkTypes`) and modules.
 """
 
 from __future__ import annotations
@@ -40,19 +44,22 @@ from orsbench.scenarios.base import JSON, Episode, Scenario, Tool, ToolResult
 __all__ = [
     "EPISODE_ATTR",
     "SdkTypes",
+    "StatsMiddleware",
     "ToolNameError",
+    "TwinStats",
     "check_tool_names",
     "environment_namespace",
-    "twin_app",
-    "StatsMiddleware",
-    "TwinStats",
     "input_model",
     "input_schema",
     "keepalive_response",
+    "lifespan_closure_function",
+    "patch_timings",
+    "refuse_unsupported",
     "resolve",
-    "stats_for",
     "sdk_logger",
+    "stats_for",
     "tool_method",
+    "twin_app",
 ]
 
 #: Instance attribute of a generated environment holding the scenario :class:`Episode`.
@@ -424,6 +431,33 @@ def sdk_logger(name: str, access_log: bool) -> Any:
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
     ).bind(logger_name=name)
+
+
+def refuse_unsupported(config: ServerConfig, twin: str) -> None:
+    """``faults`` and ``api_key`` would change what the SDK server does: a twin refuses them (ValueError)."""
+    unsupported = [knob for knob, value in (("faults", config.faults), ("api_key", config.api_key)) if value]
+    if unsupported:
+        raise ValueError(
+            f"the {twin} serves its SDK's Server unchanged and has no {' / '.join(unsupported)}: "
+            "use the mock engine for those knobs"
+        )
+
+
+def patch_timings(app: Any, config: ServerConfig, *, reconnect: Any, server_module: Any, log_modules: Sequence[Any]) -> None:
+    """Apply the knobs both SDKs hard-code the same way (see the twins' docstrings).
+
+    ``reconnect`` is the SDK's resumable-stream module (``CHUNK_SIZE``,
+    ``LINGER_SECONDS``), ``server_module`` the one that names
+    ``EventSourceResponse`` with a literal ``ping=10``; the reaper's TTL and
+    interval are the defaults of ``reaper_coro`` in ``app``'s lifespan.
+    """
+    reconnect.CHUNK_SIZE = config.chunk_size
+    reconnect.LINGER_SECONDS = config.linger
+    server_module.EventSourceResponse = keepalive_response(server_module.EventSourceResponse, config.ping_interval)
+    reaper = lifespan_closure_function(app, "reaper_coro", ("reaper_interval", "stale_threshold"))
+    reaper.__defaults__ = (config.effective_reaper_interval, config.ttl)
+    for module in log_modules:
+        module.logger = sdk_logger(module.__name__, config.access_log)
 
 
 def lifespan_closure_function(app: Any, name: str, params: tuple[str, ...]) -> Callable[..., Any]:

@@ -206,7 +206,10 @@ SCRIPTS: dict[str, list[Step]] = {
         ("prompt task 0", lambda c, s: c.prompt("broken-session", "broken-0")),
         ("create task 1 with X-Secrets", lambda c, s: c.create("broken-1", split="train", index=1, secrets={"API_TOKEN": "t"})),
         ("prompt task 1 with X-Secrets", lambda c, s: c.prompt("broken-session", "broken-1")),
-        ("create task 1 with body secrets", lambda c, s: c.create("broken-1b", split="train", index=1, extra={"secrets": {"API_TOKEN": "t"}})),
+        (
+            "create task 1 with body secrets",
+            lambda c, s: c.create("broken-1b", split="train", index=1, extra={"secrets": {"API_TOKEN": "t"}}),
+        ),
         ("prompt task 1 with body secrets", lambda c, s: c.prompt("broken-session", "broken-1b")),
         ("create task 1 without secrets", lambda c, s: c.create("broken-1c", split="train", index=1)),
         ("prompt task 1 without secrets", lambda c, s: c.prompt("broken-session", "broken-1c")),
@@ -221,7 +224,10 @@ SCRIPTS: dict[str, list[Step]] = {
     ],
 }
 
-PARAMS = {"slow": {"setup": 1.0, "steps": 3}}
+PARAMS = {"slow": {"setup": 1.5, "steps": 3}}
+#: ServerConfig knobs per scenario. slow: /prompt gives up after 1 s (503 with 0.5 s of setup left), and the
+#: call after it waits up to 1 s more (0.5 s to spare), so the script holds on a loaded machine.
+KNOBS: dict[str, dict[str, Any]] = {"slow": {"setup_wait_timeout": 1.0}}
 
 
 IMPLS = ("mock", "sdk", "ors-sdk")
@@ -242,7 +248,8 @@ def transcripts(factory, scenario: str) -> dict[str, Transcript]:
     """impl → transcript of ``scenario`` (servers shared through the plugin's factory; played once per process)."""
     if scenario not in _TRANSCRIPTS:
         with ThreadPoolExecutor(len(IMPLS)) as pool:
-            servers = dict(zip(IMPLS, pool.map(lambda impl: factory(scenario, impl=impl, params=PARAMS.get(scenario)), IMPLS)))
+            start = lambda impl: factory(scenario, impl=impl, params=PARAMS.get(scenario), **KNOBS.get(scenario, {}))  # noqa: E731
+            servers = dict(zip(IMPLS, pool.map(start, IMPLS)))
         _TRANSCRIPTS[scenario] = {impl: transcript(server, scenario) for impl, server in servers.items()}
     return _TRANSCRIPTS[scenario]
 

@@ -48,7 +48,8 @@ def _unexpected(report) -> list[str]:
 
 
 def _explain(report) -> str:
-    return "\n".join(f"{r.id}: {r.status.value} ({r.baseline}) — {r.message}" for r in report.results if r.status is not Status.PASS)
+    lines = [f"{r.id}: {r.status.value} ({r.baseline}) — {r.message}" for r in report.results if r.status is not Status.PASS]
+    return "\n".join(lines)
 
 
 @pytest.mark.parametrize("scenario", list(REGISTRY))

@@ -63,7 +63,8 @@ def test_stats_report_ors_sdk_and_count_an_episode(twins: dict[str, RunningServe
         sid = _open(client)
         assert client.prompt("echo", sid).json_or_none() == [text(f"Echo {task['target']!r} to win. Call echo(text=...).")]
         result = _result(client.call("echo", sid, "echo", {"text": task["target"]}))
-        assert result == {"ok": True, "output": {"blocks": [text("match")], "metadata": {"len": 5}, "reward": 1.0, "finished": True}}
+        output = {"blocks": [text("match")], "metadata": {"len": 5}, "reward": 1.0, "finished": True}
+        assert result == {"ok": True, "output": output}
         during = server.stats()
         assert client.delete(sid).status == 200
     after = server.stats()

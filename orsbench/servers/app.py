@@ -32,7 +32,10 @@ def effective_config(scenario: Scenario, config: ServerConfig, explicit: set[str
 
 
 def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock") -> Any:
-    """The ASGI app serving ``scenarios``: our engine (``mock``), the openreward SDK (``sdk``), ors-sdk (``ors-sdk``) or the bench floor."""
+    """The ASGI app serving ``scenarios``.
+
+    ``mock`` is our engine, ``sdk`` the openreward SDK twin, ``ors-sdk`` the ors-sdk twin, ``floor`` the bench floor.
+    """
     if impl == "mock":
         from orsbench.servers.engine import Engine
         from orsbench.servers.faults import apply_faults

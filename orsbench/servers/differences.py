@@ -95,7 +95,10 @@ DIFFERENCES: dict[str, tuple[Difference, ...]] = {
             "tasks (schema-conflict) has the even-task schema on every task.",
             ("schema-conflict/task_tools", "schema-conflict/call configure *"),
         ),
-        Difference("episode-split-index", "Scenarios see episode.split and episode.index as None: the SDK hands the environment only the task."),
+        Difference(
+            "episode-split-index",
+            "Scenarios see episode.split and episode.index as None: the SDK hands the environment only the task.",
+        ),
         Difference(
             "score-group-by-class",
             "Whether /score_group is supported is decided from the scenario class: a score_group that returns None at "

@@ -133,7 +133,8 @@ def environment_class(scenario: Scenario, config: ServerConfig | None = None, st
 
 def apply_config(server: ors.Server, config: ServerConfig) -> None:
     """Patch ors-sdk's hard-coded timings with ``config`` (see the module docstring)."""
-    patch_timings(server.app, config, reconnect=sdk_reconnect, server_module=sdk_server, log_modules=(sdk_server, sdk_environment))
+    logs = (sdk_server, sdk_environment)
+    patch_timings(server.app, config, reconnect=sdk_reconnect, server_module=sdk_server, log_modules=logs)
 
 
 def build_app(scenarios: list[Scenario], config: ServerConfig) -> ASGIApp:

@@ -179,9 +179,8 @@ def environment_class(
 def apply_config(server: Server, config: ServerConfig) -> None:
     """Patch the SDK's hard-coded timings with ``config`` (see the module docstring)."""
     sdk_server._SETUP_WAIT_TIMEOUT_S = config.setup_wait_timeout
-    patch_timings(
-        server.app, config, reconnect=sdk_reconnect, server_module=sdk_server, log_modules=(sdk_server, sdk_environment, sdk_session)
-    )
+    logs = (sdk_server, sdk_environment, sdk_session)
+    patch_timings(server.app, config, reconnect=sdk_reconnect, server_module=sdk_server, log_modules=logs)
 
 
 def build_app(scenarios: list[Scenario], config: ServerConfig) -> ASGIApp:

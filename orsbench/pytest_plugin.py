@@ -56,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "ors_server(scenario='echo', impl='mock', params=None, **config): configure the ors_server fixture "
-        "(config keys are ServerConfig fields such as ttl, ping_interval, latency)",
+        "(impl: mock, sdk or ors-sdk; config keys are ServerConfig fields such as ttl, ping_interval, latency)",
     )
     refuse_parallel_snapshot_update(config)
     if not os.environ.get("ORSBENCH_NO_ZYGOTE"):

@@ -50,7 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--learning-rate", type=float, default=None, help="GRPO learning rate (cpu: 1e-4, gpu: 5e-6)")
     parser.add_argument("--seed", type=int, default=None, help="seed for the model, warm-up, sampling and data order (0)")
     parser.add_argument(
-        "--impl", default=None, help="server implementation: mock (orsbench engine, default) or sdk (the openreward Server twin)"
+        "--impl",
+        default=None,
+        help="server implementation: mock (orsbench engine, default), sdk (the openreward Server twin) "
+        "or ors-sdk (the ors-sdk Server twin)",
     )
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (repeatable)")
     parser.add_argument(

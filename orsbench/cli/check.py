@@ -13,6 +13,8 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from orsbench.servers.app import SERVERS  # a tuple of names; imports no server
+
 if TYPE_CHECKING:
     from orsbench.checks import Baseline, Options
 
@@ -45,7 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     target = parser.add_argument_group("embedded server (instead of URL)")
     target.add_argument("--serve", metavar="SCENARIO", help="start this scenario on 127.0.0.1, check it, stop it")
     target.add_argument(
-        "--impl", choices=("mock", "sdk"), default="mock", help="with --serve: mock engine or openreward SDK twin"
+        "--impl",
+        choices=SERVERS,
+        default="mock",
+        help="with --serve: mock engine, openreward SDK twin or ors-sdk twin (default mock)",
     )
     target.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="with --serve: a scenario parameter")
     target.add_argument(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
@@ -32,8 +31,9 @@ from conformance.targets import Target, group
 from orsbench.clients import cells as C
 from orsbench.clients.drivers import CLIENTS
 from orsbench.clients.profiles import profiles
-from orsbench.clients.run import Outcome, Running, play
-from orsbench.servers.launch import start
+from orsbench.clients import matrix as M
+from orsbench.clients.episodes import script
+from orsbench.clients.run import Outcome
 
 # Imported before any fork: the children skip the imports.
 import openreward  # noqa: E402,F401
@@ -43,77 +43,47 @@ import ors.client  # noqa: E402,F401
 import trl.experimental.openreward  # noqa: E402,F401
 
 _PROFILE_HALVES = 2
+#: Servers playing at once inside one batch (most of an episode is waiting).
+_PARALLEL = 4
 
 
-def _scenario_cells() -> list[Any]:
+def _batch(cell: C.Cell) -> str:
+    """The xdist group a cell plays in: one batch per server implementation, the profiles in two halves."""
+    if cell.profile is None:
+        return f"clients-{cell.server}"
+    names = [p.name for p in profiles()]
+    return f"clients-profiles-{names.index(cell.profile) % _PROFILE_HALVES}"
+
+
+def _params(cells: list[C.Cell], xfail: bool = True) -> list[Any]:
     out = []
-    for cell in C.plan(profile_names=[]):
+    for cell in cells:
         found = C.cell_defects(cell)
-        marks = [pytest.mark.xdist_group(group(cell.scenario, cell.server)), *([found[0].mark()] if found else [])]
+        marks = [pytest.mark.xdist_group(_batch(cell)), *([found[0].mark()] if found and xfail else [])]
         out.append(pytest.param(cell, id=cell.id, marks=marks))
     return out
 
 
-def _profile_half(cell: C.Cell) -> int:
-    return [p.name for p in profiles()].index(cell.profile) % _PROFILE_HALVES
-
-
-def _profile_cells(with_defects: bool | None = None) -> list[Any]:
-    out = []
-    for cell in C.plan(server_names=["mock"]):
-        if cell.profile is None:
-            continue
-        found = C.cell_defects(cell)
-        if with_defects is not None and bool(found) != with_defects:
-            continue
-        marks = [pytest.mark.xdist_group(f"client-profiles-{_profile_half(cell)}")]
-        if with_defects is None and found:
-            marks.append(found[0].mark())
-        out.append(pytest.param(cell, id=cell.id, marks=marks))
-    return out
+_SCENARIO_CELLS = [c for c in C.plan() if c.profile is None]
+_PROFILE_CELLS = [c for c in C.plan(server_names=["mock"]) if c.profile is not None]
 
 
 @pytest.fixture(scope="session")
-def scenario_outcomes() -> dict[str, Outcome]:
-    return {}
+def outcome_of() -> Callable[[C.Cell], Outcome]:
+    """A cell's outcome; the first use plays the cell's whole batch (its servers, several at once)."""
+    played: dict[C.Cell, Outcome] = {}
 
-
-def _scenario_outcome(cell: C.Cell, serve: Callable[..., Target], cache: dict[str, Outcome]) -> Outcome:
-    if cell.id not in cache:
-        cache[cell.id] = play(cell.client, serve(cell.scenario, cell.server).server, cell.script)
-    return cache[cell.id]
-
-
-@pytest.fixture(scope="session")
-def profile_outcomes() -> Iterator[Callable[[C.Cell], Outcome]]:
-    """Each half of the profiles, played on first use: one server per profile, all profiles at once, client by client."""
-    played: dict[str, Outcome] = {}
-    started: list[Any] = []
+    def store(cell: C.Cell, outcome: Outcome) -> None:
+        played[cell] = outcome
 
     def get(cell: C.Cell) -> Outcome:
-        if cell.id not in played:
-            half = _profile_half(cell)
-            chosen = [p for p in profiles() if [q.name for q in profiles()].index(p.name) % _PROFILE_HALVES == half]
-            keys = [(p.name, c if p.per_client else "") for p in chosen for c in CLIENTS]
-            configs = {key: next(p for p in chosen if p.name == key[0]).config() for key in dict.fromkeys(keys)}
-            with ThreadPoolExecutor(max_workers=4) as pool:
-                servers = dict(zip(configs, pool.map(lambda cfg: start(C.PROFILE_SCENARIO, config=cfg), configs.values())))
-            started.extend(servers.values())
-            for client in CLIENTS:
-                wave = CLIENTS[client].concurrency  # Inspect evals starve each other on 2 cores
-                for start_at in range(0, len(chosen), wave):
-                    batch = chosen[start_at : start_at + wave]
-                    runs = {
-                        p.name: Running(client, servers[p.name, client if p.per_client else ""], C.Cell(client, "mock", C.PROFILE_SCENARIO, p.name).script, p.deadline)
-                        for p in batch
-                    }
-                    for name, run in sorted(runs.items(), key=lambda item: item[1].deadline):
-                        played[C.Cell(client, "mock", C.PROFILE_SCENARIO, name).id] = run.finish()
-        return played[cell.id]
+        if cell not in played:
+            batch = [c for c in C.plan() if _batch(c) == _batch(cell)]
+            M.run(batch, list(CLIENTS), C.servers(), budget=600, parallel=_PARALLEL, on_outcome=store)
+        assert cell in played, f"{cell.id} was not played within the batch's budget"
+        return played[cell]
 
-    yield get
-    for server in started:
-        server.stop()
+    return get
 
 
 def _assert_expected(cell: C.Cell, outcome: Outcome) -> None:
@@ -123,16 +93,16 @@ def _assert_expected(cell: C.Cell, outcome: Outcome) -> None:
     assert not over, f"a tool ran more often than it was called: {outcome.describe()}"
 
 
-@pytest.mark.parametrize("cell", _scenario_cells())
-def test_client_plays_the_scenario(cell: C.Cell, serve: Callable[..., Target], scenario_outcomes: dict[str, Outcome]) -> None:
+@pytest.mark.parametrize("cell", _params(_SCENARIO_CELLS))
+def test_client_plays_the_scenario(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
     """The winning episode: reward 1.0, finished, every text as written, each tool once, no session left."""
-    _assert_expected(cell, _scenario_outcome(cell, serve, scenario_outcomes))
+    _assert_expected(cell, outcome_of(cell))
 
 
-@pytest.mark.parametrize("cell", _profile_cells())
-def test_client_under_a_fault_profile(cell: C.Cell, profile_outcomes: Callable[[C.Cell], Outcome]) -> None:
+@pytest.mark.parametrize("cell", _params(_PROFILE_CELLS))
+def test_client_under_a_fault_profile(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
     """Survives the recoverable profiles without running a tool twice; fails clearly on the others."""
-    _assert_expected(cell, profile_outcomes(cell))
+    _assert_expected(cell, outcome_of(cell))
 
 
 # -- a pinned defect shows as described (so an xfail never hides another failure) -----------------
@@ -146,29 +116,16 @@ _SIGNATURES: dict[str, Callable[[Outcome], bool]] = {
     "no-end-retried-forever": lambda o: o.hung and o.requests.get("fault stream-no-end", 0) >= 3,
     "ors-no-end-retried-forever": lambda o: o.hung and o.requests.get("fault stream-no-end", 0) >= 3,
     "reset-leaks-session": lambda o: o.failed_at == "reset" and o.sessions_left_open == 1,
+    "ors-sdk-no-finish-latch": lambda o: o.error is None and any("run more often" in p for p in o.problems),
 }
 
 
-def _defect_cells() -> list[Any]:
-    out = []
-    for param in _scenario_cells() + _profile_cells(with_defects=True):
-        cell = param.values[0]
-        if C.cell_defects(cell):
-            marks = [m for m in param.marks if m.name == "xdist_group"]
-            out.append(pytest.param(cell, id=cell.id, marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("cell", _defect_cells())
-def test_pinned_defect_shows_as_described(
-    cell: C.Cell,
-    serve: Callable[..., Target],
-    scenario_outcomes: dict[str, Outcome],
-    profile_outcomes: Callable[[C.Cell], Outcome],
-) -> None:
-    outcome = profile_outcomes(cell) if cell.profile else _scenario_outcome(cell, serve, scenario_outcomes)
+@pytest.mark.parametrize("cell", _params([c for c in C.plan() if C.cell_defects(c)], xfail=False))
+def test_pinned_defect_shows_as_described(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
+    outcome = outcome_of(cell)
     defect = C.cell_defects(cell)[0]
     assert _SIGNATURES[defect.id](outcome), f"[{defect.id}] expected: {defect.behaviour}\nobserved: {outcome.describe()}"
+    assert outcome.verdict == C.predicted(cell), f"docs/compatibility.md predicts {C.predicted(cell)}: {outcome.describe()}"
 
 
 def test_every_cell_defect_has_a_signature() -> None:
@@ -184,7 +141,7 @@ def _zoo_tool_params() -> list[Any]:
     out = []
     for tool in get_scenario("schema-zoo").shared_tools():
         spec = tool.spec()
-        marks = [pytest.mark.xdist_group(group("schema-zoo", "mock"))]
+        marks = [pytest.mark.xdist_group(_batch(C.Cell("inspect", "mock", "schema-zoo")))]
         if (defect := D.inspect_binding_defect(spec)) is not None:
             marks.append(defect.mark())
         out.append(pytest.param(spec, id=spec["name"], marks=marks))
@@ -192,13 +149,11 @@ def _zoo_tool_params() -> list[Any]:
 
 
 @pytest.mark.parametrize("spec", _zoo_tool_params())
-def test_inspect_shows_every_parameter_with_its_type(
-    spec: dict[str, Any], serve: Callable[..., Target], scenario_outcomes: dict[str, Outcome]
-) -> None:
+def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outcome_of: Callable[[C.Cell], Outcome]) -> None:
     """Inspect's ToolInfo (what mockllm, like any model, receives) types every parameter the server typed."""
     from orsbench.clients import schema_view
 
-    outcome = _scenario_outcome(C.Cell("inspect", "mock", "schema-zoo"), serve, scenario_outcomes)
+    outcome = outcome_of(C.Cell("inspect", "mock", "schema-zoo"))
     seen = {t["name"]: t for t in outcome.tools_seen}
     assert spec["name"] in seen, f"the model was not shown {spec['name']!r}: {sorted(seen)}"
     served = schema_view.view(spec.get("input_schema"))["types"]
@@ -225,3 +180,31 @@ def test_ors_client_sends_a_refused_create_once(serve: Callable[..., Target]) ->
     finally:
         client.close()
     assert target.stats()["requests"].get("POST /create", 0) - before == 1
+
+
+# -- a call after finished: the server's finish latch keeps the winning reward -------------------------
+def _latch_params() -> list[Any]:
+    out = []
+    for server in C.servers():
+        marks = [pytest.mark.xdist_group(group("echo", server))]
+        if any(d.id == "ors-sdk-no-finish-latch" for d in C.server_defects(server)):
+            marks.append(C.D.DEFECTS["ors-sdk-no-finish-latch"].mark())
+        out.append(pytest.param(server, id=server, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("server", _latch_params())
+def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(
+    server: str, serve: Callable[..., Target], new_spec: Callable[..., Any], adapters: list[Any]
+) -> None:
+    """GRPO stops only when the model stops calling tools: the server must refuse the extra call so TRL keeps 1.0."""
+    target = serve("echo", server)
+    rollout = new_spec(target).environment_factory()
+    adapters.append(rollout)
+    rollout.reset(task_index=0)
+    word = script("echo").steps[0].args["text"]
+    before = target.stats()["calls"].get("echo", 0)
+    assert rollout.echo(text=word) == "match" and rollout.reward == 1.0 and rollout.finished
+    rollout.echo(text=word + "-again")
+    ran = target.stats()["calls"].get("echo", 0) - before
+    assert (rollout.reward, ran) == (1.0, 1), f"reward {rollout.reward}, echo ran {ran} times on the server"

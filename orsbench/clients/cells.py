@@ -18,10 +18,8 @@ from orsbench.clients.episodes import INDEX, SERVE_PARAMS, SPLIT, Script, scenar
 from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clients.profiles import Profile, profiles
 from orsbench.scenarios import get_scenario
-from orsbench.servers.app import IMPLEMENTATIONS
+from orsbench.servers.app import SERVERS
 
-#: Implementations that are not ORS servers (``floor`` is the bench baseline).
-NOT_SERVERS = frozenset({"floor"})
 #: Profiles where the right outcome is a clear failure, not survival.
 FAIL_CLEARLY = frozenset({"setup-failure", "tool-raises", "restart", "stream-no-end"})
 #: Default server chunk size (``ServerConfig.chunk_size``).
@@ -29,8 +27,8 @@ _CHUNK = 4096
 
 
 def servers() -> list[str]:
-    """Every ORS server implementation, from the implementations registry."""
-    return [name for name in IMPLEMENTATIONS if name not in NOT_SERVERS]
+    """Every ORS server implementation, from the implementations registry (``orsbench.servers.app.SERVERS``)."""
+    return list(SERVERS)
 
 
 @dataclass(frozen=True)
@@ -114,8 +112,15 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
     if profile is None and _split_spaces(s):
         found.append(D.DEFECTS["ors-chunk-lstrip" if client == "ors" else "chunk-lstrip"])
     if client == "inspect" and s.finished and profile not in FAIL_CLEARLY:
-        found.append(D.DEFECTS["inspect-finished-error"])
+        # Inspect's loop makes one call after finished: ors-sdk's server runs it, the others refuse it.
+        latch = "ors-sdk-no-finish-latch" if cell.server == "ors-sdk" else "inspect-finished-error"
+        found.insert(0, D.DEFECTS[latch])
     return found
+
+
+def server_defects(server: str) -> list[D.Defect]:
+    """Pinned defects of a server implementation (only ors-sdk's has its own upstream)."""
+    return [d for d in D.DEFECTS.values() if not d.clients and d.upstream.startswith(server + " ")]
 
 
 def client_defects(client: str) -> list[D.Defect]:
@@ -134,6 +139,7 @@ DEFECT_VERDICT: dict[str, str] = {
     "no-end-retried-forever": "hangs",
     "ors-no-end-retried-forever": "hangs",
     "reset-leaks-session": "fails silently",
+    "ors-sdk-no-finish-latch": "fails silently",
 }
 
 

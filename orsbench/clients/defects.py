@@ -66,6 +66,7 @@ TRL = "trl 1.16.0"
 SDK = "openreward 0.1.167 client"
 ORS = "ors-sdk 0.1.0 client"
 INSPECT = "inspect-openreward 0.3.0"
+ORS_SERVER = "ors-sdk 0.1.0 server"
 
 #: Which client targets run each upstream's code: TRL and inspect-openreward drive the openreward client.
 UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
@@ -73,6 +74,7 @@ UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
     SDK: ("openreward", "trl", "inspect"),
     ORS: ("ors",),
     INSPECT: ("inspect",),
+    ORS_SERVER: (),  # a server defect: every client on that server meets it
 }
 
 DEFECTS: dict[str, Defect] = {
@@ -245,6 +247,12 @@ DEFECTS: dict[str, Defect] = {
             INSPECT,
             "sanitize_tool_schema(..., 'openai') (the provider chosen for mockllm and unknown providers) drops $ref: a parameter whose schema is a $ref (a pydantic model or Enum, also inside anyOf or array items) reaches the model as an untyped {} with only its description",
             "P5",
+        ),
+        Defect(
+            "ors-sdk-no-finish-latch",
+            ORS_SERVER,
+            "no finish latch: a call after the one that returned finished=True still runs the tool and answers ok with a new reward, so a client that keeps calling (Inspect's tool loop) runs tools the episode no longer accepts, and a trainer reading the last reward trains on the later one",
+            "P7",
         ),
         Defect(
             "inspect-list-tasks-only",

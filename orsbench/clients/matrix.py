@@ -23,7 +23,7 @@ from typing import Any
 from orsbench.clients import cells as C
 from orsbench.clients.drivers import CLIENTS
 from orsbench.clients.episodes import SERVE_PARAMS
-from orsbench.clients.run import VERDICTS, Running
+from orsbench.clients.run import VERDICTS, Outcome, Running
 from orsbench.servers.launch import start
 
 NOT_RUN = "not run"
@@ -49,6 +49,7 @@ def header(clients: list[str], servers: list[str]) -> JSON:
             for name in clients
         },
         "servers": servers,
+        "server_defects": {name: [{"id": d.id, "summary": d.summary} for d in C.server_defects(name)] for name in servers},
     }
 
 
@@ -78,12 +79,19 @@ def run(
     budget: float = 900.0,
     parallel: int = 3,
     progress: Callable[[str], None] = lambda line: None,
+    on_outcome: Callable[[C.Cell, Outcome], None] = lambda cell, outcome: None,
 ) -> JSON:
+    """Play ``cells``: one server per configuration, ``parallel`` servers at once, client after client on each.
+
+    A client's :attr:`~orsbench.clients.drivers.Client.concurrency` caps how many of its episodes play at
+    once across servers (Inspect evals starve each other on two cores).
+    """
     groups: dict[tuple[str, str, str, str], list[C.Cell]] = {}
     for cell in cells:
         groups.setdefault(_server_key(cell), []).append(cell)
     results: dict[C.Cell, JSON] = {}
     lock = threading.Lock()
+    slots = {name: threading.Semaphore(CLIENTS[name].concurrency) for name in CLIENTS}
     deadline = time.monotonic() + budget
     done = [0]
 
@@ -99,11 +107,13 @@ def run(
                 limit = C.profile_of(cell).deadline if profile else 30.0
                 if time.monotonic() + limit > deadline:
                     break
-                outcome = Running(cell.client, server, cell.script, limit).finish()
+                with slots[cell.client]:
+                    outcome = Running(cell.client, server, cell.script, limit).finish()
                 row = cell_json(cell, outcome.verdict, elapsed=round(outcome.elapsed, 2), problems=outcome.problems, error=outcome.error)
                 with lock:
                     results[cell] = row
                     done[0] += 1
+                    on_outcome(cell, outcome)
                     flag = "" if outcome.verdict == C.predicted(cell) else f"  (predicted: {C.predicted(cell)})"
                     progress(f"[{done[0]}/{len(cells)}] {cell.id}: {outcome.verdict}{flag} {outcome.elapsed:.1f}s")
         finally:
@@ -158,7 +168,8 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
                     cells.append("—")
                     continue
                 r = match[0]
-                ids = " ".join(f"[`{d}`](#{name}-{d})" for d in r["defects"])
+                server_ids = {d["id"] for d in result.get("server_defects", {}).get(server, [])}
+                ids = " ".join(f"[`{d}`](#{'server' if d in server_ids else name}-{d})" for d in r["defects"])
                 right = " (right)" if r["verdict"] == r["expected"] == "fails clearly" else ""
                 cells.append(SYMBOL[r["verdict"]] + right + (f" {ids}" if ids else ""))
             lines.append(f"| {'profile ' if is_profile else ''}`{label}` | " + " | ".join(cells) + " |")
@@ -167,4 +178,9 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
             lines += [f"Pinned defects {name} inherits:", ""]
             lines += [f"- <a id=\"{name}-{d['id']}\"></a>`{d['id']}` — {d['summary']}" for d in info["defects"]]
             lines.append("")
+    server_defects = [(name, d) for name, ds in result.get("server_defects", {}).items() for d in ds]
+    if server_defects:
+        lines += ["## Server defects", "", "Every client meets these on that server (cells name them too):", ""]
+        lines += [f"- <a id=\"server-{d['id']}\"></a>`{d['id']}` ({name}) — {d['summary']}" for name, d in server_defects]
+        lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -156,11 +156,15 @@ def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outco
     outcome = outcome_of(C.Cell("inspect", "mock", "schema-zoo"))
     seen = {t["name"]: t for t in outcome.tools_seen}
     assert spec["name"] in seen, f"the model was not shown {spec['name']!r}: {sorted(seen)}"
-    served = schema_view.view(spec.get("input_schema"))["types"]
-    shown_props = (seen[spec["name"]].get("parameters") or {}).get("properties") or {}
-    shown = {n: schema_view.types_of(p) for n, p in shown_props.items()}
-    untyped = [n for n, kinds in served.items() if kinds and not shown.get(n)]
-    assert not untyped, f"shown without a type: {untyped} (served {served}, shown {shown})"
+    served = schema_view.view(spec.get("input_schema"))
+    shown = schema_view.view(seen[spec["name"]].get("parameters"))
+    untyped = [n for n, kinds in served["types"].items() if kinds and not shown["types"].get(n)]
+    for name, items in served["items"].items():
+        for key, kinds in items.items():
+            shown_kinds = (shown["items"].get(name) or {}).get(key)
+            if kinds and not shown_kinds:
+                untyped.append(f"{name} ({key})")
+    assert not untyped, f"shown without a type: {untyped} (served {served['types']}, shown {shown['types']})"
 
 
 # -- ors-sdk's client and a 4xx -----------------------------------------------------------------------
@@ -194,17 +198,13 @@ def _latch_params() -> list[Any]:
 
 
 @pytest.mark.parametrize("server", _latch_params())
-def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(
-    server: str, serve: Callable[..., Target], new_spec: Callable[..., Any], adapters: list[Any]
-) -> None:
+def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server: str, serve: Callable[..., Target]) -> None:
     """GRPO stops only when the model stops calling tools: the server must refuse the extra call so TRL keeps 1.0."""
-    target = serve("echo", server)
-    rollout = new_spec(target).environment_factory()
-    adapters.append(rollout)
-    rollout.reset(task_index=0)
-    word = script("echo").steps[0].args["text"]
-    before = target.stats()["calls"].get("echo", 0)
-    assert rollout.echo(text=word) == "match" and rollout.reward == 1.0 and rollout.finished
-    rollout.echo(text=word + "-again")
-    ran = target.stats()["calls"].get("echo", 0) - before
-    assert (rollout.reward, ran) == (1.0, 1), f"reward {rollout.reward}, echo ran {ran} times on the server"
+    from orsbench.clients.episodes import Script, Step
+    from orsbench.clients.run import play
+
+    win = script("echo").steps[0]
+    overshoot = Script("echo", (win, Step("echo", {"text": win.args["text"] + "-again"})))
+    outcome = play("trl", serve("echo", server).server, overshoot)
+    assert outcome.outputs[:1] == ["match"], outcome.describe()
+    assert (outcome.reward, outcome.calls) == (1.0, {"echo": 1}), outcome.describe()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -31,6 +32,8 @@ from orsbench.servers.launch import RunningServer
 
 VERDICTS = ("survives", "fails clearly", "fails silently", "hangs")
 _FORK = multiprocessing.get_context("fork")
+#: Forks from several threads (the matrix plays servers at once) go one at a time.
+_FORK_LOCK = threading.Lock()
 
 
 @dataclass
@@ -110,7 +113,8 @@ class Running:
         self._reader, writer = _FORK.Pipe(duplex=False)
         self._child = _FORK.Process(target=_child, args=(client, server.url, server.env_name, script, writer), daemon=True)
         self.started = time.monotonic()
-        self._child.start()
+        with _FORK_LOCK:
+            self._child.start()
         writer.close()
 
     def finish(self, settle: float = 0.0) -> Outcome:

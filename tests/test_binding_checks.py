@@ -52,8 +52,8 @@ def test_crash_findings_are_the_tools_the_conformance_suite_pins_keyword_crash(r
 
 def test_inspect_findings_are_the_ref_parameters(reports: dict) -> None:
     flagged = {f.split("'")[1] for f in reports["schema-zoo"].result("binding.inspect.lost_type").measured}
-    assert flagged == {t["name"] for t in _zoo_tools() if D.inspect_untyped_params(t)}
-    assert {"nested_model", "enum_arg"} <= flagged
+    assert flagged == {t["name"] for t in _zoo_tools() if D.inspect_binding_defect(t)}
+    assert {"nested_model", "enum_arg", "tuple_arg", "dict_arg"} <= flagged
 
 
 def test_provider_name_rule() -> None:

@@ -88,8 +88,11 @@ def _trl_none(spec: JSON) -> str | None:
 
 
 def _inspect_untyped(spec: JSON) -> str | None:
-    params = D.inspect_untyped_params(spec)
-    return f"[inspect-ref-untyped] parameters shown untyped: {', '.join(params)}" if params else None
+    untyped, itemless = D.inspect_untyped_params(spec), D.inspect_itemless_params(spec)
+    found = ([f"[inspect-ref-untyped] shown untyped: {', '.join(untyped)}"] if untyped else []) + (
+        [f"[inspect-items-dropped] element/value types lost: {', '.join(itemless)}"] if itemless else []
+    )
+    return "; ".join(found) or None
 
 
 def _provider_name(spec: JSON) -> str | None:
@@ -101,7 +104,7 @@ _register("trl", "dropped_tool", "TRL hands the model every tool", _trl_dropped)
 _register("trl", "reserved_name", "no tool name collides with GRPO's reset/get_reward, the adapter's state or a leading _", _trl_reserved)
 _register("trl", "lost_schema", "TRL keeps each parameter's type, enum, items, nesting and bounds", _trl_schema)
 _register("trl", "none_forwarded", "TRL does not send null for an optional parameter without a JSON default", _trl_none)
-_register("inspect", "lost_type", "inspect-openreward keeps each parameter's type ($ref parameters)", _inspect_untyped)
+_register("inspect", "lost_type", "inspect-openreward keeps each parameter's type ($ref models, tuple and dict element types)", _inspect_untyped)
 _register("inspect", "provider_name", "tool names are accepted by model providers (inspect-openreward passes them through)", _provider_name)
 
 #: Every binding check id (the severity policy gives each an entry).

@@ -255,6 +255,12 @@ DEFECTS: dict[str, Defect] = {
             "P7",
         ),
         Defect(
+            "inspect-items-dropped",
+            INSPECT,
+            "the same sanitizer drops prefixItems and additionalProperties: a tuple reaches the model as an array with items {}, and a dict loses its value type (dict[str, float] is a bare object)",
+            "P5",
+        ),
+        Defect(
             "inspect-list-tasks-only",
             INSPECT,
             "openreward_dataset() reads the split with list_tasks() only: an environment that serves tasks by index (/tasks answers 400) cannot be evaluated at all",
@@ -429,5 +435,16 @@ def inspect_untyped_params(spec: JSON) -> list[str]:
     return [name for name, prop in props.items() if _uses_ref(prop)]
 
 
+def inspect_itemless_params(spec: JSON) -> list[str]:
+    """Parameters whose tuple element types or dict value types inspect-openreward drops."""
+    props = schema_view.parameters(spec.get("input_schema"))["properties"]
+    return [n for n, p in props.items() if set(schema_view.items_of(p) or {}) & {"prefixItems", "values"}]
+
+
 def inspect_binding_defect(spec: JSON) -> Defect | None:
-    return DEFECTS["inspect-ref-untyped"] if inspect_untyped_params(spec) else None
+    """Why inspect-openreward shows the model a parameter with less type than the server declared."""
+    if inspect_untyped_params(spec):
+        return DEFECTS["inspect-ref-untyped"]
+    if inspect_itemless_params(spec):
+        return DEFECTS["inspect-items-dropped"]
+    return None

@@ -56,10 +56,8 @@ def _text(blocks: Any) -> str:
     return "".join(getattr(b, "text", "") or "" for b in blocks)
 
 
-def _openreward(url: str, env: str, script: Script, out: Out) -> None:
-    import openreward
-
-    environment = openreward.OpenReward().environments.get(env)
+def _play_session(environment: Any, script: Script, out: Out) -> None:
+    """The sync session API both SDK clients share: session → prompt → each call."""
     out["failed_at"] = "session"
     with environment.session(split=SPLIT, index=INDEX) as session:
         out["failed_at"] = "prompt"
@@ -74,24 +72,18 @@ def _openreward(url: str, env: str, script: Script, out: Out) -> None:
     out["failed_at"] = None
 
 
+def _openreward(url: str, env: str, script: Script, out: Out) -> None:
+    import openreward
+
+    _play_session(openreward.OpenReward().environments.get(env), script, out)
+
+
 def _ors(url: str, env: str, script: Script, out: Out) -> None:
     from ors.client import ORS
 
     client = ORS(base_url=url)
     try:
-        environment = client.environments.get(env)
-        out["failed_at"] = "session"
-        with environment.session(split=SPLIT, index=INDEX) as session:
-            out["failed_at"] = "prompt"
-            session.get_prompt()
-            out["failed_at"] = "call"
-            for step in script.steps:
-                result = session.call_tool(step.tool, step.args)
-                out["outputs"].append(_text(result.blocks))
-                if result.reward is not None:
-                    out["reward"] = result.reward
-                out["finished"] = out["finished"] or bool(result.finished)
-        out["failed_at"] = None
+        _play_session(client.environments.get(env), script, out)
     finally:
         client.close()
 

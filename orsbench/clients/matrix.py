@@ -109,6 +109,10 @@ def run(
                     break
                 with slots[cell.client]:
                     outcome = Running(cell.client, server, cell.script, limit).finish()
+                    if outcome.hung and C.predicted(cell) != "hangs":
+                        # On a loaded machine a child can starve: a hang counts once it happens twice.
+                        progress(f"{cell.id}: hung at {limit:g} s; playing it once more to confirm")
+                        outcome = Running(cell.client, server, cell.script, limit).finish()
                 row = cell_json(cell, outcome.verdict, elapsed=round(outcome.elapsed, 2), problems=outcome.problems, error=outcome.error)
                 with lock:
                     results[cell] = row

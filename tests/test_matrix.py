@@ -33,6 +33,7 @@ def test_every_client_defect_lists_under_the_clients_it_reaches() -> None:
     result = M.predicted(C.plan(), list(CLIENTS), C.servers())
     for row in result["cells"]:
         listed = {d["id"] for d in result["clients"][row["client"]]["defects"]}
+        listed |= {d["id"] for d in result["server_defects"][row["server"]]}
         assert set(row["defects"]) <= listed, row
 
 

@@ -62,7 +62,8 @@ def _register(client: str, rule: str, title: str, finding: Callable[[JSON], str 
 
 
 def _trl_crash(spec: JSON) -> str | None:
-    return _defect_text(D.factory_defect([spec]))
+    defect = D.factory_defect([spec])
+    return _defect_text(defect) if defect is D.DEFECTS["keyword-crash"] else None
 
 
 def _trl_dropped(spec: JSON) -> str | None:

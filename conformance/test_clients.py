@@ -208,3 +208,16 @@ def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server
     outcome = play("trl", serve("echo", server).server, overshoot)
     assert outcome.outputs[:1] == ["match"], outcome.describe()
     assert (outcome.reward, outcome.calls) == (1.0, {"echo": 1}), outcome.describe()
+
+
+# -- ors-sdk's client and a long 503 'starting' -------------------------------------------------------
+@pytest.mark.xdist_group("clients-profiles-1")
+@pytest.mark.xfail(strict=True, reason=f"[ors-503-gives-up] {C.D.DEFECTS['ors-503-gives-up'].summary}")
+def test_ors_client_rides_out_an_8s_setup(serve: Callable[..., Target]) -> None:
+    """slow-setup with an 8 s setup(): /prompt answers 503 starting with Retry-After until it is ready."""
+    from orsbench.clients.run import play
+
+    target = serve("sparse-reward", "mock", faults=("slow-setup",), setup_delay=8.0)
+    outcome = play("ors", target.server, script("sparse-reward"), 40)
+    assert outcome.statuses.get("503", 0) >= 1, outcome.describe()
+    assert outcome.verdict == "survives", outcome.describe()

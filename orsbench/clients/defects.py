@@ -237,6 +237,12 @@ DEFECTS: dict[str, Defect] = {
             "P8",
         ),
         Defect(
+            "ors-503-gives-up",
+            ORS,
+            "request_retryable stops after 3 attempts with 1 s and 2 s waits whatever Retry-After says: a 503 'starting' that lasts longer than about 4.5 s (a slow setup()) ends the episode with an error, where the openreward client rides it out",
+            "P2",
+        ),
+        Defect(
             "inspect-finished-error",
             INSPECT,
             "generate(tool_calls='loop') does not stop on finished; the next call's episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",

@@ -14,10 +14,10 @@ JSON contract::
 
 from __future__ import annotations
 
-import threading
+import importlib
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import wait
 from typing import Any
 
 from orsbench.clients import cells as C
@@ -83,50 +83,84 @@ def run(
 ) -> JSON:
     """Play ``cells``: one server per configuration, ``parallel`` servers at once, client after client on each.
 
-    A client's :attr:`~orsbench.clients.drivers.Client.concurrency` caps how many of its episodes play at
-    once across servers (Inspect evals starve each other on two cores).
+    Everything happens on the calling thread: episodes are forked children, and a fork taken while
+    another thread holds a lock (an import, a connection pool) can leave the child waiting forever.
+    A client's :attr:`~orsbench.clients.drivers.Client.concurrency` caps how many of its episodes
+    play at once (Inspect evals starve each other on two cores). A cell that hangs although no
+    defect predicts it is played once more: on a loaded machine a child can miss its deadline.
     """
-    groups: dict[tuple[str, str, str, str], list[C.Cell]] = {}
+    preload()
+    queues: dict[tuple[str, str, str, str], list[C.Cell]] = {}
     for cell in cells:
-        groups.setdefault(_server_key(cell), []).append(cell)
+        queues.setdefault(_server_key(cell), []).append(cell)
+    pending = list(queues)
+    lanes: dict[tuple[str, str, str, str], Any] = {}  # key -> RunningServer
+    active: dict[tuple[str, str, str, str], tuple[C.Cell, Running, bool]] = {}
     results: dict[C.Cell, JSON] = {}
-    lock = threading.Lock()
-    slots = {name: threading.Semaphore(CLIENTS[name].concurrency) for name in CLIENTS}
     deadline = time.monotonic() + budget
-    done = [0]
+    busy = {name: 0 for name in CLIENTS}
 
-    def play_group(key: tuple[str, str, str, str]) -> None:
-        members = groups[key]
-        if time.monotonic() > deadline:
-            return
-        impl, scenario, profile, _ = key
-        config = C.profile_of(members[0]).config() if profile else None
-        server = start(scenario, impl=impl, config=config, params=None if profile else SERVE_PARAMS.get(scenario))
-        try:
-            for cell in members:
-                limit = C.profile_of(cell).deadline if profile else 30.0
-                if time.monotonic() + limit > deadline:
-                    break
-                with slots[cell.client]:
-                    outcome = Running(cell.client, server, cell.script, limit).finish()
-                    if outcome.hung and C.predicted(cell) != "hangs":
-                        # On a loaded machine a child can starve: a hang counts once it happens twice.
-                        progress(f"{cell.id}: hung at {limit:g} s; playing it once more to confirm")
-                        outcome = Running(cell.client, server, cell.script, limit).finish()
-                row = cell_json(cell, outcome.verdict, elapsed=round(outcome.elapsed, 2), problems=outcome.problems, error=outcome.error)
-                with lock:
-                    results[cell] = row
-                    done[0] += 1
-                    on_outcome(cell, outcome)
-                    flag = "" if outcome.verdict == C.predicted(cell) else f"  (predicted: {C.predicted(cell)})"
-                    progress(f"[{done[0]}/{len(cells)}] {cell.id}: {outcome.verdict}{flag} {outcome.elapsed:.1f}s")
-        finally:
-            server.stop()
+    def limit_of(cell: C.Cell) -> float:
+        return C.profile_of(cell).deadline if cell.profile else 30.0
 
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        list(pool.map(play_group, list(groups)))
+    def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
+        busy[cell.client] += 1
+        active[key] = (cell, Running(cell.client, lanes[key], cell.script, limit_of(cell)), replay)
+
+    def close(key: tuple[str, str, str, str]) -> None:
+        lanes.pop(key).stop()
+
+    try:
+        while pending or lanes:
+            while pending and len(lanes) < parallel and time.monotonic() < deadline:
+                key = pending.pop(0)
+                impl, scenario, profile, _ = key
+                config = C.profile_of(queues[key][0]).config() if profile else None
+                lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else SERVE_PARAMS.get(scenario))
+            if time.monotonic() >= deadline:
+                pending.clear()
+            for key in list(lanes):
+                if key in active:
+                    continue
+                queue = queues[key]
+                if not queue or time.monotonic() + limit_of(queue[0]) > deadline:
+                    queue.clear()
+                    close(key)
+                    continue
+                if busy[queue[0].client] < CLIENTS[queue[0].client].concurrency:
+                    launch(key, queue.pop(0))
+            if not active:
+                continue
+            soonest = min(run.started + run.deadline for _, run, _ in active.values())
+            wait([run.reader for _, run, _ in active.values()], timeout=max(0.0, soonest - time.monotonic()))
+            for key, (cell, run, replayed) in list(active.items()):
+                if not (run.reader.poll() or time.monotonic() >= run.started + run.deadline):
+                    continue
+                outcome = run.finish()
+                del active[key]
+                busy[cell.client] -= 1
+                if outcome.hung and not replayed and C.predicted(cell) != "hangs":
+                    progress(f"{cell.id}: hung at {run.deadline:g} s; playing it once more to confirm")
+                    launch(key, cell, replay=True)
+                    continue
+                results[cell] = cell_json(cell, outcome.verdict, elapsed=round(outcome.elapsed, 2), problems=outcome.problems, error=outcome.error)
+                on_outcome(cell, outcome)
+                flag = "" if outcome.verdict == C.predicted(cell) else f"  (predicted: {C.predicted(cell)})"
+                progress(f"[{len(results)}/{len(cells)}] {cell.id}: {outcome.verdict}{flag} {outcome.elapsed:.1f}s")
+    finally:
+        for key in list(lanes):
+            close(key)
     rows = [results.get(c) or cell_json(c, NOT_RUN) for c in cells]
     return {**header(clients, servers), "cells": rows}
+
+
+def preload() -> None:
+    """Import every installed client in this process before any fork, so no child imports them (seconds each)."""
+    for module in ("openreward", "ors.client", "trl.experimental.openreward", "inspect_ai", "inspect_ai.model", "inspect_openreward"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
 
 
 def summary(result: JSON) -> dict[str, dict[str, int]]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -32,8 +31,6 @@ from orsbench.servers.launch import RunningServer
 
 VERDICTS = ("survives", "fails clearly", "fails silently", "hangs")
 _FORK = multiprocessing.get_context("fork")
-#: Forks from several threads (the matrix plays servers at once) go one at a time.
-_FORK_LOCK = threading.Lock()
 
 
 @dataclass
@@ -110,18 +107,17 @@ class Running:
         self.client, self.server, self.script = client, server, script
         self.deadline = deadline + CLIENTS[client].startup_s
         self.before = server.stats()
-        self._reader, writer = _FORK.Pipe(duplex=False)
+        self.reader, writer = _FORK.Pipe(duplex=False)
         self._child = _FORK.Process(target=_child, args=(client, server.url, server.env_name, script, writer), daemon=True)
         self.started = time.monotonic()
-        with _FORK_LOCK:
-            self._child.start()
+        self._child.start()
         writer.close()
 
     def finish(self, settle: float = 0.0) -> Outcome:
         result: dict[str, Any] | None = None
-        if self._reader.poll(max(0.0, self.started + self.deadline - time.monotonic())):
+        if self.reader.poll(max(0.0, self.started + self.deadline - time.monotonic())):
             try:
-                result = self._reader.recv()
+                result = self.reader.recv()
             except EOFError:
                 result = {"error": f"the client process died (exit code {self._child.exitcode})"}
         elapsed = time.monotonic() - self.started

@@ -176,7 +176,7 @@ SCRIPTS: dict[str, list[Step]] = {
     "schema-zoo": [
         *discovery("schema-zoo"),
         *session("schema-zoo", 1),
-        call("schema-zoo", "class", {"class": "k"}),
+        call("schema-zoo", "class", {"label": "k"}),
         call("schema-zoo", "inspect_task", {"field": "id"}),
         call("schema-zoo", "long_text", {"size": 5000}),
         call("schema-zoo", "explode", {"message": "boom"}),

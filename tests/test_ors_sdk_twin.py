@@ -31,7 +31,7 @@ SERVERS = {
     "echo": ("echo", ServerConfig()),
     "slow": ("slow", ServerConfig()),
     "echo-ttl": ("echo", ServerConfig(ttl=1.0, reaper_interval=0.1)),
-    "echo-knobs": ("echo", ServerConfig(chunk_size=8, linger=0.3)),
+    "echo-knobs": ("echo", ServerConfig(chunk_size=8, linger=1.0)),
 }
 
 
@@ -131,7 +131,7 @@ def test_chunk_size_and_linger_knobs(twins: dict[str, RunningServer]) -> None:
         assert all(size == 8 for _, size in sizes[:-1]) and sizes[-1][0] == protocol.EVENT_END
         replay = client.call("echo", sid, "x", {}, task_id=exchange.task_id)
         assert replay.reassembled() == exchange.reassembled()  # within the linger: resumable
-        time.sleep(0.6)
+        time.sleep(1.6)
         expired = client.call("echo", sid, "x", {}, task_id=exchange.task_id)
         client.delete(sid)
     assert [(e.event, e.data) for e in expired.sse.events] == [(protocol.EVENT_ERROR, "unknown task_id")]

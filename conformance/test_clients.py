@@ -44,7 +44,7 @@ import trl.experimental.openreward  # noqa: E402,F401
 
 _PROFILE_HALVES = 2
 #: Servers playing at once inside one batch (most of an episode is waiting).
-_PARALLEL = 4
+_PARALLEL = 8
 
 
 def _batch(cell: C.Cell) -> str:

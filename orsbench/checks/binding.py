@@ -53,7 +53,7 @@ def _register(client: str, rule: str, title: str, finding: Callable[[JSON], str 
         f"binding.{client}.{rule}",
         title=title,
         probe="discovery",
-        spec="client-pain-points.md P3-P6; docs/compatibility.md",
+        spec="§4; client-pain-points.md P3-P6",
         remediation=_REMEDY,
         requires=("discovery.tools_listing",),
     )

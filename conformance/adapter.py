@@ -27,11 +27,10 @@ from typing import Any
 from trl.experimental.openreward import OpenRewardSpec
 from trl.experimental.openreward.environment import _RolloutEnvironment
 
-from conformance.schema_view import JSON
+from orsbench.clients.defects import ADAPTER_STATE, GRPO_RESERVED
+from orsbench.clients.schema_view import JSON
 from training_smoke.grpo_tools import grpo_tool_surface
 
-#: Instance attributes of the adapter (episode state) that shadow class-level methods.
-ADAPTER_STATE = ("reward", "rewards", "metadata", "finished", "last_output")
 TRL_LOGGER = "trl.experimental.openreward"
 _CLASS_ID = re.compile(r"_RolloutEnvironment_[0-9a-f]+")
 

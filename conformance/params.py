@@ -4,7 +4,7 @@ Test modules parametrise the ``target`` or ``case`` fixture (``conftest.py``)
 indirectly with :func:`targets` or :func:`tool_cases`. Every parameter carries
 an ``xdist_group`` mark naming its server, so all tests of one server run on
 one worker, and the ``xfail(strict=True)`` of the known defect it trips, if
-any (:mod:`conformance.defects`).
+any (:mod:`orsbench.clients.defects`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from conformance import defects
+from orsbench.clients import defects
 from conformance.adapter import Binding
 from conformance.targets import IMPLS, Declared, Target, declared, generic_scenarios, group, slug
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conformance import defects
+from orsbench.clients import defects
 from conformance.params import targets
 from conformance.targets import Declared, RequestDelta, Target
 from orsbench import protocol

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.defects import DEFECTS
+from orsbench.clients.defects import DEFECTS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "conformance.md"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conformance import defects
+from orsbench.clients import defects
 from conformance.params import targets
 from conformance.targets import Target, group
 from orsbench import protocol

@@ -46,6 +46,7 @@ from orsbench.bench.episode import (
     tool_output,
 )
 from orsbench.bench.plan import EpisodePlan, PlanError, discover
+from orsbench.servers.app import SERVERS
 from orsbench.wire.sse import SSEParser, SSEStream
 
 log = logging.getLogger("orsbench.load")
@@ -92,8 +93,8 @@ def _arguments(parser: Any) -> None:
     parser.add_argument(
         "--ors-impl",
         default="mock",
-        choices=("mock", "sdk"),
-        help="embedded server implementation, without --host (default mock)",
+        choices=SERVERS,
+        help="embedded server implementation (mock, sdk, ors-sdk), without --host (default mock)",
     )
 
 

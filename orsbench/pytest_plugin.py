@@ -59,9 +59,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "ors_server(scenario='echo', impl='mock', params=None, app=None, cmd=None, wait=60, **config): configure the "
-        "ors_server fixture; app= serves your Environment class (a class, FILE.py:Class or module:Class), cmd= runs "
-        "any server command with {port} (config keys are ServerConfig fields such as ttl, ping_interval, latency)",
+        "ors_server(scenario='echo', impl='mock', params=None, app=None, cmd=None, wait=60, cassette=None, **config): "
+        "configure the ors_server fixture (impl: mock, sdk or ors-sdk); app= serves your Environment class (a class, "
+        "FILE.py:Class or module:Class), cmd= runs any server command with {port}, cassette= replays a recording "
+        "(config keys are ServerConfig fields such as ttl, ping_interval, latency)",
     )
     refuse_parallel_snapshot_update(config)
     if not os.environ.get("ORSBENCH_NO_ZYGOTE"):

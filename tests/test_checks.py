@@ -56,7 +56,7 @@ def test_at_least_forty_named_checks_with_dotted_ids():
     checks = load_checks()
     assert len(checks) >= 40
     for check_id in checks:
-        assert re.fullmatch(r"[a-z_]+\.[a-z0-9_]+", check_id), check_id
+        assert re.fullmatch(r"[a-z_]+\.[a-z0-9_]+(\.[a-z0-9_]+)?", check_id), check_id  # binding.<client>.<rule>
 
 
 def test_every_check_has_a_policy_entry_and_the_policy_names_no_other():

@@ -34,3 +34,10 @@ def test_readme_defect_list_is_the_conformance_suites():
         return text.split("<!-- defects:start -->")[1].split("<!-- defects:end -->")[0]
 
     assert block(README) == block(conformance)
+
+
+def test_readme_lists_every_implementation_difference_exactly():
+    from orsbench.servers.differences import markdown
+
+    block = README.split("<!-- impl-differences:start -->")[1].split("<!-- impl-differences:end -->")[0]
+    assert block.strip() == markdown()

@@ -72,7 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (learn: 1; others: torch's default)")
     parser.add_argument("--seed", type=int, default=None, help="seed for the model, warm-up, sampling and data order (0)")
     parser.add_argument(
-        "--impl", default=None, help="server implementation: mock (orsbench engine, default) or sdk (the openreward Server twin)"
+        "--impl",
+        default=None,
+        help="server implementation: mock (orsbench engine, default), sdk (the openreward Server twin) "
+        "or ors-sdk (the ors-sdk Server twin)",
     )
     parser.add_argument(
         "--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (repeatable)"

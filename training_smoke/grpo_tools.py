@@ -18,8 +18,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-#: Names GRPOTrainer treats specially instead of as tools.
-GRPO_RESERVED = ("reset", "get_reward")
+from orsbench.clients.defects import GRPO_RESERVED  # names GRPOTrainer treats specially instead of as tools
 
 
 def grpo_tool_surface(instance: Any) -> dict[str, Any]:

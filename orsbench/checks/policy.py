@@ -110,6 +110,14 @@ POLICY: dict[str, Severity] = {
     "http.wrong_method_405": ADV,
     "http.no_server_errors": ADV,
     "http.error_detail": ADV,
+    # binding: what each client shows the model (orsbench/checks/binding.py)
+    "binding.trl.crash": REC,
+    "binding.trl.dropped_tool": REC,
+    "binding.trl.reserved_name": REC,
+    "binding.trl.lost_schema": ADV,
+    "binding.trl.none_forwarded": REC,
+    "binding.inspect.lost_type": ADV,
+    "binding.inspect.provider_name": ADV,
 }
 
 

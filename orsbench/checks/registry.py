@@ -59,6 +59,7 @@ MODULES = (
     "orsbench.checks.http",
     "orsbench.checks.tools",
     "orsbench.checks.quality",
+    "orsbench.checks.binding",
 )
 
 

@@ -13,7 +13,7 @@ import sys
 
 from orsbench.registry import load_modules
 
-SUBCOMMANDS = ("serve", "scenarios", "bench", "check", "proxy", "record")
+SUBCOMMANDS = ("serve", "scenarios", "bench", "check", "matrix", "proxy", "record")
 
 DESCRIPTION = """\
 orsbench: conformance, load and training-smoke harness for the Open Reward Standard (ORS).

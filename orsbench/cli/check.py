@@ -14,6 +14,7 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 from orsbench.cli import types
+from orsbench.servers.app import SERVERS  # a tuple of names; imports no server
 
 if TYPE_CHECKING:
     from orsbench.api import CheckPlan
@@ -65,7 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --app/--cmd/--serve: how long the server may take to answer /health (default 60)",
     )  # fmt: skip
     target.add_argument(
-        "--impl", choices=("mock", "sdk"), default="mock", help="with --serve: mock engine or openreward SDK twin"
+        "--impl",
+        choices=SERVERS,
+        default="mock",
+        help="with --serve: mock engine, openreward SDK twin or ors-sdk twin (default mock)",
     )
     target.add_argument(
         "--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="with --serve: a scenario parameter"

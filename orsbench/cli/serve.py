@@ -39,14 +39,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="serve a scenario (mock engine or SDK twin) until stopped",
         description="Serve a scenario over ORS and print the URL it listens on. "
         "The mock engine (--impl mock) is orsbench's own fast, configurable server; "
-        "--impl sdk serves the same scenario with the real openreward SDK Server. "
+        "--impl sdk serves the same scenario with the real openreward SDK Server, "
+        "--impl ors-sdk with ors-sdk's Server (no 503 starting, no finish latch: see the README). "
         "Binds 127.0.0.1 on a free port unless told otherwise.",
         epilog="example: orsbench serve slow --ttl 3 --param long_call=20 --ping-interval 1",
     )
     parser.add_argument("scenario", nargs="?", choices=sorted(REGISTRY), metavar="SCENARIO", help=f"one of: {', '.join(REGISTRY)} (omit with --cassette)")
     parser.add_argument("--cassette", metavar="FILE", default=None, help="replay a cassette recorded by `orsbench record` or `orsbench proxy --record` (offline; docs/cassettes.md)")
     parser.add_argument("--on-miss", choices=("error", "nearest"), default=None, help="with --cassette: a call no recording matches answers ok:false (error, default) or the closest recorded call's answer (nearest)")
-    parser.add_argument("--impl", choices=IMPLEMENTATIONS, default="mock", help="mock engine, openreward SDK twin, or floor (a constant-answer baseline for `orsbench bench`; not a real server) (default mock)")
+    parser.add_argument("--impl", choices=IMPLEMENTATIONS, default="mock", help="mock engine, openreward SDK twin, ors-sdk twin, or floor (a constant-answer baseline for `orsbench bench`; not a real server) (default mock)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; anything else is reachable from outside)")
     parser.add_argument("--port", type=types.port, default=0, help="port to bind; 0 picks a free one (default 0)")
     for flag, (field, kind, text) in KNOBS.items():

@@ -21,7 +21,9 @@ from orsbench.scenarios import Scenario
 
 #: ``floor`` is not an ORS server: it answers a load episode's requests with constants
 #: (:mod:`orsbench.servers.floor`), the baseline ``orsbench bench`` measures against.
-IMPLEMENTATIONS = ("mock", "sdk", "floor")
+IMPLEMENTATIONS = ("mock", "sdk", "ors-sdk", "floor")
+#: The implementations that are ORS servers (``floor`` is not): what ``check --serve`` and tests may serve.
+SERVERS = ("mock", "sdk", "ors-sdk")
 
 
 def effective_config(scenario: Scenario, config: ServerConfig, explicit: set[str] = frozenset()) -> ServerConfig:
@@ -31,7 +33,10 @@ def effective_config(scenario: Scenario, config: ServerConfig, explicit: set[str
 
 
 def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock") -> Any:
-    """The ASGI app serving ``scenarios``: our engine (``mock``), the openreward SDK (``sdk``) or the bench floor."""
+    """The ASGI app serving ``scenarios``.
+
+    ``mock`` is our engine, ``sdk`` the openreward SDK twin, ``ors-sdk`` the ors-sdk twin, ``floor`` the bench floor.
+    """
     if impl == "mock":
         from orsbench.servers.engine import Engine
         from orsbench.servers.faults import apply_faults
@@ -46,6 +51,11 @@ def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock
         from orsbench.servers.sdk_twin import build_app as build_sdk_app
 
         return build_sdk_app(scenarios, config)
+    if impl == "ors-sdk":
+        require("ors-sdk", "--impl ors-sdk (the ors-sdk twin)")
+        from orsbench.servers.ors_sdk_twin import build_app as build_ors_app
+
+        return build_ors_app(scenarios, config)
     if impl == "floor":
         from orsbench.servers.floor import FloorApp
 

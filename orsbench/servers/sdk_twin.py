@@ -75,39 +75,41 @@ twice in one process re-patches: the last config wins for every app.
 
 Stats
 -----
-``GET /_orsbench/stats`` is answered by an outer ASGI middleware (before the
-SDK's default-env redirect could send it to ``/{first_env}/_orsbench/stats``).
-The same middleware counts requests by route template from ``scope["route"]``,
-which Starlette's router sets in place; responses with no route (redirects,
-404, 405) count under their status code, e.g. ``"308"``.
+``GET /_orsbench/stats`` is answered by
+:class:`~orsbench.servers.twin_support.StatsMiddleware`, shared with the
+ors-sdk twin (:mod:`orsbench.servers.ors_sdk_twin`), which also holds the
+scenario → ``Environment`` plumbing both twins use
+(:func:`~orsbench.servers.twin_support.environment_namespace`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import contextvars
-import inspect
-import logging
 import os
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Sequence
 
-from pydantic import BaseModel, ConfigDict
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from orsbench import protocol
 from orsbench.config import ServerConfig
-from orsbench.scenarios.base import JSON, Episode, Scenario, Tool, ToolResult
+from orsbench.scenarios.base import Scenario
+from orsbench.servers.twin_support import (
+    EPISODE_ATTR,
+    SdkTypes,
+    ToolNameError,
+    TwinStats,
+    environment_namespace,
+    patch_timings,
+    refuse_unsupported,
+    resolve,
+    stats_for,
+    twin_app,
+)
 
 # The twin never calls Server.run(), which is where the SDK's PyPI update check
 # lives, but nothing here should ever reach the network.
 os.environ.setdefault(protocol.ENV_DISABLE_UPDATE_CHECK, "1")
 
-import structlog  # noqa: E402  (after the environment variable above)
-from openreward.environments import Environment, Server  # noqa: E402
+from openreward.environments import Environment, Server  # noqa: E402  (after the environment variable above)
 from openreward.environments import environment as sdk_environment  # noqa: E402
 from openreward.environments import reconnect as sdk_reconnect  # noqa: E402
 from openreward.environments import server as sdk_server  # noqa: E402
@@ -121,10 +123,7 @@ from openreward.environments.types import (  # noqa: E402
     ToolSpec,
 )
 
-__all__ = ["RESERVED_TOOL_NAMES", "ToolNameError", "TwinStats", "build_app", "environment_class"]
-
-#: Instance attributes of a generated environment (beyond the SDK's own).
-_EPISODE_ATTR = "_orsbench_episode"
+__all__ = ["RESERVED_TOOL_NAMES", "SDK", "ToolNameError", "TwinStats", "build_app", "environment_class"]
 
 #: Attribute names the SDK (or the twin) already uses on an environment class or
 #: instance; a tool cannot have one of these names.
@@ -137,202 +136,20 @@ RESERVED_TOOL_NAMES: frozenset[str] = frozenset(dir(Environment)) | {
     "__module__",
     "__qualname__",
     "__doc__",
-    _EPISODE_ATTR,
+    EPISODE_ATTR,
 }
 
-
-class ToolNameError(ValueError):
-    """A scenario tool name the openreward SDK cannot serve."""
-
-
-# -- stats ---------------------------------------------------------------------
-#: True while a request is being handled: tells a ``/delete`` teardown apart
-#: from a reaper (or shutdown) teardown without touching SDK internals.
-_IN_REQUEST: contextvars.ContextVar[bool] = contextvars.ContextVar("orsbench_in_request", default=False)
-
-
-@dataclass
-class TwinStats:
-    """Counters behind ``GET /_orsbench/stats``; plain ints, all on the event loop."""
-
-    sessions_created: int = 0
-    sessions_deleted: int = 0
-    sessions_reaped: int = 0
-    #: Successful ``POST /ping`` (session keep-alives).
-    pings: int = 0
-    #: ``: ping`` comments written on SSE streams.
-    sse_pings: int = 0
-    calls: Counter[str] = field(default_factory=Counter)
-    requests: Counter[str] = field(default_factory=Counter)
-    shutting_down: bool = False
-    #: The served ServerConfig (API key masked), as the mock reports it: checkers read ttl and ping_interval.
-    config: JSON = field(default_factory=dict)
-
-    def snapshot(self, active_sessions: int) -> JSON:
-        return {
-            "impl": "sdk",
-            "active_sessions": active_sessions,
-            "sessions_created": self.sessions_created,
-            "sessions_deleted": self.sessions_deleted,
-            "sessions_reaped": self.sessions_reaped,
-            "pings": self.pings,
-            "sse_pings": self.sse_pings,
-            "calls": dict(self.calls),
-            "calls_total": sum(self.calls.values()),
-            "requests": dict(self.requests),
-            "config": self.config,
-        }
-
-    def count_teardown(self) -> None:
-        if _IN_REQUEST.get():
-            self.sessions_deleted += 1
-        elif not self.shutting_down:
-            self.sessions_reaped += 1
-
-
-def _route_key(scope: Scope, status: int) -> str:
-    """``"POST /{env}/call"`` for a routed request, else the status code (``"308"``)."""
-    route = scope.get("route")
-    path = getattr(route, "path", None)
-    if path is None or status == 405:
-        return str(status)
-    return f"{scope['method']} {path.replace('{env_name}', '{env}')}"
-
-
-class StatsMiddleware:
-    """Outermost ASGI layer: serves the stats route and counts every other request."""
-
-    def __init__(self, app: ASGIApp, stats: TwinStats, active_sessions: Callable[[], int]) -> None:
-        self.app = app
-        self.stats = stats
-        self.active_sessions = active_sessions
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self.app(scope, self._watch_lifespan(receive), send)
-            return
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if scope["path"] == protocol.STATS:
-            await self._serve_stats(scope, receive, send)
-            return
-
-        stats = self.stats
-
-        async def counting_send(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                key = _route_key(scope, message["status"])
-                stats.requests[key] += 1
-                if message["status"] == 200:
-                    if key == f"POST {protocol.CREATE}":
-                        stats.sessions_created += 1
-                    elif key == f"POST {protocol.PING}":
-                        stats.pings += 1
-            elif message["type"] == "http.response.body" and message.get("body", b"")[:1] == b":":
-                stats.sse_pings += 1  # only keep-alive comments start with ':'
-            await send(message)
-
-        token = _IN_REQUEST.set(True)
-        try:
-            await self.app(scope, receive, counting_send)
-        finally:
-            _IN_REQUEST.reset(token)
-
-    def _watch_lifespan(self, receive: Receive) -> Receive:
-        async def wrapped() -> Message:
-            message = await receive()
-            if message["type"] == "lifespan.shutdown":
-                self.stats.shutting_down = True  # teardowns from now on are not reaps
-            return message
-
-        return wrapped
-
-    async def _serve_stats(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] != "GET":
-            response = JSONResponse({"detail": protocol.DETAIL_METHOD_NOT_ALLOWED}, status_code=405)
-        else:
-            response = JSONResponse(self.stats.snapshot(self.active_sessions()))
-        await response(scope, receive, send)
-
-
-# -- scenario → Environment ------------------------------------------------------
-async def _resolve(value: Any) -> Any:
-    """Scenario hooks may be sync or async; await only what is awaitable."""
-    return await value if inspect.isawaitable(value) else value
-
-
-def _to_tool_output(result: Any) -> Any:
-    """``ToolResult`` → SDK ``ToolOutput``; anything else passes through so the SDK's own type check fires."""
-    if isinstance(result, ToolResult):
-        return ToolOutput(blocks=result.blocks, metadata=result.metadata, reward=result.reward, finished=result.finished)
-    return result
-
-
-class _AnyInput(BaseModel):
-    """Stands in for ``params=None`` when a tool has an explicit ``schema_override``."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-def _input_model(spec: Tool) -> type[BaseModel] | None:
-    """The pydantic model the SDK validates with and derives ``input_schema`` from."""
-    if spec.schema_override is None:
-        return spec.params
-    base = spec.params or _AnyInput
-    override = spec.schema_override
-
-    def model_json_schema(cls: type[BaseModel], *args: Any, **kwargs: Any) -> JSON:
-        return dict(override)
-
-    # The SDK calls ``mdl.model_json_schema()``: a subclass lets the override win
-    # while validation stays the model's own.
-    return type(base)(base.__name__, (base,), {"__module__": __name__, "model_json_schema": classmethod(model_json_schema)})
-
-
-def _schema(model: type[BaseModel] | None) -> JSON | None:
-    """What the SDK puts in ``ToolSpec.input_schema`` for a tool taking ``model``."""
-    return None if model is None else model.model_json_schema()
-
-
-def _sdk_tool_method(
-    spec: Tool, model: type[BaseModel] | None, scenario: Scenario, config: ServerConfig, stats: TwinStats
-) -> Callable[..., Any]:
-    """An ``@tool`` method the SDK introspects exactly like a hand-written one."""
-    takes_args = spec.params is not None
-
-    async def run(env: Environment, args: Any) -> Any:
-        if config.latency > 0:
-            await asyncio.sleep(config.latency)
-        stats.calls[spec.name] += 1
-        episode: Episode = getattr(env, _EPISODE_ATTR)
-        return _to_tool_output(await _resolve(spec.fn(scenario, episode, args if takes_args else None)))
-
-    if model is None:
-
-        async def method(self: Environment) -> Any:
-            return await run(self, None)
-
-        method.__annotations__ = {"return": ToolOutput}
-    else:
-
-        async def method(self: Environment, args: Any) -> Any:  # type: ignore[misc]
-            return await run(self, args)
-
-        method.__annotations__ = {"args": model, "return": ToolOutput}
-    method.__name__ = method.__qualname__ = spec.name
-    method.__doc__ = spec.description
-    return sdk_tool(shared=spec.shared)(method)
-
-
-def _check_tool_names(scenario: Scenario) -> None:
-    for name in scenario.all_tools:
-        if name in RESERVED_TOOL_NAMES or (name.startswith("__") and name.endswith("__")):
-            raise ToolNameError(
-                f"scenario {scenario.name!r}: tool {name!r} cannot be served by the openreward SDK: "
-                f"the SDK maps tool names to Environment attributes and {name!r} is already one "
-                f"(e.g. a lifecycle method). Rename the tool."
-            )
+#: What a generated environment is made of, in openreward's names.
+SDK = SdkTypes(
+    label="the openreward SDK",
+    environment=Environment,
+    tool=sdk_tool,
+    tool_output=ToolOutput,
+    tool_spec=ToolSpec,
+    list_tools_output=ListToolsOutput,
+    split=Split,
+    reserved_names=RESERVED_TOOL_NAMES,
+)
 
 
 def environment_class(
@@ -343,159 +160,33 @@ def environment_class(
     """A generated ``Environment`` subclass named ``scenario.name`` serving ``scenario``."""
     config = config or ServerConfig()
     stats = stats if stats is not None else TwinStats()
-    _check_tool_names(scenario)
-    models = {t.name: _input_model(t) for t in scenario.all_tools.values()}
-    task_scoped = {
-        t.name: ToolSpec(name=t.name, description=t.description.strip(), input_schema=_schema(models[t.name]))
-        for t in scenario.all_tools.values()
-        if not t.shared
-    }
-
-    def __init__(self: Environment, task_spec: JSON = {}, secrets: dict[str, str] = {}) -> None:
-        Environment.__init__(self, task_spec, secrets)
-        setattr(self, _EPISODE_ATTR, Episode(scenario, task_spec, secrets=dict(secrets)))
-        try:
-            visible = set(scenario.task_tool_names(task_spec))
-        except Exception:
-            visible = set()  # list_task_tools() re-raises it where the SDK would
-        for name in task_scoped.keys() - visible:
-            setattr(self, name, None)  # shadows the class tool: calling it is not_found
-
-    def list_splits(cls: type[Environment]) -> list[Split]:
-        return [Split(name=s.name, type=s.type) for s in scenario.splits()]  # type: ignore[arg-type]
-
-    def list_tasks(cls: type[Environment], split: str) -> Sequence[JSON]:
-        return scenario.list_tasks(split)
-
-    async def num_tasks(cls: type[Environment], split: str) -> int:
-        try:
-            return await Environment.num_tasks.__func__(cls, split)  # type: ignore[attr-defined]
-        except NotImplementedError:
-            return await _resolve(scenario.num_tasks(split))
-
-    async def get_task(cls: type[Environment], split: str, index: int) -> JSON:
-        try:
-            return await Environment.get_task.__func__(cls, split, index)  # type: ignore[attr-defined]
-        except NotImplementedError:
-            return await _resolve(scenario.get_task(split, index))
-
-    def get_prompt(self: Environment) -> Any:
-        return scenario.prompt(getattr(self, _EPISODE_ATTR))
-
-    def list_task_tools(self: Environment) -> ListToolsOutput:
-        names = scenario.task_tool_names(self.task_spec)
-        return ListToolsOutput(tools=[task_scoped[n] for n in names if n in task_scoped])
-
-    async def setup(self: Environment) -> None:
-        if config.setup_delay > 0:
-            await asyncio.sleep(config.setup_delay)
-        await _resolve(scenario.setup(getattr(self, _EPISODE_ATTR)))
-
-    async def teardown(self: Environment) -> None:
-        stats.count_teardown()
-        await _resolve(scenario.teardown(getattr(self, _EPISODE_ATTR)))
-
-    namespace: dict[str, Any] = {
-        "__module__": __name__,
-        "__qualname__": scenario.name,
-        "__doc__": f"SDK twin of the orsbench scenario {scenario.name!r}: {scenario.summary}",
-        "__init__": __init__,
-        "list_splits": classmethod(list_splits),
-        "list_tasks": classmethod(list_tasks),
-        "num_tasks": classmethod(num_tasks),
-        "get_task": classmethod(get_task),
-        "get_prompt": get_prompt,
-        "list_task_tools": list_task_tools,
-        "setup": setup,
-        "teardown": teardown,
-    }
+    namespace = environment_namespace(scenario, config, stats, SDK)
+    namespace["__module__"] = __name__
     if type(scenario).score_group is not Scenario.score_group:
 
         async def score_group(self: Environment, candidates: Sequence[GroupCandidate]) -> list[float]:
             wire = [c.model_dump(mode="json") for c in candidates]
-            scores = await _resolve(scenario.score_group(getattr(self, _EPISODE_ATTR), wire))
+            scores = await resolve(scenario.score_group(getattr(self, EPISODE_ATTR), wire))
             if scores is None:
                 raise NotImplementedError(f"scenario {scenario.name!r} returned None from score_group")
             return list(scores)
 
         namespace["score_group"] = score_group
-    for spec in scenario.all_tools.values():
-        namespace[spec.name] = _sdk_tool_method(spec, models[spec.name], scenario, config, stats)
     return type(Environment)(scenario.name, (Environment,), namespace)
 
 
 # -- config patches ----------------------------------------------------------------
-def _reaper_coro(server: Server) -> Callable[..., Awaitable[None]]:
-    """The ``reaper_coro`` closure of ``Server.__init__``, reached through the app's lifespan."""
-    lifespan = server.app.router.lifespan_context
-    fn = getattr(lifespan, "__wrapped__", lifespan)
-    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    cell = cells.get("reaper_coro")
-    reaper = cell.cell_contents if cell is not None else None
-    if reaper is None or reaper.__code__.co_varnames[:2] != ("reaper_interval", "stale_threshold"):
-        raise RuntimeError(
-            "openreward Server internals changed: cannot find reaper_coro(reaper_interval, stale_threshold); "
-            "the ttl and reaper_interval knobs cannot be applied to the SDK twin"
-        )
-    return reaper
-
-
-def _keepalive_response(interval: float) -> type:
-    """``EventSourceResponse`` whose explicit ``ping=`` (the SDK's literal 10) becomes ``interval``."""
-    base = sdk_server.EventSourceResponse
-    base = getattr(base, "_orsbench_original", base)
-
-    class KeepAliveEventSourceResponse(base):  # type: ignore[misc, valid-type]
-        _orsbench_original = base
-
-        def __init__(self, *args: Any, ping: float | None = None, **kwargs: Any) -> None:
-            # /create_session passes no ping (library default, ends at once); keep that.
-            super().__init__(*args, ping=None if ping is None else interval, **kwargs)
-
-    return KeepAliveEventSourceResponse
-
-
-def _sdk_logger(name: str, access_log: bool) -> Any:
-    level = logging.INFO if access_log else logging.WARNING
-    return structlog.wrap_logger(
-        structlog.PrintLogger(),
-        processors=[
-            structlog.contextvars.merge_contextvars,  # session_id, method, path (the SDK binds them)
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso"),
-            structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-    ).bind(logger_name=name)
-
-
 def apply_config(server: Server, config: ServerConfig) -> None:
     """Patch the SDK's hard-coded timings with ``config`` (see the module docstring)."""
     sdk_server._SETUP_WAIT_TIMEOUT_S = config.setup_wait_timeout
-    sdk_reconnect.CHUNK_SIZE = config.chunk_size
-    sdk_reconnect.LINGER_SECONDS = config.linger
-    sdk_server.EventSourceResponse = _keepalive_response(config.ping_interval)
-    _reaper_coro(server).__defaults__ = (config.effective_reaper_interval, config.ttl)
-    for module in (sdk_server, sdk_environment, sdk_session):
-        module.logger = _sdk_logger(module.__name__, config.access_log)
+    logs = (sdk_server, sdk_environment, sdk_session)
+    patch_timings(server.app, config, reconnect=sdk_reconnect, server_module=sdk_server, log_modules=logs)
 
 
 def build_app(scenarios: list[Scenario], config: ServerConfig) -> ASGIApp:
     """An ASGI app: the openreward Server's FastAPI app serving these scenarios, plus orsbench's read-only GET /_orsbench/stats route."""
-    unsupported = [knob for knob, value in (("faults", config.faults), ("api_key", config.api_key)) if value]
-    if unsupported:
-        raise ValueError(
-            f"the SDK twin serves the reference server unchanged and has no {' / '.join(unsupported)}: "
-            "use the mock engine for those knobs"
-        )
-    stats = TwinStats(config=json.loads(config.to_json()) | {"api_key": None})
+    refuse_unsupported(config, "SDK twin")
+    stats = stats_for("sdk", config)
     server = Server([environment_class(s, config, stats) for s in scenarios])
     apply_config(server, config)
-    envs = getattr(server, "_active_envs", None)
-
-    def active_sessions() -> int:
-        if envs is not None:
-            return len(envs)
-        return stats.sessions_created - stats.sessions_deleted - stats.sessions_reaped
-
-    return StatsMiddleware(server.app, stats, active_sessions)
+    return twin_app(server, stats)

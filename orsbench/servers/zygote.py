@@ -44,6 +44,10 @@ def preload(extra: list[str]) -> None:
         import orsbench.servers.sdk_twin  # noqa: F401  (imports openreward: the slow part)
     except ImportError:
         pass  # no SDK installed: mock servers still fork
+    try:
+        import orsbench.servers.ors_sdk_twin  # noqa: F401  (ors-sdk: cheap once fastapi is in)
+    except ImportError:
+        pass
 
 
 def _child(request: dict) -> None:

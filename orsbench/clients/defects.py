@@ -23,11 +23,18 @@ import keyword
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pytest
+from orsbench.clients import schema_view
+from orsbench.protocol import JSON
 
-from conformance import schema_view
-from conformance.adapter import ADAPTER_STATE
+if TYPE_CHECKING:
+    import pytest
+
+#: Names GRPOTrainer treats specially instead of as tools.
+GRPO_RESERVED = ("reset", "get_reward")
+#: Instance attributes of TRL's adapter (episode state) that shadow class-level methods.
+ADAPTER_STATE = ("reward", "rewards", "metadata", "finished", "last_output")
 
 
 @dataclass(frozen=True)
@@ -39,12 +46,35 @@ class Defect:
     #: Client pain point(s) it belongs to (P1–P13, listed in docs/conformance.md).
     pain: str
 
+    @property
+    def clients(self) -> tuple[str, ...]:
+        """The client targets (:data:`orsbench.clients.drivers.CLIENTS` names) that inherit this defect."""
+        return UPSTREAM_CLIENTS[self.upstream]
+
+    @property
+    def summary(self) -> str:
+        return f"{self.upstream}: {self.behaviour}"
+
     def mark(self) -> pytest.MarkDecorator:
+        import pytest
+
         return pytest.mark.xfail(strict=True, reason=f"[{self.id}] {self.upstream}: {self.behaviour}")
 
 
 TRL = "trl 1.16.0"
 SDK = "openreward 0.1.167 client"
+ORS = "ors-sdk 0.1.0 client"
+INSPECT = "inspect-openreward 0.3.0"
+ORS_SERVER = "ors-sdk 0.1.0 server"
+
+#: Which client targets run each upstream's code: TRL and inspect-openreward drive the openreward client.
+UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
+    TRL: ("trl",),
+    SDK: ("openreward", "trl", "inspect"),
+    ORS: ("ors",),
+    INSPECT: ("inspect",),
+    ORS_SERVER: (),  # a server defect: every client on that server meets it
+}
 
 DEFECTS: dict[str, Defect] = {
     d.id: d
@@ -179,6 +209,72 @@ DEFECTS: dict[str, Defect] = {
             "chunk-lstrip",
             SDK,
             "every SSE data line is lstrip()ped, so a result whose next chunk starts with spaces loses them: the model sees a different text than the environment returned",
+            "P8",
+        ),
+        Defect(
+            "no-end-retried-forever",
+            SDK,
+            "resumable_sse resets its retry counter on every HTTP 200, so a call whose stream ends without `end` is re-POSTed with its task_id forever: no error, the episode hangs and its session stays open",
+            "P8",
+        ),
+        Defect(
+            "ors-no-end-retried-forever",
+            ORS,
+            "resumable_sse sets attempt = 0 on every HTTP 200, so a call whose stream ends without `end` is re-POSTed with its task_id forever: no error, the episode hangs and its session stays open",
+            "P8",
+        ),
+        Defect(
+            "ors-chunk-lstrip",
+            ORS,
+            "_parse_sse_events lstrip()s every data value, so a result whose next chunk starts with spaces loses them: the model sees a different text than the environment returned",
+            "P8",
+        ),
+        Defect(
+            "ors-4xx-retried",
+            ORS,
+            "_is_retryable_http_error tests isinstance(e, aiohttp.ClientError) first, and ClientResponseError is one: every 4xx of a non-streaming request (/create, /prompt, /task_tools, /delete) is sent three times, 1 s and 2 s apart, before it is raised",
+            "P8",
+        ),
+        Defect(
+            "ors-503-gives-up",
+            ORS,
+            "request_retryable stops after 3 attempts with 1 s and 2 s waits whatever Retry-After says: a 503 'starting' that lasts longer than about 4.5 s (a slow setup()) ends the episode with an error, where the openreward client rides it out",
+            "P2",
+        ),
+        Defect(
+            "inspect-finished-error",
+            INSPECT,
+            "generate(tool_calls='loop') does not stop on finished; the next call's episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
+            "P7",
+        ),
+        Defect(
+            "inspect-ref-untyped",
+            INSPECT,
+            "sanitize_tool_schema(..., 'openai') (the provider chosen for mockllm and unknown providers) drops $ref: a parameter whose schema is a $ref (a pydantic model or Enum, also inside anyOf or array items) reaches the model as an untyped {} with only its description",
+            "P5",
+        ),
+        Defect(
+            "ors-sdk-no-finish-latch",
+            ORS_SERVER,
+            "no finish latch: a call after the one that returned finished=True still runs the tool and answers ok with a new reward, so a client that keeps calling (Inspect's tool loop) runs tools the episode no longer accepts, and a trainer reading the last reward trains on the later one",
+            "P7",
+        ),
+        Defect(
+            "inspect-items-dropped",
+            INSPECT,
+            "the same sanitizer drops prefixItems and additionalProperties: a tuple reaches the model as an array with items {}, and a dict loses its value type (dict[str, float] is a bare object)",
+            "P5",
+        ),
+        Defect(
+            "inspect-list-tasks-only",
+            INSPECT,
+            "openreward_dataset() reads the split with list_tasks() only: an environment that serves tasks by index (/tasks answers 400) cannot be evaluated at all",
+            "P11",
+        ),
+        Defect(
+            "inspect-5xx-fails-eval",
+            INSPECT,
+            "under the flaky-5xx profile (a quarter of requests 502/503/504 with Retry-After: 1, at most 2 in a row) the eval fails: the 5xx surfaces from openreward_dataset()'s list_tasks() or, in the sample, from the async client's calls (observed: 'sample error: Upstream unavailable'), while the sync openreward client and TRL ride the same profile out",
             "P8",
         ),
     )
@@ -327,3 +423,33 @@ def union_defect(union: Iterable[JSON], first_task_tools: set[str] | None) -> De
 
 def marks(defect: Defect | None) -> list[pytest.MarkDecorator]:
     return [defect.mark()] if defect is not None else []
+
+
+# -- predicates of the other clients ----------------------------------------------------
+def _uses_ref(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "$ref" in node or any(_uses_ref(v) for k, v in node.items() if k not in ("$defs", "definitions"))
+    if isinstance(node, list):
+        return any(_uses_ref(v) for v in node)
+    return False
+
+
+def inspect_untyped_params(spec: JSON) -> list[str]:
+    """Parameters inspect-openreward shows the model without their type (a ``$ref`` anywhere in them)."""
+    props = (spec.get("input_schema") or {}).get("properties") or {}
+    return [name for name, prop in props.items() if _uses_ref(prop)]
+
+
+def inspect_itemless_params(spec: JSON) -> list[str]:
+    """Parameters whose tuple element types or dict value types inspect-openreward drops."""
+    props = schema_view.parameters(spec.get("input_schema"))["properties"]
+    return [n for n, p in props.items() if set(schema_view.items_of(p) or {}) & {"prefixItems", "values"}]
+
+
+def inspect_binding_defect(spec: JSON) -> Defect | None:
+    """Why inspect-openreward shows the model a parameter with less type than the server declared."""
+    if inspect_untyped_params(spec):
+        return DEFECTS["inspect-ref-untyped"]
+    if inspect_itemless_params(spec):
+        return DEFECTS["inspect-items-dropped"]
+    return None

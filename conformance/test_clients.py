@@ -1,0 +1,223 @@
+"""Every client target plays every scenario on every server implementation, and every fault profile on the mock.
+
+The clients (``orsbench.clients.drivers.CLIENTS``: the openreward SDK client,
+ors-sdk's client, TRL's OpenRewardSpec, inspect-openreward under a real
+``inspect_ai.eval`` with a scripted offline ``mockllm/model``) each play the
+scenario's scripted episode in a forked child with a deadline; the verdict is
+read from both ends (``orsbench.clients.run``): what the client showed, and the
+server's ``/_orsbench/stats`` — tools run exactly once, no session left open.
+
+A cell that a pinned upstream defect breaks carries ``xfail(strict=True)``
+naming it (``orsbench.clients.cells.cell_defects``, the same predicates the
+matrix and ``orsbench check``'s binding group use), and a second test asserts
+the defect shows as described, so an xfail never hides some other failure.
+
+Scenario cells run on the server the rest of the suite uses for that scenario
+(same xdist group, so it starts once); the profile batch plays all profiles at
+once in two halves, so its waiting spreads over two workers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
+
+import pytest
+
+from conformance.targets import Target, group
+from orsbench.clients import cells as C
+from orsbench.clients.drivers import CLIENTS
+from orsbench.clients.profiles import profiles
+from orsbench.clients import matrix as M
+from orsbench.clients.episodes import script
+from orsbench.clients.run import Outcome
+
+# Imported before any fork: the children skip the imports.
+import openreward  # noqa: E402,F401
+import inspect_ai  # noqa: E402,F401
+import inspect_openreward  # noqa: E402,F401
+import ors.client  # noqa: E402,F401
+import trl.experimental.openreward  # noqa: E402,F401
+
+_PROFILE_HALVES = 2
+#: Servers playing at once inside one batch (most of an episode is waiting).
+_PARALLEL = 8
+
+
+def _batch(cell: C.Cell) -> str:
+    """The xdist group a cell plays in: one batch per server implementation, the profiles in two halves."""
+    if cell.profile is None:
+        return f"clients-{cell.server}"
+    names = [p.name for p in profiles()]
+    return f"clients-profiles-{names.index(cell.profile) % _PROFILE_HALVES}"
+
+
+def _params(cells: list[C.Cell], xfail: bool = True) -> list[Any]:
+    out = []
+    for cell in cells:
+        found = C.cell_defects(cell)
+        marks = [pytest.mark.xdist_group(_batch(cell)), *([found[0].mark()] if found and xfail else [])]
+        out.append(pytest.param(cell, id=cell.id, marks=marks))
+    return out
+
+
+_SCENARIO_CELLS = [c for c in C.plan() if c.profile is None]
+_PROFILE_CELLS = [c for c in C.plan(server_names=["mock"]) if c.profile is not None]
+
+
+@pytest.fixture(scope="session")
+def outcome_of() -> Callable[[C.Cell], Outcome]:
+    """A cell's outcome; the first use plays the cell's whole batch (its servers, several at once)."""
+    played: dict[C.Cell, Outcome] = {}
+
+    def store(cell: C.Cell, outcome: Outcome) -> None:
+        played[cell] = outcome
+
+    def get(cell: C.Cell) -> Outcome:
+        if cell not in played:
+            batch = [c for c in C.plan() if _batch(c) == _batch(cell)]
+            M.run(batch, list(CLIENTS), C.servers(), budget=600, parallel=_PARALLEL, on_outcome=store)
+        assert cell in played, f"{cell.id} was not played within the batch's budget"
+        return played[cell]
+
+    return get
+
+
+def _assert_expected(cell: C.Cell, outcome: Outcome) -> None:
+    assert outcome.verdict == C.expected(cell), outcome.describe()
+    assert outcome.sessions_left_open <= 0, outcome.describe()
+    over = {t: n for t, n in outcome.calls.items() if n > cell.script.calls.get(t, 0)}
+    assert not over, f"a tool ran more often than it was called: {outcome.describe()}"
+
+
+@pytest.mark.parametrize("cell", _params(_SCENARIO_CELLS))
+def test_client_plays_the_scenario(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
+    """The winning episode: reward 1.0, finished, every text as written, each tool once, no session left."""
+    _assert_expected(cell, outcome_of(cell))
+
+
+@pytest.mark.parametrize("cell", _params(_PROFILE_CELLS))
+def test_client_under_a_fault_profile(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
+    """Survives the recoverable profiles without running a tool twice; fails clearly on the others."""
+    _assert_expected(cell, outcome_of(cell))
+
+
+# -- a pinned defect shows as described (so an xfail never hides another failure) -----------------
+_SIGNATURES: dict[str, Callable[[Outcome], bool]] = {
+    "inspect-finished-error": lambda o: o.error is not None and "episode_finished" in o.error and o.reward is None,
+    "inspect-list-tasks-only": lambda o: o.failed_at == "dataset" and "list_tasks is not supported" in (o.error or ""),
+    "inspect-5xx-fails-eval": lambda o: o.reward is None and any(s in (o.error or "") for s in ("502", "503", "504", "Upstream unavailable")),
+    "keyword-crash": lambda o: o.failed_at == "spec" and (o.error or "").startswith("SyntaxError"),
+    "chunk-lstrip": lambda o: any("showed" in p for p in o.problems) or "episode_finished" in (o.error or ""),
+    "ors-chunk-lstrip": lambda o: any("showed" in p for p in o.problems),
+    "no-end-retried-forever": lambda o: o.hung and o.requests.get("fault stream-no-end", 0) >= 3,
+    "ors-no-end-retried-forever": lambda o: o.hung and o.requests.get("fault stream-no-end", 0) >= 3,
+    "reset-leaks-session": lambda o: o.failed_at == "reset" and o.sessions_left_open == 1,
+    "ors-sdk-no-finish-latch": lambda o: o.error is None and any("run more often" in p for p in o.problems),
+}
+
+
+@pytest.mark.parametrize("cell", _params([c for c in C.plan() if C.cell_defects(c)], xfail=False))
+def test_pinned_defect_shows_as_described(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
+    outcome = outcome_of(cell)
+    defect = C.cell_defects(cell)[0]
+    assert _SIGNATURES[defect.id](outcome), f"[{defect.id}] expected: {defect.behaviour}\nobserved: {outcome.describe()}"
+    assert outcome.verdict == C.predicted(cell), f"docs/compatibility.md predicts {C.predicted(cell)}: {outcome.describe()}"
+
+
+def test_every_cell_defect_has_a_signature() -> None:
+    used = {d.id for cell in C.plan() for d in C.cell_defects(cell)}
+    assert used <= set(_SIGNATURES), sorted(used - set(_SIGNATURES))
+
+
+# -- what inspect-openreward shows the model, per tool ----------------------------------------------
+def _zoo_tool_params() -> list[Any]:
+    from orsbench.clients import defects as D
+    from orsbench.scenarios import get_scenario
+
+    out = []
+    for tool in get_scenario("schema-zoo").shared_tools():
+        spec = tool.spec()
+        marks = [pytest.mark.xdist_group(_batch(C.Cell("inspect", "mock", "schema-zoo")))]
+        if (defect := D.inspect_binding_defect(spec)) is not None:
+            marks.append(defect.mark())
+        out.append(pytest.param(spec, id=spec["name"], marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("spec", _zoo_tool_params())
+def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outcome_of: Callable[[C.Cell], Outcome]) -> None:
+    """Inspect's ToolInfo (what mockllm, like any model, receives) types every parameter the server typed."""
+    from orsbench.clients import schema_view
+
+    outcome = outcome_of(C.Cell("inspect", "mock", "schema-zoo"))
+    seen = {t["name"]: t for t in outcome.tools_seen}
+    assert spec["name"] in seen, f"the model was not shown {spec['name']!r}: {sorted(seen)}"
+    served = schema_view.view(spec.get("input_schema"))
+    shown = schema_view.view(seen[spec["name"]].get("parameters"))
+    untyped = [n for n, kinds in served["types"].items() if kinds and not shown["types"].get(n)]
+    for name, items in served["items"].items():
+        for key, kinds in items.items():
+            shown_kinds = (shown["items"].get(name) or {}).get(key)
+            if kinds and not shown_kinds:
+                untyped.append(f"{name} ({key})")
+    assert not untyped, f"shown without a type: {untyped} (served {served['types']}, shown {shown['types']})"
+
+
+# -- ors-sdk's client and a 4xx -----------------------------------------------------------------------
+@pytest.mark.xdist_group(group("echo", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[ors-4xx-retried] {C.D.DEFECTS['ors-4xx-retried'].summary}")
+def test_ors_client_sends_a_refused_create_once(serve: Callable[..., Target]) -> None:
+    """/create with an index past the end is a 400; a client must not repeat it."""
+    from ors.client import ORS
+
+    target = serve("echo", "mock")
+    client = ORS(base_url=target.url)
+    before = target.stats()["requests"].get("POST /create", 0)
+    try:
+        with pytest.raises(Exception, match="400"):
+            with client.environments.get("echo").session(split="train", index=10_000) as session:
+                session.get_prompt()
+    finally:
+        client.close()
+    assert target.stats()["requests"].get("POST /create", 0) - before == 1
+
+
+# -- a call after finished: the server's finish latch keeps the winning reward -------------------------
+def _latch_params() -> list[Any]:
+    out = []
+    for server in C.servers():
+        marks = [pytest.mark.xdist_group(group("echo", server))]
+        if any(d.id == "ors-sdk-no-finish-latch" for d in C.server_defects(server)):
+            marks.append(C.D.DEFECTS["ors-sdk-no-finish-latch"].mark())
+        out.append(pytest.param(server, id=server, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("server", _latch_params())
+def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server: str, serve: Callable[..., Target]) -> None:
+    """GRPO stops only when the model stops calling tools: the server must refuse the extra call so TRL keeps 1.0."""
+    from orsbench.clients.episodes import Script, Step
+    from orsbench.clients.run import play
+
+    win = script("echo").steps[0]
+    overshoot = Script("echo", (win, Step("echo", {"text": win.args["text"] + "-again"})))
+    outcome = play("trl", serve("echo", server).server, overshoot)
+    assert outcome.outputs[:1] == ["match"], outcome.describe()
+    assert (outcome.reward, outcome.calls) == (1.0, {"echo": 1}), outcome.describe()
+
+
+# -- ors-sdk's client and a long 503 'starting' -------------------------------------------------------
+@pytest.mark.xdist_group("clients-profiles-1")
+@pytest.mark.xfail(strict=True, reason=f"[ors-503-gives-up] {C.D.DEFECTS['ors-503-gives-up'].summary}")
+def test_ors_client_rides_out_an_8s_setup(serve: Callable[..., Target]) -> None:
+    """slow-setup with an 8 s setup(): /prompt answers 503 starting with Retry-After until it is ready."""
+    from orsbench.clients.run import play
+
+    target = serve("sparse-reward", "mock", faults=("slow-setup",), setup_delay=8.0)
+    outcome = play("ors", target.server, script("sparse-reward"), 40)
+    assert outcome.statuses.get("503", 0) >= 1, outcome.describe()
+    assert outcome.verdict == "survives", outcome.describe()

@@ -1,0 +1,120 @@
+"""Binding checks: per tool of the checked server, what each client will show the model.
+
+An environment author's tools reach the model through a client's binder,
+and each binder loses something different. These checks run the same schema
+predicates the conformance suite pins its ``xfail(strict=True)`` cases with
+(:mod:`orsbench.clients.defects`), over the server's ``/tools`` listing, so
+the author reads "TRL will crash on ``class``" before a training run does.
+Findings are warnings (the server is right; the client is wrong), named
+``binding.<client>.<rule>``; a server whose tools every client binds
+faithfully (``echo``) passes them all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from orsbench.checks.evidence import Evidence, json_of
+from orsbench.checks.model import Outcome, passed, skipped, warned
+from orsbench.checks.registry import check
+from orsbench.clients import defects as D
+
+JSON = dict[str, Any]
+#: OpenAI's function-name rule (Anthropic's is the same with 1-128 characters).
+PROVIDER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_REMEDY = "See docs/compatibility.md for the client's defect; rename the tool/parameter or flatten the schema if your users run this client."
+
+
+def _tools(ev: Evidence) -> list[JSON] | None:
+    ok, body = json_of(ev.get("tools"))
+    if not ok or not isinstance(body, dict) or not isinstance(body.get("tools"), list):
+        return None
+    return [t for t in body["tools"] if isinstance(t, dict) and isinstance(t.get("name"), str)]
+
+
+def _rule(ev: Evidence, finding: Callable[[JSON], str | None]) -> Outcome:
+    tools = _tools(ev)
+    if tools is None:
+        return skipped("no tool listing to read", "discovery.tools_listing")
+    found = [f"{t['name']!r}: {text}" for t in tools if (text := finding(t))]
+    if found:
+        return warned(f"{len(found)} of {len(tools)} tools: " + "; ".join(found[:3]) + (" ..." if len(found) > 3 else ""), found, ev.get("tools"))
+    return passed(f"all {len(tools)} tools bind faithfully", len(tools))
+
+
+def _defect_text(defect: D.Defect | None) -> str | None:
+    return None if defect is None else f"[{defect.id}] {defect.behaviour.split(';')[0]}"
+
+
+def _register(client: str, rule: str, title: str, finding: Callable[[JSON], str | None]) -> None:
+    @check(
+        f"binding.{client}.{rule}",
+        title=title,
+        probe="discovery",
+        spec="§4",  # the client pain points P3-P6 (docs/conformance.md)
+        remediation=_REMEDY,
+        requires=("discovery.tools_listing",),
+    )
+    def run(ev: Evidence) -> Outcome:
+        return _rule(ev, finding)
+
+
+def _trl_crash(spec: JSON) -> str | None:
+    defect = D.factory_defect([spec])
+    return _defect_text(defect) if defect is D.DEFECTS["keyword-crash"] else None
+
+
+def _trl_dropped(spec: JSON) -> str | None:
+    defect = D.exposure_defect(spec)
+    return _defect_text(defect) if defect is not None and defect.id in ("non-identifier-skipped", "underscore-hidden", "state-shadowed") else None
+
+
+def _trl_reserved(spec: JSON) -> str | None:
+    defect = D.exposure_defect(spec)
+    return _defect_text(defect) if defect is not None and defect.id in ("reset-overridden", "get-reward-reserved", "state-shadowed", "underscore-hidden") else None
+
+
+def _trl_schema(spec: JSON) -> str | None:
+    if D.binding_defect(spec) is not None:
+        return None  # reported by the crash/dropped rules
+    lost = [d.id for a in ("types", "enums", "items", "nesting", "constraints") if (d := D.aspect_defect(spec, a)) is not None]
+    return f"the model loses: {', '.join(lost)}" if lost else None
+
+
+def _trl_none(spec: JSON) -> str | None:
+    defect = D.call_defect(spec)
+    return _defect_text(defect) if defect is not None and defect.id == "none-forwarded" else None
+
+
+def _inspect_untyped(spec: JSON) -> str | None:
+    untyped, itemless = D.inspect_untyped_params(spec), D.inspect_itemless_params(spec)
+    found = ([f"[inspect-ref-untyped] shown untyped: {', '.join(untyped)}"] if untyped else []) + (
+        [f"[inspect-items-dropped] element/value types lost: {', '.join(itemless)}"] if itemless else []
+    )
+    return "; ".join(found) or None
+
+
+def _provider_name(spec: JSON) -> str | None:
+    return None if PROVIDER_NAME.match(spec["name"]) else "OpenAI/Anthropic reject function names outside ^[a-zA-Z0-9_-]{1,64}$"
+
+
+_register("trl", "crash", "TRL's environment_factory() does not crash on a tool", _trl_crash)
+_register("trl", "dropped_tool", "TRL hands the model every tool", _trl_dropped)
+_register("trl", "reserved_name", "no tool name collides with GRPO's reset/get_reward, the adapter's state or a leading _", _trl_reserved)
+_register("trl", "lost_schema", "TRL keeps each parameter's type, enum, items, nesting and bounds", _trl_schema)
+_register("trl", "none_forwarded", "TRL does not send null for an optional parameter without a JSON default", _trl_none)
+_register("inspect", "lost_type", "inspect-openreward keeps each parameter's type ($ref models, tuple and dict element types)", _inspect_untyped)
+_register("inspect", "provider_name", "tool names are accepted by model providers (inspect-openreward passes them through)", _provider_name)
+
+#: Every binding check id (the severity policy gives each an entry).
+BINDING_CHECKS = (
+    "binding.trl.crash",
+    "binding.trl.dropped_tool",
+    "binding.trl.reserved_name",
+    "binding.trl.lost_schema",
+    "binding.trl.none_forwarded",
+    "binding.inspect.lost_type",
+    "binding.inspect.provider_name",
+)

@@ -1,0 +1,70 @@
+"""``orsbench matrix``: which ORS client survives which server, scenario and fault profile."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "matrix",
+        help="play every client against every server, scenario and fault profile",
+        description="Play a scripted episode with each ORS client (openreward SDK, ors-sdk, TRL OpenRewardSpec, "
+        "inspect-openreward) on each server implementation and scenario, and on the mock under each fault profile. "
+        "Each cell: survives / fails clearly / fails silently / hangs, with the pinned upstream defects. "
+        "Servers bind 127.0.0.1; every episode runs in a child killed at its deadline.",
+        epilog="example: orsbench matrix --clients trl,inspect --servers mock --profiles none,flaky-5xx --markdown m.md",
+    )
+    parser.add_argument("--clients", type=_names, default=None, metavar="A,B", help="clients to run (default: all)")
+    parser.add_argument("--servers", type=_names, default=None, metavar="A,B", help="server implementations (default: all)")
+    parser.add_argument("--profiles", type=_names, default=None, metavar="A,B", help="fault profiles on the mock; 'no' for none (default: all)")
+    parser.add_argument("--budget", type=float, default=900.0, metavar="S", help="stop starting cells after this many seconds (default 900)")
+    parser.add_argument("--parallel", type=int, default=3, metavar="N", help="servers playing at once (default 3)")
+    parser.add_argument("--markdown", type=Path, default=None, metavar="F", help="write the per-client report here")
+    parser.add_argument("--json", type=Path, default=None, metavar="F", help="write the JSON result here")
+    parser.add_argument("--predicted", action="store_true", help="write what the pinned defects predict, without running (docs/compatibility.md)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orsbench.clients import cells as C
+    from orsbench.clients import matrix as M
+    from orsbench.clients.drivers import CLIENTS
+    from orsbench.clients.profiles import profiles
+
+    known = {"--clients": list(CLIENTS), "--servers": C.servers(), "--profiles": [p.name for p in profiles()] + ["no"]}
+    for flag, given in (("--clients", args.clients), ("--servers", args.servers), ("--profiles", args.profiles)):
+        unknown = sorted(set(given or []) - set(known[flag]))
+        if unknown:
+            print(f"orsbench matrix: error: {flag}: unknown {', '.join(unknown)}; choose from {', '.join(known[flag])}", file=sys.stderr)
+            return 2
+    if args.parallel < 1 or args.budget <= 0:
+        print("orsbench matrix: error: --parallel must be >= 1 and --budget > 0", file=sys.stderr)
+        return 2
+    clients = args.clients or list(CLIENTS)
+    servers = args.servers or C.servers()
+    profile_names = [] if args.profiles == ["no"] else args.profiles
+    cells = C.plan(clients, servers, profile_names)
+    started = time.monotonic()
+    if args.predicted:
+        result = M.predicted(cells, clients, servers)
+    else:
+        print(f"orsbench matrix: {len(cells)} cells ({len(clients)} clients × {len(servers)} servers), budget {args.budget:g} s", file=sys.stderr)
+        result = M.run(cells, clients, servers, budget=args.budget, parallel=args.parallel, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    result["seconds"] = round(time.monotonic() - started, 1)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    if args.markdown:
+        args.markdown.write_text(M.markdown(result))
+    for name, counts in M.summary(result).items():
+        print(f"{name:<11} " + "  ".join(f"{v}: {n}" for v, n in counts.items() if n))
+    print(f"{len(cells)} cells in {result['seconds']} s")
+    return 0

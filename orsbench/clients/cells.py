@@ -1,0 +1,149 @@
+"""The compatibility matrix: clients × servers × scenarios, and clients × fault profiles on the mock.
+
+Each cell names the verdict a correct client gets (:func:`expected`) and the
+pinned upstream defects that make it differ (:func:`cell_defects`), decided by
+predicates over the scenario (its tools' JSON Schemas, its script, its task
+API) and the profile — the same predicates the conformance suite's
+``xfail(strict=True)`` marks and ``orsbench check``'s binding group use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from orsbench.clients import defects as D
+from orsbench.clients.drivers import CLIENTS
+from orsbench.clients.episodes import INDEX, SERVE_PARAMS, SPLIT, Script, scenarios, script
+from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
+from orsbench.clients.profiles import Profile, profiles
+from orsbench.scenarios import get_scenario
+from orsbench.servers.app import SERVERS
+
+#: Profiles where the right outcome is a clear failure, not survival.
+FAIL_CLEARLY = frozenset({"setup-failure", "tool-raises", "restart", "stream-no-end"})
+#: Default server chunk size (``ServerConfig.chunk_size``).
+_CHUNK = 4096
+
+
+def servers() -> list[str]:
+    """Every ORS server implementation, from the implementations registry (``orsbench.servers.app.SERVERS``)."""
+    return list(SERVERS)
+
+
+@dataclass(frozen=True)
+class Cell:
+    client: str
+    server: str
+    #: The scenario played (for a profile cell: the profile's scenario).
+    scenario: str
+    profile: str | None = None
+
+    @property
+    def id(self) -> str:
+        where = f"{self.server}:{self.profile}" if self.profile else f"{self.server}:{self.scenario}"
+        return f"{self.client}@{where}"
+
+    @property
+    def script(self) -> Script:
+        return script(self.scenario)
+
+
+def plan(
+    clients: list[str] | None = None, server_names: list[str] | None = None, profile_names: list[str] | None = None
+) -> list[Cell]:
+    """Every cell, narrowed to the given clients/servers/profiles (``[]`` profiles: none)."""
+    clients = clients or list(CLIENTS)
+    server_names = server_names or servers()
+    cells = [Cell(c, s, sc) for s in server_names for sc in scenarios() for c in clients]
+    if "mock" in server_names:
+        chosen = [p for p in profiles() if profile_names is None or p.name in profile_names]
+        cells += [Cell(c, "mock", PROFILE_SCENARIO, p.name) for p in chosen for c in clients]
+    return cells
+
+
+def profile_of(cell: Cell) -> Profile:
+    return next(p for p in profiles() if p.name == cell.profile)
+
+
+def expected(cell: Cell) -> str:
+    return "fails clearly" if cell.profile in FAIL_CLEARLY else "survives"
+
+
+@cache
+def _task0_tools(scenario: str) -> tuple[D.JSON, ...]:
+    sc = get_scenario(scenario, **SERVE_PARAMS.get(scenario, {}))
+    try:
+        task = sc.list_tasks(SPLIT)[INDEX]
+    except NotImplementedError:
+        task = sc.get_task(SPLIT, INDEX)
+    return tuple(t.spec() for t in sc.session_tools(task).values())
+
+
+@cache
+def _index_only(scenario: str) -> bool:
+    try:
+        get_scenario(scenario, **SERVE_PARAMS.get(scenario, {})).list_tasks(SPLIT)
+    except NotImplementedError:
+        return True
+    return False
+
+
+def _split_spaces(s: Script) -> bool:
+    """A result longer than one SSE chunk with runs of spaces: some chunk then starts with a space."""
+    return any(st.expect is not None and len(st.expect) > _CHUNK and "  " in st.expect for st in s.steps)
+
+
+def cell_defects(cell: Cell) -> list[D.Defect]:
+    """The pinned defects that make this cell's outcome differ from :func:`expected`, first the one that shows."""
+    found: list[D.Defect] = []
+    s = cell.script
+    client, profile = cell.client, cell.profile
+    if client == "inspect" and profile is None and _index_only(cell.scenario):
+        return [D.DEFECTS["inspect-list-tasks-only"]]
+    if client == "inspect" and profile == "flaky-5xx":
+        return [D.DEFECTS["inspect-5xx-fails-eval"]]
+    if client == "trl" and (d := D.factory_defect(_task0_tools(cell.scenario))) is not None:
+        return [d]
+    if profile == "stream-no-end":
+        return [D.DEFECTS["ors-no-end-retried-forever" if client == "ors" else "no-end-retried-forever"]]
+    if client == "trl" and profile == "setup-failure":
+        return [D.DEFECTS["reset-leaks-session"]]
+    if profile is None and _split_spaces(s):
+        found.append(D.DEFECTS["ors-chunk-lstrip" if client == "ors" else "chunk-lstrip"])
+    if client == "inspect" and s.finished and profile not in FAIL_CLEARLY:
+        # Inspect's loop makes one call after finished: ors-sdk's server runs it, the others refuse it.
+        latch = "ors-sdk-no-finish-latch" if cell.server == "ors-sdk" else "inspect-finished-error"
+        found.insert(0, D.DEFECTS[latch])
+    return found
+
+
+def server_defects(server: str) -> list[D.Defect]:
+    """Pinned defects of a server implementation (only ors-sdk's has its own upstream)."""
+    return [d for d in D.DEFECTS.values() if not d.clients and d.upstream.startswith(server + " ")]
+
+
+def client_defects(client: str) -> list[D.Defect]:
+    """Every pinned defect a client inherits (its own and those of the libraries it drives)."""
+    return [d for d in D.DEFECTS.values() if client in d.clients]
+
+
+#: What each pinned defect makes of a cell that should survive.
+DEFECT_VERDICT: dict[str, str] = {
+    "inspect-finished-error": "fails clearly",
+    "inspect-list-tasks-only": "fails clearly",
+    "inspect-5xx-fails-eval": "fails clearly",
+    "keyword-crash": "fails clearly",
+    "chunk-lstrip": "fails silently",
+    "ors-chunk-lstrip": "fails silently",
+    "no-end-retried-forever": "hangs",
+    "ors-no-end-retried-forever": "hangs",
+    "reset-leaks-session": "fails silently",
+    "ors-sdk-no-finish-latch": "fails silently",
+}
+
+
+def predicted(cell: Cell) -> str:
+    """The verdict the pinned defects predict (the conformance suite checks each prediction)."""
+    found = cell_defects(cell)
+    return DEFECT_VERDICT[found[0].id] if found else expected(cell)

@@ -1,0 +1,224 @@
+"""Run the compatibility matrix and render it (JSON and a per-client Markdown report).
+
+Cells sharing a server configuration play on one server, client after
+client (so the server's stats deltas belong to one episode); up to
+``parallel`` servers play at once, since most of a cell is waiting. A global
+budget bounds the run: cells not reached in time are reported ``not run``.
+
+JSON contract::
+
+    {"clients": {name: {"version": ..., "defects": [{"id", "summary"}, ...]}},
+     "servers": [names], "cells": [{"client", "server", "scenario", "profile",
+     "verdict", "expected", "defects": [ids], "elapsed", "problems", "error"}, ...]}
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from multiprocessing.connection import wait
+from typing import Any
+
+from orsbench.clients import cells as C
+from orsbench.clients.drivers import CLIENTS
+from orsbench.clients.episodes import SERVE_PARAMS
+from orsbench.clients.run import VERDICTS, Outcome, Running
+from orsbench.servers.launch import start
+
+NOT_RUN = "not run"
+SYMBOL = {"survives": "✅ survives", "fails clearly": "🟨 fails clearly", "fails silently": "❌ fails silently", "hangs": "⛔ hangs", NOT_RUN: "· not run"}
+JSON = dict[str, Any]
+
+
+def _server_key(cell: C.Cell) -> tuple[str, str, str, str]:
+    if cell.profile is None:
+        return (cell.server, cell.scenario, "", "")
+    per_client = C.profile_of(cell).per_client
+    return (cell.server, cell.scenario, cell.profile, cell.client if per_client else "")
+
+
+def header(clients: list[str], servers: list[str]) -> JSON:
+    return {
+        "clients": {
+            name: {
+                "version": CLIENTS[name].version,
+                "title": CLIENTS[name].title,
+                "defects": [{"id": d.id, "summary": d.summary} for d in C.client_defects(name)],
+            }
+            for name in clients
+        },
+        "servers": servers,
+        "server_defects": {name: [{"id": d.id, "summary": d.summary} for d in C.server_defects(name)] for name in servers},
+    }
+
+
+def cell_json(cell: C.Cell, verdict: str, **extra: Any) -> JSON:
+    return {
+        "client": cell.client,
+        "server": cell.server,
+        "scenario": cell.scenario,
+        "profile": cell.profile,
+        "verdict": verdict,
+        "expected": C.expected(cell),
+        "defects": [d.id for d in C.cell_defects(cell)],
+        **extra,
+    }
+
+
+def predicted(cells: list[C.Cell], clients: list[str], servers: list[str]) -> JSON:
+    """The matrix the pinned defects predict (no run): what ``docs/compatibility.md`` shows."""
+    return {**header(clients, servers), "cells": [cell_json(c, C.predicted(c)) for c in cells]}
+
+
+def run(
+    cells: list[C.Cell],
+    clients: list[str],
+    servers: list[str],
+    *,
+    budget: float = 900.0,
+    parallel: int = 3,
+    progress: Callable[[str], None] = lambda line: None,
+    on_outcome: Callable[[C.Cell, Outcome], None] = lambda cell, outcome: None,
+) -> JSON:
+    """Play ``cells``: one server per configuration, ``parallel`` servers at once, client after client on each.
+
+    Everything happens on the calling thread: episodes are forked children, and a fork taken while
+    another thread holds a lock (an import, a connection pool) can leave the child waiting forever.
+    A client's :attr:`~orsbench.clients.drivers.Client.concurrency` caps how many of its episodes
+    play at once (Inspect evals starve each other on two cores). A cell that hangs although no
+    defect predicts it is played once more: on a loaded machine a child can miss its deadline.
+    """
+    preload()
+    queues: dict[tuple[str, str, str, str], list[C.Cell]] = {}
+    for cell in cells:
+        queues.setdefault(_server_key(cell), []).append(cell)
+    pending = list(queues)
+    lanes: dict[tuple[str, str, str, str], Any] = {}  # key -> RunningServer
+    active: dict[tuple[str, str, str, str], tuple[C.Cell, Running, bool]] = {}
+    results: dict[C.Cell, JSON] = {}
+    deadline = time.monotonic() + budget
+    busy = {name: 0 for name in CLIENTS}
+
+    def limit_of(cell: C.Cell) -> float:
+        return C.profile_of(cell).deadline if cell.profile else 30.0
+
+    def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
+        busy[cell.client] += 1
+        active[key] = (cell, Running(cell.client, lanes[key], cell.script, limit_of(cell)), replay)
+
+    def close(key: tuple[str, str, str, str]) -> None:
+        lanes.pop(key).stop()
+
+    try:
+        while pending or lanes:
+            while pending and len(lanes) < parallel and time.monotonic() < deadline:
+                key = pending.pop(0)
+                impl, scenario, profile, _ = key
+                config = C.profile_of(queues[key][0]).config() if profile else None
+                lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else SERVE_PARAMS.get(scenario))
+            if time.monotonic() >= deadline:
+                pending.clear()
+            for key in list(lanes):
+                if key in active:
+                    continue
+                queue = queues[key]
+                if not queue or time.monotonic() + limit_of(queue[0]) > deadline:
+                    queue.clear()
+                    close(key)
+                    continue
+                if busy[queue[0].client] < CLIENTS[queue[0].client].concurrency:
+                    launch(key, queue.pop(0))
+            if not active:
+                continue
+            soonest = min(run.started + run.deadline for _, run, _ in active.values())
+            wait([run.reader for _, run, _ in active.values()], timeout=max(0.0, soonest - time.monotonic()))
+            for key, (cell, run, replayed) in list(active.items()):
+                if not (run.reader.poll() or time.monotonic() >= run.started + run.deadline):
+                    continue
+                outcome = run.finish()
+                del active[key]
+                busy[cell.client] -= 1
+                if outcome.hung and not replayed and C.predicted(cell) != "hangs":
+                    progress(f"{cell.id}: hung at {run.deadline:g} s; playing it once more to confirm")
+                    launch(key, cell, replay=True)
+                    continue
+                results[cell] = cell_json(cell, outcome.verdict, elapsed=round(outcome.elapsed, 2), problems=outcome.problems, error=outcome.error)
+                on_outcome(cell, outcome)
+                flag = "" if outcome.verdict == C.predicted(cell) else f"  (predicted: {C.predicted(cell)})"
+                progress(f"[{len(results)}/{len(cells)}] {cell.id}: {outcome.verdict}{flag} {outcome.elapsed:.1f}s")
+    finally:
+        for key in list(lanes):
+            close(key)
+    rows = [results.get(c) or cell_json(c, NOT_RUN) for c in cells]
+    return {**header(clients, servers), "cells": rows}
+
+
+def preload() -> None:
+    """Import every installed client in this process before any fork, so no child imports them (seconds each)."""
+    for module in ("openreward", "ors.client", "trl.experimental.openreward", "inspect_ai", "inspect_ai.model", "inspect_openreward"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+
+def summary(result: JSON) -> dict[str, dict[str, int]]:
+    """Verdict counts per client."""
+    out: dict[str, dict[str, int]] = {}
+    for row in result["cells"]:
+        counts = out.setdefault(row["client"], {v: 0 for v in (*VERDICTS, NOT_RUN)})
+        counts[row["verdict"]] += 1
+    return out
+
+
+def markdown(result: JSON, title: str = "Client compatibility") -> str:
+    """One table per client (rows: scenarios, then fault profiles on the mock; columns: servers), then its defects."""
+    servers = result["servers"]
+    lines = [f"# {title}", ""]
+    lines += [
+        "Which ORS client survives which server. Each cell is one scripted episode (the winning calls of the "
+        "scenario's first train task), judged from both ends: what the client showed the model, and the server's "
+        "`/_orsbench/stats` (each tool run once, no session left open). ✅ survives · 🟨 fails clearly (an error "
+        "that says what happened) · ❌ fails silently (wrong data taken as right, a session left open) · ⛔ hangs. "
+        "Fault profiles run on the mock engine (`sparse-reward`); for `setup-failure`, `tool-raises`, `restart` and "
+        "`stream-no-end` failing clearly is the right outcome. Defect ids link to the list under each table.",
+        "",
+        "Generated by `orsbench matrix --markdown docs/compatibility.md` from the pinned defects "
+        "(`orsbench/clients/`); `conformance/test_clients.py` checks every prediction against live runs.",
+        "",
+    ]
+    counts = summary(result)
+    lines += ["| Client | Version | " + " | ".join(SYMBOL[v] for v in (*VERDICTS,)) + " |", "|---|---|" + "---|" * len(VERDICTS)]
+    for name, info in result["clients"].items():
+        lines.append(f"| {name} | {info['version']} | " + " | ".join(str(counts.get(name, {}).get(v, 0)) for v in VERDICTS) + " |")
+    lines.append("")
+    for name, info in result["clients"].items():
+        rows = [r for r in result["cells"] if r["client"] == name]
+        lines += [f"## {info.get('title', name)} ({name} {info['version']})", ""]
+        lines += ["| Scenario / profile | " + " | ".join(servers) + " |", "|---|" + "---|" * len(servers)]
+        keys = list(dict.fromkeys((r["profile"] or r["scenario"], r["profile"] is not None) for r in rows))
+        for label, is_profile in keys:
+            cells = []
+            for server in servers:
+                match = [r for r in rows if r["server"] == server and (r["profile"] or r["scenario"]) == label and (r["profile"] is not None) == is_profile]
+                if not match:
+                    cells.append("—")
+                    continue
+                r = match[0]
+                server_ids = {d["id"] for d in result.get("server_defects", {}).get(server, [])}
+                ids = " ".join(f"[`{d}`](#{'server' if d in server_ids else name}-{d})" for d in r["defects"])
+                right = " (right)" if r["verdict"] == r["expected"] == "fails clearly" else ""
+                cells.append(SYMBOL[r["verdict"]] + right + (f" {ids}" if ids else ""))
+            lines.append(f"| {'profile ' if is_profile else ''}`{label}` | " + " | ".join(cells) + " |")
+        lines.append("")
+        if info["defects"]:
+            lines += [f"Pinned defects {name} inherits:", ""]
+            lines += [f"- <a id=\"{name}-{d['id']}\"></a>`{d['id']}` — {d['summary']}" for d in info["defects"]]
+            lines.append("")
+    server_defects = [(name, d) for name, ds in result.get("server_defects", {}).items() for d in ds]
+    if server_defects:
+        lines += ["## Server defects", "", "Every client meets these on that server (cells name them too):", ""]
+        lines += [f"- <a id=\"server-{d['id']}\"></a>`{d['id']}` ({name}) — {d['summary']}" for name, d in server_defects]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

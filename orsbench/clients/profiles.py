@@ -1,0 +1,58 @@
+"""The fault profiles every client plays on the mock engine, with the knobs that keep each short.
+
+Each profile of :mod:`orsbench.servers.faults.profiles` is served on the
+``sparse-reward`` scenario (a multi-call episode with one reward at the end).
+Timings are scaled down through :class:`~orsbench.config.ServerConfig` only —
+no client is patched — so what a cell shows is what a user of that client gets.
+A profile registered later is played with the engine's defaults and the
+default deadline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from orsbench.config import ServerConfig
+from orsbench.servers.faults import load_all
+
+SCENARIO = "sparse-reward"
+DEADLINE_S = 20.0
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    knobs: tuple[tuple[str, Any], ...] = ()
+    #: The client is killed after this many seconds (a hang).
+    deadline: float = DEADLINE_S
+    #: A fresh server per client, so a seeded fault stream starts afresh for each.
+    per_client: bool = False
+
+    def config(self) -> ServerConfig:
+        return ServerConfig(faults=(self.name,) if self.name != "none" else (), **dict(self.knobs))
+
+
+#: Scaled knobs per profile (seed 3: the first request of the episode is refused).
+_KNOBS: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile("none"),
+        Profile("flaky-5xx", (("seed", 3),), per_client=True),
+        Profile("rate-limit", (("seed", 3),), per_client=True),
+        Profile("slow-setup", (("setup_delay", 1.0),)),
+        Profile("stream-stall", (("ping_interval", 0.25),)),
+        Profile("stream-no-end", deadline=6.0),
+    )
+}
+
+#: Profiles left out, and why.
+LEFT_OUT: dict[str, str] = {
+    "short-ttl": "it needs an idle gap longer than the TTL inside the episode; conformance/test_client_robustness.py plays it for the openreward SDK and TRL",
+}
+
+
+def profiles() -> list[Profile]:
+    """``none`` (the baseline) and every registered fault profile, in registry order."""
+    names = ["none", *(f.name for f in load_all().values() if f.kind == "profile")]
+    return [_KNOBS.get(name, Profile(name)) for name in names if name not in LEFT_OUT]

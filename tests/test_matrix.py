@@ -1,0 +1,66 @@
+"""``orsbench matrix``: the JSON contract, a reduced live matrix (CI), and docs/compatibility.md in sync."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orsbench.cli import main
+from orsbench.clients import cells as C
+from orsbench.clients import matrix as M
+from orsbench.clients.drivers import CLIENTS
+
+DOC = Path(__file__).parent.parent / "docs" / "compatibility.md"
+
+
+def test_compatibility_doc_is_the_generated_matrix() -> None:
+    """Regenerate with ``orsbench matrix --predicted --markdown docs/compatibility.md``."""
+    clients, servers = list(CLIENTS), C.servers()
+    expected = M.markdown(M.predicted(C.plan(clients, servers), clients, servers))
+    assert DOC.read_text() == expected, "run: orsbench matrix --predicted --markdown docs/compatibility.md"
+
+
+def test_server_axis_comes_from_the_implementations_registry() -> None:
+    from orsbench.servers.app import SERVERS
+
+    assert C.servers() == list(SERVERS)
+    assert {cell.server for cell in C.plan()} == set(C.servers())
+
+
+def test_every_client_defect_lists_under_the_clients_it_reaches() -> None:
+    result = M.predicted(C.plan(), list(CLIENTS), C.servers())
+    for row in result["cells"]:
+        listed = {d["id"] for d in result["clients"][row["client"]]["defects"]}
+        listed |= {d["id"] for d in result["server_defects"][row["server"]]}
+        assert set(row["defects"]) <= listed, row
+
+
+@pytest.mark.parametrize("argv", [["--clients", "nope"], ["--servers", "floor"], ["--profiles", "bogus"], ["--parallel", "0"]])
+def test_unknown_names_are_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["matrix", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "orsbench matrix: error:" in err and "Traceback" not in err
+
+
+def test_reduced_matrix_runs_and_keeps_the_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CI matrix: two clients on the mock, two scenarios' worth of cells plus two profiles; every verdict as predicted."""
+    out, md = tmp_path / "m.json", tmp_path / "m.md"
+    code = main(
+        ["matrix", "--clients", "openreward,ors", "--servers", "mock", "--profiles", "none,tool-raises",
+         "--json", str(out), "--markdown", str(md), "--budget", "240"]
+    )
+    assert code == 0
+    result = json.loads(out.read_text())
+    assert set(result) >= {"clients", "servers", "cells"}
+    assert result["servers"] == ["mock"]
+    for name in ("openreward", "ors"):
+        info = result["clients"][name]
+        assert info["version"] and all(set(d) >= {"id", "summary"} for d in info["defects"])
+    assert len(result["cells"]) == 2 * len(C.plan(["openreward"], ["mock"], ["none", "tool-raises"]))
+    for row in result["cells"]:
+        cell = C.Cell(row["client"], row["server"], row["scenario"], row["profile"])
+        assert row["verdict"] == C.predicted(cell), row
+    assert "[1/" in capsys.readouterr().err, "progress lines"
+    assert md.read_text().startswith("# Client compatibility")

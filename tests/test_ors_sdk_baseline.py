@@ -25,7 +25,10 @@ from orsbench.servers.app import effective_config  # noqa: E402
 
 BASELINE = Path(__file__).parent.parent / "fixtures" / "expected-failures" / "ors-sdk.yaml"
 #: Scenarios that fail checks on every implementation by design.
-BROKEN_BY_DESIGN = ("broken-session",)
+#: Scenarios that fail required checks on purpose, on every implementation: broken-session breaks its sessions;
+#: schema-zoo's `explode` tool raises (the SSE error-event hazard) and its unbounded `echo(times)` overflows,
+#: which the checker's fuzz finds (tool.no_crash_on_valid_input).
+BROKEN_BY_DESIGN = ("broken-session", "schema-zoo")
 
 
 def _options(scenario: str, env: str) -> Options:
@@ -52,7 +55,8 @@ def _explain(report) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("scenario", list(REGISTRY))
+#: cassette replays a recorded file on the mock engine: there is no ors-sdk version of a replay.
+@pytest.mark.parametrize("scenario", [name for name in REGISTRY if name != "cassette"])
 def test_ors_sdk_fails_exactly_the_baseline(ors_server_factory, scenario: str) -> None:
     report = _check(ors_server_factory, scenario, "ors-sdk", _baseline())
     stale = [r.id for r in report.results if r.baseline == "stale"]

@@ -26,6 +26,7 @@ INDEX = 0
 LEFT_OUT: dict[str, str] = {
     "broken-session": "its sessions fail on purpose (constructor 500, a missing secret); the conformance suite's session tests cover it",
     "schema-conflict": "per-task schema variants of one tool; the conformance suite's binding tests cover it on the mock",
+    "cassette": "replays a recorded file (no file, no environment); tests/test_cassette.py plays clients on replays",
 }
 
 #: Scenario parameters every client episode is served with, and why.

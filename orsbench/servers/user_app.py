@@ -132,25 +132,25 @@ def build_app(target: AppTarget | str, config: ServerConfig) -> Any:
     cadence, ...); ors-sdk is served exactly as it ships.
     """
     os.environ.setdefault(protocol.ENV_DISABLE_UPDATE_CHECK, "1")
-    import json
-
     from openreward.environments import Environment, Server
 
-    from orsbench.servers.sdk_twin import StatsMiddleware, TwinStats, apply_config
+    from orsbench.servers.twin_support import stats_for, twin_app
 
     classes = load_classes(target)
     if all(issubclass(c, Environment) for c in classes):
+        from orsbench.servers.sdk_twin import apply_config
+
         server = Server(classes)
         apply_config(server, config)
+        impl = "sdk"
     else:
         import ors
 
         if not all(issubclass(c, ors.Environment) for c in classes):
             raise AppTargetError("serve openreward and ors-sdk Environment classes separately: one Server each")
         server = ors.Server(classes)
-    stats = TwinStats(config=json.loads(config.to_json()) | {"api_key": None})
-    envs = getattr(server, "_active_envs", None)
-    return StatsMiddleware(server.app, stats, lambda: len(envs) if envs is not None else 0)
+        impl = "ors-sdk"
+    return twin_app(server, stats_for(impl, config))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,7 @@ from orsbench.wire.cassette import FORMAT, VERSION, CassetteError, load, outcome
 from test_differential import PARAMS, SCRIPTS, transcript  # noqa: E402  (tests/ is on sys.path)
 
 
-def _record_script(server, scenario: str, path) -> list:
+def _record_script(server, scenario: str, path) -> dict:
     """Play the differential script through a recording client; write the cassette; return the transcript."""
     from orsbench.checks.record import RecordingWireClient
     from orsbench.wire.cassette import CassetteRecorder
@@ -40,12 +40,19 @@ def _record_script(server, scenario: str, path) -> list:
             client.tasks(server.env_name, split["name"])
         from test_differential import normalise
 
-        out = [normalise(step(client, state)) for step in SCRIPTS[scenario]]
+        out = {label: normalise(step(client, state)) for label, step in SCRIPTS[scenario]}
     recorder.save(path)
     return out
 
 
-@pytest.mark.parametrize("scenario", list(SCRIPTS))
+#: Differential scripts a recording cannot reproduce, and why (the every-scenario replay test below still covers them):
+#: slow's script probes live setup timing (503 starting, then a call that waits setup out), and a replay has no setup;
+#: broken-session calls a tool on a session whose tool listing it never asked for, and a replay serves the tools
+#: the recording listed.
+NOT_REPLAYABLE = {"slow", "broken-session"}
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCRIPTS if s not in NOT_REPLAYABLE])
 def test_record_then_replay_gives_the_same_client_visible_transcript(ors_server_factory, tmp_path, scenario):
     live = ors_server_factory(scenario, params=PARAMS.get(scenario))
     path = tmp_path / f"{scenario}.cassette.json"
@@ -53,11 +60,9 @@ def test_record_then_replay_gives_the_same_client_visible_transcript(ors_server_
     replay = ors_server_factory("cassette", params={"path": str(path)})
     assert replay.env_name == live.env_name
     replayed = transcript(replay, scenario)
-    assert len(recorded) == len(replayed)
-    for index, (want, got) in enumerate(zip(recorded, replayed)):
-        if scenario == "slow" and want.get("status") == 503:
-            continue  # setup timing is the live server's, not the recording's (a replay has no setup)
-        assert got == want, f"step {index} differs"
+    assert list(replayed) == list(recorded)
+    for label, want in recorded.items():
+        assert replayed[label] == want, f"step {label} differs"
 
 
 def test_orsbench_record_then_check_passes_on_the_replay(ors_server_factory, tmp_path):
@@ -91,6 +96,10 @@ def test_recorded_answers_are_served_byte_for_byte_and_a_miss_is_ok_false(ors_se
         first = episode["calls"][0]
         answer = client.call("echo", sid, first["tool"], first["input"])
         assert answer.reassembled() == first["outcome"]["data"]
+        client.delete(sid)
+        # A call no recording answers, on a fresh session (the recorded episode may have finished at once).
+        sid = client.new_session()
+        assert client.create(sid, split="train", index=2).status == 200
         miss = client.call("echo", sid, "echo", {"text": "never recorded"})
         body = miss.result()
         assert body["ok"] is False and "cassette miss" in body["error"] and "--on-miss nearest" in body["error"]
@@ -100,9 +109,8 @@ def test_recorded_answers_are_served_byte_for_byte_and_a_miss_is_ok_false(ors_se
     with WireClient(nearest.url) as client:
         sid = client.new_session()
         client.create(sid, split="train", index=2)
-        client.call("echo", sid, first["tool"], first["input"])
         body = client.call("echo", sid, "echo", {"text": "never recorded"}).result()
-        assert body["ok"] is True  # a recorded echo answer, not a miss
+        assert body["ok"] is True  # the nearest recorded echo answer, not a miss
         client.delete(sid)
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from orsbench.checks.evidence import Evidence, Options, json_of
-from orsbench.checks.passive import set_fact
 from orsbench.checks.probes import Collector
 from orsbench.wire.cassette import CassetteRecorder
 from orsbench.wire.client import WireClient
@@ -102,17 +101,18 @@ def record(
         for n, index in enumerate(wanted):
             if split is None:
                 break
-            task = listings[split][index] if split in listings and 0 <= index < len(listings[split]) else None
             say(f"episode {n + 1}/{len(wanted)}: {split}[{index}]")
             evidence.split, evidence.index = split, index
-            set_fact(evidence, "task0", task or {})
-            # Open the episode's session here, so its prompt and task tools are recorded too.
+            if split in listings:
+                evidence.facts.tasks = listings[split]  # what the player reads the task from
+            # One session per recorded episode, played by the checker's own player on exactly this task
+            # (its task tools and prompt are recorded too).
             sid = collector.open_session()
-            if sid is not None:
-                client.task_tools(env, sid)
-                collector.ready(lambda: client.prompt(env, sid))
-            set_fact(evidence, "play_sid", sid)
-            collector.probe_play()
+            if sid is None:
+                continue
+            client.task_tools(env, sid)
+            collector.play_one(sid, index, f"record.{n}.")
+            collector.end_session(sid)
             played += 1
     finally:
         try:

@@ -523,7 +523,7 @@ class Engine:
         if tasks is None:
             count = scenario.num_tasks(body.split)
             indices = range(count)[body.start : body.stop]
-            return {"tasks": [scenario.get_task(body.split, i) for i in indices], "env_name": raw_env}
+            return {"tasks": [self._get_task(scenario, body.split, i) for i in indices], "env_name": raw_env}
         return {"tasks": tasks[body.start : body.stop], "env_name": raw_env}
 
     # ------------------------------------------------------------ sessions

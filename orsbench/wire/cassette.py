@@ -184,6 +184,11 @@ class CassetteRecorder:
             record["num_tasks"][str(body.get("split"))] = answer.get("num_tasks")
         elif route == protocol.TASK and isinstance(body, dict) and isinstance(answer, dict):
             record["task_answers"][f"{body.get('split')}/{body.get('index')}"] = answer.get("task")
+        elif route == protocol.TASK_RANGE and isinstance(body, dict) and isinstance(answer, dict):
+            start = body.get("start") or 0
+            if isinstance(start, int) and start >= 0 and isinstance(answer.get("tasks"), list):
+                for offset, task in enumerate(answer["tasks"]):  # an index-only environment's tasks, by index
+                    record["task_answers"][f"{body.get('split')}/{start + offset}"] = task
         elif route == protocol.TASK_TOOLS and sid:
             self._task_tools[sid] = answer
         elif route == protocol.PROMPT and sid in self._by_sid:

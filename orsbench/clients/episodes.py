@@ -121,6 +121,7 @@ _SCRIPTS: dict[str, Callable[[JSON], list[Step]]] = {
     "schema-zoo": _schema_zoo,
     "schema-zoo-index": lambda task: [Step("answer", {"word": task["word"]}, "right")],
     "schema-zoo-prompt": lambda task: [Step("answer", {"value": str(task["answer"])}, "right")],
+    "pick": lambda task: [Step("pick", {"door": task["door"]}, "win")],
 }
 
 

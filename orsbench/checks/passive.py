@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,8 +33,8 @@ from urllib.parse import urlsplit
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, Options, json_of, result_of, task_id_of
 from orsbench.checks.model import CheckResult, Outcome, Status
-from orsbench.checks.registry import PROBES, Check, load_checks
-from orsbench.checks.runner import Report, grade
+from orsbench.checks.registry import Check, closure, load_checks, select
+from orsbench.checks.runner import Report, dependency_order, grade, report_order
 from orsbench.wire.evidence import Exchange
 
 #: Evidence that is present whenever any fresh tool call went through.
@@ -368,14 +367,15 @@ class PassiveGrader:
                 set_fact(ev, name, list(value) if isinstance(value, list) else value)
         report = Report(self.target, self.options, started_at=self.started_at, env=ev.env, split=ev.split)
         graded: dict[str, CheckResult] = {}
-        ordered = _ordered(load_checks().values())
+        load_checks()
+        ordered = dependency_order(closure(select(None)))  # what `orsbench check` runs, graded in its order
         absent: set[str] = set()  # skipped for want of traffic: not a reason to skip what depends on them
         for check in ordered:
             result = graded[check.id] = self._grade(check, ev, {k: v for k, v in graded.items() if k not in absent})
             if check.id not in PASSIVE or result.message.startswith(NO_EVIDENCE):
                 absent.add(check.id)
         # Listed as `orsbench check` lists them: probe by probe, dependencies first.
-        report.results = [graded[c.id] for probe in PROBES for c in ordered if c.probe == probe]
+        report.results = [graded[c.id] for c in report_order(ordered)]
         report.exchanges = len(ev.exchanges)
         report.duration_s = time.monotonic() - self._started
         report.evidence = ev
@@ -430,22 +430,3 @@ def json_of_request(ex: Exchange) -> tuple[bool, Any]:
 def _skip(check: Check, graded: dict[str, CheckResult], message: str) -> CheckResult:
     skip = Check(check.id, check.title, check.probe, check.spec, check.remediation, (), lambda _ev: Outcome(Status.SKIP, message))
     return grade(skip, Evidence("", Options()), graded)
-
-
-def _ordered(checks: Iterable[Check]) -> list[Check]:
-    """Dependencies first, registration order otherwise."""
-    by_id = {c.id: c for c in checks}
-    done: set[str] = set()
-    out: list[Check] = []
-
-    def visit(check: Check) -> None:
-        if check.id not in done:
-            done.add(check.id)
-            for dep in check.requires:
-                if dep in by_id:
-                    visit(by_id[dep])
-            out.append(check)
-
-    for check in by_id.values():
-        visit(check)
-    return out

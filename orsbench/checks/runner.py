@@ -137,8 +137,8 @@ class Report:
         }
 
 
-def _ordered(checks: list[Check]) -> list[Check]:
-    """Dependencies first (stable: registration order otherwise)."""
+def dependency_order(checks: Iterable[Check]) -> list[Check]:
+    """Dependencies first (stable: registration order otherwise): the order checks are graded in."""
     by_id = {c.id: c for c in checks}
     done: set[str] = set()
     out: list[Check] = []
@@ -155,6 +155,15 @@ def _ordered(checks: list[Check]) -> list[Check]:
     for check in checks:
         visit(check)
     return out
+
+
+def report_order(checks: Iterable[Check]) -> list[Check]:
+    """The order ``orsbench check`` lists results in: probe by probe, dependencies first within a probe.
+
+    The passive grader (``orsbench proxy``) lists its results the same way, so both reports line up.
+    """
+    graded = dependency_order(checks)
+    return [c for probe in PROBES for c in graded if c.probe == probe]
 
 
 def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckResult:
@@ -204,7 +213,7 @@ def run_checks(
     load_checks()
     selected = select(only)
     wanted = {c.id for c in selected}
-    to_run = _ordered(closure(selected))
+    to_run = dependency_order(closure(selected))
     last_probe = max((PROBES.index(c.probe) for c in to_run), default=-1)
     report = Report(
         target,

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypedDict, Unpack
 
 import httpx
 
@@ -285,37 +285,35 @@ def proxy_command(
     return cmd
 
 
+class ProxyOptions(TypedDict, total=False):
+    """What ``start_proxy`` passes through to :func:`proxy_command` (its keyword arguments, same defaults)."""
+
+    faults: tuple[str, ...]
+    seed: int
+    ping_interval: float
+    record: str | os.PathLike[str] | None
+    json_report: str | os.PathLike[str] | None
+    junit_report: str | os.PathLike[str] | None
+
+
 def start_proxy(
     upstream: str,
     *,
-    faults: tuple[str, ...] = (),
-    seed: int = 0,
-    ping_interval: float = protocol.PING_INTERVAL_S,
-    record: str | os.PathLike[str] | None = None,
-    json_report: str | os.PathLike[str] | None = None,
-    junit_report: str | os.PathLike[str] | None = None,
     host: str = "127.0.0.1",
     timeout: float = 60.0,
+    **options: Unpack[ProxyOptions],
 ) -> RunningServer:
     """Start ``orsbench proxy UPSTREAM`` and wait until ``/health`` answers through it.
 
-    Stopping it (SIGTERM) is what writes ``--record``, ``--json`` and ``--junit``.
+    ``options`` are :func:`proxy_command`'s (faults, seed, ping interval, reports). Stopping the proxy
+    (SIGTERM) is what writes ``--record``, ``--json`` and ``--junit``.
     """
 
     def argv(ready_file: str) -> list[str]:
-        return proxy_command(
-            upstream,
-            faults=faults,
-            seed=seed,
-            ping_interval=ping_interval,
-            record=record,
-            json_report=json_report,
-            junit_report=junit_report,
-            host=host,
-            ready_file=ready_file,
-        )
+        return proxy_command(upstream, host=host, ready_file=ready_file, **options)
 
-    return _launch(argv, f"orsbench proxy {upstream}", upstream, "proxy", ServerConfig(faults=faults, seed=seed), timeout)
+    config = ServerConfig(faults=options.get("faults", ()), seed=options.get("seed", 0))
+    return _launch(argv, f"orsbench proxy {upstream}", upstream, "proxy", config, timeout)
 
 
 def _launch(

@@ -376,17 +376,19 @@ def _wait_healthy(server: RunningServer, deadline: float) -> None:
         time.sleep(0.02)
 
 
+class ServeOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`start` that :func:`serve` passes through."""
+
+    impl: str
+    config: ServerConfig | None
+    params: dict[str, Any] | None
+    host: str
+
+
 @contextlib.contextmanager
-def serve(
-    scenario: str,
-    *,
-    impl: str = "mock",
-    config: ServerConfig | None = None,
-    params: dict[str, Any] | None = None,
-    host: str = "127.0.0.1",
-) -> Iterator[RunningServer]:
-    """``with serve("echo") as srv: ...`` — a server for the duration of the block."""
-    server = start(scenario, impl=impl, config=config, params=params, host=host)
+def serve(scenario: str, **options: Unpack[ServeOptions]) -> Iterator[RunningServer]:
+    """``with serve("echo") as srv: ...`` — a server for the duration of the block (``options``: :func:`start`'s)."""
+    server = start(scenario, **options)
     try:
         yield server
     finally:

@@ -363,13 +363,18 @@ def _first_env(server: RunningServer) -> str:
         return server.scenario
 
 
+def _healthy(url: str) -> bool:
+    """Whether ``GET /health`` answers 200 now; a refused or timed-out connection is "not yet", not an error."""
+    try:
+        return httpx.get(url + protocol.HEALTH, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def _wait_healthy(server: RunningServer, deadline: float) -> None:
     while True:
-        try:
-            if httpx.get(server.url + protocol.HEALTH, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
+        if _healthy(server.url):
+            return
         if not server.alive() or time.monotonic() > deadline:
             server.stop()
             raise ServerStartError(f"{server.url} never answered /health:\n{server.log()[-4000:]}")
@@ -448,11 +453,8 @@ def start_command(
     _RUNNING[process.pid] = server
     deadline = time.monotonic() + wait
     while True:
-        try:
-            if httpx.get(server.url + protocol.HEALTH, timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
+        if _healthy(server.url):
+            break
         code = process.poll()
         if code is not None or time.monotonic() > deadline:
             server.stop()

@@ -24,6 +24,7 @@ from typing import Any, Self
 
 from orsbench.protocol import JSON
 from orsbench.scenarios import REGISTRY, get_scenario
+from orsbench.scenarios.slow import Slow
 from orsbench.servers.launch import RunningServer
 from orsbench.wire import WireClient
 
@@ -40,9 +41,7 @@ DEDICATED: dict[str, str] = {
 
 #: Scenario parameters the suite serves with, and why (keyed by scenario).
 SUITE_PARAMS: dict[str, JSON] = {
-    # slow's defaults make every reset() ride out a 503 'starting' for 2 s (Retry-After);
-    # test_sessions.py runs the slow paths on purpose, the generic checks need none of them.
-    "slow": {"setup": 0.0, "long_call": 0.05, "latency": 0.0},
+    "slow": dict(Slow.QUICK_PARAMS),  # test_sessions.py and the slow-setup fault profile run the slow paths
 }
 
 

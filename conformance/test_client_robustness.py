@@ -30,7 +30,6 @@ The outcome table is in ``docs/robustness.md``.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 import traceback
@@ -52,6 +51,7 @@ from openreward.api._session import session as sdk_session
 from trl.experimental.openreward import OpenRewardSpec
 
 from orsbench import protocol
+from orsbench.clients.fork import ForkedEpisode, forget_parent_ping_thread
 from orsbench.config import ServerConfig
 from orsbench.scenarios import get_scenario
 from orsbench.scenarios.sparse_reward import digits
@@ -66,7 +66,6 @@ TOTAL = sum(digits(TASK))
 EPISODE_CALLS = {"reveal": REVEALS, "submit": 1}
 CLIENTS = ("sdk", "trl")
 ServerFactory = Callable[..., RunningServer]
-_FORK = multiprocessing.get_context("fork")
 
 #: Under ``-n`` (``loadgroup``, set in conftest) every test here runs on one worker, which plays the batch once.
 pytestmark = pytest.mark.xdist_group("client-robustness")
@@ -172,21 +171,10 @@ def _trl_episode(plan: Plan, out: dict[str, Any]) -> None:
         rollout._close()
 
 
-def _forget_parent_ping_thread() -> None:
-    """openreward keeps one process-wide ping thread; a fork copies its state but not the thread.
-
-    If the parent already pinged, the child's copy looks running while nothing drives it, and no
-    ping would ever leave the child. Re-initialise it so the child starts its own.
-    """
-    from openreward.api._session import ping as sdk_ping
-
-    sdk_ping.ping_thread.__init__()
-
-
 def _child(client: str, server_env: dict[str, str], plan: Plan, conn: Connection) -> None:
     started = time.monotonic()
     os.environ.update(server_env)
-    _forget_parent_ping_thread()
+    forget_parent_ping_thread()
     _scale_sdk(plan)
     out: dict[str, Any] = {"outputs": [], "reward": None, "finished": False, "error": None}
     try:
@@ -199,53 +187,30 @@ def _child(client: str, server_env: dict[str, str], plan: Plan, conn: Connection
     conn.close()
 
 
-class Running:
+class Running(ForkedEpisode):
     """A client playing in a forked child; :meth:`finish` collects it at its deadline at the latest."""
 
     def __init__(self, client: str, server: RunningServer, plan: Plan) -> None:
-        self.client, self.server, self.plan = client, server, plan
-        self.before = server.stats()
-        self._reader, writer = _FORK.Pipe(duplex=False)
-        self._child = _FORK.Process(target=_child, args=(client, server.env(), plan, writer), daemon=True)
-        self.started = time.monotonic()
-        self._child.start()
-        writer.close()
+        self.client, self.plan = client, plan
+        super().__init__(server, _child, (client, server.env(), plan), plan.deadline)
 
     def finish(self) -> Outcome:
-        result: dict[str, Any] | None = None
-        if self._reader.poll(max(0.0, self.started + self.plan.deadline - time.monotonic())):
-            try:
-                result = self._reader.recv()
-            except EOFError:
-                result = {"error": f"the client process died (exit code {self._child.exitcode})"}
-        elapsed = time.monotonic() - self.started
-        if result is None:  # still going at its deadline: stop it now
-            self._child.kill()
-        self._child.join(10)
-        if self._child.is_alive():
-            self._child.kill()
-            self._child.join(5)
-        after = self.server.stats()
-        outcome = Outcome(self.client, elapsed=elapsed, hung=result is None)
+        got = self.collect(join_s=10)
+        outcome = Outcome(self.client, elapsed=got.elapsed, hung=got.result is None)
+        result = got.result
         if result is not None:
             outcome.outputs = list(result.get("outputs", []))
             outcome.reward, outcome.finished = result.get("reward"), bool(result.get("finished"))
             outcome.error, outcome.failed_at = result.get("error"), result.get("failed_at")
-            outcome.elapsed = result.get("seconds", elapsed)
-        outcome.calls = _delta(self.before["calls"], after["calls"])
-        outcome.requests = _delta(self.before["requests"], after["requests"])
-        outcome.statuses = _delta(self.before["statuses"], after["statuses"])
-        outcome.active_sessions = after["active_sessions"] - self.before["active_sessions"]
+            outcome.elapsed = result.get("seconds", got.elapsed)
+        outcome.calls, outcome.requests, outcome.statuses = got.calls, got.requests, got.statuses
+        outcome.active_sessions = got.sessions_left_open
         return outcome
 
 
 def run_client(client: str, server: RunningServer, plan: Plan = Plan()) -> Outcome:
     """Play one episode with ``client`` in a forked child; kill it at ``plan.deadline``."""
     return Running(client, server, plan).finish()
-
-
-def _delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
 
 
 # -- the cases, played all at once ------------------------------------------------------------

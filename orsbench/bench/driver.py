@@ -148,6 +148,29 @@ class _Episode:
             await asyncio.sleep(self.plan.think_time)
 
 
+def ors_client_session(
+    base_url: str,
+    connector: aiohttp.BaseConnector,
+    timeout: aiohttp.ClientTimeout,
+    api_key: str | None = None,
+) -> aiohttp.ClientSession:
+    """An aiohttp session shaped for ORS load: the API key header, no cookies, no compression.
+
+    ORS carries its state in headers, never cookies (the Locust user drops its cookie jar too), and
+    no ORS answer is compressed: the load clients ask for neither. The driver and the hold share this.
+    """
+    headers = {protocol.API_KEY_HEADER: api_key} if api_key else None
+    return aiohttp.ClientSession(
+        base_url,
+        connector=connector,
+        timeout=timeout,
+        headers=headers,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        auto_decompress=False,
+        skip_auto_headers=("Accept-Encoding",),
+    )
+
+
 async def run_episodes(
     base_url: str,
     plan: EpisodePlan,
@@ -162,22 +185,11 @@ async def run_episodes(
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     result = DriverResult(concurrency=concurrency)
-    headers = {protocol.API_KEY_HEADER: api_key} if api_key else None
     connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
     counter = itertools.count()
     loop = asyncio.get_running_loop()
-    # ORS carries its state in headers, never cookies (the Locust user drops its cookie jar too), and
-    # no ORS answer is compressed: the driver asks for neither.
-    async with aiohttp.ClientSession(
-        base_url,
-        connector=connector,
-        timeout=timeout,
-        headers=headers,
-        cookie_jar=aiohttp.DummyCookieJar(),
-        auto_decompress=False,
-        skip_auto_headers=("Accept-Encoding",),
-    ) as http:
+    async with ors_client_session(base_url, connector, timeout, api_key) as http:
         episode = _Episode(http, plan)
         deadline = loop.time() + duration
 

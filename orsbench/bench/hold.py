@@ -42,7 +42,7 @@ import aiohttp
 import orjson
 
 from orsbench import protocol
-from orsbench.bench.driver import percentile
+from orsbench.bench.driver import ors_client_session, percentile
 from orsbench.bench.episode import EpisodeFailure, check_sid_echo, check_stream_status, session_id, tool_output
 from orsbench.bench.plan import EpisodePlan
 from orsbench.servers.app import raise_open_file_limit
@@ -138,6 +138,10 @@ def _self_rss_kib() -> int | None:
         return None
 
 
+#: What ends one open, call or close without ending the hold.
+_FAILURES = (EpisodeFailure, TimeoutError, aiohttp.ClientError)
+
+
 class _Held:
     """The shared state of one run: the HTTP session, the plan, the result, the all-open signal."""
 
@@ -159,11 +163,8 @@ class _Held:
             body = orjson.dumps({"env_name": self.plan.env, "split": self.plan.split, "index": self.plan.index(n)})
             async with self.http.post(protocol.CREATE, data=body, headers={protocol.SESSION_HEADER: sid, **_JSON}) as r:
                 check_sid_echo("create", r.status, await r.read(), sid)
-        except EpisodeFailure as exc:
-            self.result.fail(str(exc))
-            return None
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            self.result.fail(f"open: transport: {type(exc).__name__}")
+        except _FAILURES as exc:
+            self._failed("open", exc)
             return None
         self.result.opened += 1
         return sid
@@ -204,15 +205,17 @@ class _Held:
                 result.max_gap_s = max(result.max_gap_s, gap)
                 tool_output(parser.close())
             return True
-        except EpisodeFailure as exc:
-            result.fail(str(exc))
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            result.fail(f"call: transport: {type(exc).__name__}")
+        except _FAILURES as exc:
+            self._failed("call", exc)
         finally:
             if not released:
                 gate.release()
                 self._gave_up()
         return False
+
+    def _failed(self, stage: str, exc: BaseException) -> None:
+        """Count one failure: an episode failure by its own message, a transport error by its type."""
+        self.result.fail(str(exc) if isinstance(exc, EpisodeFailure) else f"{stage}: transport: {type(exc).__name__}")
 
     def _gave_up(self) -> None:
         """A stream that never delivered a byte is no longer waited for before the ``held`` probe."""
@@ -227,11 +230,8 @@ class _Held:
                 check_sid_echo("delete", r.status, await r.read(), sid)
             async with self.http.post(protocol.DELETE_SESSION, headers=headers) as r:
                 check_sid_echo("delete_session", r.status, await r.read(), sid)
-        except EpisodeFailure as exc:
-            self.result.fail(str(exc))
-            return False
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            self.result.fail(f"delete: transport: {type(exc).__name__}")
+        except _FAILURES as exc:
+            self._failed("delete", exc)
             return False
         return True
 
@@ -265,22 +265,13 @@ async def hold_sessions(
         raise ValueError("sessions must be at least 1")
     result = HoldResult(sessions, hold, timed_calls=timed_arg is not None)
     result.fd_limit = raise_open_file_limit()
-    headers = {protocol.API_KEY_HEADER: api_key} if api_key else None
     # No connection limit: every held stream needs its own connection. The read timeout is the SDK client's:
     # a stream silent for longer than that has failed, whatever the tool is doing.
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=max(60.0, hold + read_timeout))
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=read_timeout, sock_read=read_timeout)
     cpu0, t0 = time.process_time(), time.perf_counter()
     probe("baseline")
-    async with aiohttp.ClientSession(
-        base_url,
-        connector=connector,
-        timeout=timeout,
-        headers=headers,
-        cookie_jar=aiohttp.DummyCookieJar(),
-        auto_decompress=False,
-        skip_auto_headers=("Accept-Encoding",),
-    ) as http:
+    async with ors_client_session(base_url, connector, timeout, api_key) as http:
         state = _Held(http, plan, result, timed_arg)
         progress(f"opening {sessions} sessions ({ramp_concurrency} at a time) ...")
         sids = [s for s in await _bounded(list(range(sessions)), state.open, ramp_concurrency) if s is not None]

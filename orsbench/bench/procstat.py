@@ -10,6 +10,7 @@ Linux only; elsewhere the readers return ``None`` and the figure is left out.
 from __future__ import annotations
 
 import os
+import platform
 from pathlib import Path
 
 _PROC = Path("/proc")
@@ -69,3 +70,22 @@ def tree_rss_bytes(pid: int) -> int | None:
         seen = True
         total += pages * _PAGE
     return total if seen else None
+
+
+def loadavg() -> list[float] | None:
+    """The 1/5/15-minute load averages, rounded (None where the platform has none): every timing says its load."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def machine_facts(loadavg_before: list[float] | None, **extra: object) -> dict[str, object]:
+    """What a benchmark report says about the machine: cores, Python, the load before and now, and ``extra``."""
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "loadavg_before": loadavg_before,
+        "loadavg_after": loadavg(),
+        **extra,
+    }

@@ -9,8 +9,6 @@ children; without it, throughput and latency only.
 
 from __future__ import annotations
 
-import os
-import platform
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +17,8 @@ import httpx
 from orsbench import protocol
 from orsbench.bench.driver import drive
 from orsbench.bench.plan import discover
-from orsbench.bench.procstat import tree_cpu_seconds, tree_rss_bytes
-from orsbench.bench.runner import DRIVER_SATURATED, BenchReport, ServerFigures
+from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
+from orsbench.bench.runner import BenchReport, ServerFigures, record_window
 from orsbench.bench.target import Target
 
 
@@ -40,7 +38,7 @@ def run_url_bench(
     progress: Callable[[str], None] = lambda _line: None,
 ) -> BenchReport:
     """Measure ``target`` in ``rounds`` windows of ``window_seconds``; CPU and RSS when its PID is known."""
-    loadavg_before = _loadavg()
+    loadavg_before = loadavg()
     plan = discover(target.url, split=split, tool=tool, tool_input=tool_input, calls=calls, think_time=think_time)
     progress(f"episode: {plan.describe()}")
     if warmup_seconds > 0:
@@ -52,23 +50,7 @@ def run_url_bench(
         result = drive(target.url, plan, concurrency=concurrency, duration=window_seconds, max_episodes=max_episodes_per_window)
         after = tree_cpu_seconds(target.pid) if target.pid else None
         cpu = after - before if before is not None and after is not None else None
-        figures.driver = figures.driver.merge(result)
-        figures.cpu_seconds = None if cpu is None or figures.cpu_seconds is None else figures.cpu_seconds + cpu
-        per_episode = cpu / result.episodes * 1e6 if cpu is not None and result.episodes else None
-        figures.windows.append(
-            {
-                "round": round_no,
-                "episodes": result.episodes,
-                "episodes_per_s": round(result.rate, 1),
-                "server_cpu_us_per_episode": None if per_episode is None else round(per_episode, 1),
-            }
-        )
-        share = result.driver_cpu / result.elapsed if result.elapsed else 0.0
-        progress(
-            f"round {round_no}: {result.rate:.0f} episodes/s, {result.failures} failures"
-            + (f", {per_episode:.0f} µs server CPU/episode" if per_episode is not None else "")
-            + (" (driver at a core's limit)" if share >= DRIVER_SATURATED else "")
-        )
+        record_window(figures, round_no, result, cpu, f"round {round_no}", progress)
     figures.rss_bytes = tree_rss_bytes(target.pid) if target.pid else None
     try:
         response = httpx.get(target.url + protocol.STATS, timeout=10)
@@ -76,18 +58,5 @@ def run_url_bench(
         figures.active_sessions_after = value if isinstance(value, int) else None
     except (httpx.HTTPError, ValueError, AttributeError):
         figures.active_sessions_after = None
-    machine = {
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "loadavg_before": loadavg_before,
-        "loadavg_after": _loadavg(),
-        "server_pid": target.pid,
-    }
+    machine = machine_facts(loadavg_before, server_pid=target.pid)
     return BenchReport("(url)", plan.describe(), concurrency, window_seconds, rounds, {target.name: figures}, machine=machine)
-
-
-def _loadavg() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None

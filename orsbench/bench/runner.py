@@ -15,8 +15,6 @@ figure that does not depend on how many cores the driver left over.
 from __future__ import annotations
 
 import json
-import os
-import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +22,7 @@ from typing import Any
 from orsbench.bench.driver import DriverResult, drive
 from orsbench.bench.locust_run import LocustResult, run_locust
 from orsbench.bench.plan import EpisodePlan, discover
-from orsbench.bench.procstat import tree_cpu_seconds, tree_rss_bytes
+from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
 from orsbench.config import ServerConfig
 from orsbench.servers.launch import RunningServer, ServerStartError, start
 
@@ -199,6 +197,38 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+def record_window(
+    figures: ServerFigures,
+    round_no: int,
+    result: DriverResult,
+    cpu: float | None,
+    label: str,
+    progress: Callable[[str], None],
+) -> None:
+    """Add one measured window to ``figures`` and say it under ``label`` (``"round 2 mock"``).
+
+    Episodes per second, failures, the server's CPU per episode where its PID is known, and a note when
+    the driver itself was at a core's limit (then the figure measures the driver, not the server).
+    """
+    figures.driver = figures.driver.merge(result)
+    figures.cpu_seconds = None if cpu is None or figures.cpu_seconds is None else figures.cpu_seconds + cpu
+    per_episode = cpu / result.episodes * 1e6 if cpu is not None and result.episodes else None
+    figures.windows.append(
+        {
+            "round": round_no,
+            "episodes": result.episodes,
+            "episodes_per_s": round(result.rate, 1),
+            "server_cpu_us_per_episode": None if per_episode is None else round(per_episode, 1),
+        }
+    )
+    share = result.driver_cpu / result.elapsed if result.elapsed else 0.0
+    progress(
+        f"{label}: {result.rate:.0f} episodes/s, {result.failures} failures"
+        + (f", {per_episode:.0f} µs server CPU/episode" if per_episode is not None else "")
+        + (" (driver at a core's limit)" if share >= DRIVER_SATURATED else "")
+    )
+
+
 def run_bench(
     scenario: str = "echo",
     *,
@@ -219,7 +249,7 @@ def run_bench(
     progress: Callable[[str], None] = lambda _line: None,
 ) -> BenchReport:
     """Start every server in ``impls``, measure them in alternating windows, stop them; return the report."""
-    loadavg_before = _loadavg()
+    loadavg_before = loadavg()
     servers: dict[str, RunningServer] = {}
     try:
         for impl in impls:
@@ -246,28 +276,7 @@ def run_bench(
         for round_no in range(1, rounds + 1):
             for impl, srv in servers.items():
                 result, cpu = _window(srv, plan, concurrency, window_seconds, max_episodes_per_window)
-                f = figures[impl]
-                f.driver = f.driver.merge(result)
-                f.cpu_seconds = None if cpu is None or f.cpu_seconds is None else f.cpu_seconds + cpu
-                f.windows.append(
-                    {
-                        "round": round_no,
-                        "episodes": result.episodes,
-                        "episodes_per_s": round(result.rate, 1),
-                        "server_cpu_us_per_episode": round(cpu / result.episodes * 1e6, 1)
-                        if cpu is not None and result.episodes
-                        else None,
-                    }
-                )
-                progress(
-                    f"round {round_no} {impl}: {result.rate:.0f} episodes/s, {result.failures} failures"
-                    + (
-                        f", {cpu / result.episodes * 1e6:.0f} µs server CPU/episode"
-                        if cpu is not None and result.episodes
-                        else ""
-                    )
-                    + (" (driver at a core's limit)" if result.elapsed and result.driver_cpu / result.elapsed >= DRIVER_SATURATED else "")
-                )
+                record_window(figures[impl], round_no, result, cpu, f"round {round_no} {impl}", progress)
         locust_result = locust_driver = None
         if locust_seconds > 0 and "mock" in servers:
             # The driver runs right before and right after Locust, so a busy machine slows both alike.
@@ -286,12 +295,7 @@ def run_bench(
     finally:
         for srv in servers.values():
             srv.stop()
-    machine = {
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "loadavg_before": loadavg_before,
-        "loadavg_after": _loadavg(),
-    }
+    machine = machine_facts(loadavg_before)
     return BenchReport(
         scenario, plan.describe(), concurrency, window_seconds, rounds, figures, locust_result, locust_driver, machine
     )
@@ -306,9 +310,3 @@ def _window(
     cpu = after - before if before is not None and after is not None else None
     return result, cpu
 
-
-def _loadavg() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None

@@ -20,8 +20,6 @@ them, with a warning when it ran at a core's limit.
 from __future__ import annotations
 
 import json
-import os
-import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +29,7 @@ import httpx
 from orsbench import protocol
 from orsbench.bench.hold import DURATION_ARG, HoldResult, duration_arg, run_hold
 from orsbench.bench.plan import EpisodePlan, PlanError, discover
-from orsbench.bench.procstat import tree_cpu_seconds, tree_rss_bytes
+from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
 from orsbench.bench.target import Target
 from orsbench.config import ServerConfig
 from orsbench.servers.app import IMPLEMENTATIONS
@@ -272,7 +270,7 @@ def run_held_bench(
     progress: Callable[[str], None] = lambda _line: None,
 ) -> HeldReport:
     """Hold ``sessions`` on each of ``impls`` (started here, one after another) or on ``target``."""
-    loadavg_before = _loadavg()
+    loadavg_before = loadavg()
     figures: dict[str, HeldFigures] = {}
     if target is not None:
         plan, arg = hold_plan(target.url, split=split, tool=tool, tool_input=tool_input)
@@ -297,7 +295,7 @@ def run_held_bench(
                 figures[impl] = _measure_started(server, sessions, hold, ramp_concurrency, tool_input, warmup, progress)
             finally:
                 server.stop()
-    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "loadavg_before": loadavg_before, "loadavg_after": _loadavg()}
+    machine = machine_facts(loadavg_before)
     return HeldReport(sessions, hold, ping, figures, machine)
 
 
@@ -318,10 +316,3 @@ def _measure_started(
         server.impl, server.url, server.pid, sessions, hold,
         plan=plan, timed_arg=DURATION_ARG, ramp_concurrency=ramp_concurrency, warmup=warmup, progress=progress,
     )  # fmt: skip
-
-
-def _loadavg() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None

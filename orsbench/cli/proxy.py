@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from orsbench.checks.passive import PassiveGrader
     from orsbench.reports import write_json, write_junit
     from orsbench.reports.json_report import dumps
-    from orsbench.servers.app import serve_forever, write_ready_file
+    from orsbench.servers.app import announce_ready, serve_forever
     from orsbench.servers.proxy import ProxyApp, wrap_faults
     from orsbench.wire.cassette import CassetteRecorder
 
@@ -93,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"orsbench proxy: {exc}", file=sys.stderr)
         return 2
 
-    def on_ready(url: str) -> None:
-        faults = f", faults {', '.join(_fault_names(args.faults))}" if args.faults else ""
-        print(f"orsbench: proxying {url} -> {proxy.upstream}{faults}; report at {url}{REPORT_PATH}; Ctrl-C stops", flush=True)
-        if args.ready_file:
-            write_ready_file(args.ready_file)(url)
+    faults = f", faults {', '.join(_fault_names(args.faults))}" if args.faults else ""
+    on_ready = announce_ready(
+        lambda url: f"orsbench: proxying {url} -> {proxy.upstream}{faults}; report at {url}{REPORT_PATH}; Ctrl-C stops",
+        args.ready_file,
+    )
 
     serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)  # SIGINT/SIGTERM: write_outputs, then exit
     return 0

@@ -12,7 +12,7 @@ from orsbench.cli import types
 from orsbench.config import ServerConfig
 from orsbench.extras import require
 from orsbench.scenarios import REGISTRY, get_scenario
-from orsbench.servers.app import IMPLEMENTATIONS, BindError, build_app, effective_config, serve_forever, write_ready_file
+from orsbench.servers.app import IMPLEMENTATIONS, BindError, announce_ready, build_app, effective_config, serve_forever
 
 #: Read when neither --api-key nor a launcher's config gives a key: a key in the
 #: environment does not show in ``ps`` output the way a command-line flag does.
@@ -113,10 +113,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"orsbench serve: {exc}", file=sys.stderr)
         return 2
 
-    def on_ready(url: str) -> None:
-        print(f"orsbench: serving {scenario.name} ({args.impl}) at {url} — env name {scenario.name!r}; Ctrl-C stops", flush=True)
-        if args.ready_file:
-            write_ready_file(args.ready_file)(url)
+    on_ready = announce_ready(
+        lambda url: f"orsbench: serving {scenario.name} ({args.impl}) at {url} — env name {scenario.name!r}; Ctrl-C stops",
+        args.ready_file,
+    )
 
     try:
         serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)

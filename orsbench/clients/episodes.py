@@ -16,6 +16,7 @@ from typing import Any
 
 from orsbench.clients.schema_view import required_example
 from orsbench.scenarios import REGISTRY, get_scenario
+from orsbench.scenarios.slow import Slow
 
 JSON = dict[str, Any]
 
@@ -31,8 +32,7 @@ LEFT_OUT: dict[str, str] = {
 
 #: Scenario parameters every client episode is served with, and why.
 SERVE_PARAMS: dict[str, JSON] = {
-    # slow's defaults make reset() ride out a 2 s '503 starting'; the fault profile slow-setup covers that.
-    "slow": {"setup": 0.0, "long_call": 0.05, "latency": 0.0},
+    "slow": dict(Slow.QUICK_PARAMS),  # the fault profile slow-setup covers the slow reset
 }
 
 #: The ``long_text`` length the schema-zoo script asks for: longer than one SSE chunk.

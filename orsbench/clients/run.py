@@ -17,7 +17,6 @@ The verdict is one of:
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 import traceback
@@ -27,10 +26,10 @@ from typing import Any
 
 from orsbench.clients.drivers import CLIENTS, point_at
 from orsbench.clients.episodes import Script
+from orsbench.clients.fork import ForkedEpisode, forget_parent_ping_thread
 from orsbench.servers.launch import RunningServer
 
 VERDICTS = ("survives", "fails clearly", "fails silently", "hangs")
-_FORK = multiprocessing.get_context("fork")
 
 
 @dataclass
@@ -71,7 +70,7 @@ class Outcome:
 def _child(client: str, url: str, env: str, script: Script, conn: Connection) -> None:
     started = time.monotonic()
     os.environ.update(point_at(url))
-    _forget_parent_ping_thread()
+    forget_parent_ping_thread()
     out: dict[str, Any] = {"outputs": [], "reward": None, "finished": False, "failed_at": None}
     try:
         CLIENTS[client].play(url, env, script, out)
@@ -87,60 +86,26 @@ def _child(client: str, url: str, env: str, script: Script, conn: Connection) ->
     os._exit(0)  # skip atexit: the SDK's loop threads would otherwise delay the exit
 
 
-def _forget_parent_ping_thread() -> None:
-    """openreward's process-wide ping thread looks alive in a fork although nothing drives it."""
-    try:
-        from openreward.api._session import ping
-    except ImportError:
-        return
-    ping.ping_thread.__init__()
-
-
-def _delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
-
-
-class Running:
+class Running(ForkedEpisode):
     """One episode under way in a forked child; :meth:`finish` collects it (at its deadline at the latest)."""
 
     def __init__(self, client: str, server: RunningServer, script: Script, deadline: float = 30.0) -> None:
-        self.client, self.server, self.script = client, server, script
-        self.deadline = deadline + CLIENTS[client].startup_s
-        self.before = server.stats()
-        self.reader, writer = _FORK.Pipe(duplex=False)
-        self._child = _FORK.Process(target=_child, args=(client, server.url, server.env_name, script, writer), daemon=True)
-        self.started = time.monotonic()
-        self._child.start()
-        writer.close()
+        self.client, self.script = client, script
+        args = (client, server.url, server.env_name, script)
+        super().__init__(server, _child, args, deadline + CLIENTS[client].startup_s)
 
     def finish(self, settle: float = 0.0) -> Outcome:
-        result: dict[str, Any] | None = None
-        if self.reader.poll(max(0.0, self.started + self.deadline - time.monotonic())):
-            try:
-                result = self.reader.recv()
-            except EOFError:
-                result = {"error": f"the client process died (exit code {self._child.exitcode})"}
-        elapsed = time.monotonic() - self.started
-        if result is None:
-            self._child.kill()
-        self._child.join(5)
-        if self._child.is_alive():
-            self._child.kill()
-            self._child.join(5)
-        if settle:
-            time.sleep(settle)  # a client that closes its session on a background thread gets that long
-        after = self.server.stats()
-        outcome = Outcome(self.client, elapsed=elapsed, hung=result is None)
+        got = self.collect(join_s=5.0, settle=settle)
+        outcome = Outcome(self.client, elapsed=got.elapsed, hung=got.result is None)
+        result = got.result
         if result is not None:
             outcome.outputs = [str(o) for o in result.get("outputs", [])]
             outcome.reward, outcome.finished = result.get("reward"), bool(result.get("finished"))
             outcome.error, outcome.failed_at = result.get("error"), result.get("failed_at")
-            outcome.elapsed = result.get("seconds", elapsed)
+            outcome.elapsed = result.get("seconds", got.elapsed)
             outcome.tools_seen = result.get("tools_seen", [])
-        outcome.calls = _delta(self.before["calls"], after["calls"])
-        outcome.requests = _delta(self.before.get("requests", {}), after.get("requests", {}))
-        outcome.statuses = _delta(self.before.get("statuses", {}), after.get("statuses", {}))
-        outcome.sessions_left_open = after["active_sessions"] - self.before["active_sessions"]
+        outcome.calls, outcome.requests, outcome.statuses = got.calls, got.requests, got.statuses
+        outcome.sessions_left_open = got.sessions_left_open
         judge(outcome, self.script)
         return outcome
 

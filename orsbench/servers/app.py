@@ -162,3 +162,15 @@ def write_ready_file(path: str | os.PathLike[str]) -> Callable[[str], None]:
         tmp.replace(path)
 
     return on_ready
+
+
+def announce_ready(banner: Callable[[str], str], ready_file: str | os.PathLike[str] | None) -> Callable[[str], None]:
+    """An ``on_ready`` for a server command: print ``banner(url)`` for the person, then write the ready file
+    (when given) for the launcher. Every ``orsbench`` server command (serve, proxy, a user's app) says it so."""
+
+    def on_ready(url: str) -> None:
+        print(banner(url), flush=True)
+        if ready_file:
+            write_ready_file(ready_file)(url)
+
+    return on_ready

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypedDict, Unpack
 
 import httpx
 
@@ -285,37 +285,35 @@ def proxy_command(
     return cmd
 
 
+class ProxyOptions(TypedDict, total=False):
+    """What ``start_proxy`` passes through to :func:`proxy_command` (its keyword arguments, same defaults)."""
+
+    faults: tuple[str, ...]
+    seed: int
+    ping_interval: float
+    record: str | os.PathLike[str] | None
+    json_report: str | os.PathLike[str] | None
+    junit_report: str | os.PathLike[str] | None
+
+
 def start_proxy(
     upstream: str,
     *,
-    faults: tuple[str, ...] = (),
-    seed: int = 0,
-    ping_interval: float = protocol.PING_INTERVAL_S,
-    record: str | os.PathLike[str] | None = None,
-    json_report: str | os.PathLike[str] | None = None,
-    junit_report: str | os.PathLike[str] | None = None,
     host: str = "127.0.0.1",
     timeout: float = 60.0,
+    **options: Unpack[ProxyOptions],
 ) -> RunningServer:
     """Start ``orsbench proxy UPSTREAM`` and wait until ``/health`` answers through it.
 
-    Stopping it (SIGTERM) is what writes ``--record``, ``--json`` and ``--junit``.
+    ``options`` are :func:`proxy_command`'s (faults, seed, ping interval, reports). Stopping the proxy
+    (SIGTERM) is what writes ``--record``, ``--json`` and ``--junit``.
     """
 
     def argv(ready_file: str) -> list[str]:
-        return proxy_command(
-            upstream,
-            faults=faults,
-            seed=seed,
-            ping_interval=ping_interval,
-            record=record,
-            json_report=json_report,
-            junit_report=junit_report,
-            host=host,
-            ready_file=ready_file,
-        )
+        return proxy_command(upstream, host=host, ready_file=ready_file, **options)
 
-    return _launch(argv, f"orsbench proxy {upstream}", upstream, "proxy", ServerConfig(faults=faults, seed=seed), timeout)
+    config = ServerConfig(faults=options.get("faults", ()), seed=options.get("seed", 0))
+    return _launch(argv, f"orsbench proxy {upstream}", upstream, "proxy", config, timeout)
 
 
 def _launch(
@@ -365,30 +363,37 @@ def _first_env(server: RunningServer) -> str:
         return server.scenario
 
 
+def _healthy(url: str) -> bool:
+    """Whether ``GET /health`` answers 200 now; a refused or timed-out connection is "not yet", not an error."""
+    try:
+        return httpx.get(url + protocol.HEALTH, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def _wait_healthy(server: RunningServer, deadline: float) -> None:
     while True:
-        try:
-            if httpx.get(server.url + protocol.HEALTH, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
+        if _healthy(server.url):
+            return
         if not server.alive() or time.monotonic() > deadline:
             server.stop()
             raise ServerStartError(f"{server.url} never answered /health:\n{server.log()[-4000:]}")
         time.sleep(0.02)
 
 
+class ServeOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`start` that :func:`serve` passes through."""
+
+    impl: str
+    config: ServerConfig | None
+    params: dict[str, Any] | None
+    host: str
+
+
 @contextlib.contextmanager
-def serve(
-    scenario: str,
-    *,
-    impl: str = "mock",
-    config: ServerConfig | None = None,
-    params: dict[str, Any] | None = None,
-    host: str = "127.0.0.1",
-) -> Iterator[RunningServer]:
-    """``with serve("echo") as srv: ...`` — a server for the duration of the block."""
-    server = start(scenario, impl=impl, config=config, params=params, host=host)
+def serve(scenario: str, **options: Unpack[ServeOptions]) -> Iterator[RunningServer]:
+    """``with serve("echo") as srv: ...`` — a server for the duration of the block (``options``: :func:`start`'s)."""
+    server = start(scenario, **options)
     try:
         yield server
     finally:
@@ -448,11 +453,8 @@ def start_command(
     _RUNNING[process.pid] = server
     deadline = time.monotonic() + wait
     while True:
-        try:
-            if httpx.get(server.url + protocol.HEALTH, timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
+        if _healthy(server.url):
+            break
         code = process.poll()
         if code is not None or time.monotonic() > deadline:
             server.stop()

@@ -13,7 +13,7 @@ three-way differential test keeps that list exact.
 How a scenario becomes an ors-sdk environment
 ---------------------------------------------
 Exactly as in the SDK twin (the shared part is
-:func:`orsbench.servers.twin_support.environment_namespace`): one generated
+:func:`orsbench.servers.twin_support.generated_environment`): one generated
 ``ors.Environment`` subclass named ``scenario.name``; splits, tasks, prompt,
 setup, teardown and every tool from the scenario; task-scoped tools shadowed
 with ``None`` for tasks that do not expose them. Two things differ:
@@ -80,11 +80,9 @@ from orsbench.servers.twin_support import (
     SdkTypes,
     ToolNameError,
     TwinStats,
-    environment_namespace,
+    build_twin_app,
+    generated_environment,
     patch_timings,
-    refuse_unsupported,
-    stats_for,
-    twin_app,
 )
 
 import ors  # noqa: E402  (ors-sdk; no network at import, and Server.run() is never called)
@@ -126,9 +124,7 @@ def environment_class(scenario: Scenario, config: ServerConfig | None = None, st
     """A generated ``ors.Environment`` subclass named ``scenario.name`` serving ``scenario``."""
     config = config or ServerConfig()
     stats = stats if stats is not None else TwinStats(impl=IMPL)
-    namespace = environment_namespace(scenario, config, stats, SDK)
-    namespace["__module__"] = __name__
-    return type(ors.Environment)(scenario.name, (ors.Environment,), namespace)
+    return generated_environment(scenario, config, stats, SDK, __name__)
 
 
 def apply_config(server: ors.Server, config: ServerConfig) -> None:
@@ -139,8 +135,12 @@ def apply_config(server: ors.Server, config: ServerConfig) -> None:
 
 def build_app(scenarios: list[Scenario], config: ServerConfig) -> ASGIApp:
     """ors-sdk's FastAPI app serving these scenarios, plus orsbench's read-only ``GET /_orsbench/stats``."""
-    refuse_unsupported(config, "ors-sdk twin")
-    stats = stats_for(IMPL, config)
-    server = ors.Server([environment_class(s, config, stats) for s in scenarios])
-    apply_config(server, config)
-    return twin_app(server, stats)
+    return build_twin_app(
+        scenarios,
+        config,
+        impl=IMPL,
+        twin="ors-sdk twin",
+        server_class=ors.Server,
+        environment_class=environment_class,
+        apply_config=apply_config,
+    )

@@ -79,7 +79,7 @@ Stats
 :class:`~orsbench.servers.twin_support.StatsMiddleware`, shared with the
 ors-sdk twin (:mod:`orsbench.servers.ors_sdk_twin`), which also holds the
 scenario → ``Environment`` plumbing both twins use
-(:func:`~orsbench.servers.twin_support.environment_namespace`).
+(:func:`~orsbench.servers.twin_support.generated_environment`).
 """
 
 from __future__ import annotations
@@ -97,12 +97,10 @@ from orsbench.servers.twin_support import (
     SdkTypes,
     ToolNameError,
     TwinStats,
-    environment_namespace,
+    build_twin_app,
+    generated_environment,
     patch_timings,
-    refuse_unsupported,
     resolve,
-    stats_for,
-    twin_app,
 )
 
 # The twin never calls Server.run(), which is where the SDK's PyPI update check
@@ -160,8 +158,7 @@ def environment_class(
     """A generated ``Environment`` subclass named ``scenario.name`` serving ``scenario``."""
     config = config or ServerConfig()
     stats = stats if stats is not None else TwinStats()
-    namespace = environment_namespace(scenario, config, stats, SDK)
-    namespace["__module__"] = __name__
+    extra: dict[str, object] = {}
     if type(scenario).score_group is not Scenario.score_group:
 
         async def score_group(self: Environment, candidates: Sequence[GroupCandidate]) -> list[float]:
@@ -171,8 +168,8 @@ def environment_class(
                 raise NotImplementedError(f"scenario {scenario.name!r} returned None from score_group")
             return list(scores)
 
-        namespace["score_group"] = score_group
-    return type(Environment)(scenario.name, (Environment,), namespace)
+        extra["score_group"] = score_group
+    return generated_environment(scenario, config, stats, SDK, __name__, extra)
 
 
 # -- config patches ----------------------------------------------------------------
@@ -185,8 +182,12 @@ def apply_config(server: Server, config: ServerConfig) -> None:
 
 def build_app(scenarios: list[Scenario], config: ServerConfig) -> ASGIApp:
     """An ASGI app: the openreward Server's FastAPI app serving these scenarios, plus orsbench's read-only GET /_orsbench/stats route."""
-    refuse_unsupported(config, "SDK twin")
-    stats = stats_for("sdk", config)
-    server = Server([environment_class(s, config, stats) for s in scenarios])
-    apply_config(server, config)
-    return twin_app(server, stats)
+    return build_twin_app(
+        scenarios,
+        config,
+        impl="sdk",
+        twin="SDK twin",
+        server_class=Server,
+        environment_class=environment_class,
+        apply_config=apply_config,
+    )

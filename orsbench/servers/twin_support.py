@@ -386,6 +386,23 @@ def environment_namespace(scenario: Scenario, config: ServerConfig, stats: TwinS
     return namespace
 
 
+def generated_environment(
+    scenario: Scenario,
+    config: ServerConfig,
+    stats: TwinStats,
+    sdk: SdkTypes,
+    module: str,
+    extra: dict[str, Any] | None = None,
+) -> type:
+    """A subclass of ``sdk.environment`` named ``scenario.name``, built in ``module``, serving ``scenario``.
+
+    ``extra``: members one SDK has and the other does not (the openreward SDK's ``score_group``).
+    """
+    namespace = environment_namespace(scenario, config, stats, sdk) | (extra or {})
+    namespace["__module__"] = module
+    return type(sdk.environment)(scenario.name, (sdk.environment,), namespace)
+
+
 def twin_app(server: Any, stats: TwinStats) -> StatsMiddleware:
     """The SDK server's FastAPI app behind :class:`StatsMiddleware`; sessions counted from its own table."""
     envs = getattr(server, "_active_envs", None)
@@ -401,6 +418,25 @@ def twin_app(server: Any, stats: TwinStats) -> StatsMiddleware:
 def stats_for(impl: str, config: ServerConfig) -> TwinStats:
     """Fresh counters reporting ``impl`` and the served config with the API key masked."""
     return TwinStats(impl=impl, config=json.loads(config.to_json()) | {"api_key": None})
+
+
+def build_twin_app(
+    scenarios: list[Scenario],
+    config: ServerConfig,
+    *,
+    impl: str,
+    twin: str,
+    server_class: Callable[[list[Any]], Any],
+    environment_class: Callable[[Scenario, ServerConfig, TwinStats], type],
+    apply_config: Callable[[Any, ServerConfig], None],
+) -> StatsMiddleware:
+    """How either twin builds its app: refuse what it cannot serve, generate one environment class per
+    scenario, hand them to the SDK's own ``Server``, patch its timings, and count behind the stats route."""
+    refuse_unsupported(config, twin)
+    stats = stats_for(impl, config)
+    server = server_class([environment_class(s, config, stats) for s in scenarios])
+    apply_config(server, config)
+    return twin_app(server, stats)
 
 
 # -- config patches both twins apply -------------------------------------------------

@@ -154,7 +154,7 @@ def build_app(target: AppTarget | str, config: ServerConfig) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from orsbench.servers.app import serve_forever, write_ready_file
+    from orsbench.servers.app import announce_ready, serve_forever
 
     parser = argparse.ArgumentParser(prog="python -m orsbench.servers.user_app", description=__doc__)
     parser.add_argument("target", help="FILE.py:Class[,Class2] or module:Class[,Class2]")
@@ -171,10 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"orsbench: cannot serve {args.target}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
 
-    def on_ready(url: str) -> None:
-        print(f"orsbench: serving {args.target} (openreward Server) at {url}", flush=True)
-        if args.ready_file:
-            write_ready_file(args.ready_file)(url)
+    on_ready = announce_ready(lambda url: f"orsbench: serving {args.target} (openreward Server) at {url}", args.ready_file)
 
     serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)
     return 0

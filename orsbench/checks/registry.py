@@ -48,6 +48,8 @@ class Check:
 
 
 CHECKS: dict[str, Check] = {}
+#: Where each check was defined: (its module, the order it was registered in) — the catalogue-order key.
+_ORIGIN: dict[str, tuple[str, int]] = {}
 
 #: The modules that register checks, in catalogue order (see :mod:`orsbench.registry`).
 MODULES = (
@@ -80,14 +82,28 @@ def check(
         if id in CHECKS:
             raise ValueError(f"check {id!r} registered twice")
         CHECKS[id] = Check(id, title, probe, spec, remediation, tuple(requires), fn)
+        _ORIGIN[id] = (fn.__module__, len(_ORIGIN))
         return fn
 
     return decorate
 
 
 def load_checks() -> dict[str, Check]:
-    """Import every check module (idempotent) and return the registry, in registration order."""
+    """Import every check module (idempotent) and return the registry in catalogue order.
+
+    Catalogue order is :data:`MODULES` order, then definition order within a module — not import order,
+    which depends on what a process happened to import first (a test, the zygote, the proxy), so that
+    ``orsbench check``, the passive grader and every report list the checks the same way.
+    """
     load_modules(MODULES)
+    rank = {module: index for index, module in enumerate(MODULES)}
+    last = (len(rank), len(_ORIGIN))
+    origin = {check_id: (rank.get(module, len(rank)), seq) for check_id, (module, seq) in _ORIGIN.items()}
+    order = sorted(CHECKS, key=lambda check_id: origin.get(check_id, last))
+    if list(CHECKS) != order:
+        ordered = {check_id: CHECKS[check_id] for check_id in order}
+        CHECKS.clear()
+        CHECKS.update(ordered)
     return CHECKS
 
 

@@ -96,6 +96,19 @@ def test_bench_rejects_zero_concurrency():
 
 
 # -- --param and --fault: one parser, exit 2 everywhere --------------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (("proxy", "http://127.0.0.1:9", "--port", "99999"), "not a TCP port"),
+        (("proxy", "http://127.0.0.1:9", "--fault", "nosuch"), "unknown fault 'nosuch'"),
+        (("record", "http://127.0.0.1:9", "--out", "x.json", "--timeout", "-5"), "must be greater than 0"),
+    ],
+)
+def test_the_later_commands_parse_numbers_and_names_with_the_same_types(argv, fragment):
+    """proxy and record use the shared argparse types (a bad port or timeout was a traceback): exit 2."""
+    assert_usage_error(orsbench(*argv), fragment)
+
+
 @pytest.mark.parametrize("command", [("check", "--serve", "echo"), ("serve", "echo"), ("bench",)])
 def test_param_without_equals_is_a_usage_error_in_every_command(command):
     assert_usage_error(orsbench(*command, "--param", "train_size"), "--param", "KEY=VALUE")

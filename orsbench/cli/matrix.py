@@ -8,9 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-
-def _names(text: str) -> list[str]:
-    return [n.strip() for n in text.split(",") if n.strip()]
+from orsbench.cli import types
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,9 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Servers bind 127.0.0.1; every episode runs in a child killed at its deadline.",
         epilog="example: orsbench matrix --clients trl,inspect --servers mock --profiles none,flaky-5xx --markdown m.md",
     )
-    parser.add_argument("--clients", type=_names, default=None, metavar="A,B", help="clients to run (default: all)")
-    parser.add_argument("--servers", type=_names, default=None, metavar="A,B", help="server implementations (default: all)")
-    parser.add_argument("--profiles", type=_names, default=None, metavar="A,B", help="fault profiles on the mock; 'no' for none (default: all)")
+    parser.add_argument("--clients", type=types.names, default=None, metavar="A,B", help="clients to run (default: all)")
+    parser.add_argument("--servers", type=types.names, default=None, metavar="A,B", help="server implementations (default: all)")
+    parser.add_argument("--profiles", type=types.names, default=None, metavar="A,B", help="fault profiles on the mock; 'no' for none (default: all)")
     parser.add_argument("--budget", type=float, default=900.0, metavar="S", help="stop starting cells after this many seconds (default 900)")
     parser.add_argument("--parallel", type=int, default=3, metavar="N", help="servers playing at once (default 3)")
     parser.add_argument("--markdown", type=Path, default=None, metavar="F", help="write the per-client report here")
@@ -46,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             print(f"orsbench matrix: error: {flag}: unknown {', '.join(unknown)}; choose from {', '.join(known[flag])}", file=sys.stderr)
             return 2
-    if args.parallel < 1 or args.budget <= 0:
+    if args.parallel < 1 or args.budget <= 0:  # checked here, not by argparse: main() returns 2 instead of exiting
         print("orsbench matrix: error: --parallel must be >= 1 and --budget > 0", file=sys.stderr)
         return 2
     clients = args.clients or list(CLIENTS)

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from orsbench.cli import types
+
 EPILOG = """\
 examples:
   orsbench proxy http://127.0.0.1:8000 --port 9000 --json proxy-report.json
@@ -36,19 +38,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("upstream", metavar="UPSTREAM", help="the ORS server to forward to, e.g. http://127.0.0.1:8000")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; anything else is reachable from outside)")
-    parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default 0)")
-    parser.add_argument("--fault", dest="faults", action="append", default=None, metavar="NAME[,NAME]", help="inject HTTP-level fault profiles into the upstream's traffic: flaky-5xx, latency-jitter, rate-limit, stream-drop, stream-no-end, stream-stall (docs/robustness.md)")
+    parser.add_argument("--port", type=types.port, default=0, help="port to bind; 0 picks a free one (default 0)")
+    parser.add_argument("--fault", dest="faults", type=types.fault_names, action="extend", default=[], metavar="NAME[,NAME]", help="inject HTTP-level fault profiles into the upstream's traffic: flaky-5xx, latency-jitter, rate-limit, stream-drop, stream-no-end, stream-stall (docs/robustness.md)")
     parser.add_argument("--seed", type=int, default=0, help="seed for fault profiles, as on the mock engine (default 0)")
-    parser.add_argument("--ping-interval", type=float, default=10.0, help="the upstream's keep-alive cadence in seconds; stream-stall stays silent for 4 of them (default 10, the reference's)")
+    parser.add_argument("--ping-interval", type=types.positive(float), default=10.0, help="the upstream's keep-alive cadence in seconds; stream-stall stays silent for 4 of them (default 10, the reference's)")
     parser.add_argument("--record", metavar="FILE", help="write the traffic as a cassette on exit (docs/cassettes.md)")
     parser.add_argument("--json", metavar="FILE", help="write the grading report (JSON, as `orsbench check --json`) on exit")
     parser.add_argument("--junit", metavar="FILE", help="write the grading report as JUnit XML on exit")
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
-
-
-def _fault_names(values: list[str] | None) -> tuple[str, ...]:
-    return tuple(n.strip() for item in values or () for n in item.split(",") if n.strip())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,12 +86,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         proxy = ProxyApp(args.upstream, observers=observers, routes={REPORT_PATH: live_report}, on_shutdown=[write_outputs])
-        app = wrap_faults(proxy, _fault_names(args.faults), args.seed, ping_interval=args.ping_interval)
+        app = wrap_faults(proxy, tuple(args.faults), args.seed, ping_interval=args.ping_interval)
     except ValueError as exc:
         print(f"orsbench proxy: {exc}", file=sys.stderr)
         return 2
 
-    faults = f", faults {', '.join(_fault_names(args.faults))}" if args.faults else ""
+    faults = f", faults {', '.join(args.faults)}" if args.faults else ""
     on_ready = announce_ready(
         lambda url: f"orsbench: proxying {url} -> {proxy.upstream}{faults}; report at {url}{REPORT_PATH}; Ctrl-C stops",
         args.ready_file,

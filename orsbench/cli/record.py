@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orsbench.cli import types
+
 EPILOG = """\
 examples:
   orsbench record http://127.0.0.1:8000 --out env.cassette.json
@@ -30,10 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("url", metavar="URL", help="the ORS server to record")
     parser.add_argument("--out", required=True, metavar="FILE", help="the cassette file to write")
     parser.add_argument("--tasks", metavar="[SPLIT:]I[-J][,K]", help="tasks to play episodes on (default: the first --episodes tasks of the checked split)")
-    parser.add_argument("--episodes", type=int, default=1, metavar="N", help="episodes to play beyond the probes' own, cycling over --tasks (default 1)")
+    parser.add_argument("--episodes", type=types.positive(int), default=1, metavar="N", help="episodes to play beyond the probes' own, cycling over --tasks (default 1)")
     parser.add_argument("--env", help="environment to record (default: the server's first)")
     parser.add_argument("--split", help="split to probe (default: the first train split)")
-    parser.add_argument("--timeout", type=float, default=30.0, help="the longest one request may take, in seconds (default 30)")
+    parser.add_argument("--timeout", type=types.positive(float), default=30.0, help="the longest one request may take, in seconds (default 30)")
     parser.add_argument("--api-key", default=None, help="API key to send (default: $ORSBENCH_API_KEY); never recorded")
     parser.set_defaults(func=run)
 

@@ -23,7 +23,7 @@ from functools import cache, cached_property
 from typing import Any, Self
 
 from orsbench.protocol import JSON
-from orsbench.scenarios import REGISTRY, get_scenario
+from orsbench.scenarios import get_scenario, playable_scenarios
 from orsbench.scenarios.slow import Slow
 from orsbench.servers.launch import RunningServer
 from orsbench.wire import WireClient
@@ -36,7 +36,6 @@ SPLIT = "train"
 DEDICATED: dict[str, str] = {
     "broken-session": "its sessions fail on purpose; test_sessions.py covers it (P13)",
     "schema-conflict": "the SDK twin cannot serve per-task schema variants; test_tool_binding.py covers it on the mock (P1)",
-    "cassette": "replays a recorded file (no file, no environment); tests/test_cassette.py covers it",
 }
 
 #: Scenario parameters the suite serves with, and why (keyed by scenario).
@@ -46,7 +45,7 @@ SUITE_PARAMS: dict[str, JSON] = {
 
 
 def generic_scenarios() -> list[str]:
-    return [name for name in REGISTRY if name not in DEDICATED]
+    return [name for name in playable_scenarios() if name not in DEDICATED]
 
 
 def slug(text: str) -> str:

@@ -20,7 +20,7 @@ pytest.importorskip("ors")
 
 from orsbench.checks import Baseline, Options, Status, load_checks, run_checks  # noqa: E402
 from orsbench.config import ServerConfig  # noqa: E402
-from orsbench.scenarios import REGISTRY, get_scenario  # noqa: E402
+from orsbench.scenarios import get_scenario, playable_scenarios  # noqa: E402
 from orsbench.servers.app import effective_config  # noqa: E402
 
 BASELINE = Path(__file__).parent.parent / "fixtures" / "expected-failures" / "ors-sdk.yaml"
@@ -55,8 +55,7 @@ def _explain(report) -> str:
     return "\n".join(lines)
 
 
-#: cassette replays a recorded file on the mock engine: there is no ors-sdk version of a replay.
-@pytest.mark.parametrize("scenario", [name for name in REGISTRY if name != "cassette"])
+@pytest.mark.parametrize("scenario", playable_scenarios())
 def test_ors_sdk_fails_exactly_the_baseline(ors_server_factory, scenario: str) -> None:
     report = _check(ors_server_factory, scenario, "ors-sdk", _baseline())
     stale = [r.id for r in report.results if r.baseline == "stale"]

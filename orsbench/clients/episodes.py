@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench.clients.schema_view import required_example
-from orsbench.scenarios import REGISTRY, get_scenario
+from orsbench.scenarios import get_scenario, playable_scenarios
 from orsbench.scenarios.slow import Slow
 
 JSON = dict[str, Any]
@@ -27,7 +27,6 @@ INDEX = 0
 LEFT_OUT: dict[str, str] = {
     "broken-session": "its sessions fail on purpose (constructor 500, a missing secret); the conformance suite's session tests cover it",
     "schema-conflict": "per-task schema variants of one tool; the conformance suite's binding tests cover it on the mock",
-    "cassette": "replays a recorded file (no file, no environment); tests/test_cassette.py plays clients on replays",
 }
 
 #: Scenario parameters every client episode is served with, and why.
@@ -67,7 +66,7 @@ class Script:
 
 def scenarios() -> list[str]:
     """Every registered scenario a client episode is played on."""
-    return [name for name in REGISTRY if name not in LEFT_OUT]
+    return [name for name in playable_scenarios() if name not in LEFT_OUT]
 
 
 def _task(name: str) -> JSON:

@@ -48,6 +48,11 @@ def list_scenarios() -> list[type[Scenario]]:
     return list(REGISTRY.values())
 
 
+def playable_scenarios() -> list[str]:
+    """The scenarios that serve an environment with their defaults (every one but a replay of a user's file)."""
+    return [name for name, cls in REGISTRY.items() if cls.standalone]
+
+
 __all__ = [
     "Episode",
     "REGISTRY",
@@ -59,6 +64,7 @@ __all__ = [
     "image",
     "list_scenarios",
     "load_scenarios",
+    "playable_scenarios",
     "register",
     "text",
     "tool",

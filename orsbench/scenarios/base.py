@@ -181,6 +181,9 @@ class Scenario:
     task_model: ClassVar[type[BaseModel] | None] = None
     #: ServerConfig fields this scenario changes by default (e.g. a short ping interval).
     config_defaults: ClassVar[Mapping[str, Any]] = {}
+    #: False for a scenario that serves nothing without a file of the user's (the cassette replay): it is
+    #: left out wherever "every scenario" is played with its defaults (see :func:`playable_scenarios`).
+    standalone: ClassVar[bool] = True
     _tool_markers: ClassVar[dict[str, _ToolMarker]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -59,6 +59,7 @@ class Cassette(Scenario):
     """Serve a cassette: the recorded environment, offline."""
 
     name: ClassVar[str] = "cassette"
+    standalone: ClassVar[bool] = False  # nothing to serve without --param path=FILE
     summary = "replay a cassette recorded by `orsbench record` or `orsbench proxy --record` (serve --cassette FILE)"
     params_help = {
         "path": ("", "the cassette file (required)"),

@@ -312,7 +312,7 @@ def test_pick_is_served_by_the_mock_and_the_sdk_twin_and_passes_every_required_c
     from orsbench.checks import Options, Severity, Status, run_checks
     from orsbench.config import ServerConfig
     from orsbench.scenarios import get_scenario
-    from orsbench.servers.app import effective_config
+    from orsbench.config import effective_config
 
     server = ors_server_factory("pick", impl=impl)
     config = effective_config(get_scenario("pick"), ServerConfig(), set())

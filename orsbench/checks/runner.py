@@ -19,7 +19,6 @@ from typing import Any
 from orsbench.checks.baseline import Baseline
 from orsbench.checks.evidence import Evidence, Options
 from orsbench.checks.model import CheckResult, Outcome, Severity, Status, evidence_summaries
-from orsbench.checks.policy import severity
 from orsbench.checks.probes import Collector
 from orsbench.checks.registry import PROBES, SPEC_DOCUMENT, Check, closure, load_checks, select
 from orsbench.wire.client import WireClient
@@ -116,7 +115,7 @@ class Report:
         }
 
     def to_json(self) -> dict[str, Any]:
-        from orsbench import __version__
+        from orsbench.version import __version__
 
         return {
             "target": self.target,
@@ -188,7 +187,7 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
         id=check.id,
         title=check.title,
         status=outcome.status,
-        severity=severity(check.id),
+        severity=check.severity,
         message=outcome.message,
         measured=outcome.measured,
         evidence=evidence_summaries(outcome.evidence),

@@ -39,7 +39,7 @@ from typing import Any
 
 from orsbench import protocol
 from orsbench.protocol import JSON
-from training_smoke.grpo_tools import grpo_tools
+from orsbench.clients.grpo_tools import grpo_tools
 from training_smoke import learning
 from training_smoke.learning import LearningCriteria
 from training_smoke.sabotage import sabotaged

@@ -44,6 +44,7 @@ import pytest
 from orsbench.config import ServerConfig
 from orsbench.servers import launch, targets
 from orsbench.servers.launch import RunningServer, start
+from orsbench.servers.user_app import AppTarget, AppTargetError
 
 ServerFactory = Callable[..., RunningServer]
 _CONFIG_FIELDS = {f.name for f in dataclasses.fields(ServerConfig)}
@@ -109,17 +110,17 @@ def server_key(scenario: str, impl: str, config: ServerConfig) -> str:
     return f"{scenario}|{impl}|{config.to_json()}"
 
 
-def _user_target(app: Any, cmd: Any) -> targets.Target | None:
+def _user_target(app: Any, cmd: Any) -> targets.CheckTarget | None:
     """The target of ``app=`` (a class, ``FILE.py:Class``, ``module:Class``) or ``cmd=``, if one is given."""
     if app is not None and cmd is not None:
         raise TypeError("give app= or cmd=, not both")
     if app is not None:
-        target = targets.resolve(app if isinstance(app, type) else "app:" + str(app).removeprefix("app:"))
-        if target.kind != "app":
-            raise TypeError(f"app={app!r} is not an Environment class, FILE.py:Class or module:Class")
-        return target
+        try:
+            return targets.resolve(app if isinstance(app, type) else AppTarget.parse(str(app)))
+        except AppTargetError:
+            raise TypeError(f"app={app!r} is not an Environment class, FILE.py:Class or module:Class") from None
     if cmd is not None:
-        return targets.Target("command", cmd if isinstance(cmd, str) else tuple(str(a) for a in cmd))
+        return targets.CheckTarget("command", cmd if isinstance(cmd, str) else tuple(str(a) for a in cmd))
     return None
 
 

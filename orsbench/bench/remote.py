@@ -19,11 +19,11 @@ from orsbench.bench.driver import drive
 from orsbench.bench.plan import discover
 from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
 from orsbench.bench.runner import BenchReport, ServerFigures, record_window
-from orsbench.bench.target import Target
+from orsbench.bench.target import LoadTarget
 
 
 def run_url_bench(
-    target: Target,
+    target: LoadTarget,
     *,
     concurrency: int = 32,
     window_seconds: float = 5.0,

@@ -30,7 +30,7 @@ from orsbench import protocol
 from orsbench.bench.hold import DURATION_ARG, HoldResult, duration_arg, run_hold
 from orsbench.bench.plan import EpisodePlan, PlanError, discover
 from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
-from orsbench.bench.target import Target
+from orsbench.bench.target import LoadTarget
 from orsbench.config import ServerConfig
 from orsbench.servers.implementations import holding_sessions
 from orsbench.servers.launch import RunningServer, ServerStartError, start
@@ -258,7 +258,7 @@ def run_held_bench(
     *,
     hold: float = 10.0,
     impls: tuple[str, ...] | None = None,
-    target: Target | None = None,
+    target: LoadTarget | None = None,
     ping_interval: float = 5.0,
     ramp_concurrency: int = 128,
     tool: str | None = None,

@@ -20,7 +20,7 @@ from typing import Any
 
 from orsbench import protocol
 from orsbench.protocol import JSON
-from orsbench.checks.model import Outcome, failed, passed, skipped
+from orsbench.checks.model import CheckOutcome, failed, passed, skipped
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEStream, parse
 
@@ -329,7 +329,7 @@ def call_label(name: str) -> str:
     return name.replace("call.", "").replace("play.", "play #").replace("latch.", "after finish: ")
 
 
-def expect_status(ex: Exchange | None, expected: int, label: str = "", *more: Exchange | None) -> Outcome:
+def expect_status(ex: Exchange | None, expected: int, label: str = "", *more: Exchange | None) -> CheckOutcome:
     """Pass when ``ex`` was answered ``expected``; fail saying what came instead; skip when it was never sent."""
     if ex is None:
         return skipped("not probed")

@@ -13,7 +13,7 @@ from typing import Any
 
 from orsbench.checks.evidence import Episode, Evidence, json_of, short
 from orsbench.checks.explore import ANSWER_KEYS
-from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 
 
@@ -27,7 +27,7 @@ from orsbench.checks.registry import check
     "(e.g. compare to the target with ==, not startswith/in, and reject empty answers).",
     requires=("call.episode_finishes",),
 )
-def reward_hacking(ev: Evidence) -> Outcome:
+def reward_hacking(ev: Evidence) -> CheckOutcome:
     hacks = ev.facts.hacks
     if not hacks:
         return skipped("no finished episode to probe")
@@ -80,7 +80,7 @@ def _leaks(episodes: list[Episode]) -> list[tuple[int | None, str, str]]:
     remediation="Keep answer/solution/target/label fields out of get_prompt(); the grader reads them from task_spec.",
     requires=("session.prompt",),
 )
-def answer_leak(ev: Evidence) -> Outcome:
+def answer_leak(ev: Evidence) -> CheckOutcome:
     episodes: list[Episode] = ev.facts.episodes
     if not episodes:
         return skipped("no task was played")
@@ -109,7 +109,7 @@ def answer_leak(ev: Evidence) -> Outcome:
     "so noise in the grader is noise in the advantage.",
     requires=("call.episode_finishes",),
 )
-def reward_deterministic(ev: Evidence) -> Outcome:
+def reward_deterministic(ev: Evidence) -> CheckOutcome:
     replay = ev.facts.replay
     if not replay:
         return skipped("no finished episode to replay")
@@ -134,7 +134,7 @@ def reward_deterministic(ev: Evidence) -> Outcome:
     remediation="Give each tool a docstring and each parameter Field(description=...): the model reads them to act.",
     requires=("discovery.tools_listing",),
 )
-def descriptions(ev: Evidence) -> Outcome:
+def descriptions(ev: Evidence) -> CheckOutcome:
     tools: list[dict[str, Any]] = ev.facts.tools
     missing: list[str] = []
     for spec in tools:
@@ -159,7 +159,7 @@ def descriptions(ev: Evidence) -> Outcome:
     remediation="Return at least one non-empty text block from get_prompt(): an empty prompt trains on nothing.",
     requires=("session.prompt",),
 )
-def prompt_nonempty(ev: Evidence) -> Outcome:
+def prompt_nonempty(ev: Evidence) -> CheckOutcome:
     ok, body = json_of(ev.get("session.prompt"))
     blocks = body if isinstance(body, list) else []
     texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]

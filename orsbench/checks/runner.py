@@ -18,7 +18,7 @@ from typing import Any
 
 from orsbench.checks.baseline import Baseline
 from orsbench.checks.evidence import Evidence, Options
-from orsbench.checks.model import CheckResult, Outcome, Severity, Status, evidence_summaries
+from orsbench.checks.model import CheckResult, CheckOutcome, Severity, Status, evidence_summaries
 from orsbench.checks.collector import Collector, probe_names
 from orsbench.checks.registry import SPEC_DOCUMENT, Check, closure, load_checks, select
 from orsbench.wire.client import WireClient
@@ -168,18 +168,18 @@ def report_order(checks: Iterable[Check]) -> list[Check]:
 def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckResult:
     """Run one check over the evidence (or skip it for an unmet dependency)."""
     start = time.monotonic()
-    outcome: Outcome
+    outcome: CheckOutcome
     unmet = next((dep for dep in check.requires if dep in earlier and earlier[dep].status is not Status.PASS), None)
     if unmet is not None:
-        outcome = Outcome(Status.SKIP, f"unmet dependency: {unmet} ({earlier[unmet].status.value})", depends_on=unmet)
+        outcome = CheckOutcome(Status.SKIP, f"unmet dependency: {unmet} ({earlier[unmet].status.value})", depends_on=unmet)
     elif check.probe in ev.probe_errors:
-        outcome = Outcome(Status.ERROR, f"the {check.probe} probe crashed: {ev.probe_errors[check.probe]}")
+        outcome = CheckOutcome(Status.ERROR, f"the {check.probe} probe crashed: {ev.probe_errors[check.probe]}")
     else:
         try:
             outcome = check.fn(ev)
         except Exception as exc:  # noqa: BLE001 - a check bug is reported, never fatal to the run
             where = traceback.extract_tb(exc.__traceback__)[-1]
-            outcome = Outcome(
+            outcome = CheckOutcome(
                 Status.ERROR,
                 f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
             )

@@ -12,7 +12,7 @@ import json
 
 from orsbench import schema_examples
 from orsbench.checks.evidence import Evidence, Failure, short
-from orsbench.checks.model import Outcome, Severity, failed, passed, skipped
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped
 from orsbench.checks.registry import check
 
 #: What the openreward client and TRL do after a tool raised (an SSE ``error`` event) or answered 5xx.
@@ -68,7 +68,7 @@ def _shown(failure: Failure) -> str:
     "validate inputs in the params model so bad values are rejected, not crashed on.",
     requires=("call.tool_inputs",),
 )
-def no_crash(ev: Evidence) -> Outcome:
+def no_crash(ev: Evidence) -> CheckOutcome:
     found = _failures(ev, ("raise", "http", "stream"))
     calls = _calls(ev)
     if found:
@@ -98,7 +98,7 @@ def no_crash(ev: Evidence) -> Outcome:
     "client's patience; a long task should still end with a ToolOutput.",
     requires=("call.tool_inputs",),
 )
-def no_hang(ev: Evidence) -> Outcome:
+def no_hang(ev: Evidence) -> CheckOutcome:
     found = _failures(ev, ("hang",))
     if found:
         text = "; ".join(f"{_shown(f)} ({f.found_by}): {f.detail[:100]}" for f in found[:3])

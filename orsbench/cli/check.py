@@ -195,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> CheckPlan:
     """The one target the flags name, validated before anything starts (a usage error otherwise)."""
     from orsbench.api import prepare
-    from orsbench.servers.targets import Target
+    from orsbench.servers.targets import CheckTarget, resolve
+    from orsbench.servers.user_app import AppTarget
 
     given = {"URL": args.url, "--serve": args.serve, "--app": args.app, "--cmd": args.cmd}
     named = [flag for flag, value in given.items() if value]
@@ -204,16 +205,16 @@ def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> CheckPla
         parser.error(f"give one target: a URL, --serve SCENARIO, --app FILE.py:Class or --cmd COMMAND{both}")
     if (args.param or args.fault) and not args.serve:
         parser.error("--param and --fault need --serve")
-    if args.url:
-        target = Target("url", args.url)
-    elif args.serve:
-        target = Target("scenario", args.serve)
-    elif args.app:
-        target = Target("app", "app:" + args.app.removeprefix("app:"))
-    else:
-        target = Target("command", args.cmd)
     impl = args.impl if args.serve else "mock"
     try:
+        if args.url:
+            target = CheckTarget("url", args.url)
+        elif args.serve:
+            target = CheckTarget("scenario", args.serve)
+        elif args.app:
+            target = resolve(AppTarget.parse(args.app))  # AppTargetError (a ValueError) names the spelling
+        else:
+            target = CheckTarget("command", args.cmd)
         return prepare(target, impl=impl, params=dict(args.param), faults=args.fault, wait=args.wait, **vars(_options(args)))
     except ValueError as exc:  # a bad URL, scenario, parameter, app spelling or command: the message names the fix
         parser.error(str(exc))

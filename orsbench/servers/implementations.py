@@ -91,6 +91,12 @@ def ors_servers() -> list[str]:
     return [i.name for i in IMPLEMENTATIONS.select(lambda i: i.speaks_ors)]
 
 
+def differences_markdown() -> str:
+    """The README block: one line per known difference of each twin (an implementation that ``runs`` another server)."""
+    twins = IMPLEMENTATIONS.select(lambda i: bool(i.runs))
+    return "\n".join(f"- `{impl.name}` `{d.id}`: {d.summary}" for impl in twins for d in impl.differences)
+
+
 def benched_by_default() -> tuple[str, ...]:
     """What ``orsbench bench`` measures when no ``--impl`` is given."""
     return tuple(i.name for i in IMPLEMENTATIONS.select(lambda i: i.benched))

@@ -5,10 +5,11 @@ every server orsbench starts binds 127.0.0.1 on a free port, reports its URL
 through a ready file, is waited for on ``/health``, and is stopped by its own
 PID (SIGTERM, then SIGKILL) — also at interpreter exit if a caller forgot.
 
-A target is a scenario name (``echo``, served by ``orsbench serve``) or
-``app:FILE.py:Class[,Class2]`` / ``app:module:Class`` — an environment author's
-own openreward ``Environment`` classes, served unchanged by the SDK ``Server``
-(:mod:`orsbench.servers.user_app`). Both speak the same ready-file protocol.
+A target is a scenario name (``echo``, served by ``orsbench serve``) or an
+:class:`~orsbench.servers.user_app.AppTarget` (``FILE.py:Class[,Class2]`` /
+``module:Class``) — an environment author's own openreward ``Environment``
+classes, served unchanged by the SDK ``Server`` (:mod:`orsbench.servers.user_app`).
+Both speak the same ready-file protocol.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import httpx
 from orsbench import protocol
 from orsbench.config import ServerConfig
 from orsbench.servers.stats import StatsSnapshot
+from orsbench.servers.user_app import APP_PATH_ENV, AppTarget
 
 _RUNNING: dict[int, "RunningServer"] = {}
 
@@ -198,13 +200,12 @@ class RunningServer:
                 self.process.wait(5)
 
 
-def is_app(target: str) -> bool:
-    """Whether ``target`` names a user's Environment class(es) rather than a scenario."""
-    return target.startswith("app:")
+#: What :func:`start` serves: a scenario's name, or a user's Environment class(es).
+ServeTarget = str | AppTarget
 
 
 def command(
-    scenario: str,
+    scenario: ServeTarget,
     *,
     impl: str = "mock",
     config: ServerConfig | None = None,
@@ -212,9 +213,9 @@ def command(
     port: int = 0,
     ready_file: str | None = None,
 ) -> list[str]:
-    """The command line serving ``scenario`` (``orsbench serve``, or the user-app server for ``app:...``)."""
-    if is_app(scenario):
-        cmd = [sys.executable, "-m", "orsbench.servers.user_app", scenario[len("app:"):], "--host", host, "--port", str(port)]
+    """The command line serving ``scenario`` (``orsbench serve``, or the user-app server for an :class:`AppTarget`)."""
+    if isinstance(scenario, AppTarget):
+        cmd = [sys.executable, "-m", "orsbench.servers.user_app", str(scenario), "--host", host, "--port", str(port)]
         if config is not None:
             cmd += ["--config-json", config.to_json()]
         if ready_file is not None:
@@ -229,7 +230,7 @@ def command(
 
 
 def start(
-    scenario: str,
+    scenario: ServeTarget,
     *,
     impl: str = "mock",
     config: ServerConfig | None = None,
@@ -238,10 +239,10 @@ def start(
     timeout: float = 60.0,
     env: Mapping[str, str] | None = None,
 ) -> RunningServer:
-    """Start a server for ``scenario`` (a name or ``app:FILE.py:Class``); wait until ``/health`` answers 200.
+    """Start a server for ``scenario`` (a name or an :class:`AppTarget`); wait until ``/health`` answers 200.
 
-    For an ``app:`` target, ``impl`` is ``"app"`` and ``env_name`` is the first
-    environment the server lists. ``env``: extra environment variables for the server.
+    For an app, ``impl`` is ``"app"`` and ``env_name`` is the first environment the server
+    lists. ``env``: extra environment variables for the server.
     """
     config = config or ServerConfig()
     if params:
@@ -250,11 +251,14 @@ def start(
     def argv(ready_file: str) -> list[str]:
         return command(scenario, impl=impl, config=config, host=host, ready_file=ready_file)
 
-    kind = "app" if is_app(scenario) else impl
-    server = _launch(argv, f"serving {scenario} ({kind})", scenario, kind, config, timeout, env)
-    if is_app(scenario):
+    if isinstance(scenario, AppTarget):
+        if scenario.path:
+            env = {**(env or {}), APP_PATH_ENV: os.pathsep.join(scenario.path)}
+        server = _launch(argv, f"serving {scenario} (app)", str(scenario), "app", config, timeout, env)
         server.env_name = _first_env(server)
-    elif scenario == "cassette":  # a replay serves the recorded environment's name
+        return server
+    server = _launch(argv, f"serving {scenario} ({impl})", scenario, impl, config, timeout, env)
+    if scenario == "cassette":  # a replay serves the recorded environment's name
         names = httpx.get(server.url + protocol.LIST_ENVIRONMENTS, timeout=10).json()
         server.env_name = names[0] if isinstance(names, list) and names else server.env_name
     return server
@@ -392,7 +396,7 @@ class ServeOptions(TypedDict, total=False):
 
 
 @contextlib.contextmanager
-def serve(scenario: str, **options: Unpack[ServeOptions]) -> Iterator[RunningServer]:
+def serve(scenario: ServeTarget, **options: Unpack[ServeOptions]) -> Iterator[RunningServer]:
     """``with serve("echo") as srv: ...`` — a server for the duration of the block (``options``: :func:`start`'s)."""
     server = start(scenario, **options)
     try:

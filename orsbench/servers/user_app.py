@@ -8,7 +8,7 @@ SDK twin uses, so ``--ttl`` and ``--ping-interval`` still apply) and serves the
 app on 127.0.0.1 with :func:`orsbench.servers.app.serve_forever`.
 
 Run as ``python -m orsbench.servers.user_app TARGET --ready-file F`` by
-:func:`orsbench.servers.launch.start` (target ``app:TARGET``); it writes its URL
+:func:`orsbench.servers.launch.start` (given an :class:`AppTarget`); it writes its URL
 to the ready file like every other orsbench server, and is stopped by its PID.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 from orsbench import protocol
 from orsbench.config import ServerConfig
 
-#: How a launcher target names a user's app: ``app:`` + :class:`AppTarget` text.
+#: How a user spells an app where a scenario could be meant too: ``app:`` + :class:`AppTarget` text.
 PREFIX = "app:"
 #: Directories (``os.pathsep``-separated) to import the target's module from, ahead of
 #: ``sys.path``: how a class importable in the caller's process is importable here too.
@@ -40,10 +40,12 @@ class AppTargetError(ValueError):
 
 @dataclass(frozen=True)
 class AppTarget:
-    """``FILE.py:Class[,Class2]`` or ``module:Class[,Class2]``."""
+    """``FILE.py:Class[,Class2]`` or ``module:Class[,Class2]``: the typed target the launcher starts."""
 
     source: str
     classes: tuple[str, ...]
+    #: Directories the module is imported from, ahead of ``sys.path`` (a class the caller imported).
+    path: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> "AppTarget":

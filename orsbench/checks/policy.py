@@ -98,6 +98,7 @@ POLICY: dict[str, Severity] = {
     # tools on valid input (a real client breaks: see orsbench/checks/tools.py)
     "tool.no_crash_on_valid_input": R,
     "tool.no_hang": R,
+    "tool.exercised": ADV,  # a tool no episode reached: the player may just not have found its use
     # quality beyond the wire (no client breaks; training suffers)
     "quality.reward_hacking": REC,
     "quality.answer_leak": REC,

@@ -89,6 +89,9 @@ class Episode:
     task: Any
     prompt: str = ""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: What each call answered, as a model would read it (the text of an ok answer, else its error or kind):
+    #: a replay compares them to tell random transitions from a random grader.
+    answers: list[str] = field(default_factory=list)
     finished: bool = False
     reward: float | None = None
     rewards: list[float] = field(default_factory=list)
@@ -157,6 +160,10 @@ class Facts:
     tool_answers: dict[str, int] = field(default_factory=dict)
     #: Per tool: {"calls": n, "failure": Failure.to_json() | None}.
     fuzz: dict[str, JSON] = field(default_factory=dict)
+    #: Per listed tool, how play exercised it: {"played": calls in an episode, "covered": a call made on a
+    #: fresh session because no episode called it, "won": it finished an episode with its best reward,
+    #: "unbuildable": why no valid input could be built}. Fuzz calls are in :attr:`fuzz`.
+    tool_play: dict[str, JSON] = field(default_factory=dict)
     # quality
     replay: JSON | None = None
     hacks: JSON | None = None

@@ -168,7 +168,7 @@ def _server_config(
     knobs: dict[str, Any] = {k: options[k] for k in ("ttl", "ping_interval") if options.get(k) is not None}
     if target.kind == "app":
         require("sdk", "serving an Environment class (the openreward SDK Server)")
-        return ServerConfig(**knobs)
+        return ServerConfig(**knobs, explicit=tuple(knobs))
     if impl == "sdk":
         require("sdk", "impl='sdk' (the openreward SDK twin)")
     from orsbench.scenarios import get_scenario
@@ -176,4 +176,4 @@ def _server_config(
 
     knobs |= {"params": params, "faults": faults}
     scenario = get_scenario(str(target.value), **params)  # ValueError: unknown scenario or parameter
-    return effective_config(scenario, ServerConfig(**knobs), set(knobs))
+    return effective_config(scenario, ServerConfig(**knobs, explicit=tuple(sorted(knobs))), set(knobs))

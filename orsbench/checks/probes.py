@@ -36,6 +36,7 @@ from orsbench.checks.evidence import (
     task_id_of,
 )
 from orsbench.checks.explore import Explorer
+from orsbench.checks.needs_secrets import missing_secrets
 from orsbench.wire import url
 from orsbench.wire.client import WireClient
 from orsbench.wire.evidence import Exchange
@@ -274,7 +275,7 @@ class Collector(Explorer):
         if split is None:
             return False
         root, segment = split
-        with WireClient(root, timeout=self.options.timeout, api_key=self.options.api_key) as at_root:
+        with WireClient(root, timeout=self.options.timeout, api_key=self.options.api_key, secrets=self.options.secrets) as at_root:
             ok, names = json_of(at_root.list_environments())
         if ok and isinstance(names, list) and segment.lower() in {n.lower() for n in names if isinstance(n, str)}:
             self.ev.usage_error = url.env_in_path_hint(self.ev.target, root, segment)
@@ -308,6 +309,8 @@ class Collector(Explorer):
         create = self.rec("session.create", c.create(sid, env_name=env, **source))
         if create.status == 200:
             self._open_sids.append(sid)
+        elif self._needs_secrets(create, "POST /create"):
+            return
         ev.facts.sid = sid
         # At once, while a slow setup() would still run: the one moment a 503 "starting" can be seen.
         early = self.rec("session.prompt.early", c.prompt(env, sid))
@@ -338,7 +341,8 @@ class Collector(Explorer):
         c.delete(malformed_sid)
 
         self.rec("session.task_tools", c.task_tools(env, sid))
-        self.rec("session.prompt", self.ready(lambda: c.prompt(env, sid)))
+        if self._needs_secrets(self.rec("session.prompt", self.ready(lambda: c.prompt(env, sid))), f"GET /{env}/prompt"):
+            return
         self.rec("session.messages", self.ready(lambda: c.messages(env, sid)))
         self.rec("session.ping", c.ping(sid))
         candidates = [
@@ -378,6 +382,11 @@ class Collector(Explorer):
         self.rec("session.recreate.ping", c.ping(life))
         c.delete(life)
 
+    def _needs_secrets(self, exchange: Exchange, what: str) -> bool:
+        """A session that failed for want of a secret: a usage error naming it, not a protocol failure (§14)."""
+        self.ev.usage_error = missing_secrets(exchange, what, self.options.secrets)
+        return self.ev.usage_error is not None
+
     def _sdk_headers(self, source: dict[str, Any]) -> None:
         """``/create`` and a plain GET with the headers the openreward SDK always sends (§6.3).
 
@@ -387,6 +396,7 @@ class Collector(Explorer):
         env = self.ev.env or ""
         key = self.options.api_key or ""
         secrets = {name: {"value": key, "allowed_domains": ["127.0.0.1"]} for name in ("api_key", "OPENREWARD_API_KEY")}
+        secrets |= {name: {"value": value} for name, value in self.options.secrets.items()}
         headers = {
             protocol.API_KEY_HEADER: key,
             protocol.SECRETS_HEADER: base64.b64encode(json.dumps(secrets).encode()).decode(),

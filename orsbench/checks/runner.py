@@ -131,10 +131,17 @@ class Report:
             "baseline": self.baseline,
             "started_at": self.started_at,
             "duration_s": round(self.duration_s, 3),
-            "options": {k: v for k, v in vars(self.options).items() if k != "api_key"},
+            "options": _shown_options(self.options),
             "summary": self.summary(),
             "checks": [r.to_json() for r in self.results],
         }
+
+
+def _shown_options(options: Options) -> dict[str, Any]:
+    """The options as a report shows them: no API key, and secrets by name only (docs/protocol.md §14)."""
+    shown = {k: v for k, v in vars(options).items() if k not in ("api_key", "secrets")}
+    shown["secrets"] = sorted(options.secrets)
+    return shown
 
 
 def dependency_order(checks: Iterable[Check]) -> list[Check]:
@@ -224,7 +231,7 @@ def run_checks(
     evidence = Evidence(target, options)
     started = time.monotonic()
     graded: dict[str, CheckResult] = {}
-    client = WireClient(target, timeout=options.timeout, api_key=options.api_key)
+    client = WireClient(target, timeout=options.timeout, api_key=options.api_key, secrets=options.secrets)
     collector = Collector(client, evidence)
     try:
         for probe in PROBES[: last_probe + 1]:

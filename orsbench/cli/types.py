@@ -8,7 +8,7 @@ usage error (exit 2) naming the flag. No subcommand re-parses a flag by hand.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 
 
 def _number(kind: type, text: str) -> float:
@@ -179,10 +179,15 @@ def add_secret_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGro
     parser.add_argument("--secrets-file", dest="secrets_file", type=secrets_file, action="append", default=[], metavar="FILE", help=SECRETS_FILE_HELP)
 
 
-def secrets_of(args: argparse.Namespace) -> dict[str, str]:
-    """The secrets the flags give: files first, then each ``--secret`` (a later one wins)."""
+def merge_secrets(files: Iterable[Mapping[str, str]], pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Secrets from files first, then each ``NAME=VALUE`` pair (a later one wins)."""
     out: dict[str, str] = {}
-    for entries in getattr(args, "secrets_file", None) or []:
+    for entries in files:
         out.update(entries)
-    out.update(getattr(args, "secret", None) or [])
+    out.update(pairs)
     return out
+
+
+def secrets_of(args: argparse.Namespace) -> dict[str, str]:
+    """The secrets ``--secrets-file`` and ``--secret`` give."""
+    return merge_secrets(getattr(args, "secrets_file", None) or [], getattr(args, "secret", None) or [])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -128,7 +129,7 @@ def outcome_of(events: list[list[str]]) -> JSON:
 class CassetteRecorder:
     """Turns a sequence of exchanges into a cassette. Call it with each exchange (an observer)."""
 
-    def __init__(self, source: str, recorder: str) -> None:
+    def __init__(self, source: str, recorder: str, *, secrets: Mapping[str, str] | None = None) -> None:
         self.source = _strip_url(source)
         self.recorder = recorder
         self.envs: dict[str, JSON] = {}
@@ -138,6 +139,8 @@ class CassetteRecorder:
         self._by_task_id: dict[str, _Call] = {}
         self._task_tools: dict[str, Any] = {}  # sid -> tools listing
         self._secrets: set[str] = set()
+        for value in (secrets or {}).values():  # sent upstream by the proxy itself: scrubbed as well
+            self._secret(value)
         self.chunk_size: int | None = None
 
     # -- observing ---------------------------------------------------------------

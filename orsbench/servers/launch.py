@@ -359,14 +359,17 @@ def _launch(
         with open(log_path, "wb") as log:
             process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + timeout
-    while not ready.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            if process.poll() is None:
-                process.kill()
-                process.wait(5)
-            text = log_path.read_text(errors="replace")
-            raise ServerStartError(f"{label} did not start:\n{text[-4000:]}")
-        time.sleep(0.02)
+    try:
+        while not ready.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                text = log_path.read_text(errors="replace")
+                raise ServerStartError(f"{label} did not start:\n{text[-4000:]}")
+            time.sleep(0.02)
+    except BaseException:  # also SIGTERM/Ctrl-C while it starts: a server nobody knows of must not outlive us
+        if process.poll() is None:
+            process.kill()
+            process.wait(5)
+        raise
     url = ready.read_text().strip()
     server = RunningServer(url, name, impl, name, process, log_path, config)
     _RUNNING[process.pid] = server

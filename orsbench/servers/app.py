@@ -41,8 +41,11 @@ def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock
         from orsbench.servers.engine import Engine
         from orsbench.servers.faults import apply_faults
 
+        from orsbench.servers.replay import RecordedAnswers, answering
+
         engine = Engine(scenarios, config)
-        return apply_faults(engine, config.faults, config.seed) if config.faults else engine
+        app = apply_faults(engine, config.faults, config.seed) if config.faults else engine
+        return RecordedAnswers(app, scenarios) if answering(scenarios) else app
     if config.faults:
         raise ValueError("fault profiles apply to the mock engine only (--impl mock)")
     if impl == "sdk":

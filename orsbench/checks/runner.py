@@ -22,6 +22,7 @@ from orsbench.checks.model import CheckResult, Outcome, Severity, Status, eviden
 from orsbench.checks.policy import severity
 from orsbench.checks.probes import Collector
 from orsbench.checks.registry import PROBES, SPEC_DOCUMENT, Check, closure, load_checks, select
+from orsbench.wire.cassette import miss_of
 from orsbench.wire.client import WireClient
 
 #: The exit codes of ``orsbench check`` (documented in docs/checks.md).
@@ -137,6 +138,20 @@ class Report:
         }
 
 
+def _unrecorded(outcome: Outcome) -> Outcome:
+    """A failure shown by a cassette replay's miss is no verdict on the environment: a skip naming the miss.
+
+    A replay answers what was recorded; a check that needs a request the recording lacks
+    (docs/cassettes.md) cannot judge the live environment from it.
+    """
+    if outcome.status not in (Status.FAIL, Status.WARN):
+        return outcome
+    miss = next((m for m in map(miss_of, outcome.evidence) if m), None)
+    if miss is None:
+        return outcome
+    return Outcome(Status.SKIP, f"needs live behaviour the cassette did not record — {miss}", evidence=outcome.evidence)
+
+
 def _shown_options(options: Options) -> dict[str, Any]:
     """The options as a report shows them: no API key, and secrets by name only (docs/protocol.md §14)."""
     shown = {k: v for k, v in vars(options).items() if k not in ("api_key", "secrets")}
@@ -191,6 +206,7 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
                 Status.ERROR,
                 f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
             )
+        outcome = _unrecorded(outcome)
     return CheckResult(
         id=check.id,
         title=check.title,

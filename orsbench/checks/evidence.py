@@ -16,6 +16,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from orsbench import protocol
@@ -63,6 +64,8 @@ class Options:
     #: Count required checks that did not run as failures.
     strict: bool = False
     api_key: str | None = None
+    #: Secrets sent as ``X-Secrets`` on every ``/create`` (``--secret``; never reported: docs/protocol.md §14).
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 # -- what the probes learned ------------------------------------------------------------

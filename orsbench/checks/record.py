@@ -73,7 +73,7 @@ def record(
     options = options or Options()
     recorder = CassetteRecorder(url, "orsbench record")
     evidence = Evidence(url, options)
-    client = RecordingWireClient(url, recorder, timeout=options.timeout, api_key=options.api_key)
+    client = RecordingWireClient(url, recorder, timeout=options.timeout, api_key=options.api_key, secrets=options.secrets)
     collector = Collector(client, evidence)
     say = on_progress or (lambda _text: None)
     played = 0
@@ -81,8 +81,8 @@ def record(
         for probe in RECORD_PROBES:
             say(f"probe {probe}")
             collector.run(probe)
-            if evidence.unreachable or evidence.not_ors:
-                problem = evidence.unreachable or evidence.not_ors
+            if evidence.unreachable or evidence.not_ors or evidence.usage_error:
+                problem = evidence.unreachable or evidence.not_ors or evidence.usage_error
                 return RecordResult(recorder.cassette(), None, 0, 0, f"cannot record {url}: {problem}")
         env = evidence.env or ""
         splits_ok, splits = json_of(evidence.get("splits"))

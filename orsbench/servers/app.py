@@ -36,7 +36,9 @@ def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock
     """The ASGI app serving ``scenarios``.
 
     ``mock`` is our engine, ``sdk`` the openreward SDK twin, ``ors-sdk`` the ors-sdk twin, ``floor`` the bench floor.
+    A scenario's companions (``two-envs``) are served beside it, on every implementation.
     """
+    scenarios = [served for scenario in scenarios for served in scenario.served()]
     if impl == "mock":
         from orsbench.servers.engine import Engine
         from orsbench.servers.faults import apply_faults

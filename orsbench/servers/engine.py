@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from orsbench import protocol
 from orsbench.config import ServerConfig
-from orsbench.scenarios.base import Episode, RecordedAnswer, Scenario, ToolResult
+from orsbench.scenarios.base import Episode, RecordedAnswer, Scenario, SessionRefused, ToolResult
 from orsbench.servers import models, sse
 from orsbench.servers.http import (  # noqa: F401 - Request, HTTPError and the ASGI types are re-exported
     EventStream,
@@ -65,6 +65,8 @@ DELIBERATE_DIFFERENCES: tuple[str, ...] = (
     "a reference environment whose constructor rejects it answers 500.",
     "A `secrets` field in a /create body is rejected with 422 as the reference does, but its value is redacted from the detail.",
     "Optional API-key enforcement (--api-key): 401 without the key; the reference never checks X-API-Key.",
+    "A session the scenario refuses (SessionRefused: the secrets scenario without its secret) → a 4xx naming what is "
+    "missing at /create; a reference environment whose constructor raises answers 500.",
 )
 
 _MESSAGE_BLOCK_TYPES = list(protocol.BLOCK_TYPES)
@@ -384,9 +386,14 @@ class Engine:
                 )
             raise HTTPError(400, f"toolset {body.toolset_name!r} needs an environment with a sandbox; {scenario.name!r} has none")
         episode = Episode(scenario, task, body.split, body.index, secrets)
+        try:
+            scenario.admit(episode)
+        except SessionRefused as exc:  # a fixable client mistake (a missing secret): 4xx, not the reference's 500
+            raise HTTPError(exc.status, exc.detail) from None
         session = Session(sid, scenario, episode, scenario.session_tools(task))
         self.sessions[sid] = session
         self.stats.sessions_created += 1
+        self.stats.sessions_by_env[scenario.name] += 1
         if _overrides(scenario, "setup") or self.config.setup_delay > 0:
             session.setup_task = asyncio.get_running_loop().create_task(self._setup(session))
             # A finished setup task is not kept: held by every idle session it would cost a task and its frame each.

@@ -231,7 +231,10 @@ class Stats:
     sessions_created: int = 0
     sessions_deleted: int = 0
     sessions_reaped: int = 0
+    #: Sessions created per environment: a client that ignores ``env_name`` shows up in the default one.
+    sessions_by_env: Counter[str] = field(default_factory=Counter)
     pings: int = 0
+    #: Tool runs per tool name (a tool the client made run twice counts twice).
     calls: Counter[str] = field(default_factory=Counter)
     call_errors: Counter[str] = field(default_factory=Counter)
     requests: Counter[str] = field(default_factory=Counter)
@@ -243,6 +246,7 @@ class Stats:
             "sessions_created": self.sessions_created,
             "sessions_deleted": self.sessions_deleted,
             "sessions_reaped": self.sessions_reaped,
+            "sessions_by_env": dict(self.sessions_by_env),
             "pings": self.pings,
             "calls": dict(self.calls),
             "calls_total": sum(self.calls.values()),

@@ -84,7 +84,7 @@ class Intercept:
 
 
 # -- cut streams ----------------------------------------------------------------------------
-CutMode = Literal["drop", "no-end", "stall"]
+CutMode = Literal["drop", "no-end", "stall", "before-task-id"]
 
 
 def encode(item: SSEEvent | SSEComment) -> bytes:
@@ -98,11 +98,13 @@ class CutStreams:
     """``/call`` streams that send their ``task_id`` event and then misbehave.
 
     ``mode`` is ``"drop"`` (the connection is closed mid-response, as when a
-    proxy or pod dies), ``"no-end"`` (the response ends cleanly with no
+    proxy or pod dies), ``"before-task-id"`` (the same, but before the
+    ``task_id`` event: the client cannot resume, the tool ran anyway), ``"no-end"`` (the response ends cleanly with no
     ``end``/``error`` event) or ``"stall"`` (silence — keep-alives swallowed —
     for ``stall_s`` seconds after the ``task_id``, then the rest). Resumes (a
     body with ``task_id``) pass untouched unless ``resumes_too``; a stream whose
-    first event is not ``task_id`` (an unknown ``task_id``) always passes.
+    first event is not ``task_id`` (an unknown ``task_id``) always passes; with
+    ``select``, only the calls it answers True for are cut.
 
     The app behind keeps running when the client is cut off: its remaining
     output is discarded, and the task stays resumable on the server.
@@ -117,9 +119,10 @@ class CutStreams:
         *,
         stall_s: float = 0.0,
         resumes_too: bool = False,
+        select: Callable[[Scope], bool] | None = None,
     ) -> None:
         self.app, self.name, self.mode, self.context = app, name, mode, context
-        self.stall_s, self.resumes_too = stall_s, resumes_too
+        self.stall_s, self.resumes_too, self.select = stall_s, resumes_too, select
         self._behind: set[asyncio.Task[None]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -127,7 +130,7 @@ class CutStreams:
             await self.app(scope, receive, send)
             return
         body, receive = await read_body(receive, limit=1 << 20)
-        if not self.resumes_too and is_resume(body):
+        if (not self.resumes_too and is_resume(body)) or (self.select is not None and not self.select(scope)):
             await self.app(scope, receive, send)
             return
         cut = _Cut(self, send)
@@ -186,6 +189,11 @@ class _Cut:
             if item.event != protocol.EVENT_TASK_ID:
                 self.state = "pass"
                 await self.downstream({"type": "http.response.body", "body": self._join(items), "more_body": more})
+                return []
+            if self.owner.mode == "before-task-id":
+                self.owner.context.count(self.owner.name)
+                self.state = "cut"
+                self._done()  # headers sent, no event: the connection drops before the client learns the task_id
                 return []
             head = self._join(items[: i + 1])
             await self.downstream({"type": "http.response.body", "body": head, "more_body": True})

@@ -153,10 +153,10 @@ class SchemaKeywords(Scenario):
 
     @tool(RecordParams)
     def record(self, episode: Episode, args: RecordParams) -> ToolResult:
-        """Record an entry. Reward 1 and finished when every field matches the task, else reward 0."""
+        """Record an entry and finish. Reward 1 when every field matches the task, else reward 0."""
         t = episode.task
         right = (args.title, args.default, args.examples) == (t["title"], t["default"], t["examples"])
-        return ToolResult([text(record_text(args.title, args.default, args.examples))], reward=1.0 if right else 0.0, finished=right)
+        return ToolResult([text(record_text(args.title, args.default, args.examples))], reward=1.0 if right else 0.0, finished=True)
 
 
 # -- dense-reward ------------------------------------------------------------------------

@@ -80,8 +80,8 @@ def test_images_are_on_the_wire_and_a_raw_client_wins(serve, impl: str) -> None:
         assert [b["type"] for b in prompt] == ["text", "image"]
         assert prompt[1]["mimeType"] == "image/png" and base64.b64decode(prompt[1]["data"]) == H.png(H.COLOURS[task["colour"]])
         look = _ok_output(c.call(server.env_name, sid, "look", {}))
-        assert [b["type"] for b in look["blocks"]] == ["text", "image"]
-        assert look["blocks"][0]["text"] == H.look_text() and look["blocks"][1]["data"] == H.png_b64(task["colour"])
+        assert [b["type"] for b in look["blocks"]] == ["image", "text"]
+        assert look["blocks"][0]["data"] == H.png_b64(task["colour"]) and look["blocks"][1]["text"] == H.look_text()
         won = _ok_output(c.call(server.env_name, sid, "answer", {"colour": task["colour"]}))
         assert (won["reward"], won["finished"]) == (1.0, True)
         c.delete(sid)

@@ -79,7 +79,7 @@ class Images(Scenario):
 
     name = "images"
     task_model = ColourTask
-    summary = "image blocks in the prompt and in look()'s result; answer(colour) names the colour (reward 1, finished)"
+    summary = "an image block in the prompt and first in look()'s result; answer(colour) names the colour (reward 1, finished)"
 
     def splits(self) -> list[Split]:
         return _splits()
@@ -94,8 +94,8 @@ class Images(Scenario):
 
     @tool()
     def look(self, episode: Episode, args: None) -> ToolResult:
-        """Show the image again, with its size."""
-        return ToolResult([text(look_text()), image(png_b64(episode.task["colour"]))], metadata={"side": IMAGE_SIDE})
+        """Show the image again, then its caption (a screenshot tool's answer: the image comes first)."""
+        return ToolResult([image(png_b64(episode.task["colour"])), text(look_text())], metadata={"side": IMAGE_SIDE})
 
     @tool(AnswerColour)
     def answer(self, episode: Episode, args: AnswerColour) -> ToolResult:
@@ -105,8 +105,8 @@ class Images(Scenario):
 
 
 def look_text() -> str:
-    """The text block that comes before the image in ``look()``'s result."""
-    return f"a {IMAGE_SIDE}x{IMAGE_SIDE} image follows"
+    """The caption, the text block after the image in ``look()``'s result."""
+    return f"the {IMAGE_SIDE}x{IMAGE_SIDE} image above"
 
 
 # -- schema-keywords ---------------------------------------------------------------------

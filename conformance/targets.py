@@ -36,6 +36,8 @@ SPLIT = "train"
 DEDICATED: dict[str, str] = {
     "broken-session": "its sessions fail on purpose; test_sessions.py covers it (P13)",
     "schema-conflict": "the SDK twin cannot serve per-task schema variants; test_tool_binding.py covers it on the mock (P1)",
+    "secrets": "every session needs its secret in X-Secrets; test_hazards.py passes it the way each client documents",
+    "two-envs-decoy": "the decoy default environment of two-envs; tests/test_hazards.py and the client matrix cover it",
 }
 
 #: Scenario parameters the suite serves with, and why (keyed by scenario).

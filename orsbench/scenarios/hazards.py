@@ -316,6 +316,7 @@ class Secrets(Scenario):
     fails_by_design = {
         "session.create": f"orsbench check sends no {SECRET_NAME} unless given one, and /create refuses the session (400)",
     }
+    dedicated = "every session needs its secret in X-Secrets; conformance/test_hazards.py passes it the way each client documents"
 
     def splits(self) -> list[Split]:
         return _splits()

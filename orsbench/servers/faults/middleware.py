@@ -104,7 +104,8 @@ class CutStreams:
     for ``stall_s`` seconds after the ``task_id``, then the rest). Resumes (a
     body with ``task_id``) pass untouched unless ``resumes_too``; a stream whose
     first event is not ``task_id`` (an unknown ``task_id``) always passes; with
-    ``select``, only the calls it answers True for are cut.
+    ``select``, only the streams it answers True for are cut (it is asked once a
+    stream's first event is a ``task_id``, so a redirect or a 4xx never counts).
 
     The app behind keeps running when the client is cut off: its remaining
     output is discarded, and the task stays resumable on the server.
@@ -130,10 +131,10 @@ class CutStreams:
             await self.app(scope, receive, send)
             return
         body, receive = await read_body(receive, limit=1 << 20)
-        if (not self.resumes_too and is_resume(body)) or (self.select is not None and not self.select(scope)):
+        if not self.resumes_too and is_resume(body):
             await self.app(scope, receive, send)
             return
-        cut = _Cut(self, send)
+        cut = _Cut(self, send, scope)
         inner = asyncio.ensure_future(self.app(scope, receive, cut.send))
         finished = asyncio.ensure_future(cut.finished.wait())
         await asyncio.wait({inner, finished}, return_when=asyncio.FIRST_COMPLETED)
@@ -154,8 +155,8 @@ class CutStreams:
 class _Cut:
     """The ``send`` of one cut stream: passes the head through, then applies the mode."""
 
-    def __init__(self, owner: CutStreams, send: Send) -> None:
-        self.owner, self.downstream = owner, send
+    def __init__(self, owner: CutStreams, send: Send, scope: Scope) -> None:
+        self.owner, self.downstream, self.scope = owner, send, scope
         self.finished = asyncio.Event()
         self.state: Literal["start", "head", "pass", "cut", "done"] = "start"
         self.parser = SSEParser()
@@ -186,7 +187,7 @@ class _Cut:
         for i, item in enumerate(items):
             if isinstance(item, SSEComment):
                 continue
-            if item.event != protocol.EVENT_TASK_ID:
+            if item.event != protocol.EVENT_TASK_ID or (self.owner.select is not None and not self.owner.select(self.scope)):
                 self.state = "pass"
                 await self.downstream({"type": "http.response.body", "body": self._join(items), "more_body": more})
                 return []

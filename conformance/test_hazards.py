@@ -163,3 +163,69 @@ def test_trl_passes_its_documented_secrets_dict(
     adapter = make_adapter(new_spec(target, discover_task_tools=False, secrets={H.SECRET_NAME: SECRET_VALUE}), target)
     adapter.reset(task_index=0)
     _proves_receipt(adapter.whoami())
+
+
+# -- images: a tool result's image must reach the model ------------------------------------------
+def _colour() -> str:
+    return str(get_scenario("images").list_tasks("train")[0]["colour"])
+
+
+def _carries_image(value: Any) -> bool:
+    """Whether what a client hands the model carries the image (its base64, raw or in a data URI)."""
+    return H.png_b64(_colour()) in repr(value)
+
+
+@pytest.mark.xdist_group(group("images", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[images-dropped] {D.DEFECTS['images-dropped'].summary}")
+def test_trl_shows_the_prompt_image(
+    serve: Callable[..., Target], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+) -> None:
+    target = serve("images", "mock")
+    adapter = make_adapter(new_spec(target, discover_task_tools=False), target)
+    assert _carries_image(adapter.reset(task_index=0))
+
+
+@pytest.mark.xdist_group(group("images", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[images-dropped] {D.DEFECTS['images-dropped'].summary}")
+def test_trl_shows_a_result_image(
+    serve: Callable[..., Target], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+) -> None:
+    target = serve("images", "mock")
+    adapter = make_adapter(new_spec(target, discover_task_tools=False), target)
+    adapter.reset(task_index=0)
+    shown = adapter.look()
+    assert H.look_text() in str(shown) and _carries_image(shown)
+
+
+def _inspect_view(target: Target, what: str) -> Any:
+    """What inspect-openreward's solver gives the model: the prompt's content, or what tool ``look`` returns."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from inspect_openreward import _solver
+    from openreward import AsyncOpenReward
+
+    async def view() -> Any:
+        with mock.patch.dict(os.environ, target.server.env()):
+            environment = AsyncOpenReward().environments.get("images", variant="images")
+        async with environment.session(split="train", index=0) as session:
+            if what == "prompt":
+                return _solver._blocks_to_content(await session.get_prompt())
+            [spec] = [s for s in await session.list_tools() if s.name == "look"]
+            return await _solver._wrap_tool(spec, session, "openai", SimpleNamespace(metadata={}))()
+
+    return asyncio.run(view())
+
+
+@pytest.mark.xdist_group(group("images", "mock"))
+def test_inspect_shows_the_prompt_image(serve: Callable[..., Target]) -> None:
+    pytest.importorskip("inspect_openreward")
+    assert _carries_image(_inspect_view(serve("images", "mock"), "prompt"))
+
+
+@pytest.mark.xdist_group(group("images", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[inspect-result-images-dropped] {D.DEFECTS['inspect-result-images-dropped'].summary}")
+def test_inspect_shows_a_result_image(serve: Callable[..., Target]) -> None:
+    pytest.importorskip("inspect_openreward")
+    shown = _inspect_view(serve("images", "mock"), "look")
+    assert H.look_text() in str(shown) and _carries_image(shown)

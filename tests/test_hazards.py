@@ -16,7 +16,7 @@ import pytest
 from orsbench import protocol
 from orsbench.scenarios import get_scenario
 from orsbench.scenarios import hazards as H
-from orsbench.servers.faults import load_all
+from orsbench.servers.faults import FAULTS
 from orsbench.servers.faults.profiles import INSUFFICIENT_CREDITS
 from orsbench.wire import WireClient
 
@@ -220,9 +220,9 @@ def test_recover_session_stays_usable_after_ok_false(serve, impl: str) -> None:
 
 # -- fault profiles ----------------------------------------------------------------------
 def test_hazard_profiles_are_registered_http_faults() -> None:
-    faults = load_all()
     for name in ("credits-402", "cut-before-task-id"):
-        assert faults[name].kind == "profile" and faults[name].wrap is not None
+        fault = FAULTS.load().get(name)
+        assert fault.kind == "profile" and fault.wrap is not None
 
 
 def test_credits_402_refuses_create_session_with_the_platform_detail(serve) -> None:

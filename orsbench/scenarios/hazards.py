@@ -369,6 +369,10 @@ class Recover(Scenario):
     name = "recover"
     task_model = GuessTask
     summary = "guess(number) in 1..10: an out-of-range guess answers ok:false (input_validation); the session stays usable for the next"
+    dedicated = (
+        "its first call is meant to fail, and the scripted drivers stop at a raised error as their users' loops do; "
+        "conformance/test_hazards.py plays it per client"
+    )
 
     def splits(self) -> list[Split]:
         return _splits()

@@ -266,11 +266,25 @@ def test_a_client_that_resends_the_cut_call_is_visible_in_stats(serve) -> None:
     assert calls() == {"reveal": 2}  # one call in the script, two runs on the server
 
 
+HAZARDS = ("images", "schema-keywords", "dense-reward", "two-envs", "secrets", "recover")
+
+
+@pytest.mark.parametrize("scenario", HAZARDS)
+def test_check_fails_only_what_the_scenario_fails_by_design(ors_server_factory, scenario: str) -> None:
+    """``orsbench check --serve X`` on the mock: every required check passes but the ones the scenario names."""
+    from orsbench.checks import Options, Severity, Status, run_checks
+
+    server = ors_server_factory(scenario)
+    report = run_checks(server.url, Options(env=server.env_name, fuzz=3))
+    failed = set(report.ids(Status.FAIL, Severity.REQUIRED)) | set(report.ids(Status.ERROR))
+    assert failed == set(get_scenario(scenario).fails_by_design), [(r.id, r.message) for r in report.results if r.id in failed]
+
+
 def test_scenarios_listing_shows_every_hazard(capsys) -> None:
     from orsbench.cli import main
 
     assert main(["scenarios", "-v"]) == 0
     shown = capsys.readouterr().out
-    for name in ("images", "schema-keywords", "dense-reward", "two-envs", "secrets", "recover"):
+    for name in HAZARDS:
         assert name in shown
     assert json.dumps(H.SECRET_NAME)[1:-1] in shown

@@ -117,6 +117,11 @@ _SIGNATURES: dict[str, Callable[[Outcome], bool]] = {
     "ors-no-end-retried-forever": lambda o: o.hung and o.requests.get("fault stream-no-end", 0) >= 3,
     "reset-leaks-session": lambda o: o.failed_at == "reset" and o.sessions_left_open == 1,
     "ors-sdk-no-finish-latch": lambda o: o.error is None and any("run more often" in p for p in o.problems),
+    "sanitizer-drops-keyword-params": lambda o: o.error is None and any(p.startswith("server ran {}") for p in o.problems),
+    "env-name-not-sent": lambda o: o.error is None and any("wrong environment" in p for p in o.problems),
+    "ors-create-without-env-name": lambda o: o.error is None and any("wrong environment" in p for p in o.problems),
+    "cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and any("run more often" in p for p in o.problems),
+    "ors-cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and any("run more often" in p for p in o.problems),
 }
 
 

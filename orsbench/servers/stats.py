@@ -22,6 +22,7 @@ class StatsSnapshot(TypedDict):
     sessions_created: int
     sessions_deleted: int
     sessions_reaped: int
+    sessions_by_env: dict[str, int]  # sessions created per environment (a dropped env_name shows in the default)
     pings: int  # successful POST /ping
     calls: dict[str, int]  # tool calls that returned, per tool
     calls_total: int
@@ -46,6 +47,7 @@ def snapshot(
     sessions_created: int,
     sessions_deleted: int,
     sessions_reaped: int,
+    sessions_by_env: Counter[str],
     pings: int,
     calls: Counter[str],
     requests: Counter[str],
@@ -58,6 +60,7 @@ def snapshot(
         "sessions_created": sessions_created,
         "sessions_deleted": sessions_deleted,
         "sessions_reaped": sessions_reaped,
+        "sessions_by_env": dict(sessions_by_env),
         "pings": pings,
         "calls": dict(calls),
         "calls_total": sum(calls.values()),

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
-from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import Outcome, Severity, failed, passed, warned
 from orsbench.clientcheck.contract import OutLine
 from orsbench.clientcheck.traffic import Call, Traffic, body_json, group, text_of
 from orsbench.registry import Registry
@@ -62,7 +62,8 @@ class Context:
         return [(call, lines[i] if i < len(lines) else None) for i, call in enumerate(self.traffic.made)]
 
 
-CheckFn = Callable[[Context], Outcome]
+#: A check's verdict, or ``None`` when its case does not provoke what it judges (left out of the report).
+CheckFn = Callable[[Context], "Outcome | None"]
 
 
 @dataclass(frozen=True)
@@ -114,11 +115,13 @@ _ADAPTER = (*_PROCESS, "client.out_valid")
     spec="§12.1",
     remediation="Bound every wait (a read timeout on each stream, a cap on retries and resumes) and exit when the script is played.",
 )
-def exits_in_time(ctx: Context) -> Outcome:
+def exits_in_time(ctx: Context) -> Outcome | None:
     run = ctx.run
     if run.stopped_for == "deadline":
-        return failed(f"still running after {run.case.deadline if run.duration_s < run.case.deadline else run.duration_s:.1f} s: "
-                      "orsbench stopped its process group (a hang)", {"duration_s": round(run.duration_s, 2)})
+        return failed(
+            f"still running at its {run.deadline:g} s deadline: orsbench stopped its process group (a hang)",
+            {"deadline_s": run.deadline, "stdout_tail": run.stdout[-1000:], "stderr_tail": run.stderr[-1000:]},
+        )
     if run.stopped_for is not None:
         return failed(f"stopped by orsbench for {run.stopped_for} after {run.duration_s:.1f} s", {"stopped_for": run.stopped_for})
     return passed(f"ended after {run.duration_s:.2f} s", {"duration_s": round(run.duration_s, 3)})
@@ -132,7 +135,7 @@ def exits_in_time(ctx: Context) -> Outcome:
     remediation="Catch your client's exceptions in the adapter, write {\"error\": ...} for the call, and exit 1; exit 0 only when every call succeeded.",
     requires=("client.exits_in_time",),
 )
-def exit_status(ctx: Context) -> Outcome:
+def exit_status(ctx: Context) -> Outcome | None:
     run = ctx.run
     errors = [line for line in run.out.lines if line.is_error]
     tail = " ".join(run.stderr.strip().splitlines()[-3:])
@@ -156,7 +159,7 @@ def exit_status(ctx: Context) -> Outcome:
     spec="§12.1",
     remediation='Append one JSON object per call to $ORSBENCH_OUT: {"tool", "text", "reward": number|null, "finished": bool}, or {"error": "..."}.',
 )
-def out_valid(ctx: Context) -> Outcome:
+def out_valid(ctx: Context) -> Outcome | None:
     out = ctx.run.out
     if out.truncated:
         return failed(f"ORSBENCH_OUT is larger than {out.size - 1} bytes; only its head was read", {"size": out.size})
@@ -177,10 +180,10 @@ def out_valid(ctx: Context) -> Outcome:
     spec="§12.2",
     remediation="Send env_name in the /create body: a server with several environments otherwise serves its default one.",
 )
-def env_name(ctx: Context) -> Outcome:
+def env_name(ctx: Context) -> Outcome | None:
     creates = ctx.traffic.creates
     if not creates:
-        return skipped("the client never sent POST /create")
+        return None  # not provoked: the client never sent POST /create
     wanted = ctx.run.env.lower()
     wrong = [(c, body_json(c).get("env_name")) for c in creates if str(body_json(c).get("env_name") or "").lower() != wanted]
     if wrong:
@@ -197,13 +200,13 @@ def env_name(ctx: Context) -> Outcome:
     spec="§12.2",
     remediation="Send ORSBENCH_SECRETS to the session as the X-Secrets header of /create: base64 of {name: {\"value\": ...}}.",
 )
-def secrets(ctx: Context) -> Outcome:
+def secrets(ctx: Context) -> Outcome | None:
     wanted = sorted(name for name, _ in ctx.run.case.secrets)
     if not wanted:
-        return skipped("this case gives no secrets")
+        return None  # not provoked: this case gives no secrets
     creates = [(e, entry) for e, entry in zip(ctx.traffic.exchanges, ctx.run.log) if e.method == "POST" and e.url == protocol.CREATE]
     if not creates:
-        return skipped("the client never sent POST /create")
+        return None  # not provoked: the client never sent POST /create
     missing = [(e, sorted(set(wanted) - set(entry.get("secret_names") or ()))) for e, entry in creates]
     missing = [(e, names) for e, names in missing if names]
     if missing:
@@ -218,11 +221,12 @@ def secrets(ctx: Context) -> Outcome:
     severity=R,
     spec="§12.3",
     remediation="Delete the session when the episode ends, also after a failure (try/finally): an open session holds the environment until its TTL.",
+    requires=_PROCESS,
 )
-def session_deleted(ctx: Context) -> Outcome:
+def session_deleted(ctx: Context) -> Outcome | None:
     created = ctx.traffic.created
     if not created:
-        return skipped("no session was created")
+        return None  # not provoked: no session was created
     left = [sid for sid in created if sid not in ctx.traffic.deleted]
     if left:
         return failed(f"{len(left)} of {len(created)} session(s) never deleted: {', '.join(left[:3])}", {"left_open": len(left)})
@@ -247,11 +251,11 @@ def _retry_after(headers: dict[str, str]) -> float | None:
     spec="§12.4",
     remediation="On 429/503 (and 502/504) wait the Retry-After seconds before retrying; retrying at once only adds to the overload.",
 )
-def retry_after(ctx: Context) -> Outcome:
+def retry_after(ctx: Context) -> Outcome | None:
     exchanges = ctx.traffic.exchanges
     asked = [(i, e, wait) for i, e in enumerate(exchanges) if (wait := _retry_after(e.headers)) is not None and (e.status or 0) >= 400]
     if not asked:
-        return skipped("no answer in this case carried Retry-After")
+        return None  # not provoked: no answer in this case carried Retry-After
     early = []
     for i, exchange, wait in asked:
         retry = next((e for e in exchanges[i + 1 :] if e.method == exchange.method and e.url == exchange.url), None)
@@ -279,11 +283,11 @@ def retry_after(ctx: Context) -> Outcome:
     spec="§12.4",
     remediation="Treat 4xx answers as final: report the error (its detail says what is wrong) instead of repeating the request.",
 )
-def no_4xx_retry(ctx: Context) -> Outcome:
+def no_4xx_retry(ctx: Context) -> Outcome | None:
     exchanges = ctx.traffic.exchanges
     refused = [(i, e) for i, e in enumerate(exchanges) if e.status is not None and 400 <= e.status < 500 and e.status not in RETRYABLE_4XX]
     if not refused:
-        return skipped("no request in this case was refused with a final 4xx")
+        return None  # not provoked: no request in this case was refused with a final 4xx
 
     def key(e: Any) -> tuple[Any, ...]:
         return (e.method, e.url, e.request_body, e.request_headers.get("x-session-id"))
@@ -313,7 +317,7 @@ def no_4xx_retry(ctx: Context) -> Outcome:
     spec="§12.5",
     remediation="When a /call stream ends without end/error, POST /call again with the same body plus \"task_id\": the tool already ran.",
 )
-def resume_by_task_id(ctx: Context) -> Outcome:
+def resume_by_task_id(ctx: Context) -> Outcome | None:
     cuts = 0
     problems = []
     for call in ctx.traffic.calls:
@@ -329,7 +333,7 @@ def resume_by_task_id(ctx: Context) -> Outcome:
             elif following.task_id != attempt.task_id:
                 problems.append((call, attempt, f"resumed another task_id ({following.task_id})"))
     if not cuts:
-        return skipped("no /call stream was cut after its task_id in this case")
+        return None  # not provoked: no /call stream was cut after its task_id in this case
     if problems:
         call, attempt, what = problems[0]
         return failed(
@@ -349,7 +353,7 @@ def resume_by_task_id(ctx: Context) -> Outcome:
     remediation="Never repeat a /call whose stream may have started the tool (a cut, a timeout): resume it by task_id, or report the failure.",
     requires=("client.resume_by_task_id",),
 )
-def tool_runs(ctx: Context) -> Outcome:
+def tool_runs(ctx: Context) -> Outcome | None:
     ran = Counter({k: int(v) for k, v in (ctx.run.stats.get("calls") or {}).items()})
     wanted = ctx.run.script.calls
     extra = {tool: (count, wanted.get(tool, 0)) for tool, count in ran.items() if count > wanted.get(tool, 0)}
@@ -366,11 +370,11 @@ def tool_runs(ctx: Context) -> Outcome:
     spec="§12.6",
     remediation="End the episode loop as soon as a tool answers finished: true; the server refuses later calls (episode_finished).",
 )
-def stops_at_finished(ctx: Context) -> Outcome:
+def stops_at_finished(ctx: Context) -> Outcome | None:
     late = [c for c in ctx.traffic.calls if c.after_finish]
     finished = [c for c in ctx.traffic.calls if c.finished and not c.after_finish]
     if not finished:
-        return skipped("no call answered finished: true in this case")
+        return None  # not provoked: no call answered finished: true in this case
     if late:
         return failed(f"{len(late)} call(s) after finished: true, the first {late[0].tool}", {"late_calls": len(late)}, late[0].attempts[0].exchange)
     return passed("the episode loop stopped at finished: true")
@@ -384,7 +388,7 @@ def stops_at_finished(ctx: Context) -> Outcome:
     remediation="Make exactly the calls of $ORSBENCH_SCRIPT, in order, with their inputs; stop only when the client reports finished or fails.",
     requires=_PROCESS,
 )
-def script_followed(ctx: Context) -> Outcome:
+def script_followed(ctx: Context) -> Outcome | None:
     steps = ctx.run.script.steps
     made = ctx.traffic.made
     for i, call in enumerate(made):
@@ -416,7 +420,7 @@ def script_followed(ctx: Context) -> Outcome:
     spec="§12.7",
     remediation="Cap retries and resumes (a handful each, with back-off); a loop of requests against a failing server is a denial of service.",
 )
-def request_budget(ctx: Context) -> Outcome:
+def request_budget(ctx: Context) -> Outcome | None:
     run = ctx.run
     budget = BUDGET_BASE + BUDGET_PER_CALL * len(run.script.steps)
     total = max(run.requests_total, len(run.log))
@@ -438,7 +442,7 @@ def request_budget(ctx: Context) -> Outcome:
     remediation="Concatenate chunk data and end data exactly as sent (strip one space after 'data:', never more) and join text blocks unchanged.",
     requires=_ADAPTER,
 )
-def text_verbatim(ctx: Context) -> Outcome:
+def text_verbatim(ctx: Context) -> Outcome | None:
     compared = 0
     for call, line in ctx.aligned():
         output = call.output
@@ -455,7 +459,7 @@ def text_verbatim(ctx: Context) -> Outcome:
                 call.answer.exchange if call.answer else None,
             )
     if not compared:
-        return skipped("no successful call was reported")
+        return None  # not provoked: no successful call was reported
     return passed(f"{compared} text(s) identical to what the environment sent", {"compared": compared})
 
 
@@ -473,7 +477,7 @@ def _reward_matches(sent: Any, shown: Any) -> bool:
     remediation="Report the reward as sent (null stays null, never 0.0) and refuse a reward that is not a number (true is not 1.0).",
     requires=_ADAPTER,
 )
-def reward_as_sent(ctx: Context) -> Outcome:
+def reward_as_sent(ctx: Context) -> Outcome | None:
     compared = 0
     for call, line in ctx.aligned():
         output = call.output
@@ -496,7 +500,7 @@ def reward_as_sent(ctx: Context) -> Outcome:
                 {"sent": output.get("finished"), "reported": line.get("finished")},
             )
     if not compared:
-        return skipped("no successful call was reported")
+        return None  # not provoked: no successful call was reported
     return passed(f"{compared} reward(s) and finished flag(s) as sent", {"compared": compared})
 
 
@@ -508,7 +512,7 @@ def reward_as_sent(ctx: Context) -> Outcome:
     remediation='Report a failed call as {"error": ...} (raise in your client): handing the failure on as if the tool had answered trains on it.',
     requires=_ADAPTER,
 )
-def failure_as_error(ctx: Context) -> Outcome:
+def failure_as_error(ctx: Context) -> Outcome | None:
     failures = 0
     for call, line in ctx.aligned():
         failure = call.failure
@@ -524,7 +528,7 @@ def failure_as_error(ctx: Context) -> Outcome:
     if not ctx.traffic.created and ctx.run.log and not any(line.is_error for line in ctx.run.out.lines):
         return failed("the session never opened, and the client reported no error", {"opened": False})
     if not failures and ctx.traffic.created:
-        return skipped("no call failed in this case")
+        return None  # not provoked: no call failed in this case
     return passed(f"{failures} failed call(s), each reported as an error" if failures else "the failure to open the session was reported")
 
 
@@ -536,10 +540,10 @@ def failure_as_error(ctx: Context) -> Outcome:
     remediation="Retry what the server says is transient (429/503 with Retry-After, 502/504) and resume cut streams, so an episode survives them.",
     requires=(*_ADAPTER, "client.retry_after", "client.resume_by_task_id", "client.no_4xx_retry"),
 )
-def episode_completed(ctx: Context) -> Outcome:
+def episode_completed(ctx: Context) -> Outcome | None:
     run = ctx.run
     if run.case.expect != "finish":
-        return skipped("in this case a correct client reports an error instead")
+        return None  # in this case a correct client reports an error instead
     steps = run.script.steps
     made = ctx.traffic.made
     lines = ctx.lines

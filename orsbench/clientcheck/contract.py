@@ -47,10 +47,9 @@ def expand(command: str, values: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: shlex.quote(values[PLACEHOLDERS[m.group(1)]]), command)
 
 
-def unknown_placeholders(command: str) -> list[str]:
-    """``{secrets}``-like words in ``command`` that look like placeholders but are not ones (a usage error)."""
-    near = re.findall(r"(?<!\$)\{([a-z_]+)\}", command)
-    return [f"{{{name}}}" for name in near if name not in PLACEHOLDERS]
+def refused_placeholders(command: str) -> list[str]:
+    """Placeholders ``command`` uses that the contract refuses on purpose: ``{secrets}`` (a usage error)."""
+    return ["{secrets}"] if "{secrets}" in command else []
 
 
 @dataclass

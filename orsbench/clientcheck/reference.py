@@ -78,6 +78,8 @@ class Adapter:
         self.secrets: dict[str, str] = json.loads(env.get(contract.SECRETS) or "{}")
         self.http = httpx.Client(base_url=self.url, timeout=httpx.Timeout(10.0, read=protocol.CLIENT_READ_TIMEOUT_S))
         self.sid: str | None = None
+        #: A call failed (and was reported): the exit status is 1.
+        self.failed = False
 
     # -- the contract's output ----------------------------------------------------------
     def write(self, line: dict[str, Any]) -> None:
@@ -226,6 +228,7 @@ class Adapter:
     def report_failure(self, tool: str, error: Exception) -> bool:
         """Write the failure of a call; whether to stop (a failed call ends the episode here)."""
         self.write({"tool": tool, "error": str(error)})
+        self.failed = True
         return True
 
     def should_stop(self, output: dict[str, Any]) -> bool:
@@ -239,13 +242,11 @@ class Adapter:
             self.write({"error": f"could not open the session: {exc}"})
             self.close()
             return 1
-        failed = False
         try:
             for call in self.calls:
                 try:
                     output = self.call(call["tool"], call["input"])
                 except (ClientError, httpx.HTTPError) as exc:
-                    failed = True
                     if self.report_failure(call["tool"], exc):
                         break
                     continue
@@ -255,7 +256,7 @@ class Adapter:
         finally:
             self.close()
             self.http.close()
-        return 1 if failed else 0
+        return 1 if self.failed else 0
 
 
 def command() -> str:

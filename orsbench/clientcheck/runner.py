@@ -91,6 +91,8 @@ class CaseRun:
     url: str = ""
     env: str = ""
     exit_code: int | None = None
+    #: Seconds the command was given.
+    deadline: float = 0.0
     #: Why orsbench stopped the command: ``"deadline"``, ``"request storm"``, ``"output flood"`` (``None``: it ended).
     stopped_for: str | None = None
     started_at: float = 0.0
@@ -136,7 +138,7 @@ def run_case(command: str, case: Case, timeout: float | None = None, *, extra_en
     """Serve ``case``, run ``command`` against it (deadline: ``timeout`` or the case's own), collect both ends."""
     began = time.monotonic()
     script = case.script
-    run = CaseRun(case, script, command)
+    run = CaseRun(case, script, command, deadline=timeout if timeout is not None else case.deadline)
     try:
         server = start(case.scenario, config=case.config(), params=dict(case.params))
     except ServerStartError as exc:
@@ -146,7 +148,7 @@ def run_case(command: str, case: Case, timeout: float | None = None, *, extra_en
     workdir = Path(tempfile.mkdtemp(prefix="orsbench-client-"))  # 0700: only this user reads the script and output
     try:
         run.url, run.env = server.url, server.env_name
-        _play(run, server, workdir, timeout if timeout is not None else case.deadline, extra_env or {})
+        _play(run, server, workdir, run.deadline, extra_env or {})
     finally:
         server.stop()
         shutil.rmtree(workdir, ignore_errors=True)

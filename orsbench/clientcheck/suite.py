@@ -46,6 +46,8 @@ def _result(check: ClientCheck, outcome: Outcome, seconds: float) -> CheckResult
 def grade(run: CaseRun) -> list[CheckResult]:
     """Every client check's verdict on one case run, in catalogue order (ids without the case).
 
+    A check the case does not provoke (no ``Retry-After`` was sent, no stream was cut) has no entry.
+
     A check whose ``requires`` include one that *failed* is skipped, naming it.
     A case whose server did not start or could not be read has no verdicts:
     :attr:`CaseRun.server_error` says why (orsbench's problem, not the client's).
@@ -56,6 +58,7 @@ def grade(run: CaseRun) -> list[CheckResult]:
     done: dict[str, CheckResult] = {}
     for check in checks():
         start = time.monotonic()
+        outcome: Outcome | None
         unmet = next((dep for dep in check.requires if dep in done and done[dep].status in (Status.FAIL, Status.ERROR)), None)
         if unmet is not None:
             outcome = Outcome(Status.SKIP, f"not judged: {unmet} failed", depends_on=unmet)
@@ -68,7 +71,8 @@ def grade(run: CaseRun) -> list[CheckResult]:
                     Status.ERROR,
                     f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
                 )
-        done[check.id] = _result(check, outcome, time.monotonic() - start)
+        if outcome is not None:  # None: the case does not provoke what the check judges
+            done[check.id] = _result(check, outcome, time.monotonic() - start)
     return list(done.values())
 
 

@@ -18,10 +18,11 @@ The script comes from the scenario (:func:`orsbench.clients.episodes.script`);
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from secrets import token_urlsafe
 from typing import Any, Literal
 
 from orsbench.clients.cells import FAIL_CLEARLY
-from orsbench.clients.episodes import INDEX, SERVE_PARAMS, SPLIT, Script, scenarios, script
+from orsbench.clients.episodes import INDEX, SERVE_PARAMS, SPLIT, Script, Step, scenarios, script
 from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clients.profiles import profiles
 from orsbench.config import ServerConfig
@@ -56,6 +57,8 @@ class Case:
     deadline: float = DEFAULT_DEADLINE_S
     expect: Expect = "finish"
     tags: frozenset[str] = field(default_factory=frozenset)
+    #: The calls to make, when the scenario's own client episode does not fit the case (``()``: it does).
+    steps: tuple[Step, ...] = ()
 
     def config(self, **changes: Any) -> ServerConfig:
         """The server configuration of this case (with the request log on: the grader reads it)."""
@@ -63,6 +66,8 @@ class Case:
 
     @property
     def script(self) -> Script:
+        if self.steps:
+            return Script(self.scenario, self.steps, reward=None, finished=self.expect == "finish")
         return script(self.scenario)
 
     def with_deadline(self, seconds: float) -> Case:
@@ -79,14 +84,6 @@ def _summary(scenario: str) -> str:
     return (cls.summary if cls is not None and cls.summary else f"the {scenario} scenario").rstrip(".")
 
 
-def _scenario_secrets(scenario: str) -> tuple[tuple[str, str], ...]:
-    """Secrets a scenario declares it needs (``required_secrets``: name → a test value), if any."""
-    from orsbench.scenarios import REGISTRY
-
-    wanted = getattr(REGISTRY.get(scenario), "required_secrets", None) or {}
-    return tuple(sorted(dict(wanted).items()))
-
-
 def _register_all() -> None:
     from orsbench.servers.faults import load_all
 
@@ -97,7 +94,6 @@ def _register_all() -> None:
                 name,
                 _summary(name),
                 params=tuple(SERVE_PARAMS.get(name, {}).items()),
-                secrets=_scenario_secrets(name),
                 tags=frozenset({"scenario"}),
             )
         )
@@ -114,14 +110,42 @@ def _register_all() -> None:
                 faults=(profile.name,),
                 knobs=profile.knobs,
                 params=tuple(SERVE_PARAMS.get(PROFILE_SCENARIO, {}).items()),
-                secrets=_scenario_secrets(PROFILE_SCENARIO),
                 deadline=profile.deadline,
                 expect="error" if profile.name in ERROR_PROFILES else "finish",
                 tags=frozenset({"profile"}),
             )
         )
-    for case in EXTRA:
+    for case in (*EXTRA, *_hazard_cases()):
         CASES.register(case)
+
+
+#: A secret made up per process for the ``secrets`` case: it must reach the environment and nothing else.
+_CASE_SECRET = token_urlsafe(12)
+
+
+def _hazard_cases() -> list[Case]:
+    """Hazard scenarios whose client episode needs more than the scenario's own script, when registered.
+
+    ``recover``: the first call is refused (``ok: false``) and the episode goes on to a winning call;
+    ``secrets``: the session needs a secret in ``X-Secrets``, and ``whoami()`` shows its fingerprint.
+    """
+    from orsbench.scenarios import REGISTRY, get_scenario
+
+    out = []
+    if "recover" in REGISTRY and "recover" not in scenarios():
+        from orsbench.scenarios.hazards import BAD_GUESS
+
+        number = get_scenario("recover").list_tasks(SPLIT)[INDEX]["number"]
+        steps = (Step("guess", dict(BAD_GUESS)), Step("guess", {"number": number}, "right"))
+        out.append(Case("recover", "recover", _summary("recover"), steps=steps, tags=frozenset({"hazard"})))
+    if "secrets" in REGISTRY and "secrets" not in scenarios():
+        from orsbench.scenarios.hazards import SECRET_NAME, secret_text
+
+        steps = (Step("whoami", {}, secret_text(_CASE_SECRET)),)
+        out.append(
+            Case("secrets", "secrets", _summary("secrets"), secrets=((SECRET_NAME, _CASE_SECRET),), steps=steps, tags=frozenset({"hazard"}))
+        )
+    return out
 
 
 #: Cases of our own: client rules no scenario or profile provokes.

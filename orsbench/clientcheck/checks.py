@@ -129,7 +129,7 @@ def exits_in_time(ctx: Context) -> Outcome | None:
 
 @client_check(
     "client.exit_status",
-    title="A non-zero exit comes with a reported error (not a crash); a reported error with a non-zero exit",
+    title="A non-zero exit comes with a reported error (not a crash); an episode ending on an error exits non-zero",
     severity=R,
     spec="§12.1",
     remediation="Catch your client's exceptions in the adapter, write {\"error\": ...} for the call, and exit 1; exit 0 only when every call succeeded.",
@@ -144,8 +144,9 @@ def exit_status(ctx: Context) -> Outcome | None:
             f"exited with status {run.exit_code} without reporting an error (a crash)" + (f": {_short(tail, 300)}" if tail else ""),
             {"exit_code": run.exit_code, "stderr_tail": run.stderr[-2000:]},
         )
-    if run.exit_code == 0 and errors:
-        return warned(f"exited 0 although it reported {len(errors)} error(s): {_short(errors[0].get('error'))}", {"exit_code": 0})
+    last = run.out.entries[-1] if run.out.entries else None
+    if run.exit_code == 0 and last is not None and last.is_error:
+        return warned(f"exited 0 although the episode ended on a reported error: {_short(last.get('error'))}", {"exit_code": 0})
     return passed(f"exit status {run.exit_code}" + (f" with {len(errors)} reported error(s)" if errors else ""), {"exit_code": run.exit_code})
 
 
@@ -212,6 +213,11 @@ def secrets(ctx: Context) -> Outcome | None:
     if missing:
         exchange, names = missing[0]
         return failed(f"/create came without the secret(s) {', '.join(names)} in X-Secrets", {"missing": names}, exchange)
+    # The environment shows what it received (a fingerprint, never the value): the script knows what to expect.
+    for call, step in zip(ctx.traffic.made, ctx.run.script.steps):
+        output = call.output
+        if output is not None and step.expect is not None and call.tool == step.tool and text_of(output) != step.expect:
+            return failed(f"the secrets arrived under the right names, but the environment saw other values: {_short(text_of(output))}", {"names": wanted})
     return passed(f"every /create carried X-Secrets with {', '.join(wanted)}", {"names": wanted})
 
 
@@ -556,6 +562,30 @@ def episode_completed(ctx: Context) -> Outcome | None:
     if run.script.finished and last.get("finished") is not True:
         return failed("the episode ended without finished: true", {"finished": last.get("finished")})
     return passed(f"played {len(made)} call(s) to the end (reward {json.dumps(last.get('reward'))})", {"reward": last.get("reward")})
+
+
+@client_check(
+    "client.reward_convention",
+    title="Which episode reward the client reports where the per-call rewards' sum and last differ",
+    severity=ADV,
+    spec="§12.10",
+    remediation="Either convention is valid (§12.10); say which one your client uses, and use it everywhere.",
+    requires=_ADAPTER,
+)
+def reward_convention(ctx: Context) -> Outcome | None:
+    rewards = [c.output.get("reward") for c in ctx.traffic.made if c.output is not None]
+    numbers = [float(r) for r in rewards if isinstance(r, (int, float)) and not isinstance(r, bool)]
+    if len(numbers) < 2 or sum(numbers) == numbers[-1]:
+        return None  # not provoked: the sum and the last reward agree
+    episode = ctx.run.out.episode_reward
+    conventions = {"sum": sum(numbers), "last non-null": numbers[-1]}
+    measured = {"episode_reward": episode, **conventions}
+    if episode is None:
+        return passed(f"the client reports per-call rewards only (sum {sum(numbers):g}, last {numbers[-1]:g}); no episode reward", measured)
+    used = [name for name, value in conventions.items() if isinstance(episode, (int, float)) and abs(float(episode) - value) < 1e-9]
+    if used:
+        return passed(f"episode reward {episode:g}: the {used[0]} convention", {**measured, "convention": used[0]})
+    return warned(f"episode reward {episode!r} is neither the sum ({sum(numbers):g}) nor the last non-null reward ({numbers[-1]:g})", measured)
 
 
 def checks() -> list[ClientCheck]:

@@ -12,8 +12,9 @@ What it does: open a session (``/create_session`` then ``/create`` with
 ``env_name``, the task and ``X-Secrets``), read the prompt, make the script's
 calls in order — resuming a cut stream by its ``task_id``, waiting as long as
 ``Retry-After`` says before retrying a 429/502/503/504, never retrying another
-4xx — stop at ``finished`` or at the first failure, delete the session, and
-write one contract line per call. Exit status 0, or 1 when a call failed.
+4xx — stop at ``finished`` or at a failure (an ``ok: false`` refusal is reported
+and the episode goes on), delete the session, and write one contract line per
+call. Exit status 0, or 1 when the episode ended on a failure.
 """
 
 from __future__ import annotations
@@ -63,6 +64,14 @@ class ClientError(Exception):
     """A failure the client reports to its caller (and the adapter writes as ``{"error": ...}``)."""
 
 
+class Refused(ClientError):
+    """An ``ok: false`` answer: the tool refused this input; the session is fine and the episode goes on."""
+
+    def __init__(self, message: str, reason: str | None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class Adapter:
     """Plays ``ORSBENCH_SCRIPT`` against ``ORSBENCH_URL``; override one method to break one rule."""
 
@@ -78,7 +87,7 @@ class Adapter:
         self.secrets: dict[str, str] = json.loads(env.get(contract.SECRETS) or "{}")
         self.http = httpx.Client(base_url=self.url, timeout=httpx.Timeout(10.0, read=protocol.CLIENT_READ_TIMEOUT_S))
         self.sid: str | None = None
-        #: A call failed (and was reported): the exit status is 1.
+        #: The episode ended on a reported failure: the exit status is 1.
         self.failed = False
 
     # -- the contract's output ----------------------------------------------------------
@@ -203,7 +212,7 @@ class Adapter:
 
     def unwrap(self, tool: str, result: dict[str, Any]) -> dict[str, Any]:
         if result.get("ok") is not True:
-            raise ClientError(f"{tool} refused ({result.get('reason')}): {result.get('error')}")
+            raise Refused(f"{tool} refused ({result.get('reason')}): {result.get('error')}", result.get("reason"))
         output = result.get("output")
         if not isinstance(output, dict):
             raise ClientError(f"{tool}: ok:true without an output object")
@@ -226,10 +235,15 @@ class Adapter:
         return {"tool": tool, "text": self.text_of(output), "reward": output.get("reward"), "finished": bool(output.get("finished"))}
 
     def report_failure(self, tool: str, error: Exception) -> bool:
-        """Write the failure of a call; whether to stop (a failed call ends the episode here)."""
-        self.write({"tool": tool, "error": str(error)})
+        """Write the failure of a call; whether to stop the episode.
+
+        An ``ok: false`` refusal leaves the session usable, so the loop goes on (the model would be told
+        and try again); any other failure ends the episode.
+        """
+        reason = {"reason": error.reason} if isinstance(error, Refused) else {}
+        self.write({"tool": tool, "error": str(error), **reason})
         self.failed = True
-        return True
+        return not isinstance(error, Refused)
 
     def should_stop(self, output: dict[str, Any]) -> bool:
         return bool(output.get("finished"))
@@ -251,6 +265,7 @@ class Adapter:
                         break
                     continue
                 self.write(self.line(call["tool"], output))
+                self.failed = False
                 if self.should_stop(output):
                     break
         finally:

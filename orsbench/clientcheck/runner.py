@@ -35,7 +35,6 @@ from orsbench import protocol
 from orsbench.clientcheck import contract
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import OutFile
-from orsbench.clients.drivers import point_at
 from orsbench.clients.episodes import Script
 from orsbench.servers.launch import RunningServer, ServerStartError, start
 
@@ -122,8 +121,13 @@ def script_json(script: Script) -> dict[str, Any]:
 def case_environment(case: Case, url: str, env: str, script_path: Path, out_path: Path) -> dict[str, str]:
     """The variables of the contract (``docs/clients.md``) for one case, SDK variables included."""
     return {
-        **point_at(url),
+        # The openreward SDK (and TRL, Inspect) find the case server by these; no network at run time.
+        protocol.ENV_API_URL: url,
+        protocol.ENV_SESSION_URL: url,
+        protocol.ENV_DISABLE_UPDATE_CHECK: "1",
         "OPENREWARD_API_KEY": contract.CASE_API_KEY,
+        "HF_HUB_OFFLINE": "1",
+        "INSPECT_LOG_DIR": str(script_path.parent / "inspect-logs"),
         contract.URL: url,
         contract.ENV: env,
         contract.SPLIT: case.split,

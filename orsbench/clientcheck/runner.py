@@ -36,7 +36,7 @@ from orsbench.clientcheck import contract
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import OutFile
 from orsbench.clients.episodes import Script
-from orsbench.servers.launch import RunningServer, ServerStartError, start
+from orsbench.servers.launch import RunningServer, ServerStartError, local_http, start
 
 #: Bytes of stdout and of stderr kept (the tail).
 TAIL_BYTES = 8192
@@ -238,7 +238,7 @@ def _stop_group(process: subprocess.Popen[bytes]) -> None:
 
 def _read_server(run: CaseRun, server: RunningServer) -> None:
     try:
-        response = httpx.get(server.url + protocol.REQUEST_LOG, timeout=30)
+        response = local_http().get(server.url + protocol.REQUEST_LOG, timeout=30)
         response.raise_for_status()
         log = response.json()
         run.log, run.requests_total = log["entries"], int(log["total"])

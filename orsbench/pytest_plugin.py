@@ -21,6 +21,10 @@ openreward SDK (and TRL) at it; they are restored afterwards.
 Options: ``--ors-url URL`` targets an external server instead (the wire checks
 parametrise over it), with ``--ors-env`` and ``--ors-split``.
 
+``--ors-client-cmd "CMD"`` grades an ORS client's adapter command on every
+``orsbench check-client`` case, one test per case (``--ors-client-cases A,B``,
+``--ors-client-timeout S``; docs/clients.md).
+
 With TRL installed, ``ors_openreward_spec(**kwargs)`` builds a
 ``trl.experimental.openreward.OpenRewardSpec`` for ``ors_server``::
 

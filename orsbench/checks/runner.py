@@ -23,6 +23,7 @@ from orsbench.checks.policy import severity
 from orsbench.checks.probes import Collector
 from orsbench.checks.registry import PROBES, SPEC_DOCUMENT, Check, closure, load_checks, select
 from orsbench.wire.client import WireClient
+from orsbench.wire.reproduce import reproducer
 
 #: The exit codes of ``orsbench check`` (documented in docs/checks.md).
 EXIT_PASS, EXIT_FAIL, EXIT_UNREACHABLE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -184,6 +185,14 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
                 Status.ERROR,
                 f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
             )
+    reproduce = None
+    if outcome.status in (Status.FAIL, Status.WARN) and outcome.evidence:
+        reproduce = reproducer(
+            outcome.evidence,
+            ev.history or list(ev.exchanges.values()),
+            api_key=bool(ev.options.api_key),
+            note=f"{check.id} ({SPEC_DOCUMENT} {check.spec}): {outcome.message}",
+        )
     return CheckResult(
         id=check.id,
         title=check.title,
@@ -196,6 +205,7 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
         spec=f"{SPEC_DOCUMENT} {check.spec}",
         depends_on=outcome.depends_on,
         duration_s=time.monotonic() - start,
+        reproduce=reproduce,
     )
 
 
@@ -225,6 +235,7 @@ def run_checks(
     started = time.monotonic()
     graded: dict[str, CheckResult] = {}
     client = WireClient(target, timeout=options.timeout, api_key=options.api_key)
+    evidence.history = client.log
     collector = Collector(client, evidence)
     try:
         for probe in PROBES[: last_probe + 1]:

@@ -41,6 +41,8 @@ class WireClient:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        #: Every exchange this client made, in order: the history a reproducer replays a session from.
+        self.log: list[Exchange] = []
         headers = {"User-Agent": "orsbench"}
         if api_key:
             headers[protocol.API_KEY_HEADER] = api_key
@@ -89,6 +91,7 @@ class WireClient:
         if stream:
             send_headers.setdefault("Accept", "text/event-stream")
         exchange = Exchange(method, self.base_url + path, send_headers, content or b"")
+        self.log.append(exchange)
         timeout = self._http.timeout if read_timeout is None else httpx.Timeout(self._http.timeout.connect, read=read_timeout)
         start = exchange.started_at = time.monotonic()
         try:

@@ -144,7 +144,7 @@ def _findings(checks: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, An
     return [(title, members) for title, members in sections if members]
 
 
-def _as_json(report: Any) -> tuple[dict[str, Any], list[str]]:
+def report_document(report: Any) -> tuple[dict[str, Any], list[str]]:
     """The report's JSON document, and the secrets the run knew (its API key)."""
     if isinstance(report, Mapping):
         return dict(report), []
@@ -155,7 +155,7 @@ def _as_json(report: Any) -> tuple[dict[str, Any], list[str]]:
 
 def render_check(report: Any, *, title: str = "orsbench check", secrets: Iterable[str] = ()) -> str:
     """The HTML page of a check run (a ``Report`` or its JSON document)."""
-    data, known = _as_json(report)
+    data, known = report_document(report)
     checks = [_check_view(r) for r in data.get("checks", [])]
     summary = data.get("summary") or {}
     page = _ENV.get_template("check.html.j2").render(
@@ -178,6 +178,9 @@ _VERDICT_STYLE = {"survives": "pass", "fails clearly": "warn", "fails silently":
 def _cell_view(row: Mapping[str, Any], defects: Mapping[str, str]) -> dict[str, Any]:
     extra = {k: v for k, v in row.items() if k not in {"client", "server", "scenario", "profile", "verdict", "expected", "defects", "elapsed", "problems", "error"}}
     return {
+        "elapsed": None,
+        "problems": [],
+        "error": None,
         **row,
         "style": _VERDICT_STYLE.get(row["verdict"], "skip"),
         "defect_items": [(d, defects.get(d, "")) for d in row.get("defects") or []],

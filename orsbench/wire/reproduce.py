@@ -11,7 +11,7 @@ short POSIX shell script:
   ``task_id`` is read back, otherwise a fresh id is made up, since a real
   session id is single-use;
 * the session's ``/create`` is replayed before the exchange itself (the
-  calls in between are not: see :func:`_steps`);
+  calls in between are not: see :func:`steps`);
 * secrets are never written out: ``X-Secrets``, ``X-API-Key`` and
   ``Authorization`` become ``$ORS_SECRETS`` / ``$ORS_API_KEY`` references
   the reader sets themselves.
@@ -115,7 +115,7 @@ def _curl(exchange: Exchange, sids: dict[str, str], *, api_key: bool) -> str:
     return " ".join(args)
 
 
-def _steps(evidence: Sequence[Exchange], history: Sequence[Exchange]) -> tuple[list[Exchange], dict[str, str]]:
+def steps(evidence: Sequence[Exchange], history: Sequence[Exchange]) -> tuple[list[Exchange], dict[str, str]]:
     """The exchanges to replay, in the run's order, and the session ids that become variables.
 
     A session the evidence used is set up again (its ``/create``); the requests the session made
@@ -136,8 +136,8 @@ def _steps(evidence: Sequence[Exchange], history: Sequence[Exchange]) -> tuple[l
         create = next((ex for ex in history[:end] if _session_of(ex) == sid and ex.url.endswith(protocol.CREATE)), None)
         if create is not None:
             wanted.setdefault(id(create), create)
-    steps = sorted(wanted.values(), key=lambda ex: order.get(id(ex), len(history)))
-    return steps, sids
+    ordered = sorted(wanted.values(), key=lambda ex: order.get(id(ex), len(history)))
+    return ordered, sids
 
 
 def reproducer(
@@ -154,13 +154,13 @@ def reproducer(
     """
     if not evidence:
         return None
-    steps, sids = _steps(evidence, history)
+    replayed, sids = steps(evidence, history)
     base, _ = _base_and_path(evidence[0].url)
     lines = []
     if note:
         lines += [f"# {line}" for line in note.splitlines()]
     lines.append(f"BASE={shlex.quote(base)}")
-    secrets = {var for ex in steps for name, var in SECRET_VARIABLES.items() if name in {h.lower() for h in ex.request_headers}}
+    secrets = {var for ex in replayed for name, var in SECRET_VARIABLES.items() if name in {h.lower() for h in ex.request_headers}}
     if api_key:
         secrets.add(SECRET_VARIABLES[protocol.API_KEY_HEADER.lower()])
     for var in sorted(secrets):
@@ -175,7 +175,7 @@ def reproducer(
             )
         else:
             lines.append(f'{var}="orsbench-repro-$$-{var.lower()}"')
-    rendered = [_curl(ex, sids, api_key=api_key) for ex in steps]
+    rendered = [_curl(ex, sids, api_key=api_key) for ex in replayed]
     for i, line in enumerate(rendered):
         lines.append(line if i == len(rendered) - 1 else line + "; echo")
     return "\n".join(lines)

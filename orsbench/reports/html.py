@@ -153,11 +153,29 @@ def report_document(report: Any) -> tuple[dict[str, Any], list[str]]:
     return report.to_json(), [key] if key else []
 
 
+#: What a report document may leave out (another front end's report, a minimal one).
+_DOCUMENT_DEFAULTS: dict[str, Any] = {
+    "target": "",
+    "env": None,
+    "split": None,
+    "verdict": "error",
+    "exit_code": None,
+    "reason": None,
+    "started_at": "",
+    "duration_s": 0,
+    "baseline": None,
+    "options": {},
+    "summary": {},
+    "spec": "docs/protocol.md",
+}
+
+
 def render_check(report: Any, *, title: str = "orsbench check", secrets: Iterable[str] = ()) -> str:
     """The HTML page of a check run (a ``Report`` or its JSON document)."""
     data, known = report_document(report)
+    data = {**_DOCUMENT_DEFAULTS, **data}
     checks = [_check_view(r) for r in data.get("checks", [])]
-    summary = data.get("summary") or {}
+    summary = {**dict.fromkeys(("pass", "fail", "warn", "skip", "error", "exchanges"), 0), "required_not_run": [], **(data["summary"] or {})}
     page = _ENV.get_template("check.html.j2").render(
         title=title,
         report=data,

@@ -105,10 +105,7 @@ def check_command(inputs: Inputs, out: Path) -> list[str]:
 def client_command(inputs: Inputs, out: Path) -> list[str]:
     """The ``orsbench check-client`` command line (its JSON is rendered to HTML/Markdown here)."""
     cmd = _orsbench("check-client", "--cmd", inputs.client_cmd)
-    cmd += ["--json", str(out / "client-report.json"), "--junit", str(out / "client-junit.xml")]
-    if inputs.strict:
-        cmd.append("--strict")
-    return cmd
+    return cmd + ["--json", str(out / "client-report.json"), "--junit", str(out / "client-junit.xml")]
 
 
 def _docs_url(env: dict[str, str]) -> str | None:
@@ -133,7 +130,7 @@ def _run(cmd: list[str], env: dict[str, str]) -> int:
         print("::endgroup::", flush=True)
 
 
-def _client_reports(out: Path) -> str:
+def client_reports(out: Path) -> str:
     """HTML and Markdown of ``check-client``'s JSON (the same report model as ``check``'s)."""
     from orsbench.reports import render_check, render_markdown, write_html
 
@@ -184,7 +181,7 @@ def main(env: dict[str, str] | None = None) -> int:
     if inputs.client_cmd:
         code = _run(client_command(inputs, out), child_env)
         codes.append(code)
-        summary += ("\n" if summary else "") + (_client_reports(out) or f"### orsbench check-client: exit {code}, no report written\n")
+        summary += ("\n" if summary else "") + (client_reports(out) or f"### orsbench check-client: exit {code}, no report written\n")
         client_report = out / "client-report.json"
         if client_report.is_file():
             outputs["client-verdict"] = json.loads(client_report.read_text(encoding="utf-8")).get("verdict", "error")

@@ -187,12 +187,15 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
             )
     reproduce = None
     if outcome.status in (Status.FAIL, Status.WARN) and outcome.evidence:
-        reproduce = reproducer(
-            outcome.evidence,
-            ev.history or list(ev.exchanges.values()),
-            api_key=bool(ev.options.api_key),
-            note=f"{check.id} ({SPEC_DOCUMENT} {check.spec}): {outcome.message}",
-        )
+        try:
+            reproduce = reproducer(
+                outcome.evidence,
+                ev.history or list(ev.exchanges.values()),
+                api_key=bool(ev.options.api_key),
+                note=f"{check.id} ({SPEC_DOCUMENT} {check.spec}): {outcome.message}",
+            )
+        except Exception as exc:  # noqa: BLE001 - a reproducer bug must not cost the run its verdict
+            reproduce = f"# no reproducer: orsbench could not build one ({type(exc).__name__}: {exc})"
     return CheckResult(
         id=check.id,
         title=check.title,

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import escape
 
 from orsbench import __version__
 from orsbench.reports.links import spec_links
@@ -58,7 +60,11 @@ def _pretty(text: str) -> str:
         return text
 
 
-def _sse_lines(body: str) -> list[str]:
+#: How :meth:`~orsbench.wire.evidence.Exchange.summary` marks a body it cut.
+_CUT = re.compile(r"\.\.\. \[(\d+) more chars\]$")
+
+
+def _sse_lines(body: str, *, cut: bool = False) -> list[str]:
     """Each event of a stream on one line (``event: end  data: {...}``), comments (``: ping``) where they came."""
     parser = SSEParser()
     items = [*parser.feed(body.encode("utf-8"))]
@@ -71,8 +77,8 @@ def _sse_lines(body: str) -> list[str]:
             lines.append(f":{item.text}")
         else:
             lines.append(f"event: {item.event}  data: {item.data}".replace("\n", "\\n"))
-    if stream.incomplete:
-        lines.append(f"(stream cut before the end of an event: {stream.incomplete})")
+    if stream.incomplete and not cut:
+        lines.append(f"(the stream ended inside an event: {stream.incomplete})")
     return lines
 
 
@@ -84,6 +90,9 @@ def exchange_view(item: Mapping[str, Any]) -> dict[str, Any]:
     }
     response_headers = {str(k): str(v) for k, v in (item.get("headers") or {}).items()}
     body = str(item.get("body") or "")
+    cut = _CUT.search(body)
+    if cut:  # the report keeps the first characters of a body only (Exchange.summary)
+        body = body[: cut.start()]
     content_type = response_headers.get("content-type", "")
     is_sse = content_type.startswith("text/event-stream") or body.startswith(("event:", "data:", ":"))
     return {
@@ -94,10 +103,11 @@ def exchange_view(item: Mapping[str, Any]) -> dict[str, Any]:
         "status": item.get("status"),
         "headers": response_headers,
         "is_sse": bool(body) and is_sse,
-        "events": _sse_lines(body) if body and is_sse else [],
+        "events": _sse_lines(body, cut=bool(cut)) if body and is_sse else [],
         "body": _pretty(body) if body and not is_sse else body,
         "error": item.get("error"),
         "elapsed": item.get("elapsed_s"),
+        "cut": int(cut.group(1)) if cut else 0,
     }
 
 
@@ -256,7 +266,7 @@ def _now() -> str:
 def scrub(text: str, secrets: Iterable[str], replacement: str = "&lt;redacted&gt;") -> str:
     """``text`` with every secret (as written, JSON-escaped, HTML-escaped or base64) replaced by ``<redacted>``."""
     for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET}, key=len, reverse=True):
-        forms = {secret, json.dumps(secret)[1:-1], str(jinja2.utils.markupsafe.escape(secret)), base64.b64encode(secret.encode()).decode()}
+        forms = {secret, json.dumps(secret)[1:-1], str(escape(secret)), base64.b64encode(secret.encode()).decode()}
         for form in sorted(forms, key=len, reverse=True):
             text = text.replace(form, replacement)
     return text

@@ -155,12 +155,12 @@ def _findings(checks: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, An
 
 
 def report_document(report: Any) -> tuple[dict[str, Any], list[str]]:
-    """The report's JSON document, and the secrets the run knew (its API key)."""
+    """The report's JSON document, and the secrets the run knew (its API key, its ``--secret`` values)."""
     if isinstance(report, Mapping):
         return dict(report), []
     options = getattr(report, "options", None)
-    key = getattr(options, "api_key", None)
-    return report.to_json(), [key] if key else []
+    known = [getattr(options, "api_key", None), *(getattr(options, "secrets", None) or {}).values()]
+    return report.to_json(), [str(k) for k in known if k]
 
 
 #: What a report document may leave out (another front end's report, a minimal one).

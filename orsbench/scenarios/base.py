@@ -54,6 +54,16 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class HTTPAnswer:
+    """A whole HTTP answer served verbatim instead of the engine's (a replay's recorded refusal, or its miss)."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class RecordedAnswer:
     """A tool answer served exactly as recorded (cassette replay), not rebuilt from a ToolResult.
 
@@ -184,6 +194,11 @@ class Scenario:
     #: False for a scenario that serves nothing without a file of the user's (the cassette replay): it is
     #: left out wherever "every scenario" is played with its defaults (see :func:`playable_scenarios`).
     standalone: ClassVar[bool] = True
+    #: Why a suite that plays every scenario generically (the conformance checks, the client episodes)
+    #: leaves this one out, and where it is covered instead; empty: it is played generically.
+    dedicated: ClassVar[str] = ""
+    #: The parameters such a suite serves this scenario with (its defaults may be slow on purpose).
+    suite_params: ClassVar[Mapping[str, Any]] = {}
     _tool_markers: ClassVar[dict[str, _ToolMarker]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -254,6 +269,12 @@ class Scenario:
 
     async def setup(self, episode: Episode) -> None:
         """Runs in the background after ``/create``; ``/prompt`` and ``/call`` wait for it."""
+
+    def recorded_answer(self, route: str, body: Any) -> HTTPAnswer | None:
+        """The answer to a ``POST`` of ``route`` (``create``, ``tasks``, ``num_tasks``, ``task``, ``task_range``)
+        with this JSON ``body`` when it is not the engine's to give: a cassette replays a recorded refusal
+        verbatim, or names what its recording lacks. ``None`` (the default): the engine answers."""
+        return None
 
     async def teardown(self, episode: Episode) -> None:
         """Runs on ``/delete``, on reaping, and at server shutdown."""

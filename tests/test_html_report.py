@@ -137,7 +137,7 @@ def test_matrix_html_from_the_cli(tmp_path):
 
 # -- protocol links -----------------------------------------------------------------------
 def test_the_packaged_section_titles_match_docs_protocol_md():
-    """Refresh with `python -m orsbench.reports.links` after a heading of docs/protocol.md changes."""
+    """Refresh with `python -m orsbench.reports.refresh_sections` after a heading of docs/protocol.md changes."""
     assert json.loads(_PACKAGED.read_text()) == sections_of(_CHECKOUT.read_text())
 
 

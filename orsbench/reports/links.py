@@ -5,7 +5,7 @@ through to the text. The anchor is the one GitHub derives from the heading
 (``### 4.2 Rewards`` → ``#42-rewards``), so the section titles are needed:
 they are read from ``docs/protocol.md`` when it is there (a checkout) and
 otherwise from the copy packaged beside this module
-(``protocol_sections.json``, refreshed with ``python -m orsbench.reports.links``;
+(``protocol_sections.json``, refreshed with ``python -m orsbench.reports.refresh_sections``;
 a test keeps it in step with the document). A numbered item that is no heading
 (``§11.6``) links to its enclosing section; an unknown one to the document.
 
@@ -85,8 +85,8 @@ def _anchored(url: str, number: str, known: dict[str, str]) -> str:
     return url
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Refresh the packaged copy of the section titles from the checkout's docs/protocol.md."""
+def refresh() -> int:
+    """Rewrite the packaged copy of the section titles from the checkout's docs/protocol.md."""
     if not _CHECKOUT.is_file():
         print(f"no {DOCUMENT} beside this checkout", file=sys.stderr)
         return 2
@@ -94,7 +94,3 @@ def main(argv: list[str] | None = None) -> int:
     _PACKAGED.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {len(table)} sections to {_PACKAGED}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -35,6 +35,7 @@ import httpx
 
 from orsbench import protocol
 from orsbench.config import ServerConfig
+from orsbench.servers.stats import StatsSnapshot
 from orsbench.servers.user_app import APP_PATH_ENV, AppTarget
 
 _RUNNING: dict[int, "RunningServer"] = {}
@@ -163,7 +164,7 @@ class RunningServer:
     def pid(self) -> int:
         return self.process.pid
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> StatsSnapshot:
         """``GET /_orsbench/stats``: server-side counters (sessions, calls, pings, requests)."""
         headers = {protocol.API_KEY_HEADER: self.config.api_key} if self.config.api_key else None
         response = httpx.get(self.url + protocol.STATS, timeout=10, headers=headers)

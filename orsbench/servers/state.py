@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench.scenarios.base import Episode, Scenario, Tool
+from orsbench.servers.stats import StatsSnapshot
 
 
 class Readiness:
@@ -237,9 +238,18 @@ class Stats:
     requests: Counter[str] = field(default_factory=Counter)
     statuses: Counter[int] = field(default_factory=Counter)
 
-    def snapshot(self, **extra: Any) -> dict[str, Any]:
+    def snapshot(
+        self,
+        *,
+        active_sessions: int,
+        tasks_tracked: int,
+        tasks_running: int,
+        uptime_s: float,
+        config: dict[str, Any],
+    ) -> StatsSnapshot:
         return {
             "impl": "mock",
+            "active_sessions": active_sessions,
             "sessions_created": self.sessions_created,
             "sessions_deleted": self.sessions_deleted,
             "sessions_reaped": self.sessions_reaped,
@@ -249,5 +259,8 @@ class Stats:
             "call_errors": dict(self.call_errors),
             "requests": dict(self.requests),
             "statuses": {str(k): v for k, v in self.statuses.items()},
-            **extra,
+            "tasks_tracked": tasks_tracked,
+            "tasks_running": tasks_running,
+            "uptime_s": uptime_s,
+            "config": config,
         }

@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from orsbench import protocol
 from orsbench.config import ServerConfig
 from orsbench.scenarios.base import JSON, Episode, Scenario, Tool, ToolResult
+from orsbench.servers.stats import StatsSnapshot
 
 __all__ = [
     "EPISODE_ATTR",
@@ -89,7 +90,7 @@ class TwinStats:
     #: The served ServerConfig (API key masked), as the mock reports it: checkers read ttl and ping_interval.
     config: JSON = field(default_factory=dict)
 
-    def snapshot(self, active_sessions: int) -> JSON:
+    def snapshot(self, active_sessions: int) -> StatsSnapshot:
         return {
             "impl": self.impl,
             "active_sessions": active_sessions,

@@ -19,7 +19,9 @@ the session ends. While a test uses ``ors_server``, ``OPENREWARD_API_URL``,
 openreward SDK (and TRL) at it; they are restored afterwards.
 
 Options: ``--ors-url URL`` targets an external server instead (the wire checks
-parametrise over it), with ``--ors-env`` and ``--ors-split``.
+parametrise over it), with ``--ors-env``, ``--ors-split`` and, for an environment
+whose ``/create`` needs them, ``--ors-secret NAME=VALUE`` / ``--ors-secrets-file F``
+(fixture ``ors_secrets``; docs/protocol.md §14).
 
 With TRL installed, ``ors_openreward_spec(**kwargs)`` builds a
 ``trl.experimental.openreward.OpenRewardSpec`` for ``ors_server``::
@@ -41,6 +43,7 @@ from typing import Any
 
 import pytest
 
+from orsbench.cli import types
 from orsbench.config import ServerConfig
 from orsbench.servers import launch, targets
 from orsbench.servers.launch import RunningServer, start
@@ -55,6 +58,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ors-url", default=None, help="run the wire checks against this ORS server instead of embedded mocks")
     group.addoption("--ors-env", default=None, help="environment name on --ors-url (default: its first environment)")
     group.addoption("--ors-split", default=None, help="split to use on --ors-url (default: the first train split)")
+    group.addoption("--ors-secret", type=types.secret, action="append", default=[], metavar="NAME=VALUE", help=types.SECRET_HELP)
+    group.addoption("--ors-secrets-file", type=types.secrets_file, action="append", default=[], metavar="FILE", help=types.SECRETS_FILE_HELP)
+
+
+def secrets_option(config: pytest.Config) -> dict[str, str]:
+    """The secrets ``--ors-secret``/``--ors-secrets-file`` give (for ``Options(secrets=...)`` on ``--ors-url``)."""
+    return types.merge_secrets(config.getoption("--ors-secrets-file") or [], config.getoption("--ors-secret") or [])
+
+
+@pytest.fixture(scope="session")
+def ors_secrets(pytestconfig: pytest.Config) -> dict[str, str]:
+    """The secrets given with ``--ors-secret NAME=VALUE`` / ``--ors-secrets-file FILE`` (never printed by orsbench)."""
+    return secrets_option(pytestconfig)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -90,7 +90,7 @@ def test_requires_name_registered_checks_graded_no_later_than_the_dependent():
     for check in load_checks().values():
         for dep in check.requires:
             assert dep in CHECKS, f"{check.id} requires unknown {dep}"
-            assert PROBES.index(CHECKS[dep].probe) <= PROBES.index(check.probe), f"{check.id} requires later {dep}"
+            assert PROBES.names().index(CHECKS[dep].probe) <= PROBES.names().index(check.probe), f"{check.id} requires later {dep}"
 
 
 def test_every_check_has_a_title_spec_section_and_one_line_remediation():

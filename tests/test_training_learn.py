@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from training_smoke.learning import LearningCriteria, plot_rewards, verdict
-from training_smoke.run import GPU_TINY, SmokeConfig, check
+from training_smoke.config import GPU_TINY, SmokeConfig
+from training_smoke.verdict import check
 from training_smoke.sabotage import SABOTAGES, sabotaged
 
 ROOT = Path(__file__).resolve().parents[1]

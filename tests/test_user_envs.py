@@ -91,10 +91,11 @@ def test_a_leaked_answer_is_flagged() -> None:
     assert result.status is Status.WARN and "Paris" in result.message
 
 
-def test_a_random_reward_is_nondeterministic() -> None:
+def test_a_random_reward_is_nondeterministic_and_warned_not_failed() -> None:
     report = check("random_reward.py:RandomReward")
-    measured = failure(report, "quality.reward_deterministic")
-    assert measured["first"] != measured["again"]
+    result = report.result("quality.reward_deterministic")
+    assert result.status is Status.WARN, (result.status, result.message)  # stochastic by design is no defect
+    assert result.measured["first"] != result.measured["again"]
 
 
 def test_never_finishing_is_flagged_and_strict_fails_on_what_could_not_run() -> None:

@@ -1,6 +1,6 @@
 """Evidence: every exchange the collector made, by name, plus what it learned.
 
-The collector (:mod:`orsbench.checks.probes`) is the only code that talks to
+The collector (:mod:`orsbench.checks.collector`) is the only code that talks to
 the target; checks only read an :class:`Evidence`. That split is what makes a
 check a plain, testable function and lets one run of probes feed every check.
 
@@ -16,6 +16,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from orsbench import protocol
@@ -63,6 +64,8 @@ class Options:
     #: Count required checks that did not run as failures.
     strict: bool = False
     api_key: str | None = None
+    #: Secrets sent as ``X-Secrets`` on every ``/create`` (``--secret``; never reported: docs/protocol.md §14).
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 # -- what the probes learned ------------------------------------------------------------
@@ -89,6 +92,9 @@ class Episode:
     task: Any
     prompt: str = ""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: What each call answered, as a model would read it (the text of an ok answer, else its error or kind):
+    #: a replay compares them to tell random transitions from a random grader.
+    answers: list[str] = field(default_factory=list)
     finished: bool = False
     reward: float | None = None
     rewards: list[float] = field(default_factory=list)
@@ -157,6 +163,10 @@ class Facts:
     tool_answers: dict[str, int] = field(default_factory=dict)
     #: Per tool: {"calls": n, "failure": Failure.to_json() | None}.
     fuzz: dict[str, JSON] = field(default_factory=dict)
+    #: Per listed tool, how play exercised it: {"played": calls in an episode, "covered": a call made on a
+    #: fresh session because no episode called it, "won": it finished an episode with its best reward,
+    #: "unbuildable": why no valid input could be built}. Fuzz calls are in :attr:`fuzz`.
+    tool_play: dict[str, JSON] = field(default_factory=dict)
     # quality
     replay: JSON | None = None
     hacks: JSON | None = None

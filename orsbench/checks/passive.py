@@ -4,7 +4,7 @@
 evidence is whatever a real client (the openreward SDK, TRL's
 ``OpenRewardSpec``, a trainer) happened to send. :class:`PassiveGrader`
 observes those exchanges and files each under the name the collector
-(:mod:`orsbench.checks.probes`) would have given it — the first ``GET
+(:mod:`orsbench.checks.collector` and its probes) would have given it — the first ``GET
 /{env}/tools`` is ``tools``, the first fresh ``/call`` of a listed tool is
 ``call.primary``, a ``/ping`` on a deleted session is
 ``session.after_delete.ping`` — so the registered check functions grade it

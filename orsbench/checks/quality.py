@@ -102,11 +102,12 @@ def answer_leak(ev: Evidence) -> CheckOutcome:
 @check(
     "quality.reward_deterministic",
     severity=Severity.RECOMMENDED,
-    title="the same calls on the same task earn the same reward",
+    title="the same calls on the same task earn the same reward (a difference is reported, never failed)",
     probe="quality",
-    spec="§5, §8",
-    remediation="Seed any randomness in grading from the task (or remove it): GRPO compares rewards within a group, "
-    "so noise in the grader is noise in the advantage.",
+    spec="§4.2, §5, §8",
+    remediation="If the environment is stochastic by design (random transitions, a simulator), say so in its docs and "
+    "seed it from the task where reproducible rewards matter; if it is not, seed the grader's randomness from the task "
+    "(or remove it): GRPO compares rewards within a group, so noise in the grader is noise in the advantage.",
     requires=("call.episode_finishes",),
 )
 def reward_deterministic(ev: Evidence) -> CheckOutcome:
@@ -116,13 +117,26 @@ def reward_deterministic(ev: Evidence) -> CheckOutcome:
     first, again = replay["first"], replay["again"]
     if first is None or again is None:
         return skipped(f"the replay did not reach a reward (first {first}, again {again})")
-    if first != again:
-        return failed(
-            f"task {replay['index']}: the same calls scored {first:g}, then {again:g}",
-            replay,
-            *[ex for name, ex in ev.matching("quality.replay.")][-1:],
+    replays = replay.get("replays") or [again]
+    if first == again:
+        return passed(f"task {replay['index']}: the same calls scored {first:g} on {1 + len(replays)} plays", replay)
+    # A warning, never a failure: an MDP with random transitions is a legitimate environment, and a
+    # verdict that depends on the dice would pass on one run and fail on the next (docs/protocol.md §4.2).
+    diverged = replay.get("diverged_at")
+    if diverged:
+        evidence = (
+            f"the answers already differed at call {diverged['call'] + 1} ({diverged['tool']}: "
+            f"{short(diverged['first'], 50)} vs {short(diverged['again'], 50)}), so the environment's own "
+            "state moved at random — stochastic by design is the likelier reading"
         )
-    return passed(f"task {replay['index']}: scored {first:g} twice", replay)
+    else:
+        evidence = "every answer before the reward was the same, so a nondeterministic grader is the likelier reading"
+    return warned(
+        f"task {replay['index']}: the same calls scored {first:g}, then {again:g}. Two readings (docs/protocol.md §4.2): "
+        f"the environment is stochastic by design (random transitions), or it has a nondeterministic grader; {evidence}",
+        replay,
+        *[ex for name, ex in ev.matching("quality.replay")][-1:],
+    )
 
 
 @check(

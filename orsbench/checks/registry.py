@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from orsbench.checks.collector import PROBES  # re-exported: a check names the probe that collects its evidence
 from orsbench.checks.model import Severity
 from orsbench.registry import Registry
 
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
     from orsbench.checks.model import CheckOutcome
 
 CheckFn = Callable[["Evidence"], "CheckOutcome"]
-
-#: The probes of the evidence collector, in the order they run; a probe may use
-#: what every earlier probe found (the call probe needs the tools and a task).
-PROBES: tuple[str, ...] = ("discovery", "dataset", "session", "call", "play", "fuzz", "quality", "timing")
 
 #: Where the section references point: the protocol as the reference speaks it, shipped with orsbench.
 SPEC_DOCUMENT = "docs/protocol.md"

@@ -19,8 +19,9 @@ from typing import Any
 from orsbench.checks.baseline import Baseline
 from orsbench.checks.evidence import Evidence, Options
 from orsbench.checks.model import CheckResult, CheckOutcome, Severity, Status, evidence_summaries
-from orsbench.checks.probes import Collector
-from orsbench.checks.registry import PROBES, SPEC_DOCUMENT, Check, closure, load_checks, select
+from orsbench.checks.collector import Collector, probe_names
+from orsbench.checks.registry import SPEC_DOCUMENT, Check, closure, load_checks, select
+from orsbench.wire.cassette import miss_of
 from orsbench.wire.client import WireClient
 
 #: The exit codes of ``orsbench check`` (documented in docs/checks.md).
@@ -130,10 +131,31 @@ class Report:
             "baseline": self.baseline,
             "started_at": self.started_at,
             "duration_s": round(self.duration_s, 3),
-            "options": {k: v for k, v in vars(self.options).items() if k != "api_key"},
+            "options": _shown_options(self.options),
             "summary": self.summary(),
             "checks": [r.to_json() for r in self.results],
         }
+
+
+def _unrecorded(outcome: CheckOutcome) -> CheckOutcome:
+    """A failure shown by a cassette replay's miss is no verdict on the environment: a skip naming the miss.
+
+    A replay answers what was recorded; a check that needs a request the recording lacks
+    (docs/cassettes.md) cannot judge the live environment from it.
+    """
+    if outcome.status not in (Status.FAIL, Status.WARN):
+        return outcome
+    miss = next((m for m in map(miss_of, outcome.evidence) if m), None)
+    if miss is None:
+        return outcome
+    return CheckOutcome(Status.SKIP, f"needs live behaviour the cassette did not record — {miss}", evidence=outcome.evidence)
+
+
+def _shown_options(options: Options) -> dict[str, Any]:
+    """The options as a report shows them: no API key, and secrets by name only (docs/protocol.md §14)."""
+    shown = {k: v for k, v in vars(options).items() if k not in ("api_key", "secrets")}
+    shown["secrets"] = sorted(options.secrets)
+    return shown
 
 
 def dependency_order(checks: Iterable[Check]) -> list[Check]:
@@ -162,7 +184,7 @@ def report_order(checks: Iterable[Check]) -> list[Check]:
     The passive grader (``orsbench proxy``) lists its results the same way, so both reports line up.
     """
     graded = dependency_order(checks)
-    return [c for probe in PROBES for c in graded if c.probe == probe]
+    return [c for probe in probe_names() for c in graded if c.probe == probe]
 
 
 def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckResult:
@@ -183,6 +205,7 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
                 Status.ERROR,
                 f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
             )
+        outcome = _unrecorded(outcome)
     return CheckResult(
         id=check.id,
         title=check.title,
@@ -213,7 +236,8 @@ def run_checks(
     selected = select(only)
     wanted = {c.id for c in selected}
     to_run = dependency_order(closure(selected))
-    last_probe = max((PROBES.index(c.probe) for c in to_run), default=-1)
+    probes = probe_names()
+    last_probe = max((probes.index(c.probe) for c in to_run), default=-1)
     report = Report(
         target,
         options,
@@ -223,10 +247,10 @@ def run_checks(
     evidence = Evidence(target, options)
     started = time.monotonic()
     graded: dict[str, CheckResult] = {}
-    client = WireClient(target, timeout=options.timeout, api_key=options.api_key)
+    client = WireClient(target, timeout=options.timeout, api_key=options.api_key, secrets=options.secrets)
     collector = Collector(client, evidence)
     try:
-        for probe in PROBES[: last_probe + 1]:
+        for probe in probes[: last_probe + 1]:
             probe_start = time.monotonic()
             before = len(evidence.exchanges)
             try:

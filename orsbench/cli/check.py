@@ -33,6 +33,7 @@ examples:
   orsbench check --serve echo --fault reward-bool   # ... with one protocol violation (exit 1)
   orsbench check URL --only 'call.*' --expected-failures fixtures/expected-failures/ors-sdk.yaml
   orsbench check URL --tasks 0,-1 --fuzz 100 --strict  # play two tasks, fuzz harder, no untested PASS
+  orsbench check URL --secret OPENAI_API_KEY --secrets-file env.secrets   # an env whose /create needs secrets
 
 exit codes: 0 pass (warnings allowed), 1 a required check failed or a baseline entry is stale,
 2 target unreachable / not an ORS server, 3 internal error of orsbench. Catalogue: docs/checks.md
@@ -106,6 +107,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="keep-alive cadence the server promises (default: as reported, else 10; with --serve: serve with it)",
     )
     what.add_argument("--api-key", help="send this X-API-Key")
+    types.add_secret_arguments(what)
     play = parser.add_argument_group("gameplay and fuzz (tool failures on valid input)")
     play.add_argument(
         "--fuzz",
@@ -145,6 +147,7 @@ def _options(args: argparse.Namespace, **overrides: Any) -> Options:
 
     values = {k: getattr(args, k) for k in ("env", "split", "timeout", "ttl", "ping_interval", "api_key", "tasks", "strict")}
     values["fuzz"] = 0 if args.no_fuzz else args.fuzz
+    values["secrets"] = types.secrets_of(args)
     return Options(**{**values, **overrides})
 
 

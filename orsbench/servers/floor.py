@@ -27,7 +27,6 @@ from orsbench import protocol
 from orsbench.scenarios.base import Episode, Scenario
 from orsbench.servers import sse
 from orsbench.servers.http import JSON_TYPE_HEADER, Receive, Scope, Send
-from orsbench.servers.stats import StatsSnapshot
 
 #: What every tool call answers on the floor.
 FLOOR_OUTPUT = {
@@ -67,7 +66,7 @@ class FloorApp:
         constant: dict[tuple[str, str], bytes] = {
             ("GET", protocol.HEALTH): orjson.dumps({"status": "ok"}),
             ("GET", protocol.LIST_ENVIRONMENTS): orjson.dumps([env]),
-            ("GET", protocol.STATS): orjson.dumps(StatsSnapshot(impl="floor", active_sessions=0)),
+            ("GET", protocol.STATS): orjson.dumps({"impl": "floor", "active_sessions": 0}),
             ("GET", protocol.env_path(env, protocol.SPLITS)): orjson.dumps([s.to_wire() for s in scenario.splits()]),
             ("GET", protocol.env_path(env, protocol.TOOLS)): orjson.dumps(listing),
             ("POST", protocol.env_path(env, protocol.NUM_TASKS)): orjson.dumps({"num_tasks": count}),

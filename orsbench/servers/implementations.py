@@ -116,9 +116,11 @@ def in_suite() -> tuple[str, ...]:
 def _mock(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:
     from orsbench.servers.engine import Engine
     from orsbench.servers.faults import apply_faults
+    from orsbench.servers.replay import RecordedAnswers, answering
 
     engine = Engine(list(scenarios), config)
-    return apply_faults(engine, config.faults, config.seed) if config.faults else engine
+    app = apply_faults(engine, config.faults, config.seed) if config.faults else engine
+    return RecordedAnswers(app, list(scenarios)) if answering(list(scenarios)) else app
 
 
 def _sdk(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:

@@ -33,6 +33,7 @@ import httpx
 import orjson
 
 from orsbench import protocol
+from orsbench.wire.client import add_secrets
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEParser
 
@@ -67,6 +68,13 @@ OWN_HEADERS = frozenset({"date", "server"})
 LOCAL_PREFIX = "/_orsbench/"
 
 
+def _with_secrets(headers: list[tuple[str, str]], secrets: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``headers`` with the operator's secrets merged into ``X-Secrets`` (the client's own entries kept)."""
+    wanted = protocol.SECRETS_HEADER.lower()
+    sent = next((v for k, v in headers if k.lower() == wanted), None)
+    return [(k, v) for k, v in headers if k.lower() != wanted] + [(protocol.SECRETS_HEADER, add_secrets(sent, secrets))]
+
+
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
@@ -83,6 +91,7 @@ class ProxyApp:
         routes: Mapping[str, LocalRoute] | None = None,
         on_shutdown: Sequence[Callable[[], None]] = (),
         connect_timeout: float = 10.0,
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -91,6 +100,8 @@ class ProxyApp:
         self.upstream_origin = _origin(self.upstream)
         self._base_path = parts.path.rstrip("/")
         self.observers = list(observers)
+        #: Added to every ``/create`` sent upstream as ``X-Secrets`` (``--secret``; docs/protocol.md §14).
+        self._secrets = dict(secrets or {})
         self.routes = dict(routes or {})
         #: Run at lifespan shutdown (SIGINT/SIGTERM): where the front end writes its reports.
         #: (uvicorn re-raises the signal once it has shut down, so code after ``run()`` never runs.)
@@ -157,6 +168,8 @@ class ProxyApp:
             body,
         )
         start = exchange.started_at = time.monotonic()
+        if self._secrets and scope["path"] == protocol.CREATE:
+            headers = _with_secrets(headers, self._secrets)
         request = self.client.build_request(scope["method"], target, headers=headers, content=body)
         try:
             response = await self.client.send(request, stream=True)

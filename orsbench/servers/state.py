@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench.scenarios.base import Episode, Scenario, Tool
-from orsbench.servers.stats import StatsSnapshot
+from orsbench.servers.stats import StatsSnapshot, snapshot
 
 
 class Readiness:
@@ -239,28 +239,23 @@ class Stats:
     statuses: Counter[int] = field(default_factory=Counter)
 
     def snapshot(
-        self,
-        *,
-        active_sessions: int,
-        tasks_tracked: int,
-        tasks_running: int,
-        uptime_s: float,
-        config: dict[str, Any],
+        self, *, active_sessions: int, tasks_tracked: int, tasks_running: int, uptime_s: float, config: dict[str, Any]
     ) -> StatsSnapshot:
-        return {
-            "impl": "mock",
-            "active_sessions": active_sessions,
-            "sessions_created": self.sessions_created,
-            "sessions_deleted": self.sessions_deleted,
-            "sessions_reaped": self.sessions_reaped,
-            "pings": self.pings,
-            "calls": dict(self.calls),
-            "calls_total": sum(self.calls.values()),
-            "call_errors": dict(self.call_errors),
-            "requests": dict(self.requests),
-            "statuses": {str(k): v for k, v in self.statuses.items()},
-            "tasks_tracked": tasks_tracked,
-            "tasks_running": tasks_running,
-            "uptime_s": uptime_s,
-            "config": config,
-        }
+        """The mock's answer to ``GET /_orsbench/stats``: the common counters plus the mock-only ones."""
+        out = snapshot(
+            impl="mock",
+            active_sessions=active_sessions,
+            sessions_created=self.sessions_created,
+            sessions_deleted=self.sessions_deleted,
+            sessions_reaped=self.sessions_reaped,
+            pings=self.pings,
+            calls=self.calls,
+            requests=self.requests,
+            config=config,
+        )
+        out["call_errors"] = dict(self.call_errors)
+        out["statuses"] = {str(k): v for k, v in self.statuses.items()}
+        out["tasks_tracked"] = tasks_tracked
+        out["tasks_running"] = tasks_running
+        out["uptime_s"] = uptime_s
+        return out

@@ -1,46 +1,66 @@
-"""What ``GET /_orsbench/stats`` answers: one typed snapshot for every server orsbench serves.
+"""What ``GET /_orsbench/stats`` answers: one typed snapshot for the mock engine and both SDK twins.
 
-The mock engine, both SDK twins and the bench floor emit it, and
-:meth:`orsbench.servers.launch.RunningServer.stats` returns it, so a test or a
-benchmark reads one shape whichever implementation it started. Why a
-``TypedDict`` and not a class: the snapshot *is* JSON on the wire, and a reader
-of a server it did not start (``bench --url``) gets the same dict back.
+Why one type: tests, the bench runner and the checker read these counters from
+any implementation (``RunningServer.stats()``); a key one implementation spells
+differently, or forgets, would turn into a ``KeyError`` far from its cause.
+:func:`snapshot` is the one place the common part is written.
 
-Every server says which implementation it is and how many sessions it holds;
-the counters are there where the server counts them (the floor counts nothing).
+The keys every implementation reports are required; those only one of them can
+count are ``NotRequired`` and say which.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: TypedDict reads NotRequired from evaluated annotations.
+from collections import Counter
+from typing import Any, NotRequired, TypedDict
 
-from typing import Any, Required, TypedDict
 
+class StatsSnapshot(TypedDict):
+    """Server-side counters since start (the API key in ``config`` is masked)."""
 
-class StatsSnapshot(TypedDict, total=False):
-    """One answer of ``GET /_orsbench/stats``."""
-
-    #: The implementation's registered name (``mock``, ``sdk``, ``ors-sdk``, ``floor``; ``app`` for a user's classes).
-    impl: Required[str]
-    #: Sessions open now.
-    active_sessions: Required[int]
+    impl: str  # the --impl name: "mock", "sdk", "ors-sdk"
+    active_sessions: int
     sessions_created: int
     sessions_deleted: int
     sessions_reaped: int
-    #: Successful ``POST /ping`` (session keep-alives).
-    pings: int
-    #: Tool calls by tool name, and their total.
-    calls: dict[str, int]
+    pings: int  # successful POST /ping
+    calls: dict[str, int]  # tool calls that returned, per tool
     calls_total: int
-    #: Requests by ``"METHOD /route"`` (faults count here too, as ``"fault NAME"``).
-    requests: dict[str, int]
-    #: The served ServerConfig as JSON, the API key masked: checkers read ttl and ping_interval from it.
-    config: dict[str, Any]
-    # -- the mock engine only --
-    call_errors: dict[str, int]
-    #: Answers by HTTP status (as a string: JSON object keys).
-    statuses: dict[str, int]
-    tasks_tracked: int
-    tasks_running: int
-    uptime_s: float
-    # -- the SDK twins only --
-    #: ``: ping`` comments written on SSE streams.
-    sse_pings: int
+    requests: dict[str, int]  # per route ("POST /{env}/call") or status ("308")
+    config: dict[str, Any]  # the served ServerConfig: checkers read ttl and ping_interval
+    #: mock only: calls that raised or were refused, per tool.
+    call_errors: NotRequired[dict[str, int]]
+    #: mock only: answers per HTTP status (keys are strings, as in JSON).
+    statuses: NotRequired[dict[str, int]]
+    #: mock only: tool-call tasks remembered for resume, and those still running.
+    tasks_tracked: NotRequired[int]
+    tasks_running: NotRequired[int]
+    uptime_s: NotRequired[float]
+    #: twins only: ``: ping`` keep-alive comments written on SSE streams.
+    sse_pings: NotRequired[int]
+
+
+def snapshot(
+    *,
+    impl: str,
+    active_sessions: int,
+    sessions_created: int,
+    sessions_deleted: int,
+    sessions_reaped: int,
+    pings: int,
+    calls: Counter[str],
+    requests: Counter[str],
+    config: dict[str, Any],
+) -> StatsSnapshot:
+    """The part of the snapshot every implementation reports; callers add their ``NotRequired`` keys."""
+    return {
+        "impl": impl,
+        "active_sessions": active_sessions,
+        "sessions_created": sessions_created,
+        "sessions_deleted": sessions_deleted,
+        "sessions_reaped": sessions_reaped,
+        "pings": pings,
+        "calls": dict(calls),
+        "calls_total": sum(calls.values()),
+        "requests": dict(requests),
+        "config": config,
+    }

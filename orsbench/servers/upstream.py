@@ -76,7 +76,8 @@ class _Connection(asyncio.Protocol):
         self.failure: UpstreamError | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.paused = False
-        self._until_close = False
+        self._framed = False  # a Content-Length or Transfer-Encoding came
+        self._keep_alive = False
 
     # -- asyncio.Protocol ---------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -103,7 +104,7 @@ class _Connection(asyncio.Protocol):
             self._wake()
 
     def eof_received(self) -> bool | None:
-        if self._until_close and not self.complete and self.failure is None:
+        if not self._framed and self.head_done is not None and self.head_done.done() and not self.complete and self.failure is None:
             self.complete = True  # an answer delimited by the close (no length, not chunked) ends here
         self._close()
         return None
@@ -122,14 +123,16 @@ class _Connection(asyncio.Protocol):
     # -- httptools callbacks ------------------------------------------------------
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name, value))
+        if len(name) in (14, 17) and name.lower() in (b"content-length", b"transfer-encoding"):
+            self._framed = True
 
     def on_headers_complete(self) -> None:
         self.status = self._parser.get_status_code()
         if 100 <= self.status < 200:  # an interim answer (100 Continue): the real one follows
             self.headers = []
+            self._framed = False
             return
-        names = {k.lower() for k, _ in self.headers}
-        self._until_close = b"content-length" not in names and b"transfer-encoding" not in names
+        self._keep_alive = self._parser.should_keep_alive()  # read here: llhttp forgets it once the message ends
         if self.head_done is not None and not self.head_done.done():
             self.head_done.set_result(None)
 
@@ -161,7 +164,7 @@ class _Connection(asyncio.Protocol):
 
     @property
     def reusable(self) -> bool:
-        return not self.closed and self.complete and self.failure is None and self._parser.should_keep_alive()
+        return not self.closed and self.complete and self.failure is None and self._keep_alive
 
 
 class UpstreamResponse:
@@ -174,6 +177,16 @@ class UpstreamResponse:
         self.status = conn.status
         #: As received, names in their original case.
         self.headers = conn.headers
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of the body received and not yet read."""
+        return self._conn.buffered
+
+    @property
+    def reading_paused(self) -> bool:
+        """Whether the connection stopped reading because the reader lags (more than HIGH_WATER buffered)."""
+        return self._conn.paused
 
     async def next_piece(self) -> bytes | None:
         """The next piece of the body as the upstream sent it; ``None`` at its end.

@@ -30,7 +30,8 @@ import pytest
 from orsbench.clients import defects
 from conformance.adapter import Binding, bind_one, rollout_factory
 from conformance.params import TargetParam, ToolCase, ToolParam
-from conformance.targets import SUITE_PARAMS, Target
+from conformance.targets import Target
+from orsbench.scenarios import suite_params
 from orsbench.config import ServerConfig
 
 _LOADGROUP = "orsbench_loadgroup"
@@ -59,7 +60,7 @@ def serve(ors_server_factory: Any) -> Callable[..., Target]:
     cache: dict[str, Target] = {}
 
     def get(scenario: str, impl: str = "mock", **knobs: Any) -> Target:
-        params = {**SUITE_PARAMS.get(scenario, {}), **knobs.pop("params", {})}
+        params = {**suite_params(scenario), **knobs.pop("params", {})}
         server = ors_server_factory(scenario, impl=impl, config=ServerConfig(**knobs), params=params)
         if server.url not in cache:
             cache[server.url] = Target(scenario, impl, server)

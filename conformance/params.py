@@ -17,7 +17,8 @@ import pytest
 
 from orsbench.clients import defects
 from conformance.adapter import Binding
-from conformance.targets import IMPLS, Declared, Target, declared, generic_scenarios, group, slug
+from conformance.targets import IMPLS, Declared, Target, declared, group, slug
+from orsbench.scenarios import generic_scenarios
 
 
 class TargetParam(NamedTuple):

@@ -132,9 +132,9 @@ def prepare(
     if (params or faults or impl != "mock") and resolved.kind != "scenario":
         raise ValueError("impl, params and faults apply to a built-in scenario only")
     if faults:
-        from orsbench.servers.faults import load_all
+        from orsbench.servers.faults import FAULTS
 
-        unknown_faults = sorted(set(faults) - set(load_all()))
+        unknown_faults = sorted(set(faults) - set(FAULTS))
         if unknown_faults:
             raise ValueError(f"unknown fault(s) {unknown_faults}; see docs/robustness.md and docs/checks.md")
     plan = CheckPlan(resolved, impl, wait, options, _server_config(resolved, impl, params or {}, faults, options))
@@ -169,10 +169,12 @@ def _server_config(
     if target.kind == "app":
         require("sdk", "serving an Environment class (the openreward SDK Server)")
         return ServerConfig(**knobs)
-    if impl == "sdk":
-        require("sdk", "impl='sdk' (the openreward SDK twin)")
+    from orsbench.servers.implementations import IMPLEMENTATIONS
+
+    implementation = IMPLEMENTATIONS.get(impl)  # UnknownName (a ValueError) lists the known ones
+    implementation.require(f"impl={impl!r} ({implementation.summary})")
     from orsbench.scenarios import get_scenario
-    from orsbench.servers.app import effective_config
+    from orsbench.config import effective_config
 
     knobs |= {"params": params, "faults": faults}
     scenario = get_scenario(str(target.value), **params)  # ValueError: unknown scenario or parameter

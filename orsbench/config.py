@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping, Set
+from typing import Any, Protocol
 
 from orsbench import protocol
 
@@ -68,3 +69,15 @@ class ServerConfig:
         data = json.loads(text)
         data["faults"] = tuple(data.get("faults", ()))
         return cls(**data)
+
+
+class HasConfigDefaults(Protocol):
+    """What :func:`effective_config` reads of a scenario (kept structural: config sits below scenarios)."""
+
+    config_defaults: Mapping[str, Any]
+
+
+def effective_config(scenario: HasConfigDefaults, config: ServerConfig, explicit: Set[str] = frozenset()) -> ServerConfig:
+    """Apply the scenario's own config defaults to fields the user did not set explicitly."""
+    changes = {k: v for k, v in scenario.config_defaults.items() if k not in explicit}
+    return config.replace(**changes) if changes else config

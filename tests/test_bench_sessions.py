@@ -24,7 +24,7 @@ from orsbench.bench.sessions import holdable_impls, run_held_bench
 from orsbench.bench.target import TargetError, local_target
 from orsbench.cli import main as cli_main
 from orsbench.config import ServerConfig
-from orsbench.servers.app import IMPLEMENTATIONS
+from orsbench.servers.implementations import IMPLEMENTATIONS
 from orsbench.servers.keepalive import KeepaliveClock
 from orsbench.servers.launch import serve
 

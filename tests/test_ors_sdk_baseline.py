@@ -21,7 +21,7 @@ pytest.importorskip("ors")
 from orsbench.checks import Baseline, Options, Status, load_checks, run_checks  # noqa: E402
 from orsbench.config import ServerConfig  # noqa: E402
 from orsbench.scenarios import get_scenario, playable_scenarios  # noqa: E402
-from orsbench.servers.app import effective_config  # noqa: E402
+from orsbench.config import effective_config  # noqa: E402
 
 BASELINE = Path(__file__).parent.parent / "fixtures" / "expected-failures" / "ors-sdk.yaml"
 #: Scenarios that fail checks on every implementation by design.

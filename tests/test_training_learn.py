@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from training_smoke.learning import LearningCriteria, plot_rewards, verdict
-from training_smoke.run import GPU_TINY, SmokeConfig, check
+from training_smoke.config import GPU_TINY, SmokeConfig
+from training_smoke.verdict import check
 from training_smoke.sabotage import SABOTAGES, sabotaged
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -312,7 +313,7 @@ def test_pick_is_served_by_the_mock_and_the_sdk_twin_and_passes_every_required_c
     from orsbench.checks import Options, Severity, Status, run_checks
     from orsbench.config import ServerConfig
     from orsbench.scenarios import get_scenario
-    from orsbench.servers.app import effective_config
+    from orsbench.config import effective_config
 
     server = ors_server_factory("pick", impl=impl)
     config = effective_config(get_scenario("pick"), ServerConfig(), set())

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from training_smoke.run import SmokeConfig, check
+from training_smoke.config import SmokeConfig
+from training_smoke.verdict import check
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ("echo", "sparse-reward", "task-tool")

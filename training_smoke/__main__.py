@@ -11,7 +11,7 @@ from pathlib import Path
 
 from orsbench.cli import types
 from orsbench.extras import MissingExtra, require
-from training_smoke.run import DEFAULT_CACHE_DIR, PROFILES, SmokeConfig
+from training_smoke.config import DEFAULT_CACHE_DIR, PROFILES, SmokeConfig
 from training_smoke.sabotage import SABOTAGES
 
 EPILOG = """\

@@ -32,21 +32,19 @@ from orsbench.bench.plan import EpisodePlan, PlanError, discover
 from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
 from orsbench.bench.target import Target
 from orsbench.config import ServerConfig
-from orsbench.servers.app import IMPLEMENTATIONS
+from orsbench.servers.implementations import holding_sessions
 from orsbench.servers.launch import RunningServer, ServerStartError, start
 from orsbench.wire import WireClient
 
 #: The scenario served for held sessions, and its long tool.
 HOLD_SCENARIO, HOLD_TOOL = "slow", "wait"
-#: Implementations that are ORS servers (the floor only answers a short episode with constants).
-NOT_HOLDABLE = frozenset({"floor"})
 #: Fraction of one core above which the driver, not the server, is what limits the run.
 DRIVER_SATURATED = 0.9
 
 
 def holdable_impls() -> tuple[str, ...]:
     """Every registered implementation that can hold a session (the registry's order)."""
-    return tuple(impl for impl in IMPLEMENTATIONS if impl not in NOT_HOLDABLE)
+    return holding_sessions()
 
 
 @dataclass

@@ -19,8 +19,8 @@ from orsbench.checks.evidence import (
     stream_of,
     task_id_of,
 )
-from orsbench.checks.model import Outcome, failed, passed, skipped, warned
-from orsbench.checks.registry import check
+from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.registry import CALLS, FINISHER, check
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEStream
 
@@ -49,6 +49,8 @@ def _findings(found: list[Finding], prefix: str = "") -> Outcome:
 
 @check(
     "call.tool_inputs",
+    severity=Severity.RECOMMENDED,
+    passive=(CALLS,),
     title="a valid input can be built for at least one tool from its JSON Schema",
     probe="call",
     spec="§2.1, §4",
@@ -70,6 +72,8 @@ def tool_inputs(ev: Evidence) -> Outcome:
 
 @check(
     "call.sse_content_type",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="/call answers 200 text/event-stream",
     probe="call",
     spec="§3",
@@ -91,6 +95,8 @@ def sse_content_type(ev: Evidence) -> Outcome:
 
 @check(
     "call.sse_no_buffering",
+    severity=Severity.ADVISORY,
+    passive=("call.primary",),
     title="/call streams are marked not to be buffered or cached",
     probe="call",
     spec="§2.2, §8",
@@ -113,6 +119,8 @@ def sse_no_buffering(ev: Evidence) -> Outcome:
 
 @check(
     "call.first_event_task_id",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="every /call stream starts with a task_id event",
     probe="call",
     spec="§3.1",
@@ -136,6 +144,8 @@ def first_event_task_id(ev: Evidence) -> Outcome:
 
 @check(
     "call.end_event",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="every /call stream ends with exactly one end or error event",
     probe="call",
     spec="§3.1, §11.18",
@@ -167,6 +177,8 @@ def end_event(ev: Evidence) -> Outcome:
 
 @check(
     "call.end_json",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="end carries a JSON object with a boolean ok (RunToolOutput)",
     probe="call",
     spec="§3.1, §4",
@@ -210,6 +222,8 @@ def _framing(stream: SSEStream) -> list[str]:
 
 @check(
     "call.sse_framing",
+    severity=Severity.RECOMMENDED,
+    passive=(CALLS,),
     title="SSE framing: known events and fields, `name: value`, one line-ending style",
     probe="call",
     spec="§3, §11.6",
@@ -241,6 +255,8 @@ def sse_framing(ev: Evidence) -> Outcome:
 
 @check(
     "call.tool_output_shape",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="ok:true outputs are ToolOutput objects with valid blocks",
     probe="play",
     spec="§4",
@@ -279,6 +295,7 @@ def _strings(node: Any) -> list[str]:
 
 @check(
     "call.chunk_reassembly",
+    severity=Severity.REQUIRED,
     title="a result longer than one chunk reassembles exactly (chunk boundaries keep every character)",
     probe="call",
     spec="§3.1, §11.7",
@@ -323,6 +340,7 @@ def chunk_reassembly(ev: Evidence) -> Outcome:
 
 @check(
     "call.chunk_size",
+    severity=Severity.ADVISORY,
     title="chunks are 4096 characters (not bytes), as the reference cuts them",
     probe="call",
     spec="§3.1, §11.7",
@@ -369,6 +387,8 @@ def _in_band(ev: Evidence, name: str, situation: str) -> Outcome:
 
 @check(
     "call.unknown_tool_ok_false",
+    severity=Severity.REQUIRED,
+    passive=("call.unknown_tool",),
     title="calling an unknown tool answers ok:false in end (200, not 4xx/5xx)",
     probe="call",
     spec="§5, §11.8",
@@ -381,6 +401,7 @@ def unknown_tool_ok_false(ev: Evidence) -> Outcome:
 
 @check(
     "call.input_validation_ok_false",
+    severity=Severity.REQUIRED,
     title="an input that fails the tool's schema answers ok:false in end",
     probe="call",
     spec="§5, §11.8",
@@ -395,6 +416,8 @@ def input_validation_ok_false(ev: Evidence) -> Outcome:
 
 @check(
     "call.error_reason",
+    severity=Severity.RECOMMENDED,  # the openreward client infers a missing reason from the error text
+    passive=(CALLS,),
     title="every ok:false carries the right reason",
     probe="call",
     spec="§4, §5, §11.10",
@@ -426,6 +449,8 @@ def error_reason(ev: Evidence) -> Outcome:
 
 @check(
     "call.episode_finishes",
+    severity=Severity.ADVISORY,
+    passive=(FINISHER,),
     title="playing the task reaches finished:true",
     probe="play",
     spec="§5, §8",
@@ -462,6 +487,8 @@ def episode_finishes(ev: Evidence) -> Outcome:
 
 @check(
     "call.finish_latch",
+    severity=Severity.REQUIRED,
+    passive=("latch.known",),
     title="after finished:true, further calls answer ok:false (episode_finished)",
     probe="play",
     spec="§5, §8",
@@ -474,6 +501,7 @@ def finish_latch(ev: Evidence) -> Outcome:
 
 @check(
     "call.reason_precedence",
+    severity=Severity.RECOMMENDED,
     title="after finish: an unknown tool is not_found, an invalid input is episode_finished",
     probe="play",
     spec="§5, §11.10",
@@ -502,6 +530,8 @@ def reason_precedence(ev: Evidence) -> Outcome:
 
 @check(
     "call.resume_by_task_id",
+    severity=Severity.REQUIRED,
+    passive=("call.resume",),
     title="re-POSTing /call with its task_id replays the same result",
     probe="call",
     spec="§3.2, §11.9",
@@ -535,6 +565,8 @@ def resume_by_task_id(ev: Evidence) -> Outcome:
 
 @check(
     "call.unknown_task_id_error",
+    severity=Severity.REQUIRED,
+    passive=("call.unknown_task_id",),
     title="/call with an unknown task_id answers 200 with an error event",
     probe="call",
     spec="§3.2, §11.9",
@@ -556,6 +588,8 @@ def unknown_task_id_error(ev: Evidence) -> Outcome:
 
 @check(
     "call.resume_running",
+    severity=Severity.REQUIRED,
+    passive=("timing.resume",),
     title="a call cut off while running can be resumed by task_id",
     probe="timing",
     spec="§3.2, §3.3",
@@ -590,6 +624,8 @@ def _gaps(ex: Exchange) -> list[float]:
 
 @check(
     "call.keepalive_interval",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="long calls send keep-alive comments at the promised cadence",
     probe="timing",
     spec="§3, §3.3, §11.6",

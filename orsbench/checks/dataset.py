@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from orsbench.checks.evidence import NO_SUCH_SPLIT, Evidence, answer, expect_status, json_of, short
-from orsbench.checks.model import Outcome, failed, passed, skipped, warned
+from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.wire.evidence import Exchange
 
@@ -25,6 +25,8 @@ def _no_split(ev: Evidence) -> Outcome | None:
 
 @check(
     "dataset.num_tasks",
+    severity=Severity.REQUIRED,
+    passive=("dataset.num_tasks",),
     title='POST /{env}/num_tasks answers {"num_tasks": int ≥ 0}',
     probe="dataset",
     spec="§2.1",
@@ -42,6 +44,8 @@ def num_tasks(ev: Evidence) -> Outcome:
 
 @check(
     "dataset.tasks_list",
+    severity=Severity.REQUIRED,
+    passive=("dataset.tasks",),
     title='POST /{env}/tasks answers {"tasks": [object, ...]}',
     probe="dataset",
     spec="§2.1",
@@ -65,6 +69,8 @@ def tasks_list(ev: Evidence) -> Outcome:
 
 @check(
     "dataset.num_tasks_matches_list",
+    severity=Severity.REQUIRED,
+    passive=("dataset.num_tasks+dataset.tasks",),
     title="num_tasks equals the length of the task list",
     probe="dataset",
     spec="§2.1",
@@ -85,6 +91,8 @@ def num_tasks_matches_list(ev: Evidence) -> Outcome:
 
 @check(
     "dataset.task_matches_list",
+    severity=Severity.REQUIRED,
+    passive=("dataset.tasks+dataset.task.first", "dataset.tasks+dataset.task.last"),
     title="POST /{env}/task returns tasks[index]",
     probe="dataset",
     spec="§2.1",
@@ -110,6 +118,8 @@ def task_matches_list(ev: Evidence) -> Outcome:
 
 @check(
     "dataset.task_negative_index",
+    severity=Severity.ADVISORY,
+    passive=("dataset.tasks+dataset.task.negative",),
     title="POST /{env}/task with index -1 returns the last task",
     probe="dataset",
     spec="§2.1, §11.14",
@@ -131,6 +141,7 @@ def task_negative_index(ev: Evidence) -> Outcome:
 
 @check(
     "dataset.task_range_slice",
+    severity=Severity.REQUIRED,
     title="POST /{env}/task_range slices like Python",
     probe="dataset",
     spec="§2.1, §11.14",
@@ -161,6 +172,8 @@ def task_range_slice(ev: Evidence) -> Outcome:
 
 @check(
     "dataset.invalid_split_400",
+    severity=Severity.REQUIRED,
+    passive=tuple(f"dataset.invalid_split.{r}" for r in ("tasks", "num_tasks", "task", "task_range")),
     title="an unknown split is answered 400 on tasks, num_tasks, task and task_range",
     probe="dataset",
     spec="§2.1",
@@ -180,6 +193,8 @@ def invalid_split_400(ev: Evidence) -> Outcome:
 
 @check(
     "dataset.invalid_index_400",
+    severity=Severity.REQUIRED,
+    passive=("dataset.task.past_end",),
     title="an index past the end is answered 400",
     probe="dataset",
     spec="§2.1",
@@ -192,6 +207,8 @@ def invalid_index_400(ev: Evidence) -> Outcome:
 
 @check(
     "dataset.env_name_echo",
+    severity=Severity.REQUIRED,  # the openreward client reads body["env_name"]: KeyError, and TRL's train_dataset fails
+    passive=("dataset.tasks",),
     title="tasks, task and task_range echo env_name",
     probe="dataset",
     spec="§1, §2.1",

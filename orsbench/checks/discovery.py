@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, answer, json_of, short
-from orsbench.checks.model import Outcome, failed, passed, skipped, warned
+from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.schema_examples import schema_problems
 
@@ -19,6 +19,8 @@ MCP_TOOL_NAME = re.compile(r"^[A-Za-z0-9_./-]{1,64}$")
 
 @check(
     "discovery.health",
+    severity=Severity.REQUIRED,
+    passive=("health",),
     title='GET /health answers 200 {"status": "ok"}',
     probe="discovery",
     spec="§1",
@@ -38,6 +40,8 @@ def health(ev: Evidence) -> Outcome:
 
 @check(
     "discovery.version",
+    severity=Severity.ADVISORY,
+    passive=("version",),
     title="GET /version names the server version",
     probe="discovery",
     spec="§1",
@@ -53,6 +57,8 @@ def version(ev: Evidence) -> Outcome:
 
 @check(
     "discovery.list_environments",
+    severity=Severity.REQUIRED,
+    passive=("list_environments",),
     title="GET /list_environments lists the environments",
     probe="discovery",
     spec="§1",
@@ -102,6 +108,8 @@ def _tool_listing(ev: Evidence, name: str) -> tuple[Outcome | None, list[dict]]:
 
 @check(
     "discovery.tools_listing",
+    severity=Severity.REQUIRED,
+    passive=("tools",),
     title="GET /{env}/tools is a ListToolsOutput",
     probe="discovery",
     spec="§2.1, §4",
@@ -118,6 +126,8 @@ def tools_listing(ev: Evidence) -> Outcome:
 
 @check(
     "discovery.tools_schema",
+    severity=Severity.REQUIRED,
+    passive=("tools",),
     title="every input_schema is a valid JSON Schema for an object",
     probe="discovery",
     spec="§2.1, §4",
@@ -136,6 +146,8 @@ def tools_schema(ev: Evidence) -> Outcome:
 
 @check(
     "discovery.tool_names_unique",
+    severity=Severity.REQUIRED,
+    passive=("tools",),
     title="tool names are unique",
     probe="discovery",
     spec="§4",
@@ -153,6 +165,8 @@ def tool_names_unique(ev: Evidence) -> Outcome:
 
 @check(
     "discovery.tool_names_format",
+    severity=Severity.ADVISORY,
+    passive=("tools",),
     title="tool and parameter names are portable identifiers",
     probe="discovery",
     spec="§4.1",
@@ -180,6 +194,8 @@ def tool_names_format(ev: Evidence) -> Outcome:
 
 @check(
     "discovery.tools_optional_fields",
+    severity=Severity.ADVISORY,  # both reference servers omit some; clients default them
+    passive=("tools",),
     title="ListToolsOutput carries terminal_tool, supports_score_group, message_block_types",
     probe="discovery",
     spec="§4, §11.17",
@@ -206,6 +222,8 @@ def tools_optional_fields(ev: Evidence) -> Outcome:
 
 @check(
     "discovery.splits",
+    severity=Severity.REQUIRED,
+    passive=("splits",),
     title="GET /{env}/splits lists named splits of type train|validation|test",
     probe="discovery",
     spec="§2.1, §4",
@@ -241,6 +259,7 @@ def _location_path(location: str) -> str:
 
 @check(
     "routing.default_env_redirect",
+    severity=Severity.REQUIRED,
     title="bare paths redirect (308) to the default environment",
     probe="discovery",
     spec="§1.2, §6.2, §11.3",
@@ -266,6 +285,7 @@ def default_env_redirect(ev: Evidence) -> Outcome:
 
 @check(
     "routing.env_case_insensitive",
+    severity=Severity.ADVISORY,
     title="environment names in paths match case-insensitively",
     probe="discovery",
     spec="§1.2, §11.5",
@@ -283,6 +303,7 @@ def env_case_insensitive(ev: Evidence) -> Outcome:
 
 @check(
     "routing.unknown_env",
+    severity=Severity.ADVISORY,
     title="an unknown environment in the path is never served as if it existed",
     probe="discovery",
     spec="§1.2, §11.3",

@@ -1,6 +1,6 @@
 """Evidence: every exchange the collector made, by name, plus what it learned.
 
-The collector (:mod:`orsbench.checks.probes`) is the only code that talks to
+The collector (:mod:`orsbench.checks.collector`) is the only code that talks to
 the target; checks only read an :class:`Evidence`. That split is what makes a
 check a plain, testable function and lets one run of probes feed every check.
 

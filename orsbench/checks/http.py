@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, answer, expect_status, json_of
-from orsbench.checks.model import Outcome, failed, passed, skipped
-from orsbench.checks.registry import check
+from orsbench.checks.model import Outcome, Severity, failed, passed, skipped
+from orsbench.checks.registry import ANY, check
 from orsbench.wire.evidence import Exchange
 
 _STREAMING = ("/" + protocol.CALL, "/" + protocol.SCORE_GROUP, protocol.CREATE_SESSION)
@@ -17,6 +17,8 @@ def _path(ex: Exchange) -> str:
 
 @check(
     "http.json_content_type",
+    severity=Severity.RECOMMENDED,
+    passive=(ANY,),
     title="JSON answers are labelled application/json",
     probe="timing",
     spec="§1.1",
@@ -51,6 +53,7 @@ def json_content_type(ev: Evidence) -> Outcome:
 
 @check(
     "http.malformed_body_4xx",
+    severity=Severity.RECOMMENDED,
     title="a body that is not JSON is answered 4xx, not 5xx",
     probe="call",
     spec="§1.1",
@@ -70,6 +73,7 @@ def malformed_body_4xx(ev: Evidence) -> Outcome:
 
 @check(
     "http.wrong_method_405",
+    severity=Severity.ADVISORY,
     title="a wrong method is answered 405",
     probe="discovery",
     spec="§1",
@@ -81,6 +85,8 @@ def wrong_method_405(ev: Evidence) -> Outcome:
 
 @check(
     "http.no_server_errors",
+    severity=Severity.ADVISORY,
+    passive=(ANY,),
     title="no request of the run was answered 5xx (besides 503 starting)",
     probe="timing",
     spec="§1.1",
@@ -105,6 +111,8 @@ def no_server_errors(ev: Evidence) -> Outcome:
 
 @check(
     "http.error_detail",
+    severity=Severity.ADVISORY,
+    passive=(ANY,),
     title="4xx answers carry a JSON detail",
     probe="timing",
     spec="§1.1",

@@ -2,8 +2,8 @@
 
 A check returns an :class:`Outcome` — its own verdict on the evidence, with no
 opinion on how much that verdict matters. The runner turns it into a
-:class:`CheckResult` by adding what the check's registration and the severity
-policy say (title, spec reference, remediation, severity) and what the
+:class:`CheckResult` by adding what the check's registration says (title,
+spec reference, remediation, severity) and what the
 expected-failures baseline says. Reports only ever read ``CheckResult``.
 """
 
@@ -31,7 +31,7 @@ class Status(str, Enum):
 
 
 class Severity(str, Enum):
-    """How much a failing check matters (from :mod:`orsbench.checks.policy`)."""
+    """How much a failing check matters (each check's registration says: :mod:`orsbench.checks.registry`)."""
 
     REQUIRED = "required"  # a failure fails the run (exit 1)
     RECOMMENDED = "recommended"  # a failure is reported as a warning

@@ -13,12 +13,13 @@ from typing import Any
 
 from orsbench.checks.evidence import Episode, Evidence, json_of, short
 from orsbench.checks.explore import ANSWER_KEYS
-from orsbench.checks.model import Outcome, failed, passed, skipped, warned
+from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 
 
 @check(
     "quality.reward_hacking",
+    severity=Severity.RECOMMENDED,
     title="an empty, minimal or garbage answer does not earn the best reward",
     probe="quality",
     spec="§5, §8",
@@ -72,6 +73,7 @@ def _leaks(episodes: list[Episode]) -> list[tuple[int | None, str, str]]:
 
 @check(
     "quality.answer_leak",
+    severity=Severity.RECOMMENDED,
     title="the prompt does not show the task's answer",
     probe="play",
     spec="§4, §8",
@@ -99,6 +101,7 @@ def answer_leak(ev: Evidence) -> Outcome:
 
 @check(
     "quality.reward_deterministic",
+    severity=Severity.RECOMMENDED,
     title="the same calls on the same task earn the same reward",
     probe="quality",
     spec="§5, §8",
@@ -124,6 +127,7 @@ def reward_deterministic(ev: Evidence) -> Outcome:
 
 @check(
     "quality.descriptions",
+    severity=Severity.ADVISORY,
     title="every tool and parameter has a description",
     probe="discovery",
     spec="§2.1",
@@ -148,6 +152,7 @@ def descriptions(ev: Evidence) -> Outcome:
 
 @check(
     "quality.prompt_nonempty",
+    severity=Severity.RECOMMENDED,
     title="the prompt has text for the model to read",
     probe="session",
     spec="§4",

@@ -1,7 +1,7 @@
 """``orsbench record``: play an environment the way ``orsbench check`` does, and keep what it answered.
 
 The recording is made by the checker's own evidence collector
-(:class:`~orsbench.checks.probes.Collector`) — the same discovery, dataset,
+(:class:`~orsbench.checks.collector.Collector`) — the same discovery, dataset,
 session, call and play probes, so a replay can be checked with the same
 probes and answer them from the recording — plus the task listing of every
 split and one played episode per selected task. Every exchange the collector's
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orsbench.checks.evidence import Evidence, Options, json_of
-from orsbench.checks.probes import Collector
+from orsbench.checks.collector import Collector
 from orsbench.wire.cassette import CassetteRecorder
 from orsbench.wire.client import WireClient
 from orsbench.wire.evidence import Exchange

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from orsbench.checks.evidence import Evidence, call_label, call_results, is_number, short
-from orsbench.checks.model import Outcome, failed, passed, skipped, warned
-from orsbench.checks.registry import check
+from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.registry import CALLS, FINISHER, check
 
 
 def _outputs(ev: Evidence) -> list[tuple[str, dict]]:
@@ -15,6 +15,8 @@ def _outputs(ev: Evidence) -> list[tuple[str, dict]]:
 
 @check(
     "reward.well_formed",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="reward is a finite number or null — never a bool or a string",
     probe="play",
     spec="§4.2",
@@ -49,6 +51,8 @@ def well_formed(ev: Evidence) -> Outcome:
 
 @check(
     "reward.finished_bool",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="finished is a JSON bool",
     probe="play",
     spec="§4",
@@ -71,6 +75,8 @@ def finished_bool(ev: Evidence) -> Outcome:
 
 @check(
     "reward.terminal_reward",
+    severity=Severity.ADVISORY,
+    passive=(FINISHER,),
     title="the output that finishes the episode carries a numeric reward",
     probe="play",
     spec="§4.2",

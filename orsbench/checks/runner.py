@@ -19,9 +19,8 @@ from typing import Any
 from orsbench.checks.baseline import Baseline
 from orsbench.checks.evidence import Evidence, Options
 from orsbench.checks.model import CheckResult, Outcome, Severity, Status, evidence_summaries
-from orsbench.checks.policy import severity
-from orsbench.checks.probes import Collector
-from orsbench.checks.registry import PROBES, SPEC_DOCUMENT, Check, closure, load_checks, select
+from orsbench.checks.collector import Collector, probe_names
+from orsbench.checks.registry import SPEC_DOCUMENT, Check, closure, load_checks, select
 from orsbench.wire.client import WireClient
 
 #: The exit codes of ``orsbench check`` (documented in docs/checks.md).
@@ -116,7 +115,7 @@ class Report:
         }
 
     def to_json(self) -> dict[str, Any]:
-        from orsbench import __version__
+        from orsbench.version import __version__
 
         return {
             "target": self.target,
@@ -163,7 +162,7 @@ def report_order(checks: Iterable[Check]) -> list[Check]:
     The passive grader (``orsbench proxy``) lists its results the same way, so both reports line up.
     """
     graded = dependency_order(checks)
-    return [c for probe in PROBES for c in graded if c.probe == probe]
+    return [c for probe in probe_names() for c in graded if c.probe == probe]
 
 
 def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckResult:
@@ -188,7 +187,7 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
         id=check.id,
         title=check.title,
         status=outcome.status,
-        severity=severity(check.id),
+        severity=check.severity,
         message=outcome.message,
         measured=outcome.measured,
         evidence=evidence_summaries(outcome.evidence),
@@ -214,7 +213,8 @@ def run_checks(
     selected = select(only)
     wanted = {c.id for c in selected}
     to_run = dependency_order(closure(selected))
-    last_probe = max((PROBES.index(c.probe) for c in to_run), default=-1)
+    probes = probe_names()
+    last_probe = max((probes.index(c.probe) for c in to_run), default=-1)
     report = Report(
         target,
         options,
@@ -227,7 +227,7 @@ def run_checks(
     client = WireClient(target, timeout=options.timeout, api_key=options.api_key)
     collector = Collector(client, evidence)
     try:
-        for probe in PROBES[: last_probe + 1]:
+        for probe in probes[: last_probe + 1]:
             probe_start = time.monotonic()
             before = len(evidence.exchanges)
             try:

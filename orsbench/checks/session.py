@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, answer, block_problems, expect_status, json_of, result_of, short, stream_of
-from orsbench.checks.model import Outcome, failed, passed, skipped, warned
+from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.wire.evidence import Exchange
 
@@ -52,6 +52,8 @@ def _route(ex: Exchange) -> str:
 
 @check(
     "session.create_session_sse",
+    severity=Severity.REQUIRED,
+    passive=("session.create_session",),
     title="POST /create_session streams a task_id event (the sid), then end",
     probe="session",
     spec="§2.2, §11.1",
@@ -79,6 +81,8 @@ def create_session_sse(ev: Evidence) -> Outcome:
 
 @check(
     "session.create_session_unique",
+    severity=Severity.REQUIRED,
+    passive=("session.create_session.second",),
     title="each /create_session gives a new sid",
     probe="session",
     spec="§2.2",
@@ -96,6 +100,8 @@ def create_session_unique(ev: Evidence) -> Outcome:
 
 @check(
     "session.create",
+    severity=Severity.REQUIRED,
+    passive=("session.create",),
     title='POST /create with split and index answers 200 {"sid"}',
     probe="session",
     spec="§2.2",
@@ -116,6 +122,7 @@ def create(ev: Evidence) -> Outcome:
 
 @check(
     "session.missing_sid_400",
+    severity=Severity.REQUIRED,
     title="requests without X-Session-ID are answered 400",
     probe="session",
     spec="§1.1",
@@ -140,6 +147,7 @@ def missing_sid_400(ev: Evidence) -> Outcome:
 
 @check(
     "session.sdk_headers_accepted",
+    severity=Severity.REQUIRED,
     title="requests with the headers the openreward SDK always sends are served",
     probe="session",
     spec="§6.3, §11.15",
@@ -160,6 +168,8 @@ def sdk_headers_accepted(ev: Evidence) -> Outcome:
 
 @check(
     "session.duplicate_sid_400",
+    severity=Severity.REQUIRED,
+    passive=("session.create.duplicate",),
     title="/create with an active sid is answered 400",
     probe="session",
     spec="§2.2",
@@ -172,6 +182,7 @@ def duplicate_sid_400(ev: Evidence) -> Outcome:
 
 @check(
     "session.create_exactly_one_task_source",
+    severity=Severity.REQUIRED,
     title="/create needs exactly one of task_spec or split+index",
     probe="session",
     spec="§2.2",
@@ -183,6 +194,7 @@ def create_exactly_one_task_source(ev: Evidence) -> Outcome:
 
 @check(
     "session.create_task_spec",
+    severity=Severity.RECOMMENDED,
     title="/create accepts a task_spec",
     probe="session",
     spec="§2.2",
@@ -195,6 +207,7 @@ def create_task_spec(ev: Evidence) -> Outcome:
 
 @check(
     "session.create_invalid_task_400",
+    severity=Severity.REQUIRED,
     title="/create with an unknown split or an index past the end is answered 400",
     probe="session",
     spec="§2.2",
@@ -207,6 +220,7 @@ def create_invalid_task_400(ev: Evidence) -> Outcome:
 
 @check(
     "session.create_unknown_env_404",
+    severity=Severity.RECOMMENDED,
     title="/create with an unknown env_name is answered 404",
     probe="session",
     spec="§2.2",
@@ -224,6 +238,8 @@ def create_unknown_env_404(ev: Evidence) -> Outcome:
 
 @check(
     "session.task_tools_superset",
+    severity=Severity.REQUIRED,
+    passive=("session.task_tools",),
     title="GET /{env}/task_tools lists every shared tool (task_tools ⊇ tools)",
     probe="session",
     spec="§2.4",
@@ -246,6 +262,8 @@ def task_tools_superset(ev: Evidence) -> Outcome:
 
 @check(
     "session.prompt",
+    severity=Severity.REQUIRED,
+    passive=("session.prompt",),
     title="GET /{env}/prompt answers a non-empty list of content blocks",
     probe="session",
     spec="§2.4, §4",
@@ -267,6 +285,8 @@ def prompt(ev: Evidence) -> Outcome:
 
 @check(
     "session.messages",
+    severity=Severity.ADVISORY,
+    passive=("session.messages",),
     title="GET /{env}/messages answers a list of messages",
     probe="session",
     spec="§2.4, §4",
@@ -293,6 +313,8 @@ def messages(ev: Evidence) -> Outcome:
 
 @check(
     "session.ping",
+    severity=Severity.REQUIRED,
+    passive=("session.ping",),
     title="POST /ping on a live session answers 200",
     probe="session",
     spec="§2.4, §6.6",
@@ -305,6 +327,8 @@ def ping(ev: Evidence) -> Outcome:
 
 @check(
     "session.ping_unknown_404",
+    severity=Severity.REQUIRED,
+    passive=("session.unknown.ping",),
     title="POST /ping for an unknown sid answers 404",
     probe="session",
     spec="§2.4, §11.12",
@@ -316,6 +340,8 @@ def ping_unknown_404(ev: Evidence) -> Outcome:
 
 @check(
     "session.unknown_sid_404",
+    severity=Severity.REQUIRED,
+    passive=("session.unknown.prompt", "session.unknown.call"),
     title="prompt and call for an unknown sid answer 404",
     probe="session",
     spec="§2.3",
@@ -332,6 +358,8 @@ def unknown_sid_404(ev: Evidence) -> Outcome:
 
 @check(
     "session.delete",
+    severity=Severity.REQUIRED,
+    passive=("session.delete",),
     title='POST /delete answers 200 {"sid"}',
     probe="session",
     spec="§2.4",
@@ -351,6 +379,8 @@ def delete(ev: Evidence) -> Outcome:
 
 @check(
     "session.ping_after_delete_404",
+    severity=Severity.REQUIRED,
+    passive=("session.after_delete.ping",),
     title="POST /ping after /delete answers 404",
     probe="session",
     spec="§2.4, §8",
@@ -363,6 +393,8 @@ def ping_after_delete_404(ev: Evidence) -> Outcome:
 
 @check(
     "session.use_after_delete_404",
+    severity=Severity.REQUIRED,
+    passive=("session.after_delete.prompt",),
     title="GET /{env}/prompt after /delete answers 404",
     probe="session",
     spec="§2.3, §11.11",
@@ -380,6 +412,9 @@ def use_after_delete_404(ev: Evidence) -> Outcome:
 
 @check(
     "session.delete_idempotent",
+    severity=Severity.REQUIRED,
+    # All three, or the verdict would speak for cases the traffic never tried.
+    passive=("session.delete.again+session.delete.unknown+session.delete_session",),
     title="/delete and /delete_session always answer 200",
     probe="session",
     spec="§2.4, §11.12",
@@ -396,6 +431,8 @@ def delete_idempotent(ev: Evidence) -> Outcome:
 
 @check(
     "session.recreate_deleted_sid",
+    severity=Severity.REQUIRED,
+    passive=("session.recreate",),
     title="a deleted sid can be /create'd again",
     probe="session",
     spec="§2.4, §11.12",
@@ -413,6 +450,8 @@ def recreate_deleted_sid(ev: Evidence) -> Outcome:
 
 @check(
     "session.starting_503",
+    severity=Severity.REQUIRED,
+    passive=("starting",),
     title="a session still starting is answered 503 with its headers, and /prompt never blocks past --timeout",
     probe="session",
     spec="§2.3, §11.11",
@@ -452,6 +491,7 @@ def starting_503(ev: Evidence) -> Outcome:
 
 @check(
     "session.ttl_reap",
+    severity=Severity.RECOMMENDED,
     title="an idle session is reaped after the TTL; a pinged one survives",
     probe="timing",
     spec="§8, §11.13",
@@ -475,6 +515,8 @@ def ttl_reap(ev: Evidence) -> Outcome:
 
 @check(
     "score_group.contract",
+    severity=Severity.RECOMMENDED,
+    passive=("session.score_group",),
     title="score_group is 404 when unsupported, else streams one score per candidate",
     probe="session",
     spec="§2.4, §11.16",

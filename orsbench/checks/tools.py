@@ -12,7 +12,7 @@ import json
 
 from orsbench import schema_examples
 from orsbench.checks.evidence import Evidence, Failure, short
-from orsbench.checks.model import Outcome, failed, passed, skipped
+from orsbench.checks.model import Outcome, Severity, failed, passed, skipped
 from orsbench.checks.registry import check
 
 #: What the openreward client and TRL do after a tool raised (an SSE ``error`` event) or answered 5xx.
@@ -60,6 +60,7 @@ def _shown(failure: Failure) -> str:
 
 @check(
     "tool.no_crash_on_valid_input",
+    severity=Severity.REQUIRED,
     title="no tool raises, answers 5xx or breaks its stream on an input its schema accepts",
     probe="fuzz",
     spec="§5",
@@ -89,6 +90,7 @@ def no_crash(ev: Evidence) -> Outcome:
 
 @check(
     "tool.no_hang",
+    severity=Severity.REQUIRED,
     title="no tool call on a valid input runs past --timeout",
     probe="fuzz",
     spec="§5, §7",

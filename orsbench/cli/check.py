@@ -13,8 +13,8 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from orsbench.cli import types
-from orsbench.servers.app import SERVERS  # a tuple of names; imports no server
+from orsbench.cli import subcommand, types
+from orsbench.servers.implementations import IMPLEMENTATIONS, ors_servers  # records only; imports no server
 
 if TYPE_CHECKING:
     from orsbench.api import CheckPlan
@@ -39,6 +39,7 @@ exit codes: 0 pass (warnings allowed), 1 a required check failed or a baseline e
 """
 
 
+@subcommand("check")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "check",
@@ -67,9 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     target.add_argument(
         "--impl",
-        choices=SERVERS,
+        choices=ors_servers(),
         default="mock",
-        help="with --serve: mock engine, openreward SDK twin or ors-sdk twin (default mock)",
+        help="with --serve: " + "; ".join(f"{n}: {IMPLEMENTATIONS[n].summary}" for n in ors_servers()) + " (default mock)",
     )
     target.add_argument(
         "--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="with --serve: a scenario parameter"
@@ -148,11 +149,11 @@ def _options(args: argparse.Namespace, **overrides: Any) -> Options:
 
 
 def _list() -> int:
-    from orsbench.checks import load_checks, severity
+    from orsbench.checks import load_checks
     from orsbench.reports.terminal import describe
 
     for check in load_checks().values():
-        print(describe(check, severity(check.id)))
+        print(describe(check, check.severity))
     return 0
 
 

@@ -8,9 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-from orsbench.cli import types
+from orsbench.cli import subcommand, types
 
 
+@subcommand("matrix")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "matrix",

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from orsbench.cli import types
+from orsbench.cli import subcommand, types
 
 EPILOG = """\
 examples:
@@ -24,6 +24,7 @@ Recipes: docs/proxy.md.
 REPORT_PATH = "/_orsbench/report"
 
 
+@subcommand("proxy")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "proxy",

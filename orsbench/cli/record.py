@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from orsbench.cli import types
+from orsbench.cli import subcommand, types
 
 EPILOG = """\
 examples:
@@ -18,6 +18,7 @@ Format: docs/cassettes.md.
 """
 
 
+@subcommand("record")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "record",

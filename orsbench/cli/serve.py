@@ -8,11 +8,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from orsbench.cli import types
+from orsbench.cli import subcommand, types
 from orsbench.config import ServerConfig
-from orsbench.extras import require
-from orsbench.scenarios import REGISTRY, get_scenario
-from orsbench.servers.app import IMPLEMENTATIONS, BindError, announce_ready, build_app, effective_config, serve_forever
+from orsbench.scenarios import SCENARIOS, get_scenario
+from orsbench.config import effective_config
+from orsbench.servers.app import BindError, announce_ready, build_app, serve_forever
+from orsbench.servers.implementations import IMPLEMENTATIONS
 
 #: Read when neither --api-key nor a launcher's config gives a key: a key in the
 #: environment does not show in ``ps`` output the way a command-line flag does.
@@ -33,6 +34,7 @@ KNOBS: dict[str, tuple[str, Callable[[str], Any], str]] = {
 }
 
 
+@subcommand("serve")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
@@ -44,10 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Binds 127.0.0.1 on a free port unless told otherwise.",
         epilog="example: orsbench serve slow --ttl 3 --param long_call=20 --ping-interval 1",
     )
-    parser.add_argument("scenario", nargs="?", choices=sorted(REGISTRY), metavar="SCENARIO", help=f"one of: {', '.join(REGISTRY)} (omit with --cassette)")
+    parser.add_argument("scenario", nargs="?", choices=sorted(SCENARIOS), metavar="SCENARIO", help=f"one of: {', '.join(SCENARIOS)} (omit with --cassette)")
     parser.add_argument("--cassette", metavar="FILE", default=None, help="replay a cassette recorded by `orsbench record` or `orsbench proxy --record` (offline; docs/cassettes.md)")
     parser.add_argument("--on-miss", choices=("error", "nearest"), default=None, help="with --cassette: a call no recording matches answers ok:false (error, default) or the closest recorded call's answer (nearest)")
-    parser.add_argument("--impl", choices=IMPLEMENTATIONS, default="mock", help="mock engine, openreward SDK twin, ors-sdk twin, or floor (a constant-answer baseline for `orsbench bench`; not a real server) (default mock)")
+    impls = "; ".join(f"{i.name}: {i.summary}" for i in IMPLEMENTATIONS.values())
+    parser.add_argument("--impl", choices=IMPLEMENTATIONS.names(), default="mock", help=f"{impls} (default mock)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; anything else is reachable from outside)")
     parser.add_argument("--port", type=types.port, default=0, help="port to bind; 0 picks a free one (default 0)")
     for flag, (field, kind, text) in KNOBS.items():
@@ -98,8 +101,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.on_miss is not None:
         print("orsbench serve: --on-miss applies to --cassette only", file=sys.stderr)
         return 2
-    if args.impl == "sdk":
-        require("sdk", "--impl sdk (the openreward SDK twin)")
+    IMPLEMENTATIONS.get(args.impl).require()  # a missing extra is a usage error before anything is built
     config, explicit = config_from_args(args)
     try:
         scenario = get_scenario(args.scenario, **config.params)

@@ -91,10 +91,10 @@ def names(text: str) -> list[str]:
 
 def fault_names(text: str) -> list[str]:
     """``NAME[,NAME]`` → the fault names, each one known (profiles and violations)."""
-    from orsbench.servers.faults import load_all
+    from orsbench.servers.faults import FAULTS
 
     given = names(text)
-    known = load_all()
+    known = FAULTS
     unknown = [n for n in given if n not in known]
     if unknown:
         raise argparse.ArgumentTypeError(

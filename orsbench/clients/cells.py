@@ -14,11 +14,11 @@ from functools import cache
 
 from orsbench.clients import defects as D
 from orsbench.clients.drivers import CLIENTS
-from orsbench.clients.episodes import INDEX, SERVE_PARAMS, SPLIT, Script, scenarios, script
+from orsbench.clients.episodes import INDEX, SPLIT, Script, scenarios, script
 from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clients.profiles import Profile, profiles
-from orsbench.scenarios import get_scenario
-from orsbench.servers.app import SERVERS
+from orsbench.scenarios import get_scenario, suite_params
+from orsbench.servers.implementations import ors_servers
 
 #: Profiles where the right outcome is a clear failure, not survival.
 FAIL_CLEARLY = frozenset({"setup-failure", "tool-raises", "restart", "stream-no-end"})
@@ -27,8 +27,8 @@ _CHUNK = 4096
 
 
 def servers() -> list[str]:
-    """Every ORS server implementation, from the implementations registry (``orsbench.servers.app.SERVERS``)."""
-    return list(SERVERS)
+    """Every ORS server implementation, from the implementations registry (``speaks_ors``)."""
+    return ors_servers()
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def expected(cell: Cell) -> str:
 
 @cache
 def _task0_tools(scenario: str) -> tuple[D.JSON, ...]:
-    sc = get_scenario(scenario, **SERVE_PARAMS.get(scenario, {}))
+    sc = get_scenario(scenario, **suite_params(scenario))
     try:
         task = sc.list_tasks(SPLIT)[INDEX]
     except NotImplementedError:
@@ -83,7 +83,7 @@ def _task0_tools(scenario: str) -> tuple[D.JSON, ...]:
 @cache
 def _index_only(scenario: str) -> bool:
     try:
-        get_scenario(scenario, **SERVE_PARAMS.get(scenario, {})).list_tasks(SPLIT)
+        get_scenario(scenario, **suite_params(scenario)).list_tasks(SPLIT)
     except NotImplementedError:
         return True
     return False

@@ -15,24 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench.clients.schema_view import required_example
-from orsbench.scenarios import get_scenario, playable_scenarios
-from orsbench.scenarios.slow import Slow
+from orsbench.scenarios import generic_scenarios, get_scenario, suite_params
 
 JSON = dict[str, Any]
 
 SPLIT = "train"
 INDEX = 0
-
-#: Scenarios no client episode is played on, and why.
-LEFT_OUT: dict[str, str] = {
-    "broken-session": "its sessions fail on purpose (constructor 500, a missing secret); the conformance suite's session tests cover it",
-    "schema-conflict": "per-task schema variants of one tool; the conformance suite's binding tests cover it on the mock",
-}
-
-#: Scenario parameters every client episode is served with, and why.
-SERVE_PARAMS: dict[str, JSON] = {
-    "slow": dict(Slow.QUICK_PARAMS),  # the fault profile slow-setup covers the slow reset
-}
 
 #: The ``long_text`` length the schema-zoo script asks for: longer than one SSE chunk.
 LONG_TEXT = 6000
@@ -65,12 +53,12 @@ class Script:
 
 
 def scenarios() -> list[str]:
-    """Every registered scenario a client episode is played on."""
-    return [name for name in playable_scenarios() if name not in LEFT_OUT]
+    """Every registered scenario a client episode is played on (each left-out one says why: ``Scenario.dedicated``)."""
+    return generic_scenarios()
 
 
 def _task(name: str) -> JSON:
-    scenario = get_scenario(name, **SERVE_PARAMS.get(name, {}))
+    scenario = get_scenario(name, **suite_params(name))
     try:
         return scenario.list_tasks(SPLIT)[INDEX]
     except NotImplementedError:
@@ -129,6 +117,6 @@ def script(name: str) -> Script:
     task = _task(name)
     if name in _SCRIPTS:
         return Script(name, tuple(_SCRIPTS[name](task)))
-    scenario = get_scenario(name, **SERVE_PARAMS.get(name, {}))
+    scenario = get_scenario(name, **suite_params(name))
     first = sorted(scenario.shared_tools(), key=lambda t: t.name)[0]
     return Script(name, (Step(first.name, required_example(first.input_schema)),), reward=None, finished=False)

@@ -22,8 +22,8 @@ from typing import Any
 
 from orsbench.clients import cells as C
 from orsbench.clients.drivers import CLIENTS
-from orsbench.clients.episodes import SERVE_PARAMS
 from orsbench.clients.run import VERDICTS, Outcome, Running
+from orsbench.scenarios import suite_params
 from orsbench.servers.launch import start
 
 NOT_RUN = "not run"
@@ -116,7 +116,7 @@ def run(
                 key = pending.pop(0)
                 impl, scenario, profile, _ = key
                 config = C.profile_of(queues[key][0]).config() if profile else None
-                lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else SERVE_PARAMS.get(scenario))
+                lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else suite_params(scenario))
             if time.monotonic() >= deadline:
                 pending.clear()
             for key in list(lanes):

@@ -184,6 +184,11 @@ class Scenario:
     #: False for a scenario that serves nothing without a file of the user's (the cassette replay): it is
     #: left out wherever "every scenario" is played with its defaults (see :func:`playable_scenarios`).
     standalone: ClassVar[bool] = True
+    #: Why a suite that plays every scenario generically (the conformance checks, the client episodes)
+    #: leaves this one out, and where it is covered instead; empty: it is played generically.
+    dedicated: ClassVar[str] = ""
+    #: The parameters such a suite serves this scenario with (its defaults may be slow on purpose).
+    suite_params: ClassVar[Mapping[str, Any]] = {}
     _tool_markers: ClassVar[dict[str, _ToolMarker]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

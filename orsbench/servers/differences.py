@@ -172,8 +172,8 @@ DIFFERENCES: dict[str, tuple[Difference, ...]] = {
 
 
 def markdown() -> str:
-    """The README block: one line per difference of the SDK twin and of ors-sdk."""
-    lines = []
-    for impl in ("sdk", "ors-sdk"):
-        lines += [f"- `{impl}` `{d.id}`: {d.summary}" for d in DIFFERENCES[impl]]
-    return "\n".join(lines)
+    """The README block: one line per difference of each twin (an implementation that ``runs`` another server)."""
+    from orsbench.servers.implementations import IMPLEMENTATIONS
+
+    twins = IMPLEMENTATIONS.select(lambda i: bool(i.runs))
+    return "\n".join(f"- `{impl.name}` `{d.id}`: {d.summary}" for impl in twins for d in impl.differences)

@@ -34,6 +34,7 @@ import httpx
 
 from orsbench import protocol
 from orsbench.config import ServerConfig
+from orsbench.servers.stats import StatsSnapshot
 
 _RUNNING: dict[int, "RunningServer"] = {}
 
@@ -161,8 +162,8 @@ class RunningServer:
     def pid(self) -> int:
         return self.process.pid
 
-    def stats(self) -> dict[str, Any]:
-        """``GET /_orsbench/stats``: server-side counters (sessions, calls, pings, requests)."""
+    def stats(self) -> StatsSnapshot:
+        """``GET /_orsbench/stats``: server-side counters (sessions, calls, pings, requests; :class:`StatsSnapshot`)."""
         headers = {protocol.API_KEY_HEADER: self.config.api_key} if self.config.api_key else None
         response = httpx.get(self.url + protocol.STATS, timeout=10, headers=headers)
         response.raise_for_status()

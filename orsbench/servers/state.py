@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench.scenarios.base import Episode, Scenario, Tool
+from orsbench.servers.stats import StatsSnapshot, snapshot
 
 
 class Readiness:
@@ -237,17 +238,24 @@ class Stats:
     requests: Counter[str] = field(default_factory=Counter)
     statuses: Counter[int] = field(default_factory=Counter)
 
-    def snapshot(self, **extra: Any) -> dict[str, Any]:
-        return {
-            "impl": "mock",
-            "sessions_created": self.sessions_created,
-            "sessions_deleted": self.sessions_deleted,
-            "sessions_reaped": self.sessions_reaped,
-            "pings": self.pings,
-            "calls": dict(self.calls),
-            "calls_total": sum(self.calls.values()),
-            "call_errors": dict(self.call_errors),
-            "requests": dict(self.requests),
-            "statuses": {str(k): v for k, v in self.statuses.items()},
-            **extra,
-        }
+    def snapshot(
+        self, *, active_sessions: int, tasks_tracked: int, tasks_running: int, uptime_s: float, config: dict[str, Any]
+    ) -> StatsSnapshot:
+        """The mock's answer to ``GET /_orsbench/stats``: the common counters plus the mock-only ones."""
+        out = snapshot(
+            impl="mock",
+            active_sessions=active_sessions,
+            sessions_created=self.sessions_created,
+            sessions_deleted=self.sessions_deleted,
+            sessions_reaped=self.sessions_reaped,
+            pings=self.pings,
+            calls=self.calls,
+            requests=self.requests,
+            config=config,
+        )
+        out["call_errors"] = dict(self.call_errors)
+        out["statuses"] = {str(k): v for k, v in self.statuses.items()}
+        out["tasks_tracked"] = tasks_tracked
+        out["tasks_running"] = tasks_running
+        out["uptime_s"] = uptime_s
+        return out

@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from orsbench import protocol
 from orsbench.config import ServerConfig
 from orsbench.scenarios.base import JSON, Episode, Scenario, Tool, ToolResult
+from orsbench.servers.stats import StatsSnapshot, snapshot
 
 __all__ = [
     "EPISODE_ATTR",
@@ -89,20 +90,21 @@ class TwinStats:
     #: The served ServerConfig (API key masked), as the mock reports it: checkers read ttl and ping_interval.
     config: JSON = field(default_factory=dict)
 
-    def snapshot(self, active_sessions: int) -> JSON:
-        return {
-            "impl": self.impl,
-            "active_sessions": active_sessions,
-            "sessions_created": self.sessions_created,
-            "sessions_deleted": self.sessions_deleted,
-            "sessions_reaped": self.sessions_reaped,
-            "pings": self.pings,
-            "sse_pings": self.sse_pings,
-            "calls": dict(self.calls),
-            "calls_total": sum(self.calls.values()),
-            "requests": dict(self.requests),
-            "config": self.config,
-        }
+    def snapshot(self, active_sessions: int) -> StatsSnapshot:
+        """A twin's answer to ``GET /_orsbench/stats``: the common counters plus ``sse_pings``."""
+        out = snapshot(
+            impl=self.impl,
+            active_sessions=active_sessions,
+            sessions_created=self.sessions_created,
+            sessions_deleted=self.sessions_deleted,
+            sessions_reaped=self.sessions_reaped,
+            pings=self.pings,
+            calls=self.calls,
+            requests=self.requests,
+            config=self.config,
+        )
+        out["sse_pings"] = self.sse_pings
+        return out
 
     def count_teardown(self) -> None:
         if _IN_REQUEST.get():

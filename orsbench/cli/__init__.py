@@ -13,7 +13,7 @@ import sys
 
 from orsbench.registry import load_modules
 
-SUBCOMMANDS = ("serve", "scenarios", "bench", "check", "matrix", "proxy", "record")
+SUBCOMMANDS = ("serve", "scenarios", "bench", "check", "check-client", "matrix", "proxy", "record")
 
 DESCRIPTION = """\
 orsbench: conformance, load and training-smoke harness for the Open Reward Standard (ORS).
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"orsbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in load_modules(f"orsbench.cli.{name}" for name in SUBCOMMANDS):
+    for module in load_modules(f"orsbench.cli.{name.replace('-', '_')}" for name in SUBCOMMANDS):
         module.register(subparsers)
     return parser
 

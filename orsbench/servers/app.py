@@ -36,7 +36,17 @@ def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock
     """The ASGI app serving ``scenarios``.
 
     ``mock`` is our engine, ``sdk`` the openreward SDK twin, ``ors-sdk`` the ors-sdk twin, ``floor`` the bench floor.
+    With ``config.request_log`` the app is wrapped, outermost, in the request log (:mod:`orsbench.servers.request_log`).
     """
+    app = _build_app(scenarios, config, impl)
+    if config.request_log:
+        from orsbench.servers.request_log import RequestLog
+
+        return RequestLog(app)
+    return app
+
+
+def _build_app(scenarios: list[Scenario], config: ServerConfig, impl: str) -> Any:
     if impl == "mock":
         from orsbench.servers.engine import Engine
         from orsbench.servers.faults import apply_faults

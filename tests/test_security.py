@@ -35,6 +35,7 @@ from orsbench.scenarios import get_scenario
 from orsbench.servers import app as app_module
 from orsbench.servers.app import build_app, is_loopback
 from orsbench.servers.launch import RunningServer, command
+from orsbench.servers.user_app import AppTarget
 from orsbench.wire import WireClient, encode_secrets
 
 ENV = "sparse-reward"
@@ -392,7 +393,7 @@ def test_no_secret_or_api_key_on_any_command_line(zygote: bool, tmp_path: Path, 
     name, value = _gated_secret()
     key = f"orsbench-cmdline-key-{os.getpid()}-{zygote}"
     monkeypatch.setattr(launch, "_ZYGOTE_WANTED", zygote)
-    started = [launch.start(ENV, config=ServerConfig(api_key=key)), launch.start("app:" + GATED)]
+    started = [launch.start(ENV, config=ServerConfig(api_key=key)), launch.start(AppTarget.parse(GATED))]
     try:
         started.append(launch.start_proxy(started[1].url, secrets={name: value}, record=tmp_path / "c.json"))
         lines = _command_lines()

@@ -16,6 +16,7 @@ from typing import Any
 
 from orsbench.checks.evidence import Evidence, Options, json_of
 from orsbench.checks.collector import Collector
+from orsbench.checks.explore import play_one
 from orsbench.wire.cassette import CassetteRecorder
 from orsbench.wire.client import WireClient
 from orsbench.wire.evidence import Exchange
@@ -111,7 +112,7 @@ def record(
             if sid is None:
                 continue
             client.task_tools(env, sid)
-            collector.play_one(sid, index, f"record.{n}.")
+            play_one(collector, sid, index, f"record.{n}.")
             collector.end_session(sid)
             played += 1
     finally:

@@ -39,6 +39,20 @@ from orsbench.servers.stats import StatsSnapshot
 from orsbench.servers.user_app import APP_PATH_ENV, AppTarget
 
 _RUNNING: dict[int, "RunningServer"] = {}
+_LOCAL_HTTP: httpx.Client | None = None
+
+
+def local_http() -> httpx.Client:
+    """The one HTTP client for the launcher's own requests to the servers it starts (thread-safe).
+
+    Why shared: every new httpx client loads the CA bundle (~0.1 s of CPU), and the wait for
+    ``/health`` asks up to 50 times a second — a fresh client per probe made a server start CPU-bound.
+    ``trust_env=False``: a proxy set in the environment must never sit between us and 127.0.0.1.
+    """
+    global _LOCAL_HTTP
+    if _LOCAL_HTTP is None:
+        _LOCAL_HTTP = httpx.Client(trust_env=False, timeout=10)
+    return _LOCAL_HTTP
 
 
 class ServerStartError(RuntimeError):
@@ -167,7 +181,7 @@ class RunningServer:
     def stats(self) -> StatsSnapshot:
         """``GET /_orsbench/stats``: server-side counters (sessions, calls, pings, requests; :class:`StatsSnapshot`)."""
         headers = {protocol.API_KEY_HEADER: self.config.api_key} if self.config.api_key else None
-        response = httpx.get(self.url + protocol.STATS, timeout=10, headers=headers)
+        response = local_http().get(self.url + protocol.STATS, timeout=10, headers=headers)
         response.raise_for_status()
         return response.json()
 
@@ -281,6 +295,7 @@ def proxy_command(
     record: str | os.PathLike[str] | None = None,
     json_report: str | os.PathLike[str] | None = None,
     junit_report: str | os.PathLike[str] | None = None,
+    html_report: str | os.PathLike[str] | None = None,
     secrets_file: str | os.PathLike[str] | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
@@ -291,7 +306,7 @@ def proxy_command(
     cmd += ["--ping-interval", repr(ping_interval)]
     if faults:
         cmd += ["--fault", ",".join(faults)]
-    for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report), ("--secrets-file", secrets_file)):
+    for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report), ("--html", html_report), ("--secrets-file", secrets_file)):
         if value is not None:
             cmd += [flag, str(value)]
     if ready_file is not None:
@@ -308,6 +323,7 @@ class ProxyOptions(TypedDict, total=False):
     record: str | os.PathLike[str] | None
     json_report: str | os.PathLike[str] | None
     junit_report: str | os.PathLike[str] | None
+    html_report: str | os.PathLike[str] | None
 
 
 def start_proxy(
@@ -395,7 +411,7 @@ def _first_env(server: RunningServer) -> str:
 def _healthy(url: str) -> bool:
     """Whether ``GET /health`` answers 200 now; a refused or timed-out connection is "not yet", not an error."""
     try:
-        return httpx.get(url + protocol.HEALTH, timeout=2).status_code == 200
+        return local_http().get(url + protocol.HEALTH, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 

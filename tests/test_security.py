@@ -301,14 +301,19 @@ def test_a_secret_gated_env_passes_check_with_its_secret(
 ) -> None:
     name, value = _gated_secret()
     server = ors_server_factory(app=GATED)
-    report, junit = tmp_path / "report.json", tmp_path / "report.xml"
-    code = main(["check", server.url, "--no-fuzz", "--secret", f"{name}={value}", "--json", str(report), "--junit", str(junit)])
+    report, junit, html, md = tmp_path / "report.json", tmp_path / "report.xml", tmp_path / "report.html", tmp_path / "report.md"
+    code = main(
+        ["check", server.url, "--no-fuzz", "--secret", f"{name}={value}", "--json", str(report), "--junit", str(junit)]
+        + ["--html", str(html), "--markdown", str(md), "-v"]
+    )
     out = capsys.readouterr()
     assert code == 0, out.err[-3000:]
     data = json.loads(report.read_text())
     assert data["options"]["secrets"] == [name]  # by name only
     assert data["summary"]["fail"] == 0 and data["summary"]["pass"] > 40
-    for where, text in {"stdout": out.out, "stderr": out.err, "json": report.read_text(), "junit": junit.read_text(), "server log": server.log()}.items():
+    written = {"json": report.read_text(), "junit": junit.read_text(), "html": html.read_text(), "markdown": md.read_text()}
+    assert "X-Secrets" in written["html"]  # the header is shown, its value masked
+    for where, text in {"stdout": out.out, "stderr": out.err, **written, "server log": server.log()}.items():
         assert value not in text, f"the secret value is in the {where}"
 
 
@@ -439,3 +444,78 @@ def test_the_proxy_adds_its_secrets_to_the_clients_own(ors_server_factory: Serve
     for path in (cassette, report):
         assert value not in path.read_text(), path.name
     assert json.loads(cassette.read_text())["environments"], "the traffic was recorded"
+
+
+# -- the reports people read: HTML, Markdown, reproducers ----------------------------------------
+def _keyed_broken_run(ors_server_factory: ServerFactory) -> Any:
+    """A check run with an API key against a server that needs it and has a defect (so reproducers exist)."""
+    from orsbench.checks import Options, run_checks
+
+    server = ors_server_factory("echo", api_key=KEY, faults=("reward-bool",))
+    report = run_checks(server.url, Options(api_key=KEY, fuzz=0, timeout=10))
+    assert report.exit_code == 1 and report.result("reward.well_formed").reproduce
+    return server, report
+
+
+def _key_forms() -> set[str]:
+    return {KEY, base64.b64encode(KEY.encode()).decode(), json.dumps(KEY)[1:-1]}
+
+
+def test_no_api_key_in_the_html_markdown_json_or_reproducers(ors_server_factory: ServerFactory) -> None:
+    from orsbench.reports import render_check, render_markdown
+    from orsbench.reports.json_report import dumps
+
+    _, report = _keyed_broken_run(ors_server_factory)
+    texts = {
+        "html": render_check(report),
+        "markdown": render_markdown(report),
+        "json": dumps(report),
+        **{f"reproduce {r.id}": r.reproduce or "" for r in report.results},
+    }
+    assert "X-Secrets" in texts["html"] and "X-API-Key" in texts["html"]  # the headers are shown...
+    for name, text in texts.items():
+        for form in _key_forms():
+            assert form not in text, f"{name} shows the API key ({form[:6]}...)"  # ...their values never
+
+
+def test_a_reproducer_sends_the_key_from_the_environment_not_the_script(ors_server_factory: ServerFactory) -> None:
+    """The script names ``$ORS_API_KEY``; with it set, the server answers (no 401), so the script still works."""
+    server, report = _keyed_broken_run(ors_server_factory)
+    script = report.result("reward.well_formed").reproduce
+    assert script is not None and '"X-API-Key: $ORS_API_KEY"' in script and KEY not in script
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, env={**os.environ, "ORS_API_KEY": KEY})
+    assert "HTTP/1.1 200" in done.stdout and "HTTP/1.1 401" not in done.stdout, done.stdout[:500]
+    assert '"reward":true' in done.stdout.replace(" ", "") or '"reward":false' in done.stdout.replace(" ", "")
+    refused = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, env={**os.environ, "ORS_API_KEY": ""})
+    assert "HTTP/1.1 401" in refused.stdout
+
+
+def test_a_key_echoed_by_the_server_is_scrubbed_from_the_html_and_markdown(ors_server_factory: ServerFactory) -> None:
+    """Defence in depth: a server that puts the key in an answer body does not get it into a report."""
+    from orsbench.reports import render_check, render_markdown
+
+    _, report = _keyed_broken_run(ors_server_factory)
+    failing = report.result("reward.well_formed")
+    failing.evidence[0]["body"] += f' {{"echoed": "{KEY}", "b64": "{base64.b64encode(KEY.encode()).decode()}"}}'
+    failing.message += f" (server said {KEY})"
+    for text in (render_check(report), render_markdown(report)):
+        for form in _key_forms():
+            assert form not in text
+    data = report.to_json()  # a JSON document has no options.api_key: the caller names the secrets
+    assert KEY not in render_check(data, secrets=[KEY]) and KEY in render_check(data)
+
+
+def test_the_proxys_html_report_never_shows_the_key(tmp_path: Path) -> None:
+    from orsbench.checks import Options, run_checks
+    from orsbench.servers.launch import serve, start_proxy
+
+    with serve("echo", config=ServerConfig(api_key=KEY)) as upstream:
+        proxy = start_proxy(upstream.url, html_report=tmp_path / "r.html")
+        try:
+            assert run_checks(proxy.url, Options(timeout=10, api_key=KEY, fuzz=0)).exit_code == 0
+        finally:
+            proxy.stop()
+    page = (tmp_path / "r.html").read_text()
+    assert "orsbench proxy" in page and "X-API-Key" in page
+    for form in _key_forms():
+        assert form not in page

@@ -197,6 +197,10 @@ class Evidence:
     #: is the user's, so it is a usage error, never a failed check.
     usage_error: str | None = None
 
+    #: Every exchange of the run in the order it was made, named or not (what a reproducer
+    #: replays a session's set-up from); empty when only the named exchanges are known.
+    history: list[Exchange] = field(default_factory=list)
+
     def get(self, name: str) -> Exchange | None:
         return self.exchanges.get(name)
 

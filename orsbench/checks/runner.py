@@ -23,6 +23,7 @@ from orsbench.checks.collector import Collector, probe_names
 from orsbench.checks.registry import SPEC_DOCUMENT, Check, closure, load_checks, select
 from orsbench.wire.cassette import miss_of
 from orsbench.wire.client import WireClient
+from orsbench.wire.reproduce import reproducer
 
 #: The exit codes of ``orsbench check`` (documented in docs/checks.md).
 EXIT_PASS, EXIT_FAIL, EXIT_UNREACHABLE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -206,6 +207,17 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
                 f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
             )
         outcome = _unrecorded(outcome)
+    reproduce = None
+    if outcome.status in (Status.FAIL, Status.WARN) and outcome.evidence:
+        try:
+            reproduce = reproducer(
+                outcome.evidence,
+                ev.history or list(ev.exchanges.values()),
+                api_key=bool(ev.options.api_key),
+                note=f"{check.id} ({SPEC_DOCUMENT} {check.spec}): {outcome.message}",
+            )
+        except Exception as exc:  # noqa: BLE001 - a reproducer bug must not cost the run its verdict
+            reproduce = f"# no reproducer: orsbench could not build one ({type(exc).__name__}: {exc})"
     return CheckResult(
         id=check.id,
         title=check.title,
@@ -218,6 +230,7 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
         spec=f"{SPEC_DOCUMENT} {check.spec}",
         depends_on=outcome.depends_on,
         duration_s=time.monotonic() - start,
+        reproduce=reproduce,
     )
 
 
@@ -248,6 +261,7 @@ def run_checks(
     started = time.monotonic()
     graded: dict[str, CheckResult] = {}
     client = WireClient(target, timeout=options.timeout, api_key=options.api_key, secrets=options.secrets)
+    evidence.history = client.log
     collector = Collector(client, evidence)
     try:
         for probe in probes[: last_probe + 1]:

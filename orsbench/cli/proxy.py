@@ -48,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--record", metavar="FILE", help="write the traffic as a cassette on exit (docs/cassettes.md)")
     parser.add_argument("--json", metavar="FILE", help="write the grading report (JSON, as `orsbench check --json`) on exit")
     parser.add_argument("--junit", metavar="FILE", help="write the grading report as JUnit XML on exit")
+    parser.add_argument("--html", type=types.output_file, metavar="FILE", help="write the grading report as a self-contained HTML page on exit")
     types.add_secret_arguments(parser)
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
@@ -55,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from orsbench.checks.passive import PassiveGrader
-    from orsbench.reports import write_json, write_junit
+    from orsbench.reports import render_check, write_html, write_json, write_junit
     from orsbench.reports.json_report import dumps
     from orsbench.servers.app import announce_ready, serve_forever
     from orsbench.servers.proxy import ProxyApp, wrap_faults
@@ -77,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
             write_json(report, args.json)
         if args.junit:
             write_junit(report, args.junit)
+        if args.html:
+            write_html(render_check(report, title="orsbench proxy"), args.html)
         if recorder is not None:
             data = recorder.save(args.record)
             calls = sum(len(e["calls"]) for env in data["environments"].values() for e in env["episodes"])

@@ -295,6 +295,7 @@ def proxy_command(
     record: str | os.PathLike[str] | None = None,
     json_report: str | os.PathLike[str] | None = None,
     junit_report: str | os.PathLike[str] | None = None,
+    html_report: str | os.PathLike[str] | None = None,
     secrets_file: str | os.PathLike[str] | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
@@ -305,7 +306,7 @@ def proxy_command(
     cmd += ["--ping-interval", repr(ping_interval)]
     if faults:
         cmd += ["--fault", ",".join(faults)]
-    for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report), ("--secrets-file", secrets_file)):
+    for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report), ("--html", html_report), ("--secrets-file", secrets_file)):
         if value is not None:
             cmd += [flag, str(value)]
     if ready_file is not None:
@@ -322,6 +323,7 @@ class ProxyOptions(TypedDict, total=False):
     record: str | os.PathLike[str] | None
     json_report: str | os.PathLike[str] | None
     junit_report: str | os.PathLike[str] | None
+    html_report: str | os.PathLike[str] | None
 
 
 def start_proxy(

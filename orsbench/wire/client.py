@@ -60,6 +60,8 @@ class WireClient:
         secrets: Mapping[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        #: Every exchange this client made, in order: the history a reproducer replays a session from.
+        self.log: list[Exchange] = []
         #: ``X-Secrets`` for every ``/create`` that does not bring its own (``docs/protocol.md`` §14).
         self._secrets_header = encode_secrets(secrets) if secrets else None
         headers = {"User-Agent": "orsbench"}
@@ -112,6 +114,7 @@ class WireClient:
         if stream:
             send_headers.setdefault("Accept", "text/event-stream")
         exchange = Exchange(method, self.base_url + path, send_headers, content or b"")
+        self.log.append(exchange)
         timeout = self._http.timeout if read_timeout is None else httpx.Timeout(self._http.timeout.connect, read=read_timeout)
         start = exchange.started_at = time.monotonic()
         try:

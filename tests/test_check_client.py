@@ -118,6 +118,13 @@ def test_the_reference_client_passes_every_case():
         ("drop-env-name", "echo", "client.env_name"),
         ("error-as-text", "sparse-reward+tool-raises", "client.failure_as_error"),
         ("garbage", "sparse-reward", "client.out_valid"),
+        # the hazard cases (docs/protocol.md §13)
+        ("rerun-uncut", "sparse-reward+cut-before-task-id", "client.tool_runs"),
+        ("stop-on-refusal", "recover", "client.episode_completed"),
+        ("no-secrets", "secrets", "client.secrets"),
+        ("first-block-only", "images", "client.text_verbatim"),
+        ("drop-env-name", "two-envs", "client.env_name"),
+        ("retry-4xx", "sparse-reward+credits-402", "client.no_4xx_retry"),
     ],
 )
 def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, check):
@@ -125,6 +132,22 @@ def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, ch
     assert failing(results) == {check}, [(r.id, r.status.value, r.message) for r in results]
     found = next(r for r in results if r.id == check)
     assert found.spec.startswith("docs/protocol.md §12.") and found.remediation
+
+
+@pytest.mark.parametrize("variant, convention", [("episode-reward-sum", "sum"), ("episode-reward-last", "last non-null")])
+def test_the_report_names_the_reward_convention_a_client_used(variant, convention):
+    results = grade(run_case(faulty(variant), get_case("dense-reward"), timeout=15))
+    assert not failing(results)
+    found = next(r for r in results if r.id == "client.reward_convention")
+    assert found.measured["convention"] == convention and found.measured["sum"] != found.measured["last non-null"]
+
+
+def test_the_made_up_secret_reaches_the_environment_and_no_report(tmp_path):
+    report = check_client(reference_command(), [get_case("secrets")])
+    assert report.exit_code == 0 and report.result("client.secrets[secrets]").status is Status.PASS
+    secret = dict(get_case("secrets").secrets)
+    text = json.dumps(report.to_json(), default=str)
+    assert secret and not any(value in text for value in secret.values())
 
 
 def test_a_hanging_client_is_stopped_at_its_deadline():

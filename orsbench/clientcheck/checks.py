@@ -544,7 +544,7 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.4",
     remediation="Retry what the server says is transient (429/503 with Retry-After, 502/504) and resume cut streams, so an episode survives them.",
-    requires=(*_ADAPTER, "client.retry_after", "client.resume_by_task_id", "client.no_4xx_retry"),
+    requires=(*_ADAPTER, "client.env_name", "client.secrets", "client.retry_after", "client.resume_by_task_id", "client.no_4xx_retry"),
 )
 def episode_completed(ctx: Context) -> CheckOutcome | None:
     run = ctx.run

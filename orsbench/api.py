@@ -163,7 +163,7 @@ def _server_config(
     knobs: dict[str, Any] = {k: options[k] for k in ("ttl", "ping_interval") if options.get(k) is not None}
     if target.kind == "app":
         require("sdk", "serving an Environment class (the openreward SDK Server)")
-        return ServerConfig(**knobs)
+        return ServerConfig(**knobs, explicit=tuple(knobs))
     from orsbench.servers.implementations import IMPLEMENTATIONS
 
     implementation = IMPLEMENTATIONS.get(impl)  # UnknownName (a ValueError) lists the known ones
@@ -173,4 +173,4 @@ def _server_config(
 
     knobs |= {"params": params, "faults": faults}
     scenario = get_scenario(str(target.value), **params)  # ValueError: unknown scenario or parameter
-    return effective_config(scenario, ServerConfig(**knobs), set(knobs))
+    return effective_config(scenario, ServerConfig(**knobs, explicit=tuple(sorted(knobs))), set(knobs))

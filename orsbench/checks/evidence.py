@@ -16,6 +16,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from orsbench import protocol
@@ -63,6 +64,8 @@ class Options:
     #: Count required checks that did not run as failures.
     strict: bool = False
     api_key: str | None = None
+    #: Secrets sent as ``X-Secrets`` on every ``/create`` (``--secret``; never reported: docs/protocol.md §14).
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 # -- what the probes learned ------------------------------------------------------------
@@ -193,6 +196,10 @@ class Evidence:
     #: ``--env`` or ``--split``) or nothing can be played (an empty split): the fix
     #: is the user's, so it is a usage error, never a failed check.
     usage_error: str | None = None
+
+    #: Every exchange of the run in the order it was made, named or not (what a reproducer
+    #: replays a session's set-up from); empty when only the named exchanges are known.
+    history: list[Exchange] = field(default_factory=list)
 
     def get(self, name: str) -> Exchange | None:
         return self.exchanges.get(name)

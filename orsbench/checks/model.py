@@ -86,6 +86,8 @@ class CheckResult:
     #: ``"expected"`` (a listed failure), ``"stale"`` (listed but passed) or ``None``.
     baseline: str | None = None
     duration_s: float = 0.0
+    #: For a failure or warning: a shell script of ``curl`` calls that shows it again (secrets as variables).
+    reproduce: str | None = None
 
     @property
     def group(self) -> str:
@@ -112,6 +114,7 @@ class CheckResult:
             "depends_on": self.depends_on,
             "baseline": self.baseline,
             "duration_s": round(self.duration_s, 4),
+            "reproduce": self.reproduce,
         }
 
 

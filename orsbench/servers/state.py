@@ -232,7 +232,10 @@ class Stats:
     sessions_created: int = 0
     sessions_deleted: int = 0
     sessions_reaped: int = 0
+    #: Sessions created per environment: a client that ignores ``env_name`` shows up in the default one.
+    sessions_by_env: Counter[str] = field(default_factory=Counter)
     pings: int = 0
+    #: Tool runs per tool name (a tool the client made run twice counts twice).
     calls: Counter[str] = field(default_factory=Counter)
     call_errors: Counter[str] = field(default_factory=Counter)
     requests: Counter[str] = field(default_factory=Counter)

@@ -22,6 +22,7 @@ class StatsSnapshot(TypedDict):
     sessions_created: int
     sessions_deleted: int
     sessions_reaped: int
+    sessions_by_env: dict[str, int]  # sessions created per environment (a dropped env_name shows in the default)
     pings: int  # successful POST /ping
     calls: dict[str, int]  # tool calls that returned, per tool
     calls_total: int
@@ -45,6 +46,7 @@ class Counters(Protocol):
     sessions_created: int
     sessions_deleted: int
     sessions_reaped: int
+    sessions_by_env: Counter[str]
     pings: int
     calls: Counter[str]
     requests: Counter[str]
@@ -58,6 +60,7 @@ def snapshot(counters: Counters, *, impl: str, active_sessions: int, config: dic
         "sessions_created": counters.sessions_created,
         "sessions_deleted": counters.sessions_deleted,
         "sessions_reaped": counters.sessions_reaped,
+        "sessions_by_env": dict(counters.sessions_by_env),
         "pings": counters.pings,
         "calls": dict(counters.calls),
         "calls_total": sum(counters.calls.values()),

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from orsbench import protocol
-from orsbench.config import ServerConfig
+from orsbench.config import ServerConfig, read_config_file
 
 #: How a user spells an app where a scenario could be meant too: ``app:`` + :class:`AppTarget` text.
 PREFIX = "app:"
@@ -163,9 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--config-json", help="a ServerConfig as JSON")
+    parser.add_argument("--config-file", help="a ServerConfig as JSON, in a file (how orsbench passes one: 0600)")
     parser.add_argument("--ready-file")
     args = parser.parse_args(argv)
-    config = ServerConfig.from_json(args.config_json) if args.config_json else ServerConfig()
+    given = read_config_file(args.config_file) if args.config_file else args.config_json
+    config = ServerConfig.from_json(given) if given else ServerConfig()
     sys.path[:0] = [p for p in os.environ.get(APP_PATH_ENV, "").split(os.pathsep) if p and p not in sys.path]
     try:
         app = build_app(args.target, config)

@@ -118,6 +118,38 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
     return found
 
 
+def _omits_a_default(cell: Cell) -> bool:
+    """A scripted call leaves out an optional parameter that has a JSON default."""
+    tools = {t["name"]: t for t in _task0_tools(cell.scenario)}
+    for step in cell.script.steps:
+        props = ((tools.get(step.tool) or {}).get("input_schema") or {}).get("properties") or {}
+        if any(name not in step.args and prop.get("default") is not None for name, prop in props.items()):
+            return True
+    return False
+
+
+def rule_defects(cell: Cell) -> dict[str, D.Defect]:
+    """Client checks of rules (not of the episode's outcome) the pinned defects make fail, by check id.
+
+    The verdict does not depend on them (:data:`orsbench.clients.run.OUTCOME_CHECKS`); the conformance
+    suite pins each one, so a fixed upstream shows up as a strict xfail that passes.
+    """
+    found: dict[str, D.Defect] = {}
+    client, profile = cell.client, cell.profile
+    if client in ("openreward", "trl"):
+        found["client.env_name"] = D.DEFECTS["no-env-name"]
+    if client == "ors":
+        found["client.env_name"] = D.DEFECTS["ors-no-env-name"]
+        if profile in ("flaky-5xx", "rate-limit", "slow-setup"):
+            found["client.retry_after"] = D.DEFECTS["ors-retry-after-ignored"]
+    if client == "trl" and not D.factory_defect(_task0_tools(cell.scenario)) and _omits_a_default(cell):
+        found["client.script_followed"] = D.DEFECTS["defaults-sent"]
+    latched = {d.id for d in cell_defects(cell)} & {"inspect-finished-error", "ors-sdk-no-finish-latch"}
+    if client == "inspect" and latched:
+        found["client.stops_at_finished"] = D.DEFECTS["inspect-finished-error"]
+    return found
+
+
 def server_defects(server: str) -> list[D.Defect]:
     """Pinned defects of a server implementation (only ors-sdk's has its own upstream)."""
     return [d for d in D.DEFECTS.values() if not d.clients and d.upstream.startswith(server + " ")]

@@ -242,6 +242,30 @@ DEFECTS: dict[str, Defect] = {
             "P2",
         ),
         Defect(
+            "no-env-name",
+            SDK,
+            "a session opened with split and index sends POST /create {split, index} with the environment named only in the X-Deployment header (a metrics label), never as env_name: on a server with several environments the episode plays the default one",
+            "P10",
+        ),
+        Defect(
+            "ors-no-env-name",
+            ORS,
+            "a session opened with split and index sends POST /create {split, index} without env_name: on a server with several environments the episode plays the default one",
+            "P10",
+        ),
+        Defect(
+            "ors-retry-after-ignored",
+            ORS,
+            "request_retryable waits its own 0.5 s, 1 s backoff whatever Retry-After says: a 429 or 503 with Retry-After: 1 or 2 is retried too soon (the retry usually still succeeds, so the episode survives)",
+            "P2",
+        ),
+        Defect(
+            "defaults-sent",
+            TRL,
+            "the generated tool method forwards every parameter, so a call that leaves out an optional parameter sends its JSON default explicitly (step() arrives as step(note='')): the server sees a different call than the model made",
+            "P6",
+        ),
+        Defect(
             "inspect-finished-error",
             INSPECT,
             "generate(tool_calls='loop') does not stop on finished; the next call's episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",

@@ -24,6 +24,7 @@ from orsbench.clients import cells as C
 from orsbench.clients.episodes import SERVE_PARAMS
 from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun
 from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.config import ServerConfig
 from orsbench.servers.launch import start
 
 NOT_RUN = "not run"
@@ -62,6 +63,7 @@ def cell_json(cell: C.Cell, verdict: str, **extra: Any) -> JSON:
         "verdict": verdict,
         "expected": C.expected(cell),
         "defects": [d.id for d in C.cell_defects(cell)],
+        "rule_defects": {check: d.id for check, d in C.rule_defects(cell).items()},
         **extra,
     }
 
@@ -105,7 +107,8 @@ def run(
 
     def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
         busy[cell.client] += 1
-        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell)), replay)
+        expect = "error" if C.expected(cell) == "fails clearly" else "finish"
+        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect), replay)
 
     def close(key: tuple[str, str, str, str]) -> None:
         lanes.pop(key).stop()
@@ -115,7 +118,7 @@ def run(
             while pending and len(lanes) < parallel and time.monotonic() < deadline:
                 key = pending.pop(0)
                 impl, scenario, profile, _ = key
-                config = C.profile_of(queues[key][0]).config() if profile else None
+                config = C.profile_of(queues[key][0]).config() if profile else ServerConfig(request_log=True)
                 lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else SERVE_PARAMS.get(scenario))
             if time.monotonic() >= deadline:
                 pending.clear()
@@ -143,7 +146,9 @@ def run(
                     progress(f"{cell.id}: hung at {run.deadline:g} s; playing it once more to confirm")
                     launch(key, cell, replay=True)
                     continue
-                results[cell] = cell_json(cell, outcome.verdict, elapsed=round(outcome.elapsed, 2), problems=outcome.problems, error=outcome.error)
+                results[cell] = cell_json(
+                    cell, outcome.verdict, elapsed=round(outcome.elapsed, 2), problems=outcome.problems, rules=outcome.rules, error=outcome.error
+                )
                 on_outcome(cell, outcome)
                 flag = "" if outcome.verdict == C.predicted(cell) else f"  (predicted: {C.predicted(cell)})"
                 progress(f"[{len(results)}/{len(cells)}] {cell.id}: {outcome.verdict}{flag} {outcome.elapsed:.1f}s")

@@ -41,6 +41,8 @@ import inspect_ai  # noqa: E402,F401
 import inspect_openreward  # noqa: E402,F401
 import ors.client  # noqa: E402,F401
 import trl.experimental.openreward  # noqa: E402,F401
+import mcp  # noqa: E402,F401
+import firehorse.mcp.convert  # noqa: E402,F401
 
 _PROFILE_HALVES = 2
 #: Servers playing at once inside one batch (most of an episode is waiting).
@@ -109,6 +111,7 @@ def test_client_under_a_fault_profile(cell: C.Cell, outcome_of: Callable[[C.Cell
 _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "inspect-finished-error": lambda o: o.error is not None and "episode_finished" in o.error and o.reward is None,
     "inspect-list-tasks-only": lambda o: o.failed_at == "dataset" and "list_tasks is not supported" in (o.error or ""),
+    "firehorse-5xx-fails-trial": lambda o: o.failed_at == "prompt" and any(s in (o.error or "") for s in ("502", "503", "504")),
     "inspect-5xx-fails-eval": lambda o: o.reward is None and any(s in (o.error or "") for s in ("502", "503", "504", "Upstream unavailable")),
     "keyword-crash": lambda o: o.failed_at == "spec" and (o.error or "").startswith("SyntaxError"),
     "chunk-lstrip": lambda o: "client.text_verbatim" in o.failed_checks or "episode_finished" in (o.error or ""),
@@ -247,3 +250,31 @@ def test_ors_client_rides_out_an_8s_setup(serve: Callable[..., Target]) -> None:
     outcome = play("ors", target.server, script("sparse-reward"), 40)
     assert outcome.statuses.get("503", 0) >= 1, outcome.describe()
     assert outcome.verdict == "survives", outcome.describe()
+
+
+# -- firehorse-cli's MCP bridge: what the model reads, and how many sessions a trial opens ------------------
+_FIREHORSE_ECHO = C.Cell("firehorse", "mock", "echo")
+
+
+@pytest.mark.xdist_group(_batch(_FIREHORSE_ECHO))
+def test_observed_firehorse_adds_the_reward_to_the_text_and_opens_two_sessions(outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
+    """What happens today (the two strict xfails below say what should): markers in the text, two /create."""
+    outcome = outcome_of(_FIREHORSE_ECHO)
+    [shown] = outcome.extras["shown"]
+    assert shown.startswith("match") and '[OR_REWARD:{"r": 1.0, "f": true}]' in shown and "[EPISODE COMPLETE]" in shown, shown
+    assert outcome.requests.get("POST /create") == 2, outcome.describe()
+    assert outcome.verdict == "survives", outcome.describe()  # the adapter strips the markers as firehorse's logger does
+
+
+@pytest.mark.xdist_group(_batch(_FIREHORSE_ECHO))
+@C.D.DEFECTS["firehorse-reward-shown"].mark()
+def test_firehorse_shows_the_model_only_what_the_environment_sent(outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
+    outcome = outcome_of(_FIREHORSE_ECHO)
+    assert outcome.extras["shown"] == ["match"], outcome.extras["shown"]
+
+
+@pytest.mark.xdist_group(_batch(_FIREHORSE_ECHO))
+@C.D.DEFECTS["firehorse-two-sessions"].mark()
+def test_firehorse_plays_a_trial_in_one_session(outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
+    outcome = outcome_of(_FIREHORSE_ECHO)
+    assert outcome.requests.get("POST /create") == 1, outcome.describe()

@@ -103,6 +103,8 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["inspect-list-tasks-only"]]
     if client == "inspect" and profile == "flaky-5xx":
         return [D.DEFECTS["inspect-5xx-fails-eval"]]
+    if client == "firehorse" and profile == "flaky-5xx":
+        return [D.DEFECTS["firehorse-5xx-fails-trial"]]
     if client == "trl" and (d := D.factory_defect(_task0_tools(cell.scenario))) is not None:
         return [d]
     if profile == "stream-no-end":
@@ -165,6 +167,7 @@ DEFECT_VERDICT: dict[str, str] = {
     "inspect-finished-error": "fails clearly",
     "inspect-list-tasks-only": "fails clearly",
     "inspect-5xx-fails-eval": "fails clearly",
+    "firehorse-5xx-fails-trial": "fails clearly",
     "keyword-crash": "fails clearly",
     "chunk-lstrip": "fails silently",
     "ors-chunk-lstrip": "fails silently",

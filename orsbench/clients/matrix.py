@@ -9,7 +9,8 @@ JSON contract::
 
     {"clients": {name: {"version": ..., "defects": [{"id", "summary"}, ...]}},
      "servers": [names], "cells": [{"client", "server", "scenario", "profile",
-     "verdict", "expected", "defects": [ids], "elapsed", "problems", "error"}, ...]}
+     "verdict", "expected", "defects": [ids], "rule_defects": {check: id},
+     "elapsed", "problems", "rules", "error"}, ...]}
 """
 
 from __future__ import annotations
@@ -183,9 +184,12 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
     lines = [f"# {title}", ""]
     lines += [
         "Which ORS client survives which server. Each cell is one scripted episode (the winning calls of the "
-        "scenario's first train task), judged from both ends: what the client showed the model, and the server's "
-        "`/_orsbench/stats` (each tool run once, no session left open). ✅ survives · 🟨 fails clearly (an error "
-        "that says what happened) · ❌ fails silently (wrong data taken as right, a session left open) · ⛔ hangs. "
+        "scenario's first train task), played by the client's built-in adapter (`python -m orsbench.clients.adapter "
+        "NAME`) and graded by the client checks of `orsbench check-client` (docs/clients.md): what the client "
+        "reported for each call, and the server's request log (each tool run once, the session deleted). "
+        "✅ survives · 🟨 fails clearly (an error that says what happened) · ❌ fails silently (wrong data taken as "
+        "right, a session left open) · ⛔ hangs. Rules a client breaks without changing the episode (no `env_name` on "
+        "`/create`, a retry sooner than `Retry-After`) are pinned defects too, listed under each client. "
         "Fault profiles run on the mock engine (`sparse-reward`); for `setup-failure`, `tool-raises`, `restart` and "
         "`stream-no-end` failing clearly is the right outcome. Defect ids link to the list under each table.",
         "",

@@ -75,6 +75,8 @@ class ClientOutcome:
     sessions_left_open: int = 0
     #: What the client showed the model as tools (inspect only: Inspect's ToolInfo dumps).
     tools_seen: list[Any] = field(default_factory=list)
+    #: What the adapter observed beyond the contract (Inspect: ``tools_seen``; firehorse: ``shown``, the raw MCP texts).
+    extras: dict[str, Any] = field(default_factory=dict)
     #: The client checks' results on the episode (:func:`orsbench.clientcheck.grade`).
     checks: list[CheckResult] = field(default_factory=list)
     #: ``"<check id>: <message>"`` of each failed required check of the outcome or the process (empty for a clean survival).
@@ -136,7 +138,8 @@ def _child(client: str, environ: dict[str, str], prepare: Callable[[], None] | N
     episode = AdapterEpisode.from_environment(os.environ)
     code = adapter.play(client, episode)
     episode.close()
-    report = {"exit": code, "seconds": time.monotonic() - started, "tools_seen": episode.extras.get("tools_seen", [])}
+    extras = {k: v for k, v in episode.extras.items() if k != "traceback"}
+    report = {"exit": code, "seconds": time.monotonic() - started, "extras": extras}
     try:
         conn.send(report)
     except Exception:  # noqa: BLE001 - an unpicklable value must not lose the outcome
@@ -210,7 +213,8 @@ class ClientRun(ForkedEpisode):
             if "error" in got.result and outcome.error is None:  # the child died before it could write a line
                 outcome.error = str(got.result["error"])
             outcome.elapsed = got.result.get("seconds", got.elapsed)
-            outcome.tools_seen = got.result.get("tools_seen", [])
+            outcome.extras = got.result.get("extras", {})
+            outcome.tools_seen = outcome.extras.get("tools_seen", [])
         outcome.calls, outcome.requests, outcome.statuses = got.calls, got.requests, got.statuses
         outcome.sessions_left_open = got.sessions_left_open
         outcome.checks = grade(run)

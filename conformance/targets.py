@@ -23,29 +23,14 @@ from functools import cache, cached_property
 from typing import Any, Self
 
 from orsbench.protocol import JSON
-from orsbench.scenarios import get_scenario, playable_scenarios
-from orsbench.scenarios.slow import Slow
+from orsbench.scenarios import generic_scenarios, get_scenario, suite_params
+from orsbench.servers.implementations import in_suite
 from orsbench.servers.launch import RunningServer
 from orsbench.wire import WireClient
 
-
-IMPLS = ("mock", "sdk")
+#: The implementations every generic scenario is served on (registered ``in_suite``).
+IMPLS = in_suite()
 SPLIT = "train"
-
-#: Scenarios the generic checks leave out, and why; each has its own tests.
-DEDICATED: dict[str, str] = {
-    "broken-session": "its sessions fail on purpose; test_sessions.py covers it (P13)",
-    "schema-conflict": "the SDK twin cannot serve per-task schema variants; test_tool_binding.py covers it on the mock (P1)",
-}
-
-#: Scenario parameters the suite serves with, and why (keyed by scenario).
-SUITE_PARAMS: dict[str, JSON] = {
-    "slow": dict(Slow.QUICK_PARAMS),  # test_sessions.py and the slow-setup fault profile run the slow paths
-}
-
-
-def generic_scenarios() -> list[str]:
-    return [name for name in playable_scenarios() if name not in DEDICATED]
 
 
 def slug(text: str) -> str:
@@ -89,7 +74,7 @@ class Declared:
 
 @cache
 def declared(scenario_name: str) -> Declared:
-    scenario = get_scenario(scenario_name, **SUITE_PARAMS.get(scenario_name, {}))
+    scenario = get_scenario(scenario_name, **suite_params(scenario_name))
     try:
         tasks = scenario.list_tasks(SPLIT)
     except NotImplementedError:
@@ -198,7 +183,7 @@ class Served:
 
 
 @dataclass
-class Target:
+class SuiteTarget:
     """One scenario on one implementation, with its server and both views of it."""
 
     scenario: str
@@ -236,7 +221,7 @@ class Target:
 class RequestDelta:
     """Requests a server received while the block ran, keyed like its stats (``"POST /{env}/task"``)."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: SuiteTarget) -> None:
         self.target = target
         self.delta: Counter[str] = Counter()
 

@@ -27,7 +27,7 @@ os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
 
 import pytest
 
-from conformance.targets import Target, group
+from conformance.targets import SuiteTarget, group
 from orsbench.clients import cells as C
 from orsbench.clients.profiles import profiles
 from orsbench.clients import matrix as M
@@ -108,6 +108,11 @@ def test_client_under_a_fault_profile(cell: C.Cell, outcome_of: Callable[[C.Cell
 
 
 # -- a pinned defect shows as described (so an xfail never hides another failure) -----------------
+def _reran(outcome: ClientOutcome) -> bool:
+    """A tool ran more often than called (judged by client.tool_runs, or by client.resume_by_task_id before it)."""
+    return bool({"client.tool_runs", "client.resume_by_task_id"} & set(outcome.failed_checks))
+
+
 _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "inspect-finished-error": lambda o: o.error is not None and "episode_finished" in o.error and o.reward is None,
     "inspect-list-tasks-only": lambda o: o.failed_at == "dataset" and "list_tasks is not supported" in (o.error or ""),
@@ -120,6 +125,11 @@ _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "ors-no-end-retried-forever": lambda o: o.hung and o.requests.get("fault stream-no-end", 0) >= 3,
     "reset-leaks-session": lambda o: o.failed_at == "reset" and o.sessions_left_open == 1,
     "ors-sdk-no-finish-latch": lambda o: o.error is None and "client.tool_runs" in o.failed_checks,
+    "sanitizer-drops-keyword-params": lambda o: o.error is None and not o.calls,
+    "env-name-not-sent": lambda o: o.error is None and "client.env_name" in o.failed_checks,
+    "ors-create-without-env-name": lambda o: o.error is None and "client.env_name" in o.failed_checks,
+    "cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and _reran(o),
+    "ors-cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and _reran(o),
 }
 
 
@@ -199,7 +209,7 @@ def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outco
 # -- ors-sdk's client and a 4xx -----------------------------------------------------------------------
 @pytest.mark.xdist_group(group("echo", "mock"))
 @pytest.mark.xfail(strict=True, reason=f"[ors-4xx-retried] {C.D.DEFECTS['ors-4xx-retried'].summary}")
-def test_ors_client_sends_a_refused_create_once(serve: Callable[..., Target]) -> None:
+def test_ors_client_sends_a_refused_create_once(serve: Callable[..., SuiteTarget]) -> None:
     """/create with an index past the end is a 400; a client must not repeat it."""
     from ors.client import ORS
 
@@ -227,7 +237,7 @@ def _latch_params() -> list[Any]:
 
 
 @pytest.mark.parametrize("server", _latch_params())
-def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server: str, serve: Callable[..., Target]) -> None:
+def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server: str, serve: Callable[..., SuiteTarget]) -> None:
     """GRPO stops only when the model stops calling tools: the server must refuse the extra call so TRL keeps 1.0."""
     from orsbench.clients.episodes import Script, Step
     from orsbench.clients.run import play
@@ -242,7 +252,7 @@ def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server
 # -- ors-sdk's client and a long 503 'starting' -------------------------------------------------------
 @pytest.mark.xdist_group("clients-profiles-1")
 @pytest.mark.xfail(strict=True, reason=f"[ors-503-gives-up] {C.D.DEFECTS['ors-503-gives-up'].summary}")
-def test_ors_client_rides_out_an_8s_setup(serve: Callable[..., Target]) -> None:
+def test_ors_client_rides_out_an_8s_setup(serve: Callable[..., SuiteTarget]) -> None:
     """slow-setup with an 8 s setup(): /prompt answers 503 starting with Retry-After until it is ready."""
     from orsbench.clients.run import play
 

@@ -13,10 +13,10 @@ from orsbench.scenarios import Scenario, get_scenario, list_scenarios
 from orsbench.servers.launch import RunningServer, serve, start
 from orsbench.wire import Exchange, SSEParser, WireClient
 
+from orsbench.version import __version__
+
 if TYPE_CHECKING:
     from orsbench.checks import Report
-
-__version__ = "0.1.0"
 
 
 def check(target: Any, **options: Any) -> Report:

@@ -46,7 +46,7 @@ from orsbench.bench.episode import (
     tool_output,
 )
 from orsbench.bench.plan import EpisodePlan, PlanError, discover
-from orsbench.servers.app import SERVERS
+from orsbench.servers.implementations import ors_servers
 from orsbench.wire.sse import SSEParser, SSEStream
 
 log = logging.getLogger("orsbench.load")
@@ -93,8 +93,8 @@ def _arguments(parser: Any) -> None:
     parser.add_argument(
         "--ors-impl",
         default="mock",
-        choices=SERVERS,
-        help="embedded server implementation (mock, sdk, ors-sdk), without --host (default mock)",
+        choices=ors_servers(),
+        help=f"embedded server implementation ({', '.join(ors_servers())}), without --host (default mock)",
     )
 
 

@@ -19,7 +19,13 @@ the session ends. While a test uses ``ors_server``, ``OPENREWARD_API_URL``,
 openreward SDK (and TRL) at it; they are restored afterwards.
 
 Options: ``--ors-url URL`` targets an external server instead (the wire checks
-parametrise over it), with ``--ors-env`` and ``--ors-split``.
+parametrise over it), with ``--ors-env``, ``--ors-split`` and, for an environment
+whose ``/create`` needs them, ``--ors-secret NAME=VALUE`` / ``--ors-secrets-file F``
+(fixture ``ors_secrets``; docs/protocol.md §14).
+
+``--ors-client-cmd "CMD"`` grades an ORS client's adapter command on every
+``orsbench check-client`` case, one test per case (``--ors-client-cases A,B``,
+``--ors-client-timeout S``; docs/clients.md).
 
 With TRL installed, ``ors_openreward_spec(**kwargs)`` builds a
 ``trl.experimental.openreward.OpenRewardSpec`` for ``ors_server``::
@@ -42,9 +48,11 @@ from typing import Any
 
 import pytest
 
+from orsbench.cli import types
 from orsbench.config import ServerConfig
 from orsbench.servers import launch, targets
 from orsbench.servers.launch import RunningServer, start
+from orsbench.servers.user_app import AppTarget, AppTargetError
 
 ServerFactory = Callable[..., RunningServer]
 _CONFIG_FIELDS = {f.name for f in dataclasses.fields(ServerConfig)}
@@ -65,6 +73,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--ors-client-timeout", default=None, type=float, metavar="S", help="with --ors-client-cmd: the command's deadline per case"
     )
+    group.addoption("--ors-secret", type=types.secret, action="append", default=[], metavar="NAME=VALUE", help=types.SECRET_HELP)
+    group.addoption("--ors-secrets-file", type=types.secrets_file, action="append", default=[], metavar="FILE", help=types.SECRETS_FILE_HELP)
+
+
+def secrets_option(config: pytest.Config) -> dict[str, str]:
+    """The secrets ``--ors-secret``/``--ors-secrets-file`` give (for ``Options(secrets=...)`` on ``--ors-url``)."""
+    return types.merge_secrets(config.getoption("--ors-secrets-file") or [], config.getoption("--ors-secret") or [])
+
+
+@pytest.fixture(scope="session")
+def ors_secrets(pytestconfig: pytest.Config) -> dict[str, str]:
+    """The secrets given with ``--ors-secret NAME=VALUE`` / ``--ors-secrets-file FILE`` (never printed by orsbench)."""
+    return secrets_option(pytestconfig)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -139,17 +160,17 @@ def server_key(scenario: str, impl: str, config: ServerConfig) -> str:
     return f"{scenario}|{impl}|{config.to_json()}"
 
 
-def _user_target(app: Any, cmd: Any) -> targets.Target | None:
+def _user_target(app: Any, cmd: Any) -> targets.CheckTarget | None:
     """The target of ``app=`` (a class, ``FILE.py:Class``, ``module:Class``) or ``cmd=``, if one is given."""
     if app is not None and cmd is not None:
         raise TypeError("give app= or cmd=, not both")
     if app is not None:
-        target = targets.resolve(app if isinstance(app, type) else "app:" + str(app).removeprefix("app:"))
-        if target.kind != "app":
-            raise TypeError(f"app={app!r} is not an Environment class, FILE.py:Class or module:Class")
-        return target
+        try:
+            return targets.resolve(app if isinstance(app, type) else AppTarget.parse(str(app)))
+        except AppTargetError:
+            raise TypeError(f"app={app!r} is not an Environment class, FILE.py:Class or module:Class") from None
     if cmd is not None:
-        return targets.Target("command", cmd if isinstance(cmd, str) else tuple(str(a) for a in cmd))
+        return targets.CheckTarget("command", cmd if isinstance(cmd, str) else tuple(str(a) for a in cmd))
     return None
 
 

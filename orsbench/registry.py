@@ -139,6 +139,21 @@ class Registry(Generic[T]):
         finally:
             self.unregister(key)
 
+    @contextmanager
+    def replaced(self, entry: T, *, name: str | None = None) -> Iterator[T]:
+        """Stand ``entry`` in for the registered entry of the same name, in its place, for a ``with`` block.
+
+        Why: a test that breaks one existing entry (a check that raises) must see the rest of the
+        catalogue, in its order, unchanged — and the original back afterwards, whatever happens.
+        """
+        key = name if name is not None else self._key(entry)
+        original = self.get(key)  # UnknownName when there is nothing to stand in for
+        self._entries[key] = entry
+        try:
+            yield entry
+        finally:
+            self._entries[key] = original
+
     # -- loading -----------------------------------------------------------------------------
 
     def load(self) -> Registry[T]:

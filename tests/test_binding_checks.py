@@ -7,7 +7,7 @@ import pytest
 from orsbench.checks import Options, run_checks
 from orsbench.checks.binding import BINDING_CHECKS, PROVIDER_NAME
 from orsbench.checks.model import Status
-from orsbench.checks.policy import POLICY, Severity
+from orsbench.checks import CHECKS, Severity
 from orsbench.clients import defects as D
 from orsbench.scenarios import get_scenario
 from orsbench.servers.launch import serve
@@ -24,7 +24,7 @@ def reports() -> dict[str, object]:
 
 def test_every_binding_check_is_registered_with_a_soft_severity() -> None:
     for check_id in BINDING_CHECKS:
-        assert POLICY[check_id] in (Severity.RECOMMENDED, Severity.ADVISORY), check_id
+        assert CHECKS[check_id].severity in (Severity.RECOMMENDED, Severity.ADVISORY), check_id
         client, rule = check_id.split(".")[1:]
         assert client in ("trl", "inspect", "openreward", "ors") and rule
 

@@ -19,7 +19,7 @@ import pytest
 
 from orsbench.checks import Options, Status, run_checks
 from orsbench.checks.record import parse_tasks, record
-from orsbench.scenarios import REGISTRY, get_scenario
+from orsbench.scenarios import SCENARIOS, get_scenario
 from orsbench.servers.launch import serve
 from orsbench.wire import WireClient
 from orsbench.wire.cassette import FORMAT, VERSION, CassetteError, load, outcome_of, write
@@ -190,11 +190,11 @@ def test_replay_through_the_ors_server_fixture_and_the_sdk_client(ors_server_fac
     assert outputs and outputs[-1].finished is True and outputs[-1].reward == 1.0
 
 
-@pytest.mark.parametrize("scenario", [n for n in REGISTRY if n != "cassette"])
+@pytest.mark.parametrize("scenario", [n for n in SCENARIOS if n != "cassette"])
 def test_every_scenario_replays_discovery_dataset_and_every_recorded_call_identically(ors_server_factory, tmp_path, scenario):
-    from conformance.targets import SUITE_PARAMS
+    from orsbench.scenarios import suite_params
 
-    live = ors_server_factory(scenario, params=SUITE_PARAMS.get(scenario))
+    live = ors_server_factory(scenario, params=suite_params(scenario))
     path = tmp_path / "c.json"
     write(record(live.url, options=Options(timeout=15)).cassette, path)
     data = load(path)["environments"][live.env_name]

@@ -86,12 +86,12 @@ def test_a_server_that_is_not_ors_exits_2(router, capsys):
     assert "does not look like an ORS server" in capsys.readouterr().out
 
 
-def test_internal_error_exits_3(echo, monkeypatch, capsys):
+def test_internal_error_exits_3(echo, capsys):
     def broken(ev):
         raise RuntimeError("bug in a check")
 
-    monkeypatch.setitem(CHECKS, "discovery.splits", dataclasses.replace(CHECKS["discovery.splits"], fn=broken))
-    code = main(["check", echo.url, "--only", "discovery.*"])
+    with CHECKS.replaced(dataclasses.replace(CHECKS["discovery.splits"], fn=broken)):
+        code = main(["check", echo.url, "--only", "discovery.*"])
     assert code == 3
     assert "bug in a check" in capsys.readouterr().out
 

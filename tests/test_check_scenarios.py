@@ -12,7 +12,7 @@ import pytest
 from orsbench.checks import Options, Severity, Status, run_checks
 from orsbench.config import ServerConfig
 from orsbench.scenarios import get_scenario
-from orsbench.servers.app import effective_config
+from orsbench.config import effective_config
 
 SCENARIOS = ("echo", "task-tool", "sparse-reward", "slow")
 #: Checks that only have something to measure on the slow scenario; there they must really run and pass.

@@ -8,10 +8,12 @@ violation applied — the same server ``orsbench serve <scenario> --fault
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
-from orsbench.checks import POLICY, Options, Severity, Status, load_checks, run_checks
-from orsbench.servers.faults import load_all
+from orsbench.checks import CHECKS, Options, Severity, Status, load_checks, run_checks
+from orsbench.servers.faults import FAULTS
 from orsbench.servers.faults.violations import ROUTER_PREFIX, VIOLATIONS
 
 #: The broken servers the issue names, and the check that must catch each.
@@ -40,10 +42,14 @@ def test_violation_fails_exactly_its_checks(name, router):
     failing = set(report.ids(Status.FAIL))
     details = {r.id: r.message for r in report.results if r.id in failing | set(violation.breaks)}
     assert failing == set(violation.breaks) | set(violation.also), details
-    breaks_required = {c for c in violation.breaks if POLICY[c] is Severity.REQUIRED}
+    breaks_required = {c for c in violation.breaks if CHECKS[c].severity is Severity.REQUIRED}
     assert set(report.ids(Status.FAIL, Severity.REQUIRED)) == breaks_required
     assert report.ids(Status.ERROR) == []
     assert report.exit_code == (1 if breaks_required else 0)
+    for result in report.results:  # every finding's reproducer is a well-formed shell script (tests/test_reproducers.py runs some)
+        if result.status is Status.FAIL and result.evidence:
+            assert result.reproduce and result.reproduce.count("BASE=") == 1, result.id
+            assert subprocess.run(["bash", "-n"], input=result.reproduce, text=True).returncode == 0, result.reproduce
 
 
 def test_the_broken_servers_the_issue_lists_are_all_there():
@@ -52,15 +58,15 @@ def test_the_broken_servers_the_issue_lists_are_all_there():
 
 
 def test_violations_are_registered_faults_naming_registered_checks():
-    faults = load_all()
+    faults = FAULTS
     checks = load_checks()
     for name, violation in VIOLATIONS.items():
         assert faults[name].kind == "violation"
         assert set(violation.breaks) | set(violation.also) <= set(checks), name
-        assert all(POLICY[c] is not Severity.REQUIRED for c in violation.also), name
+        assert all(CHECKS[c].severity is not Severity.REQUIRED for c in violation.also), name
 
 
 def test_every_required_check_is_broken_by_some_violation():
     broken = {c for v in VIOLATIONS.values() for c in v.breaks}
-    required = {c for c, sev in POLICY.items() if sev is Severity.REQUIRED}
+    required = {c.id for c in CHECKS.values() if c.severity is Severity.REQUIRED}
     assert required - broken == set()

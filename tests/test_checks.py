@@ -20,7 +20,6 @@ from pydantic import BaseModel, Field
 from orsbench import protocol
 from orsbench.checks import (
     CHECKS,
-    POLICY,
     PROBES,
     Baseline,
     BaselineError,
@@ -34,7 +33,7 @@ from orsbench.checks import (
 from orsbench.checks.call import _framing
 from orsbench.wire.sse import parse
 from orsbench.checks.evidence import result_of
-from orsbench.checks.registry import closure, select
+from orsbench.checks.registry import check, closure, select
 from orsbench.reports import TerminalReporter, junit_xml
 from orsbench.reports.json_report import dumps
 from orsbench.wire.evidence import Exchange
@@ -59,8 +58,10 @@ def test_at_least_forty_named_checks_with_dotted_ids():
         assert re.fullmatch(r"[a-z_]+\.[a-z0-9_]+(\.[a-z0-9_]+)?", check_id), check_id  # binding.<client>.<rule>
 
 
-def test_every_check_has_a_policy_entry_and_the_policy_names_no_other():
-    assert set(POLICY) == set(load_checks())
+def test_every_check_is_registered_with_a_severity_and_cannot_be_without_one():
+    assert all(isinstance(c.severity, Severity) for c in load_checks().values())
+    with pytest.raises(TypeError):
+        check("x.no_severity", title="t", probe="discovery", spec="§1", remediation="r")  # type: ignore[call-arg]
 
 
 def test_every_issue_named_check_exists():
@@ -89,7 +90,7 @@ def test_requires_name_registered_checks_graded_no_later_than_the_dependent():
     for check in load_checks().values():
         for dep in check.requires:
             assert dep in CHECKS, f"{check.id} requires unknown {dep}"
-            assert PROBES.index(CHECKS[dep].probe) <= PROBES.index(check.probe), f"{check.id} requires later {dep}"
+            assert PROBES.names().index(CHECKS[dep].probe) <= PROBES.names().index(check.probe), f"{check.id} requires later {dep}"
 
 
 def test_every_check_has_a_title_spec_section_and_one_line_remediation():
@@ -281,14 +282,14 @@ def test_terminal_report_streams_one_line_per_check_and_a_verdict(echo_report):
     assert "\033[" not in out.getvalue()
 
 
-def test_a_check_that_raises_is_an_error_and_exit_3(ors_server_factory, monkeypatch):
+def test_a_check_that_raises_is_an_error_and_exit_3(ors_server_factory):
     server = ors_server_factory("echo")
 
     def broken(ev):
         raise KeyError("oops")
 
-    monkeypatch.setitem(CHECKS, "discovery.health", dataclasses.replace(CHECKS["discovery.health"], fn=broken))
-    report = run_checks(server.url, Options(env=server.env_name), only=["discovery.*"])
+    with CHECKS.replaced(dataclasses.replace(CHECKS["discovery.health"], fn=broken)):
+        report = run_checks(server.url, Options(env=server.env_name), only=["discovery.*"])
     assert report.result("discovery.health").status is Status.ERROR
     assert "KeyError" in report.result("discovery.health").message
     assert report.exit_code == 3
@@ -318,7 +319,7 @@ def test_docs_catalogue_lists_every_check_once_with_its_severity():
         if match:
             assert match.group(1) not in rows
             rows[match.group(1)] = match.group(2)
-    assert rows == {check_id: severity.value for check_id, severity in POLICY.items()}
+    assert rows == {c.id: c.severity.value for c in load_checks().values()}
 
 
 def test_docs_list_every_violation_with_the_checks_it_breaks():
@@ -329,3 +330,19 @@ def test_docs_list_every_violation_with_the_checks_it_breaks():
         row = next(line for line in section.splitlines() if line.startswith(f"| `{name}` |"))
         for check_id in violation.breaks + violation.also:
             assert f"`{check_id}`" in row, (name, check_id)
+
+
+def test_a_probe_registers_itself_and_the_collector_runs_it_by_name():
+    from orsbench.checks.collector import PROBES, Collector, Probe, probe_names
+    from orsbench.checks.evidence import Evidence
+    from orsbench.registry import UnknownName
+
+    assert probe_names() == ("discovery", "dataset", "session", "call", "play", "fuzz", "quality", "timing")
+    seen = []
+    collector = Collector(None, Evidence("http://127.0.0.1:9", Options()))  # type: ignore[arg-type]  # the dummy sends nothing
+    with PROBES.temporarily(Probe("dummy", lambda col: seen.append(col))):
+        assert probe_names()[-1] == "dummy"
+        collector.run("dummy")
+    assert seen == [collector] and collector.ev.probes_run == ["dummy"]
+    with pytest.raises(UnknownName, match="unknown probe 'dummy'; known: discovery"):
+        collector.run("dummy")

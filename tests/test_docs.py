@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from orsbench.scenarios import REGISTRY
+from orsbench.scenarios import SCENARIOS
 from orsbench.servers.engine import DELIBERATE_DIFFERENCES
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
@@ -24,7 +24,7 @@ def test_readme_quick_start_is_two_commands():
 
 def test_readme_names_every_builtin_scenario():
     for name in ("echo", "task-tool", "sparse-reward", "slow"):
-        assert name in REGISTRY and f"`{name}`" in README
+        assert name in SCENARIOS and f"`{name}`" in README
 
 
 def test_readme_defect_list_is_the_conformance_suites():
@@ -37,7 +37,7 @@ def test_readme_defect_list_is_the_conformance_suites():
 
 
 def test_readme_lists_every_implementation_difference_exactly():
-    from orsbench.servers.differences import markdown
+    from orsbench.servers.implementations import differences_markdown as markdown
 
     block = README.split("<!-- impl-differences:start -->")[1].split("<!-- impl-differences:end -->")[0]
     assert block.strip() == markdown()

@@ -29,7 +29,7 @@ from orsbench.scenarios import get_scenario
 from orsbench.scenarios.sparse_reward import digits
 from orsbench.servers.app import build_app
 from orsbench.servers.engine import Engine
-from orsbench.servers.faults import apply_faults, load_all
+from orsbench.servers.faults import FAULTS, apply_faults
 from orsbench.servers.faults import profiles as P
 from orsbench.servers.launch import RunningServer
 from orsbench.wire import SSEStream, WireClient
@@ -40,7 +40,7 @@ ServerFactory = Callable[..., RunningServer]
 
 
 def profiles() -> dict[str, Any]:
-    return {name: f for name, f in load_all().items() if f.kind == "profile"}
+    return {name: f for name, f in FAULTS.items() if f.kind == "profile"}
 
 
 # -- registry ---------------------------------------------------------------------------

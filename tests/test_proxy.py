@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from orsbench.checks import Options, run_checks
-from orsbench.checks.passive import PASSIVE
+from orsbench.checks import CHECKS
 from orsbench.config import ServerConfig
 from orsbench.servers.faults import http_fault_names
 from orsbench.servers.faults.violations import VIOLATIONS
@@ -148,7 +148,7 @@ def test_live_report_and_reports_written_on_sigterm(ors_server_factory, tmp_path
         judged = {i for i, c in by_id.items() if c["status"] == "pass"}
         assert {"discovery.tools_listing", "session.create", "call.end_event", "reward.well_formed"} <= judged
         for check_id, check in by_id.items():
-            if check_id not in PASSIVE:
+            if CHECKS[check_id].passive is None:
                 assert check["status"] == "skip" and "needs a probe no client sends" in check["message"]
     assert written["summary"]["pass"] >= 40
 

@@ -96,3 +96,15 @@ def test_select_filters_in_order() -> None:
     for name, weight in (("a", 1), ("b", 0), ("c", 2)):
         things.register(Entry(name, weight))
     assert [e.name for e in things.select(lambda e: e.weight > 0)] == ["a", "c"]
+
+
+def test_replaced_stands_in_at_the_same_place_and_restores_the_original() -> None:
+    things: Registry[Entry] = Registry("thing")
+    a, b = things.register(Entry("a")), things.register(Entry("b"))
+    stand_in = Entry("a", weight=9)
+    with things.replaced(stand_in):
+        assert things.get("a") is stand_in and things.names() == ["a", "b"]
+    assert things.get("a") is a and things.values() == [a, b]
+    with pytest.raises(UnknownName):
+        with things.replaced(Entry("zzz")):
+            pass

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from training_smoke.learning import LearningCriteria, plot_rewards, verdict
-from training_smoke.run import GPU_TINY, SmokeConfig, check
+from training_smoke.config import GPU_TINY, SmokeConfig
+from training_smoke.verdict import check
 from training_smoke.sabotage import SABOTAGES, sabotaged
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,7 +270,8 @@ def test_url_cli_errors_are_clear(tmp_path):
 def test_conformance_and_the_smoke_share_one_grpo_tool_collection():
     pytest.importorskip("trl")
     from conformance import adapter
-    from training_smoke import grpo_tools, run
+    from orsbench.clients import grpo_tools
+    from training_smoke import run
 
     assert adapter.grpo_tool_surface is grpo_tools.grpo_tool_surface
     assert run.grpo_tools is grpo_tools.grpo_tools
@@ -312,7 +314,7 @@ def test_pick_is_served_by_the_mock_and_the_sdk_twin_and_passes_every_required_c
     from orsbench.checks import Options, Severity, Status, run_checks
     from orsbench.config import ServerConfig
     from orsbench.scenarios import get_scenario
-    from orsbench.servers.app import effective_config
+    from orsbench.config import effective_config
 
     server = ors_server_factory("pick", impl=impl)
     config = effective_config(get_scenario("pick"), ServerConfig(), set())

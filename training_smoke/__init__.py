@@ -21,16 +21,20 @@ Modules:
   trained in code, carrying TRL's own qwen3 chat template; cached on disk;
 * :mod:`training_smoke.warmup`: scripted episodes of the scenario's tools, and the
   short supervised warm-up that teaches the tool-call format;
-* :mod:`training_smoke.run`: the run itself, its JSON summary and its verdict;
+* :mod:`training_smoke.config`: the profiles and :class:`SmokeConfig`;
+* :mod:`training_smoke.run`: the training loop and its JSON summary;
+* :mod:`training_smoke.verdict`: the expectations a working chain meets;
 * :mod:`training_smoke.learning`: the learn profile's statistical verdict and reward curve;
 * :mod:`training_smoke.sabotage`: negative controls, client bugs between OpenRewardSpec and the trainer;
 * :mod:`training_smoke.remote`: ``--url``, a warm-up derived from a foreign server's prompts and schemas;
-* :mod:`training_smoke.grpo_tools`: how GRPOTrainer collects tools (shared with ``conformance/``);
+* :mod:`orsbench.clients.grpo_tools`: how GRPOTrainer collects tools (shared with ``conformance/``);
 * :mod:`training_smoke.gpu`: the nightly profile's model loading and settings;
 * :mod:`training_smoke.bench`: the CPU profile's wall time and peak RSS;
 * :mod:`training_smoke.bench_learn`: the learn profile's power table (clean and every sabotage, over seeds).
 """
 
-from training_smoke.run import SmokeConfig, check, run_smoke
+from training_smoke.config import SmokeConfig
+from training_smoke.run import run_smoke
+from training_smoke.verdict import check
 
 __all__ = ["SmokeConfig", "check", "run_smoke"]

@@ -1,4 +1,6 @@
-"""One GRPO run through ``OpenRewardSpec`` against a served scenario, with its evidence and verdict.
+"""One GRPO run through ``OpenRewardSpec`` against a served scenario: the training loop and its evidence.
+
+Its configuration is :mod:`training_smoke.config`; its verdict, :func:`training_smoke.verdict.check`.
 
 :func:`run_smoke` starts the scenario's server, builds the spec, prepares a
 policy (the tiny warmed-up model on the CPU profile, a real instruct model on
@@ -24,7 +26,6 @@ plus the list of expectations that failed (empty when the chain works):
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 import tempfile
@@ -32,159 +33,15 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Iterator
-import dataclasses
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orsbench import protocol
 from orsbench.protocol import JSON
-from training_smoke.grpo_tools import grpo_tools
+from orsbench.clients.grpo_tools import grpo_tools
 from training_smoke import learning
-from training_smoke.learning import LearningCriteria
+from training_smoke.config import QUIET_ENV, SmokeConfig
 from training_smoke.sabotage import sabotaged
-from training_smoke.tiny import TinyConfig
-from training_smoke.warmup import WarmupConfig
-
-
-PROFILES = ("cpu", "learn", "gpu")
-#: ``--model tiny`` on the GPU profile: a self-made Qwen3-style model, larger than the CPU one (about 3 M parameters).
-GPU_TINY = TinyConfig(vocab_size=2048, hidden_size=256, intermediate_size=768, num_layers=4, num_heads=8, num_kv_heads=4, head_dim=32)
-#: learn profile defaults (see docs/training.md for how they were chosen).
-LEARN_STEPS = 50
-#: Plain SGD, not AdamW: Adam scales every parameter's step to about the learning rate, so the near-zero,
-#: noisy gradients on the tool-call format tokens (they cancel within a GRPO group) still move the tiny
-#: policy off the format, and it stops calling tools within 10-40 steps at any rate that learns (5e-4,
-#: 1e-3). SGD moves parameters in proportion to their gradient: the answer token learns, the format stays.
-LEARN_OPTIM = "sgd"
-LEARN_LR = 0.1
-LEARN_WINDOW = 5
-LEARN_WARMUP_STEPS = 200
-DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "orsbench-training-smoke"
-#: Environment every run needs: offline hub, quiet SDK and TRL.
-QUIET_ENV = {
-    protocol.ENV_DISABLE_UPDATE_CHECK: "1",
-    "HF_HUB_OFFLINE": "1",
-    "TRL_EXPERIMENTAL_SILENCE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-}
-
-
-@dataclass(frozen=True)
-class SmokeConfig:
-    """Everything one smoke run depends on. ``for_profile`` fills in the profile's defaults."""
-
-    scenario: str = "echo"
-    profile: str = "cpu"
-    steps: int = 3
-    num_generations: int = 4
-    prompts_per_step: int = 2
-    #: Train on the first ``num_tasks`` tasks of the split (all probed for task-scoped tools).
-    num_tasks: int = 4
-    max_completion_length: int = 128
-    max_tool_calling_iterations: int = 4
-    learning_rate: float = 1e-4
-    temperature: float = 1.0
-    seed: int = 0
-    #: GPU profile: a local path or a hub name already in the local cache.
-    model: str | None = None
-    #: GPU and learn profiles: the number of first and last steps whose rewards are compared.
-    reward_window: int = 5
-    #: learn profile: the largest one-sided p-value and the smallest mean gain that count as learned.
-    alpha: float = 0.01
-    min_delta: float = 0.25
-    #: A client bug planted between OpenRewardSpec and the trainer (see ``training_smoke.sabotage``), or ``None``.
-    sabotage: str | None = None
-    #: Where to draw the reward curve (PNG); ``None`` draws none.
-    plot: Path | None = None
-    #: torch intra-op threads (``None``: torch's default). The learn profile uses 1: the tiny model's matrices
-    #: are too small to gain from more, and on a loaded machine OpenMP threads spin-wait for each other.
-    torch_threads: int | None = None
-    #: Extra GRPOConfig arguments (they win over the profile's), e.g. ``{"beta": 0.04}``.
-    grpo_extra: dict[str, Any] = field(default_factory=dict)
-    #: Train against this server (the user's own) instead of serving ``scenario``; ``env`` picks its environment.
-    url: str | None = None
-    env: str | None = None
-    #: ``"mock"`` (orsbench's engine) or any other implementation ``orsbench.servers.launch`` knows.
-    server_impl: str = "mock"
-    #: Scenario parameters, passed to the server (and to the in-process copy the warm-up uses).
-    params: dict[str, Any] = field(default_factory=dict)
-    tiny: TinyConfig = field(default_factory=TinyConfig)
-    warmup: WarmupConfig = field(default_factory=WarmupConfig)
-    #: Where built tiny models and warm-up checkpoints are kept; ``None`` builds afresh in a temporary directory.
-    cache_dir: Path | None = DEFAULT_CACHE_DIR
-
-    @classmethod
-    def for_profile(cls, profile: str, **overrides: Any) -> SmokeConfig:
-        """The defaults of ``profile`` with ``overrides`` (``None`` values mean "keep the default")."""
-        if profile not in PROFILES:
-            raise ValueError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
-        defaults: JSON = {"profile": profile}
-        seed = overrides.get("seed") if overrides.get("seed") is not None else cls.seed
-        if profile == "learn":
-            # Tuned so the tiny policy learns `pick` (4 doors, chance 0.25) in a few minutes of a 2-core CPU;
-            # see docs/training.md. The warm-up picks doors uniformly (correct_fraction = 1/doors = 1/num_tasks
-            # for echo too), so it teaches the tool-call format and nothing about which answer wins.
-            defaults.update(
-                scenario="pick",
-                steps=LEARN_STEPS,
-                num_generations=8,
-                prompts_per_step=2,
-                num_tasks=4,
-                max_completion_length=48,
-                max_tool_calling_iterations=2,
-                learning_rate=LEARN_LR,
-                reward_window=LEARN_WINDOW,
-                warmup=WarmupConfig(seed=seed, steps=LEARN_WARMUP_STEPS, correct_fraction=0.25),
-                grpo_extra={"optim": LEARN_OPTIM},
-                torch_threads=1,
-            )
-        if profile == "gpu":
-            defaults.update(
-                steps=40,
-                num_generations=8,
-                prompts_per_step=4,
-                num_tasks=48,
-                max_completion_length=256,
-                max_tool_calling_iterations=3,
-                learning_rate=5e-6,
-            )
-        extra = {**defaults.get("grpo_extra", {}), **(overrides.pop("grpo_extra", None) or {})}
-        defaults.update({k: v for k, v in overrides.items() if v is not None})
-        defaults["grpo_extra"] = extra
-        if profile == "gpu" and defaults.get("model") == "tiny":
-            # No hub: a self-made, larger Qwen3-style model learns `pick` like the learn profile, on the GPU.
-            tiny_defaults: JSON = dict(
-                scenario="pick",
-                steps=LEARN_STEPS,
-                num_tasks=8,
-                max_completion_length=48,
-                max_tool_calling_iterations=2,
-                learning_rate=LEARN_LR,
-                reward_window=LEARN_WINDOW,
-                tiny=dataclasses.replace(GPU_TINY, seed=seed),
-                warmup=WarmupConfig(seed=seed, steps=LEARN_WARMUP_STEPS, correct_fraction=0.25),
-                grpo_extra={"optim": LEARN_OPTIM},
-            )
-            defaults.update({k: v for k, v in tiny_defaults.items() if overrides.get(k) is None and k != "grpo_extra"})
-            defaults["grpo_extra"] = {**tiny_defaults["grpo_extra"], **extra}
-        defaults.setdefault("tiny", TinyConfig(seed=seed))
-        defaults.setdefault("warmup", WarmupConfig(seed=seed))
-        return cls(**defaults)
-
-    @property
-    def rollouts_per_step(self) -> int:
-        return self.num_generations * self.prompts_per_step
-
-    @property
-    def criteria(self) -> LearningCriteria:
-        return LearningCriteria(window=self.reward_window, alpha=self.alpha, min_delta=self.min_delta)
-
-    @property
-    def judges_learning(self) -> bool:
-        """Whether the run ends with a learning verdict (the learn and GPU profiles)."""
-        return self.profile in ("learn", "gpu")
-
+from training_smoke.verdict import check
 
 # -- server and environment plumbing ---------------------------------------------
 @contextlib.contextmanager
@@ -580,101 +437,3 @@ def _quiet_libraries() -> None:
 
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
-
-
-# -- the verdict ----------------------------------------------------------------------
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
-
-
-def check(summary: JSON, config: SmokeConfig) -> list[str]:
-    """The expectations a working chain meets; each failure says what was expected and what came."""
-    failures = []
-    if summary["steps"] != config.steps:
-        failures.append(f"expected {config.steps} logged training steps, got {summary['steps']}")
-    if summary["tool_calls"] <= 0:
-        failures.append(
-            f"no tool call ran on the server (the trainer parsed {summary['trainer_tool_calls']}, of which "
-            f"{summary['trainer_tool_failures']} failed before reaching the adapter, and the server rejected "
-            f"{summary['tool_calls_rejected']}): the policy emits no valid tool call"
-        )
-    received = summary["tool_calls"] + summary["tool_calls_rejected"]
-    if received != summary["adapter_tool_calls"]:
-        failures.append(
-            f"the server received {received} tool calls ({summary['tool_calls']} executed, "
-            f"{summary['tool_calls_rejected']} rejected) but the TRL adapter forwarded {summary['adapter_tool_calls']}"
-        )
-    local = summary["trainer_tool_calls"] - summary["trainer_tool_failures"]
-    if local != summary["adapter_tool_calls"]:
-        failures.append(
-            f"the trainer logged {summary['trainer_tool_calls']} tool calls with "
-            f"{summary['trainer_tool_failures']} local failures ({local} dispatched) but the adapter forwarded "
-            f"{summary['adapter_tool_calls']}"
-        )
-    if not any(_finite(r) for r in summary["rewards"]):
-        failures.append(f"every logged step reward is NaN/None: {summary['rewards']}")
-    else:
-        failures.extend(_check_collapse(summary))
-    if not any(_finite(l) for l in summary["losses"]):
-        failures.append(f"no logged step has a finite loss: {summary['losses']}")
-    if summary["parameters"]["tensors_changed"] == 0:
-        failures.append(
-            "no model parameter changed during GRPO (every group had zero reward variance?); "
-            f"frac_reward_zero_std per step: {[s['frac_reward_zero_std'] for s in summary['per_step']]}"
-        )
-    if summary["sessions"]["open_at_end"] not in (0, None):  # None: a foreign server, which reports no sessions
-        failures.append(
-            f"{summary['sessions']['open_at_end']} ORS session(s) still open on the server after training "
-            f"and closing the {summary['sessions']['closed_by_smoke']} the adapters held"
-        )
-    if config.profile == "gpu":
-        failures.extend(_check_learning(summary["rewards"], config.reward_window))
-    verdict = summary.get("learning")
-    judged = config.profile == "learn" or (config.profile == "gpu" and config.model == "tiny")
-    if judged and verdict is not None and not verdict["learned"]:
-        sabotage = f" (sabotage {config.sabotage}: expected)" if config.sabotage else ""
-        failures.append(f"the policy did not learn{sabotage}: {verdict.get('reason')}; "
-                        f"first {verdict['first_mean']}, last {verdict['last_mean']}, p {verdict['p_value']}")
-    return failures
-
-
-#: Below this fraction of rollouts calling a tool (over the trailing quarter of the steps), tool calls "stopped".
-COLLAPSE_CALL_RATE = 0.1
-
-
-def _check_collapse(summary: JSON) -> list[str]:
-    """A run that collapsed: most steps logged no reward, or the policy stopped calling tools for good.
-
-    Both happen with a learning rate that is too high: the policy unlearns the
-    tool-call format, so its rollouts earn no reward and GRPO (which gives an
-    unscorable rollout zero advantage) has nothing left to learn from, while
-    the run still "completes".
-    """
-    failures = []
-    rewards = summary["rewards"]
-    missing = sum(not _finite(r) for r in rewards)
-    if missing * 2 > len(rewards):
-        failures.append(f"collapse: {missing} of {len(rewards)} steps logged no reward (the policy stopped earning any)")
-    calls = [s.get("adapter_tool_calls") or 0 for s in summary.get("per_step", [])]
-    tail = max(2, len(calls) // 4)
-    rollouts = summary.get("rollouts_per_step") or 1
-    tail_rate = sum(calls[-tail:]) / (tail * rollouts) if calls else 0.0
-    if len(calls) >= 2 * tail and any(calls) and tail_rate < COLLAPSE_CALL_RATE:
-        failures.append(
-            f"collapse: tool calls stopped: {sum(calls[-tail:])} calls in the last {tail} steps' {tail * rollouts} rollouts "
-            f"(< {COLLAPSE_CALL_RATE:.0%}; {sum(calls[:tail])} in the first {tail} steps)"
-        )
-    return failures
-
-
-def _check_learning(rewards: list[Any], window: int) -> list[str]:
-    # A step where no rollout earned a reward (no tool call at all) counts as 0: on echo that is a loss.
-    values = [r if _finite(r) else 0.0 for r in rewards]
-    if len(values) < 2 * window:
-        return [f"need at least {2 * window} steps to compare reward windows, got {len(values)}"]
-    first = sum(values[:window]) / window
-    last = sum(values[-window:]) / window
-    if last > first:
-        return []
-    note = " (already saturated at the start: pick a harder scenario or a weaker model)" if first >= 0.95 else ""
-    return [f"mean reward of the last {window} steps ({last:.3f}) does not exceed the first {window} ({first:.3f}){note}"]

@@ -24,9 +24,9 @@ from orsbench.bench.locust_run import LocustResult, run_locust
 from orsbench.bench.plan import EpisodePlan, discover
 from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
 from orsbench.config import ServerConfig
+from orsbench.servers.implementations import benched_by_default
 from orsbench.servers.launch import RunningServer, ServerStartError, start
 
-DEFAULT_IMPLS = ("mock", "sdk", "floor")
 #: Driver CPU over wall time at or above which the driver, not the server, set the pace.
 DRIVER_SATURATED = 0.9
 
@@ -62,6 +62,7 @@ class ServerFigures:
             "episodes": d.episodes,
             "failures": d.failures,
             "failure_kinds": dict(d.failure_kinds),
+            "retried_503": d.retried,
             "seconds": round(d.elapsed, 3),
             "episodes_per_s": round(d.rate, 1),
             "latency_ms": {f"p{p}": round(d.percentile(p) * 1000, 2) for p in (50, 95, 99)},
@@ -232,7 +233,7 @@ def record_window(
 def run_bench(
     scenario: str = "echo",
     *,
-    impls: tuple[str, ...] = DEFAULT_IMPLS,
+    impls: tuple[str, ...] | None = None,
     concurrency: int = 32,
     window_seconds: float = 5.0,
     rounds: int = 2,
@@ -248,7 +249,9 @@ def run_bench(
     max_episodes_per_window: int | None = None,
     progress: Callable[[str], None] = lambda _line: None,
 ) -> BenchReport:
-    """Start every server in ``impls``, measure them in alternating windows, stop them; return the report."""
+    """Start every server in ``impls`` (default: the implementations registered as ``benched``), measure them
+    in alternating windows, stop them; return the report."""
+    impls = impls or benched_by_default()
     loadavg_before = loadavg()
     servers: dict[str, RunningServer] = {}
     try:

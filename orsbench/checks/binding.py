@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orsbench.checks.evidence import Evidence, json_of
-from orsbench.checks.model import Outcome, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.clients import defects as D
 
@@ -34,7 +34,7 @@ def _tools(ev: Evidence) -> list[JSON] | None:
     return [t for t in body["tools"] if isinstance(t, dict) and isinstance(t.get("name"), str)]
 
 
-def _rule(ev: Evidence, finding: Callable[[JSON], str | None]) -> Outcome:
+def _rule(ev: Evidence, finding: Callable[[JSON], str | None]) -> CheckOutcome:
     tools = _tools(ev)
     if tools is None:
         return skipped("no tool listing to read", "discovery.tools_listing")
@@ -48,16 +48,19 @@ def _defect_text(defect: D.Defect | None) -> str | None:
     return None if defect is None else f"[{defect.id}] {defect.behaviour.split(';')[0]}"
 
 
-def _register(client: str, rule: str, title: str, finding: Callable[[JSON], str | None]) -> None:
+def _register(client: str, rule: str, severity: Severity, title: str, finding: Callable[[JSON], str | None]) -> None:
+    """Register one binding rule: never required (the environment is right; a client mishandles it)."""
+
     @check(
         f"binding.{client}.{rule}",
+        severity=severity,
         title=title,
         probe="discovery",
         spec="§4",  # the client pain points P3-P6 (docs/conformance.md)
         remediation=_REMEDY,
         requires=("discovery.tools_listing",),
     )
-    def run(ev: Evidence) -> Outcome:
+    def run(ev: Evidence) -> CheckOutcome:
         return _rule(ev, finding)
 
 
@@ -100,15 +103,15 @@ def _provider_name(spec: JSON) -> str | None:
     return None if PROVIDER_NAME.match(spec["name"]) else "OpenAI/Anthropic reject function names outside ^[a-zA-Z0-9_-]{1,64}$"
 
 
-_register("trl", "crash", "TRL's environment_factory() does not crash on a tool", _trl_crash)
-_register("trl", "dropped_tool", "TRL hands the model every tool", _trl_dropped)
-_register("trl", "reserved_name", "no tool name collides with GRPO's reset/get_reward, the adapter's state or a leading _", _trl_reserved)
-_register("trl", "lost_schema", "TRL keeps each parameter's type, enum, items, nesting and bounds", _trl_schema)
-_register("trl", "none_forwarded", "TRL does not send null for an optional parameter without a JSON default", _trl_none)
-_register("inspect", "lost_type", "inspect-openreward keeps each parameter's type ($ref models, tuple and dict element types)", _inspect_untyped)
-_register("inspect", "provider_name", "tool names are accepted by model providers (inspect-openreward passes them through)", _provider_name)
+_register("trl", "crash", Severity.RECOMMENDED, "TRL's environment_factory() does not crash on a tool", _trl_crash)
+_register("trl", "dropped_tool", Severity.RECOMMENDED, "TRL hands the model every tool", _trl_dropped)
+_register("trl", "reserved_name", Severity.RECOMMENDED, "no tool name collides with GRPO's reset/get_reward, the adapter's state or a leading _", _trl_reserved)
+_register("trl", "lost_schema", Severity.ADVISORY, "TRL keeps each parameter's type, enum, items, nesting and bounds", _trl_schema)
+_register("trl", "none_forwarded", Severity.RECOMMENDED, "TRL does not send null for an optional parameter without a JSON default", _trl_none)
+_register("inspect", "lost_type", Severity.ADVISORY, "inspect-openreward keeps each parameter's type ($ref models, tuple and dict element types)", _inspect_untyped)
+_register("inspect", "provider_name", Severity.ADVISORY, "tool names are accepted by model providers (inspect-openreward passes them through)", _provider_name)
 
-#: Every binding check id (the severity policy gives each an entry).
+#: Every binding check id.
 BINDING_CHECKS = (
     "binding.trl.crash",
     "binding.trl.dropped_tool",

@@ -19,8 +19,8 @@ from orsbench.checks.evidence import (
     stream_of,
     task_id_of,
 )
-from orsbench.checks.model import Outcome, failed, passed, skipped, warned
-from orsbench.checks.registry import check
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.registry import CALLS, FINISHER, check
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEStream
 
@@ -38,7 +38,7 @@ EXPECTED_REASONS = {
 Finding = tuple[str, Exchange | None, str]
 
 
-def _findings(found: list[Finding], prefix: str = "") -> Outcome:
+def _findings(found: list[Finding], prefix: str = "") -> CheckOutcome:
     """Fail with per-exchange findings: the first three in the message, all of them in ``measured``."""
     return failed(
         prefix + "; ".join(f"{call_label(n)}: {why}" for n, _, why in found[:3]),
@@ -49,13 +49,15 @@ def _findings(found: list[Finding], prefix: str = "") -> Outcome:
 
 @check(
     "call.tool_inputs",
+    severity=Severity.RECOMMENDED,
+    passive=(CALLS,),
     title="a valid input can be built for at least one tool from its JSON Schema",
     probe="call",
     spec="§2.1, §4",
     remediation="Give each tool an input_schema from which a valid input can be derived (local $refs, satisfiable bounds and patterns).",
     requires=("session.create",),
 )
-def tool_inputs(ev: Evidence) -> Outcome:
+def tool_inputs(ev: Evidence) -> CheckOutcome:
     if ev.facts.call_blocked:
         return skipped(ev.facts.call_blocked, depends_on="session.create")
     plan = ev.facts.call_plan
@@ -70,13 +72,15 @@ def tool_inputs(ev: Evidence) -> Outcome:
 
 @check(
     "call.sse_content_type",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="/call answers 200 text/event-stream",
     probe="call",
     spec="§3",
     remediation="Answer POST /{env}/call with status 200 and Content-Type: text/event-stream, for failures too (ok:false or an error event).",
     requires=("call.tool_inputs",),
 )
-def sse_content_type(ev: Evidence) -> Outcome:
+def sse_content_type(ev: Evidence) -> CheckOutcome:
     fresh = list(ev.facts.fresh_calls)
     valid = [n for n in fresh if n == "call.primary" or n.startswith("play.")]
     answered = [(n, ev.get(n)) for n in fresh + ["call.resume", "call.unknown_task_id"] if ev.get(n) is not None]
@@ -91,13 +95,15 @@ def sse_content_type(ev: Evidence) -> Outcome:
 
 @check(
     "call.sse_no_buffering",
+    severity=Severity.ADVISORY,
+    passive=("call.primary",),
     title="/call streams are marked not to be buffered or cached",
     probe="call",
     spec="§2.2, §8",
     remediation="Send Cache-Control: no-cache and X-Accel-Buffering: no with event streams so proxies pass keep-alives through.",
     requires=("call.tool_inputs",),
 )
-def sse_no_buffering(ev: Evidence) -> Outcome:
+def sse_no_buffering(ev: Evidence) -> CheckOutcome:
     ex = ev.get("call.primary")
     if ex is None or ex.status != 200:
         return skipped("no successful call to inspect", depends_on="call.sse_content_type")
@@ -113,13 +119,15 @@ def sse_no_buffering(ev: Evidence) -> Outcome:
 
 @check(
     "call.first_event_task_id",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="every /call stream starts with a task_id event",
     probe="call",
     spec="§3.1",
     remediation="Emit `event: task_id` with a non-empty id as the first event of every /call stream, before waiting for the tool.",
     requires=("call.tool_inputs",),
 )
-def first_event_task_id(ev: Evidence) -> Outcome:
+def first_event_task_id(ev: Evidence) -> CheckOutcome:
     streams = call_streams(ev)
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
@@ -136,6 +144,8 @@ def first_event_task_id(ev: Evidence) -> Outcome:
 
 @check(
     "call.end_event",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="every /call stream ends with exactly one end or error event",
     probe="call",
     spec="§3.1, §11.18",
@@ -143,7 +153,7 @@ def first_event_task_id(ev: Evidence) -> Outcome:
     "a 200 stream without end makes the reference client retry forever.",
     requires=("call.tool_inputs",),
 )
-def end_event(ev: Evidence) -> Outcome:
+def end_event(ev: Evidence) -> CheckOutcome:
     streams = call_streams(ev, resumes=True)
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
@@ -167,13 +177,15 @@ def end_event(ev: Evidence) -> Outcome:
 
 @check(
     "call.end_json",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="end carries a JSON object with a boolean ok (RunToolOutput)",
     probe="call",
     spec="§3.1, §4",
     remediation='Send the result as compact JSON: {"ok": true, "output": {...}} or {"ok": false, "error": str, "reason": str}.',
     requires=("call.end_event",),
 )
-def end_json(ev: Evidence) -> Outcome:
+def end_json(ev: Evidence) -> CheckOutcome:
     wrong = []
     count = 0
     for name, ex in call_streams(ev, resumes=True):
@@ -210,6 +222,8 @@ def _framing(stream: SSEStream) -> list[str]:
 
 @check(
     "call.sse_framing",
+    severity=Severity.RECOMMENDED,
+    passive=(CALLS,),
     title="SSE framing: known events and fields, `name: value`, one line-ending style",
     probe="call",
     spec="§3, §11.6",
@@ -217,7 +231,7 @@ def _framing(stream: SSEStream) -> list[str]:
     "only the events task_id, chunk, end, error, and an empty line after each event.",
     requires=("call.tool_inputs",),
 )
-def sse_framing(ev: Evidence) -> Outcome:
+def sse_framing(ev: Evidence) -> CheckOutcome:
     streams = call_streams(ev)
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
@@ -241,13 +255,15 @@ def sse_framing(ev: Evidence) -> Outcome:
 
 @check(
     "call.tool_output_shape",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="ok:true outputs are ToolOutput objects with valid blocks",
     probe="play",
     spec="§4",
     remediation='Send output as {"blocks": [text|image blocks], "metadata": object|null, "reward": number|null, "finished": bool}.',
     requires=("call.end_json",),
 )
-def tool_output_shape(ev: Evidence) -> Outcome:
+def tool_output_shape(ev: Evidence) -> CheckOutcome:
     wrong: list[Finding] = []
     count = 0
     for name, body in call_results(ev):
@@ -279,6 +295,7 @@ def _strings(node: Any) -> list[str]:
 
 @check(
     "call.chunk_reassembly",
+    severity=Severity.REQUIRED,
     title="a result longer than one chunk reassembles exactly (chunk boundaries keep every character)",
     probe="call",
     spec="§3.1, §11.7",
@@ -286,7 +303,7 @@ def _strings(node: Any) -> list[str]:
     "never trimming whitespace or splitting a character; receivers concatenate the data as is.",
     requires=("call.end_json",),
 )
-def chunk_reassembly(ev: Evidence) -> Outcome:
+def chunk_reassembly(ev: Evidence) -> CheckOutcome:
     ex = ev.get("call.large")
     padding = ev.facts.padding
     if ex is None or not padding:
@@ -323,13 +340,14 @@ def chunk_reassembly(ev: Evidence) -> Outcome:
 
 @check(
     "call.chunk_size",
+    severity=Severity.ADVISORY,
     title="chunks are 4096 characters (not bytes), as the reference cuts them",
     probe="call",
     spec="§3.1, §11.7",
     remediation="Cut results into slices of 4096 characters (Python string slicing), not bytes.",
     requires=("call.end_json",),
 )
-def chunk_size(ev: Evidence) -> Outcome:
+def chunk_size(ev: Evidence) -> CheckOutcome:
     sizes: dict[str, list[int]] = {}
     for name, ex in call_streams(ev, resumes=True):
         stream = stream_of(ex)
@@ -347,7 +365,7 @@ def chunk_size(ev: Evidence) -> Outcome:
     return passed(f"chunks of {protocol.CHUNK_SIZE} characters", sizes)
 
 
-def _in_band(ev: Evidence, name: str, situation: str) -> Outcome:
+def _in_band(ev: Evidence, name: str, situation: str) -> CheckOutcome:
     ex = ev.get(name)
     if ex is None:
         return skipped(f"no {situation} was sent")
@@ -369,25 +387,28 @@ def _in_band(ev: Evidence, name: str, situation: str) -> Outcome:
 
 @check(
     "call.unknown_tool_ok_false",
+    severity=Severity.REQUIRED,
+    passive=("call.unknown_tool",),
     title="calling an unknown tool answers ok:false in end (200, not 4xx/5xx)",
     probe="call",
     spec="§5, §11.8",
     remediation='Answer a /call naming no tool of the session with a 200 stream whose end is {"ok": false, "error": ..., "reason": "not_found"}.',
     requires=("call.end_json",),
 )
-def unknown_tool_ok_false(ev: Evidence) -> Outcome:
+def unknown_tool_ok_false(ev: Evidence) -> CheckOutcome:
     return _in_band(ev, "call.unknown_tool", "unknown tool")
 
 
 @check(
     "call.input_validation_ok_false",
+    severity=Severity.REQUIRED,
     title="an input that fails the tool's schema answers ok:false in end",
     probe="call",
     spec="§5, §11.8",
     remediation='Validate tool input against the tool\'s model and answer failures in-band: end {"ok": false, "reason": "input_validation"}.',
     requires=("call.end_json",),
 )
-def input_validation_ok_false(ev: Evidence) -> Outcome:
+def input_validation_ok_false(ev: Evidence) -> CheckOutcome:
     if ev.get("call.invalid_input") is None:
         return skipped("every tool accepts any input; no invalid input could be built")
     return _in_band(ev, "call.invalid_input", "invalid input")
@@ -395,6 +416,8 @@ def input_validation_ok_false(ev: Evidence) -> Outcome:
 
 @check(
     "call.error_reason",
+    severity=Severity.RECOMMENDED,  # the openreward client infers a missing reason from the error text
+    passive=(CALLS,),
     title="every ok:false carries the right reason",
     probe="call",
     spec="§4, §5, §11.10",
@@ -402,7 +425,7 @@ def input_validation_ok_false(ev: Evidence) -> Outcome:
     "(after finished:true), name_collision.",
     requires=("call.end_json",),
 )
-def error_reason(ev: Evidence) -> Outcome:
+def error_reason(ev: Evidence) -> CheckOutcome:
     wrong: list[Finding] = []
     seen = 0
     for name, body in call_results(ev):
@@ -426,13 +449,15 @@ def error_reason(ev: Evidence) -> Outcome:
 
 @check(
     "call.episode_finishes",
+    severity=Severity.ADVISORY,
+    passive=(FINISHER,),
     title="playing the task reaches finished:true",
     probe="play",
     spec="§5, §8",
     remediation="Let some tool end the episode with finished:true (a submit/answer tool), so trainers see episodes end.",
     requires=("call.end_json",),
 )
-def episode_finishes(ev: Evidence) -> Outcome:
+def episode_finishes(ev: Evidence) -> CheckOutcome:
     finisher = ev.facts.finisher
     calls = ev.facts.play_calls
     if finisher is None and ev.facts.play_reaped:
@@ -462,25 +487,28 @@ def episode_finishes(ev: Evidence) -> Outcome:
 
 @check(
     "call.finish_latch",
+    severity=Severity.REQUIRED,
+    passive=("latch.known",),
     title="after finished:true, further calls answer ok:false (episode_finished)",
     probe="play",
     spec="§5, §8",
     remediation="Once any tool returned finished:true, refuse every further call of a known tool with ok:false, reason episode_finished.",
     requires=("call.episode_finishes",),
 )
-def finish_latch(ev: Evidence) -> Outcome:
+def finish_latch(ev: Evidence) -> CheckOutcome:
     return _in_band(ev, "latch.known", "a call after finished:true")
 
 
 @check(
     "call.reason_precedence",
+    severity=Severity.RECOMMENDED,
     title="after finish: an unknown tool is not_found, an invalid input is episode_finished",
     probe="play",
     spec="§5, §11.10",
     remediation="Check in this order: unknown tool (not_found), then the finish latch (episode_finished), then input validation.",
     requires=("call.finish_latch", "call.unknown_tool_ok_false", "call.error_reason"),
 )
-def reason_precedence(ev: Evidence) -> Outcome:
+def reason_precedence(ev: Evidence) -> CheckOutcome:
     problems, measured, shown = [], {}, []
     for name, expected in (
         ("latch.unknown_tool", protocol.REASON_NOT_FOUND),
@@ -502,13 +530,15 @@ def reason_precedence(ev: Evidence) -> Outcome:
 
 @check(
     "call.resume_by_task_id",
+    severity=Severity.REQUIRED,
+    passive=("call.resume",),
     title="re-POSTing /call with its task_id replays the same result",
     probe="call",
     spec="§3.2, §11.9",
     remediation="Keep each call's result for 60 s after it completes and replay task_id + the same end to a /call carrying that task_id.",
     requires=("call.first_event_task_id", "call.end_json"),
 )
-def resume_by_task_id(ev: Evidence) -> Outcome:
+def resume_by_task_id(ev: Evidence) -> CheckOutcome:
     original, replay = ev.get("call.primary"), ev.get("call.resume")
     if original is None or replay is None:
         return skipped("the primary call gave no task_id to resume")
@@ -535,13 +565,15 @@ def resume_by_task_id(ev: Evidence) -> Outcome:
 
 @check(
     "call.unknown_task_id_error",
+    severity=Severity.REQUIRED,
+    passive=("call.unknown_task_id",),
     title="/call with an unknown task_id answers 200 with an error event",
     probe="call",
     spec="§3.2, §11.9",
     remediation='Answer a resume with an unknown or expired task_id with a 200 stream holding one `event: error` ("unknown task_id"), not 404.',
     requires=("call.tool_inputs",),
 )
-def unknown_task_id_error(ev: Evidence) -> Outcome:
+def unknown_task_id_error(ev: Evidence) -> CheckOutcome:
     ex = ev.get("call.unknown_task_id")
     if ex is None:
         return skipped("not probed")
@@ -556,13 +588,15 @@ def unknown_task_id_error(ev: Evidence) -> Outcome:
 
 @check(
     "call.resume_running",
+    severity=Severity.REQUIRED,
+    passive=("timing.resume",),
     title="a call cut off while running can be resumed by task_id",
     probe="timing",
     spec="§3.2, §3.3",
     remediation="Keep running tool tasks independent of the client connection and stream them to a /call that resumes their task_id.",
     requires=("call.resume_by_task_id",),
 )
-def resume_running(ev: Evidence) -> Outcome:
+def resume_running(ev: Evidence) -> CheckOutcome:
     cut, resumed = ev.get("timing.cut"), ev.get("timing.resume")
     if cut is None:
         return skipped("no tool ran long enough (≥ 0.5 s) to be cut off while running")
@@ -590,6 +624,8 @@ def _gaps(ex: Exchange) -> list[float]:
 
 @check(
     "call.keepalive_interval",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="long calls send keep-alive comments at the promised cadence",
     probe="timing",
     spec="§3, §3.3, §11.6",
@@ -597,7 +633,7 @@ def _gaps(ex: Exchange) -> list[float]:
     "the SDK gives up on a stream silent for 30 s.",
     requires=("call.first_event_task_id",),
 )
-def keepalive_interval(ev: Evidence) -> Outcome:
+def keepalive_interval(ev: Evidence) -> CheckOutcome:
     stats_config = (ev.facts.orsbench_stats or {}).get("config") or {}
     interval = ev.options.ping_interval or stats_config.get("ping_interval") or protocol.PING_INTERVAL_S
     allowed = 1.5 * interval + 0.5  # half a second of slack for scheduling on a busy machine

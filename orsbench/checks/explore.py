@@ -13,26 +13,23 @@
 * ``quality`` — what the wire checks cannot see: an empty or garbage answer
   that earns the best reward, the same calls scored differently twice.
 
-Mixed into :class:`orsbench.checks.probes.Collector`; judging stays in the checks.
+Each is a function over the :class:`~orsbench.checks.collector.Collector`, registered
+with :func:`~orsbench.checks.collector.probe`; judging stays in the checks.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from orsbench import schema_examples
+from orsbench.checks.collector import Collector, probe
 from orsbench.checks.evidence import NO_SUCH_TOOL, Episode, Facts, Failure, result_of
-from orsbench.checks.gameplay import Player
+from orsbench.checks.gameplay import Player, answer_text
+from orsbench.protocol import JSON
 from orsbench.wire.evidence import Exchange
-
-if TYPE_CHECKING:
-    from orsbench.checks.probes import Collector
 
 #: The string a garbage answer is made of (an answer no task expects).
 GARBAGE = "orsbench: not an answer ¤"
@@ -109,205 +106,252 @@ def task_indices(count: int | None, wanted: tuple[int, ...] | None) -> list[int]
     return sorted({0, count // 2, count - 1})
 
 
-class Explorer:
-    """``probe_play``, ``probe_fuzz`` and ``probe_quality`` (a mixin of the Collector)."""
+def play_one(col: Collector, sid: str, index: int | None, label: str) -> Episode:
+    """Play one episode on ``sid`` until ``finished: true``, the call budget, or the time budget."""
+    ev, options = col.ev, col.options
+    episode = Episode(index, col.task_at(index))
+    episode.prompt = _prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid)))
+    player = Player.build(col.session_tools(sid), episode.prompt, episode.task)
+    started = time.monotonic()
+    durations: dict[str, float] = ev.facts.durations
+    while True:
+        if len(episode.calls) >= options.max_play_calls:
+            episode.stopped = f"the call budget ({options.max_play_calls}) was spent"
+            break
+        if time.monotonic() - started > options.play_seconds:
+            episode.stopped = f"the time budget ({options.play_seconds:g} s) was spent"
+            break
+        step = player.next_input()
+        if step is None:
+            episode.stopped = "every input the checker could derive was tried"
+            break
+        tool, value = step
+        name = f"{label}{len(episode.calls)}"
+        exchange = col.fresh(name, col.kept_call(sid, tool, value))
+        episode.calls.append((tool, value))
+        durations.setdefault(tool, exchange.elapsed)
+        if exchange.elapsed >= 1.0:
+            player.slow.add(tool)
+        outcome = classify(exchange, options.timeout)
+        _count_answer(ev.facts, tool, outcome)
+        episode.answers.append(_answer_of(outcome))
+        if outcome.kind == "reaped":
+            episode.reaped = f"{name}: {tool} answered 404 after {len(episode.calls)} call(s) in {time.monotonic() - started:.1f} s"
+            break
+        if outcome.failure:
+            ev.facts.tool_failures.append(
+                Failure(tool, outcome.kind, value, outcome.detail, name, "play")
+            )
+            if outcome.kind == "hang":
+                episode.stopped = f"{tool} hung"
+                break
+            continue
+        player.observe(tool, outcome.result)
+        reward = _reward(outcome.result)
+        if reward is not None:
+            episode.rewards.append(reward)
+        if outcome.kind == "ok" and _finished(outcome.result):
+            episode.finished, episode.reward = True, reward
+            break
+        output = outcome.result.get("output") if isinstance(outcome.result, dict) else None
+        if isinstance(output, dict) and output.get("finished") not in (False, None):
+            episode.stopped = "finished is not a bool"
+            break  # not a bool: no way to tell whether it finished
+    episode.seconds = time.monotonic() - started
+    return episode
 
-    # -- keeping a session alive while a call runs ---------------------------------------
-    @contextlib.contextmanager
-    def keepalive(self: "Collector", sid: str) -> Iterator[None]:
-        """Ping ``sid`` in the background while the block runs (every TTL/3 when known, else every 5 s)."""
-        ttl, _ = self.ttl()
-        interval = max(0.2, min(5.0, ttl / 3)) if ttl else 5.0
-        stop = threading.Event()
 
-        def ping() -> None:
-            while not stop.wait(interval):
-                self.client.ping(sid)
+@probe("play")
+def probe_play(col: Collector) -> None:
+    """Play the tasks under test to ``finished: true``, then probe the finish latch on the first."""
+    ev = col.ev
+    if ev.env is None or not ev.facts.call_plan:
+        return
+    indices: list[int | None] = list(task_indices(ev.facts.count, col.options.tasks)) or [ev.index]
+    wanted = col.options.tasks or ()
+    missing = [i for i in wanted if ev.facts.count is not None and not -ev.facts.count <= i < ev.facts.count]
+    if missing:
+        ev.facts.tasks_not_played = f"--tasks {missing}: the split has {ev.facts.count} task(s)"
+    play_sid, ev.facts.play_sid = ev.facts.play_sid, None  # opened early by the session probe, on the task under test
+    episodes: list[Episode] = []
+    for index in indices:
+        if episodes and not episodes[0].finished:
+            ev.facts.tasks_not_played = (
+                f"tasks {[i for i in indices if i != episodes[0].index]} not played: task {episodes[0].index} never "
+                f"finished ({episodes[0].stopped or episodes[0].reaped})"
+            )
+            break
+        sid = play_sid if play_sid is not None and index == ev.index else col.open_on(index)
+        if sid is None:
+            continue
+        if sid == play_sid:
+            play_sid = None
+        label = "play." if not episodes else f"play.task{index}."
+        episode = play_one(col, sid, index, label)
+        episodes.append(episode)
+        if len(episodes) == 1:
+            ev.facts.play_calls = len(episode.calls)
+            if episode.reaped:
+                ev.facts.play_reaped = episode.reaped
+            if episode.finished:
+                finisher = episode.calls[-1]
+                ev.facts.finisher = finisher
+                col.fresh("latch.known", col.call(sid, finisher[0], finisher[1]))
+                col.fresh("latch.unknown_tool", col.call(sid, NO_SUCH_TOOL, {}))
+                invalid = ev.facts.invalid_input
+                if invalid is not None:
+                    col.fresh("latch.invalid_input", col.call(sid, invalid[0], invalid[1]))
+        col.end_session(sid)
+    if play_sid is not None:
+        col.end_session(play_sid)
+    ev.facts.episodes = episodes
+    _cover_unplayed(col, episodes, indices[0] if indices else None)
 
-        thread = threading.Thread(target=ping, name=f"orsbench-ping-{sid[:8]}", daemon=True)
-        thread.start()
+
+def _cover_unplayed(col: Collector, episodes: list[Episode], index: int | None) -> None:
+    """Call every listed tool no episode called, once, with a valid input on a fresh session.
+
+    An episode can end before its player reached a tool (a submit tool that finishes on the
+    first try); a tool only the fuzz called was never used the way a trainer uses it, so each
+    gets one call as a player would make it (the player's first choice for it).
+    """
+    ev = col.ev
+    report: dict[str, JSON] = {}
+    best = max((e.reward for e in episodes if e.finished and e.reward is not None), default=None)
+    for episode in episodes:
+        for tool, _value in episode.calls:
+            report.setdefault(tool, {"played": 0, "won": False})["played"] += 1
+        if episode.finished and best is not None and episode.reward == best:
+            report[episode.calls[-1][0]]["won"] = True
+    for name, why in ev.facts.unbuildable.items():
+        report.setdefault(name, {"played": 0, "won": False, "unbuildable": why})
+    for spec in ev.facts.tools:
+        tool = spec.get("name")
+        if not isinstance(tool, str) or tool in report:
+            continue
+        entry = report[tool] = {"played": 0, "won": False}
+        sid = col.open_on(index)
+        if sid is None:
+            break
         try:
-            yield
-        finally:
-            stop.set()
-            thread.join(timeout=interval + 1)
-
-    def kept_call(self: "Collector", sid: str, tool: str, tool_input: Any, timeout: float | None = None) -> Exchange:
-        with self.keepalive(sid):
-            return self.call(sid, tool, tool_input, max_stream_seconds=timeout)
-
-    # -- play ----------------------------------------------------------------------------
-    def _open_on(self: "Collector", index: int | None) -> str | None:
-        if index is None or self.ev.split is None:
-            return self.open_session()
-        sid = self.new_sid()
-        exchange = self.client.create(sid, env_name=self.ev.env, split=self.ev.split, index=index)
-        if exchange.status != 200:
-            return None
-        self._open_sids.append(sid)
-        return sid
-
-    def _task(self: "Collector", index: int | None) -> Any:
-        tasks = self.ev.facts.tasks
-        if index is not None and isinstance(tasks, list) and 0 <= index < len(tasks):
-            return tasks[index]
-        if index is not None and self.ev.split is not None:
-            ok, body = _json(self.client.task(self.ev.env or "", self.ev.split, index))
-            if ok and isinstance(body, dict) and isinstance(body.get("task"), dict):
-                return body["task"]
-        return self.ev.facts.task0 or {}
-
-    def play_one(self: "Collector", sid: str, index: int | None, label: str) -> Episode:
-        """Play one episode on ``sid`` until ``finished: true``, the call budget, or the time budget."""
-        ev, options = self.ev, self.options
-        episode = Episode(index, self._task(index))
-        episode.prompt = _prompt_text(self.ready(lambda: self.client.prompt(ev.env or "", sid)))
-        player = Player.build(self._session_tools(sid), episode.prompt, episode.task)
-        started = time.monotonic()
-        durations: dict[str, float] = ev.facts.durations
-        while True:
-            if len(episode.calls) >= options.max_play_calls:
-                episode.stopped = f"the call budget ({options.max_play_calls}) was spent"
-                break
-            if time.monotonic() - started > options.play_seconds:
-                episode.stopped = f"the time budget ({options.play_seconds:g} s) was spent"
-                break
-            step = player.next_input()
+            step = Player.build([spec], _prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid))), col.task_at(index)).next_input()
             if step is None:
-                episode.stopped = "every input the checker could derive was tried"
-                break
-            tool, value = step
-            name = f"{label}{len(episode.calls)}"
-            exchange = self.fresh(name, self.kept_call(sid, tool, value))
-            episode.calls.append((tool, value))
-            durations.setdefault(tool, exchange.elapsed)
-            if exchange.elapsed >= 1.0:
-                player.slow.add(tool)
-            outcome = classify(exchange, options.timeout)
+                entry["unbuildable"] = "no valid input could be built"
+                continue
+            name = f"play.cover.{tool}"
+            outcome = classify(col.fresh(name, col.kept_call(sid, tool, step[1])), col.options.timeout)
             _count_answer(ev.facts, tool, outcome)
-            if outcome.kind == "reaped":
-                episode.reaped = f"{name}: {tool} answered 404 after {len(episode.calls)} call(s) in {time.monotonic() - started:.1f} s"
-                break
+            entry["covered"] = outcome.kind
             if outcome.failure:
-                ev.facts.tool_failures.append(
-                    Failure(tool, outcome.kind, value, outcome.detail, name, "play")
-                )
-                if outcome.kind == "hang":
-                    episode.stopped = f"{tool} hung"
-                    break
-                continue
-            player.observe(tool, outcome.result)
-            reward = _reward(outcome.result)
-            if reward is not None:
-                episode.rewards.append(reward)
-            if outcome.kind == "ok" and _finished(outcome.result):
-                episode.finished, episode.reward = True, reward
-                break
-            output = outcome.result.get("output") if isinstance(outcome.result, dict) else None
-            if isinstance(output, dict) and output.get("finished") not in (False, None):
-                episode.stopped = "finished is not a bool"
-                break  # not a bool: no way to tell whether it finished
-        episode.seconds = time.monotonic() - started
-        return episode
+                ev.facts.tool_failures.append(Failure(tool, outcome.kind, step[1], outcome.detail, name, "play"))
+        finally:
+            col.end_session(sid)
+    ev.facts.tool_play = report
 
-    def probe_play(self: "Collector") -> None:
-        """Play the tasks under test to ``finished: true``, then probe the finish latch on the first."""
-        ev = self.ev
-        if ev.env is None or not ev.facts.call_plan:
-            return
-        indices: list[int | None] = list(task_indices(ev.facts.count, self.options.tasks)) or [ev.index]
-        wanted = self.options.tasks or ()
-        missing = [i for i in wanted if ev.facts.count is not None and not -ev.facts.count <= i < ev.facts.count]
-        if missing:
-            ev.facts.tasks_not_played = f"--tasks {missing}: the split has {ev.facts.count} task(s)"
-        play_sid, ev.facts.play_sid = ev.facts.play_sid, None  # opened early by the session probe, on the task under test
-        episodes: list[Episode] = []
-        for index in indices:
-            if episodes and not episodes[0].finished:
-                ev.facts.tasks_not_played = (
-                    f"tasks {[i for i in indices if i != episodes[0].index]} not played: task {episodes[0].index} never "
-                    f"finished ({episodes[0].stopped or episodes[0].reaped})"
-                )
-                break
-            sid = play_sid if play_sid is not None and index == ev.index else self._open_on(index)
-            if sid is None:
-                continue
-            if sid == play_sid:
-                play_sid = None
-            label = "play." if not episodes else f"play.task{index}."
-            episode = self.play_one(sid, index, label)
-            episodes.append(episode)
-            if len(episodes) == 1:
-                ev.facts.play_calls = len(episode.calls)
-                if episode.reaped:
-                    ev.facts.play_reaped = episode.reaped
-                if episode.finished:
-                    finisher = episode.calls[-1]
-                    ev.facts.finisher = finisher
-                    self.fresh("latch.known", self.call(sid, finisher[0], finisher[1]))
-                    self.fresh("latch.unknown_tool", self.call(sid, NO_SUCH_TOOL, {}))
-                    invalid = ev.facts.invalid_input
-                    if invalid is not None:
-                        self.fresh("latch.invalid_input", self.call(sid, invalid[0], invalid[1]))
-            self.end_session(sid)
-        if play_sid is not None:
-            self.end_session(play_sid)
-        ev.facts.episodes = episodes
 
-    # -- fuzz ----------------------------------------------------------------------------
-    def probe_fuzz(self: "Collector") -> None:
-        """Per tool: boundary inputs, then up to ``--fuzz`` hypothesis examples; keep the smallest failure."""
-        ev, options = self.ev, self.options
-        if ev.env is None or options.fuzz <= 0 or not ev.facts.call_plan:
-            return
-        specs = {s["name"]: s for s in ev.facts.tools}
-        failed_tools = {f.tool for f in ev.facts.tool_failures if f.kind != "hang"}
-        hung_tools = {f.tool for f in ev.facts.tool_failures if f.kind == "hang"}
-        report: dict[str, Any] = {}
-        for tool, base in ev.facts.call_plan:
-            if tool in hung_tools:
-                continue  # every further call could cost --timeout
-            schema = (specs.get(tool) or {}).get("input_schema")
-            fuzzer = _ToolFuzz(self, tool, schema, options.fuzz)
-            fuzzer.run(base, skip_search=tool in failed_tools)
-            report[tool] = {"calls": fuzzer.calls, "failure": fuzzer.found.to_json() if fuzzer.found else None}
-            if fuzzer.found is not None:
-                ev.facts.tool_failures.append(fuzzer.found)
-            fuzzer.close()
-        ev.facts.fuzz = report
+# -- fuzz ----------------------------------------------------------------------------
+@probe("fuzz")
+def probe_fuzz(col: Collector) -> None:
+    """Per tool: boundary inputs, then up to ``--fuzz`` hypothesis examples; keep the smallest failure."""
+    ev, options = col.ev, col.options
+    if ev.env is None or options.fuzz <= 0 or not ev.facts.call_plan:
+        return
+    specs = {s["name"]: s for s in ev.facts.tools}
+    failed_tools = {f.tool for f in ev.facts.tool_failures if f.kind != "hang"}
+    hung_tools = {f.tool for f in ev.facts.tool_failures if f.kind == "hang"}
+    report: dict[str, Any] = {}
+    for tool, base in ev.facts.call_plan:
+        if tool in hung_tools:
+            continue  # every further call could cost --timeout
+        schema = (specs.get(tool) or {}).get("input_schema")
+        fuzzer = _ToolFuzz(col, tool, schema, options.fuzz)
+        fuzzer.run(base, skip_search=tool in failed_tools)
+        report[tool] = {"calls": fuzzer.calls, "failure": fuzzer.found.to_json() if fuzzer.found else None}
+        if fuzzer.found is not None:
+            ev.facts.tool_failures.append(fuzzer.found)
+        fuzzer.close()
+    ev.facts.fuzz = report
 
-    # -- quality -------------------------------------------------------------------------
-    def probe_quality(self: "Collector") -> None:
-        """Replay a finished episode (same calls, same task) and try empty/garbage answers on its finisher."""
-        ev = self.ev
-        episodes: list[Episode] = ev.facts.episodes
-        done = next((e for e in episodes if e.finished), None)
-        if done is None:
-            return
-        sid = self._open_on(done.index)
-        if sid is not None:
-            rewards: list[float | None] = []
-            for n, (tool, value) in enumerate(done.calls):
-                result = classify(self.rec(f"quality.replay.{n}", self.kept_call(sid, tool, value)), self.options.timeout)
-                if result.kind != "ok":
-                    break
-                rewards.append(_reward(result.result))
-                if _finished(result.result):
-                    break
-            ev.facts.replay = {"index": done.index, "first": done.reward, "again": rewards[-1] if rewards else None}
-            self.end_session(sid)
-        tool, value = done.calls[-1]
-        schema = next((s.get("input_schema") for s in ev.facts.tools if s.get("name") == tool), None)
-        probes = _hack_inputs(schema, value, done.task)
-        seen: dict[str, float | None] = {}
-        for label, hack in probes:
-            sid = self._open_on(done.index)
-            if sid is None:
+
+# -- quality -------------------------------------------------------------------------
+@probe("quality")
+def probe_quality(col: Collector) -> None:
+    """Replay a finished episode (same calls, same task) and try empty/garbage answers on its finisher."""
+    ev = col.ev
+    episodes: list[Episode] = ev.facts.episodes
+    done = next((e for e in episodes if e.finished), None)
+    if done is None:
+        return
+    replays: list[JSON] = []
+    for attempt in range(REPLAYS if len(done.calls) <= SECOND_REPLAY_MAX_CALLS else 1):
+        replay = _replay(col, done, f"quality.replay{attempt + 1}." if attempt else "quality.replay.")
+        if replay is None:
+            break
+        replays.append(replay)
+        if replay["reward"] != done.reward:
+            break  # a different reward is the finding; a further replay adds nothing
+    if replays:
+        differing = next((r for r in replays if r["reward"] != done.reward), replays[-1])
+        ev.facts.replay = {
+            "index": done.index,
+            "first": done.reward,
+            "again": differing["reward"],
+            "replays": [r["reward"] for r in replays],
+            "diverged_at": differing["diverged_at"],
+            "answers": differing["answers"],
+        }
+    tool, value = done.calls[-1]
+    schema = next((s.get("input_schema") for s in ev.facts.tools if s.get("name") == tool), None)
+    probes = _hack_inputs(schema, value, done.task)
+    seen: dict[str, float | None] = {}
+    for label, hack in probes:
+        sid = col.open_on(done.index)
+        if sid is None:
+            break
+        result = classify(col.rec(f"quality.hack.{label}", col.kept_call(sid, tool, hack)), col.options.timeout)
+        seen[label] = _reward(result.result) if result.kind == "ok" and _finished(result.result) else None
+        col.end_session(sid)
+    ev.facts.hacks = {"tool": tool, "inputs": dict(probes), "rewards": seen}
+
+
+#: How many times the quality probe replays a finished episode looking for a different reward: a
+#: stochastic environment shows itself on most replays, and each costs one episode's calls.
+REPLAYS = 2
+#: The second replay only for episodes up to this many calls: a long game costs a whole episode per replay.
+SECOND_REPLAY_MAX_CALLS = 20
+
+
+def _replay(col: Collector, done: Episode, label: str) -> JSON | None:
+    """Play ``done``'s calls again on a fresh session of its task: the reward, and where the answers first differed."""
+    sid = col.open_on(done.index)
+    if sid is None:
+        return None
+    rewards: list[float | None] = []
+    diverged: JSON | None = None
+    try:
+        for n, (tool, value) in enumerate(done.calls):
+            result = classify(col.rec(f"{label}{n}", col.kept_call(sid, tool, value)), col.options.timeout)
+            answer = _answer_of(result)
+            if diverged is None and n < len(done.answers) and answer != done.answers[n]:
+                diverged = {"call": n, "tool": tool, "first": done.answers[n][:200], "again": answer[:200]}
+            if result.kind != "ok":
                 break
-            result = classify(self.rec(f"quality.hack.{label}", self.kept_call(sid, tool, hack)), self.options.timeout)
-            seen[label] = _reward(result.result) if result.kind == "ok" and _finished(result.result) else None
-            self.end_session(sid)
-        ev.facts.hacks = {"tool": tool, "inputs": dict(probes), "rewards": seen}
+            rewards.append(_reward(result.result))
+            if _finished(result.result):
+                break
+    finally:
+        col.end_session(sid)
+    return {"reward": rewards[-1] if rewards else None, "diverged_at": diverged, "answers": len(rewards)}
+
+
+def _answer_of(outcome: Outcome) -> str:
+    """What a call answered, comparable between two plays of the same calls."""
+    if outcome.kind == "ok":
+        output = outcome.result.get("output") if isinstance(outcome.result, dict) else None
+        return answer_text(output)
+    if outcome.kind == "ok-false" and isinstance(outcome.result, dict):
+        return f"ok:false {outcome.result.get('error')}"
+    return outcome.kind
 
 
 def _count_answer(facts: Facts, tool: str, outcome: Outcome) -> None:
@@ -316,13 +360,6 @@ def _count_answer(facts: Facts, tool: str, outcome: Outcome) -> None:
     if outcome.kind in ("ok", "ok-false"):
         answered = facts.tool_answers
         answered[tool] = answered.get(tool, 0) + 1
-
-
-def _json(exchange: Exchange) -> tuple[bool, Any]:
-    try:
-        return exchange.status == 200, json.loads(exchange.body)
-    except ValueError:
-        return False, None
 
 
 def _hack_inputs(schema: Any, played: dict[str, Any], task: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -348,7 +385,7 @@ def _hack_inputs(schema: Any, played: dict[str, Any], task: Any) -> list[tuple[s
 class _ToolFuzz:
     """One tool's fuzz: its own sessions (a finished or hung session is replaced), a call budget."""
 
-    def __init__(self, collector: "Collector", tool: str, schema: Any, examples: int) -> None:
+    def __init__(self, collector: Collector, tool: str, schema: Any, examples: int) -> None:
         self.c = collector
         self.tool = tool
         self.schema = schema

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, answer, expect_status, json_of
-from orsbench.checks.model import Outcome, failed, passed, skipped
-from orsbench.checks.registry import check
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped
+from orsbench.checks.registry import ANY, check
 from orsbench.wire.evidence import Exchange
 
 _STREAMING = ("/" + protocol.CALL, "/" + protocol.SCORE_GROUP, protocol.CREATE_SESSION)
@@ -17,12 +17,14 @@ def _path(ex: Exchange) -> str:
 
 @check(
     "http.json_content_type",
+    severity=Severity.RECOMMENDED,
+    passive=(ANY,),
     title="JSON answers are labelled application/json",
     probe="timing",
     spec="§1.1",
     remediation="Send Content-Type: application/json with every JSON body (success and error alike).",
 )
-def json_content_type(ev: Evidence) -> Outcome:
+def json_content_type(ev: Evidence) -> CheckOutcome:
     wrong = []
     count = 0
     for name, ex in ev.exchanges.items():
@@ -51,12 +53,13 @@ def json_content_type(ev: Evidence) -> Outcome:
 
 @check(
     "http.malformed_body_4xx",
+    severity=Severity.RECOMMENDED,
     title="a body that is not JSON is answered 4xx, not 5xx",
     probe="call",
     spec="§1.1",
     remediation="Reject unparseable or incomplete request bodies with 422 (or 400) and a detail, before they reach environment code.",
 )
-def malformed_body_4xx(ev: Evidence) -> Outcome:
+def malformed_body_4xx(ev: Evidence) -> CheckOutcome:
     names = ("http.malformed.tasks", "http.malformed.create", "http.malformed.call")
     shown = [(n, ev.get(n)) for n in names if ev.get(n) is not None]
     if not shown:
@@ -70,23 +73,26 @@ def malformed_body_4xx(ev: Evidence) -> Outcome:
 
 @check(
     "http.wrong_method_405",
+    severity=Severity.ADVISORY,
     title="a wrong method is answered 405",
     probe="discovery",
     spec="§1",
     remediation="Answer a known path with the wrong method (GET /create) with 405 and an Allow header.",
 )
-def wrong_method_405(ev: Evidence) -> Outcome:
+def wrong_method_405(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("http.wrong_method"), 405, "GET /create")
 
 
 @check(
     "http.no_server_errors",
+    severity=Severity.ADVISORY,
+    passive=(ANY,),
     title="no request of the run was answered 5xx (besides 503 starting)",
     probe="timing",
     spec="§1.1",
     remediation="Answer bad input with 4xx and a detail; a 5xx tells clients the server is broken (and some retry it).",
 )
-def no_server_errors(ev: Evidence) -> Outcome:
+def no_server_errors(ev: Evidence) -> CheckOutcome:
     errors = [
         ex
         for ex in ev.exchanges.values()
@@ -105,12 +111,14 @@ def no_server_errors(ev: Evidence) -> Outcome:
 
 @check(
     "http.error_detail",
+    severity=Severity.ADVISORY,
+    passive=(ANY,),
     title="4xx answers carry a JSON detail",
     probe="timing",
     spec="§1.1",
     remediation='Send every error as JSON {"detail": <message>} so clients can show what went wrong.',
 )
-def error_detail(ev: Evidence) -> Outcome:
+def error_detail(ev: Evidence) -> CheckOutcome:
     wrong = []
     count = 0
     for ex in ev.exchanges.values():

@@ -4,14 +4,14 @@
 evidence is whatever a real client (the openreward SDK, TRL's
 ``OpenRewardSpec``, a trainer) happened to send. :class:`PassiveGrader`
 observes those exchanges and files each under the name the collector
-(:mod:`orsbench.checks.probes`) would have given it — the first ``GET
+(:mod:`orsbench.checks.collector` and its probes) would have given it — the first ``GET
 /{env}/tools`` is ``tools``, the first fresh ``/call`` of a listed tool is
 ``call.primary``, a ``/ping`` on a deleted session is
 ``session.after_delete.ping`` — so the registered check functions grade it
 unchanged: same ids, same messages, same report formats.
 
-Only checks listed in :data:`PASSIVE` can be judged from observed traffic;
-each names the evidence it needs. The rest need a probe no client sends (an
+Only checks registered with ``passive=`` evidence names can be judged from
+observed traffic (:attr:`Check.passive <orsbench.checks.registry.Check.passive>`). The rest need a probe no client sends (an
 unknown environment, a malformed body, an idle session past its TTL) and are
 reported as skips saying so; a passive check the traffic gave no evidence for
 is a skip naming what it would need.
@@ -23,6 +23,7 @@ Check-side entry points used: :func:`orsbench.checks.runner.grade`,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -32,83 +33,17 @@ from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, Options, json_of, result_of, task_id_of
-from orsbench.checks.model import CheckResult, Outcome, Status
-from orsbench.checks.registry import Check, closure, load_checks, select
+from orsbench.checks.model import CheckResult, CheckOutcome, Status
+from orsbench.checks.registry import ANY, CALLS, FINISHER, Check, closure, load_checks, select
 from orsbench.checks.runner import Report, dependency_order, grade, report_order
 from orsbench.wire.evidence import Exchange
-
-#: Evidence that is present whenever any fresh tool call went through.
-CALLS = "@calls"
-#: Present whenever any request went through.
-ANY = "@any"
-
-#: check id → evidence names (any one suffices; ``a+b`` needs both) that make it judgeable from traffic.
-PASSIVE: dict[str, tuple[str, ...]] = {
-    "discovery.health": ("health",),
-    "discovery.version": ("version",),
-    "discovery.list_environments": ("list_environments",),
-    "discovery.tools_listing": ("tools",),
-    "discovery.tools_schema": ("tools",),
-    "discovery.tool_names_unique": ("tools",),
-    "discovery.tool_names_format": ("tools",),
-    "discovery.tools_optional_fields": ("tools",),
-    "discovery.splits": ("splits",),
-    "dataset.num_tasks": ("dataset.num_tasks",),
-    "dataset.tasks_list": ("dataset.tasks",),
-    "dataset.num_tasks_matches_list": ("dataset.num_tasks+dataset.tasks",),
-    "dataset.task_matches_list": ("dataset.tasks+dataset.task.first", "dataset.tasks+dataset.task.last"),
-    "dataset.task_negative_index": ("dataset.tasks+dataset.task.negative",),
-    "dataset.invalid_index_400": ("dataset.task.past_end",),
-    "dataset.env_name_echo": ("dataset.tasks",),
-    "dataset.invalid_split_400": tuple(f"dataset.invalid_split.{r}" for r in ("tasks", "num_tasks", "task", "task_range")),
-    "session.create_session_sse": ("session.create_session",),
-    "session.create_session_unique": ("session.create_session.second",),
-    "session.create": ("session.create",),
-    "session.duplicate_sid_400": ("session.create.duplicate",),
-    "session.task_tools_superset": ("session.task_tools",),
-    "session.prompt": ("session.prompt",),
-    "session.messages": ("session.messages",),
-    "session.ping": ("session.ping",),
-    "session.ping_unknown_404": ("session.unknown.ping",),
-    "session.delete": ("session.delete",),
-    # All three, or the verdict would speak for cases the traffic never tried.
-    "session.delete_idempotent": ("session.delete.again+session.delete.unknown+session.delete_session",),
-    "session.unknown_sid_404": ("session.unknown.prompt", "session.unknown.call"),
-    "session.ping_after_delete_404": ("session.after_delete.ping",),
-    "session.use_after_delete_404": ("session.after_delete.prompt",),
-    "session.recreate_deleted_sid": ("session.recreate",),
-    "session.starting_503": ("starting",),
-    "score_group.contract": ("session.score_group",),
-    "call.tool_inputs": (CALLS,),
-    "call.sse_content_type": (CALLS,),
-    "call.sse_no_buffering": ("call.primary",),
-    "call.first_event_task_id": (CALLS,),
-    "call.end_event": (CALLS,),
-    "call.end_json": (CALLS,),
-    "call.sse_framing": (CALLS,),
-    "call.tool_output_shape": (CALLS,),
-    "call.unknown_tool_ok_false": ("call.unknown_tool",),
-    "call.error_reason": (CALLS,),
-    "call.episode_finishes": ("@finisher",),
-    "call.finish_latch": ("latch.known",),
-    "call.resume_by_task_id": ("call.resume",),
-    "call.unknown_task_id_error": ("call.unknown_task_id",),
-    "call.resume_running": ("timing.resume",),
-    "call.keepalive_interval": (CALLS,),
-    "reward.well_formed": (CALLS,),
-    "reward.finished_bool": (CALLS,),
-    "reward.terminal_reward": ("@finisher",),
-    "http.json_content_type": (ANY,),
-    "http.no_server_errors": (ANY,),
-    "http.error_detail": (ANY,),
-}
 
 NO_EVIDENCE = "the traffic gave no evidence for this check"
 
 _NEEDS = {
     CALLS: "a tool call",
     ANY: "any request",
-    "@finisher": "an episode played to finished:true",
+    FINISHER: "an episode played to finished:true",
 }
 
 
@@ -372,7 +307,7 @@ class PassiveGrader:
         absent: set[str] = set()  # skipped for want of traffic: not a reason to skip what depends on them
         for check in ordered:
             result = graded[check.id] = self._grade(check, ev, {k: v for k, v in graded.items() if k not in absent})
-            if check.id not in PASSIVE or result.message.startswith(NO_EVIDENCE):
+            if check.passive is None or result.message.startswith(NO_EVIDENCE):
                 absent.add(check.id)
         # Listed as `orsbench check` lists them: probe by probe, dependencies first.
         report.results = [graded[c.id] for c in report_order(ordered)]
@@ -382,7 +317,7 @@ class PassiveGrader:
         return report
 
     def _grade(self, check: Check, ev: Evidence, graded: dict[str, CheckResult]) -> CheckResult:
-        needs = PASSIVE.get(check.id)
+        needs = check.passive
         if needs is None:
             return _skip(check, graded, "not judged from traffic: it needs a probe no client sends (run `orsbench check` for it)")
         if not any(self._present(n, ev) for n in needs):
@@ -398,7 +333,7 @@ class PassiveGrader:
             return bool(get_fact(ev, "fresh_calls"))
         if name == ANY:
             return bool(ev.exchanges)
-        if name == "@finisher":
+        if name == FINISHER:
             return get_fact(ev, "finisher") is not None
         return name in ev.exchanges
 
@@ -428,5 +363,5 @@ def json_of_request(ex: Exchange) -> tuple[bool, Any]:
 
 
 def _skip(check: Check, graded: dict[str, CheckResult], message: str) -> CheckResult:
-    skip = Check(check.id, check.title, check.probe, check.spec, check.remediation, (), lambda _ev: Outcome(Status.SKIP, message))
+    skip = dataclasses.replace(check, requires=(), fn=lambda _ev: CheckOutcome(Status.SKIP, message))
     return grade(skip, Evidence("", Options()), graded)

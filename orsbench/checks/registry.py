@@ -1,12 +1,28 @@
 """The registry of named checks.
 
 A check is a plain function over :class:`~orsbench.checks.evidence.Evidence`
-returning an :class:`~orsbench.checks.model.Outcome`. Its registration says
-which probe collects the evidence it reads, which checks must pass before its
-verdict means anything (``requires``: when one did not pass, the runner skips
-this check and names that one), the section of the wire-protocol notes it
-enforces (a section of ``docs/protocol.md``: ``§N``), and a one-line remediation. Severity is *not* here: it lives in
-:mod:`orsbench.checks.policy`, so a check never decides how much it matters.
+returning a :class:`~orsbench.checks.model.CheckOutcome`. Its registration carries
+every fact about it, so a new check is one decorated function:
+
+* which probe collects the evidence it reads;
+* which checks must pass before its verdict means anything (``requires``: when
+  one did not pass, the runner skips this check and names that one);
+* the section of the wire-protocol notes it enforces (``docs/protocol.md §N``)
+  and a one-line remediation;
+* its **severity** — how much a failure matters. The rule of thumb:
+  **required** when the reference client (openreward SDK) or TRL's
+  OpenRewardSpec breaks, hangs, retries forever or trains on wrong data;
+  **recommended** when the reference server does it and clients benefit but
+  cope without it (a fallback, a retry, a default); **advisory** for a
+  reference detail or a portability hint. Grades were checked against two
+  server implementations (openreward 0.1.167 and ors-sdk 0.1.0): a grade
+  follows what a real client does, not what one reference happens to send.
+  The check function itself never sees its severity: tightening or relaxing a
+  verdict never touches the logic.
+* whether it can be judged **passively** from traffic a proxy saw
+  (:mod:`orsbench.checks.passive`): ``passive`` names the evidence it needs
+  (any one suffices; ``a+b`` needs both); ``None`` for a check that needs a
+  probe no client sends.
 """
 
 from __future__ import annotations
@@ -16,20 +32,25 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orsbench.registry import load_modules
+from orsbench.checks.collector import PROBES  # re-exported: a check names the probe that collects its evidence
+from orsbench.checks.model import Severity
+from orsbench.registry import Registry
 
 if TYPE_CHECKING:
     from orsbench.checks.evidence import Evidence
-    from orsbench.checks.model import Outcome
+    from orsbench.checks.model import CheckOutcome
 
-CheckFn = Callable[["Evidence"], "Outcome"]
-
-#: The probes of the evidence collector, in the order they run; a probe may use
-#: what every earlier probe found (the call probe needs the tools and a task).
-PROBES: tuple[str, ...] = ("discovery", "dataset", "session", "call", "play", "fuzz", "quality", "timing")
+CheckFn = Callable[["Evidence"], "CheckOutcome"]
 
 #: Where the section references point: the protocol as the reference speaks it, shipped with orsbench.
 SPEC_DOCUMENT = "docs/protocol.md"
+
+#: Passive evidence present whenever any fresh tool call went through.
+CALLS = "@calls"
+#: Present whenever any request went through.
+ANY = "@any"
+#: Present once an episode was played to ``finished: true``.
+FINISHER = "@finisher"
 
 
 @dataclass(frozen=True)
@@ -41,15 +62,14 @@ class Check:
     remediation: str
     requires: tuple[str, ...]
     fn: CheckFn
+    severity: Severity
+    #: Evidence names that make it judgeable from observed traffic (``None``: it never is).
+    passive: tuple[str, ...] | None = None
 
     @property
     def group(self) -> str:
         return self.id.split(".", 1)[0]
 
-
-CHECKS: dict[str, Check] = {}
-#: Where each check was defined: (its module, the order it was registered in) — the catalogue-order key.
-_ORIGIN: dict[str, tuple[str, int]] = {}
 
 #: The modules that register checks, in catalogue order (see :mod:`orsbench.registry`).
 MODULES = (
@@ -63,53 +83,44 @@ MODULES = (
     "orsbench.checks.quality",
     "orsbench.checks.binding",
 )
+#: Every check, by id, in catalogue order: :data:`MODULES` order, then definition order within a module —
+#: not import order, which depends on what a process happened to import first (a test, the zygote, the
+#: proxy), so that ``orsbench check``, the passive grader and every report list the checks the same way.
+CHECKS: Registry[Check] = Registry("check", modules=MODULES, key=lambda entry: entry.id)
 
 
 def check(
     id: str,
     *,
+    severity: Severity,
     title: str,
     probe: str,
     spec: str,
     remediation: str,
     requires: Iterable[str] = (),
+    passive: tuple[str, ...] | None = None,
 ) -> Callable[[CheckFn], CheckFn]:
-    """Register ``fn`` as the check ``id`` (decorator)."""
+    """Register ``fn`` as the check ``id`` (decorator); see the module docstring for each fact."""
     if probe not in PROBES:
         raise ValueError(f"check {id!r}: unknown probe {probe!r}")
+    if not isinstance(severity, Severity):
+        raise TypeError(f"check {id!r}: severity must be a Severity, got {severity!r}")
 
     def decorate(fn: CheckFn) -> CheckFn:
-        if id in CHECKS:
-            raise ValueError(f"check {id!r} registered twice")
-        CHECKS[id] = Check(id, title, probe, spec, remediation, tuple(requires), fn)
-        _ORIGIN[id] = (fn.__module__, len(_ORIGIN))
+        CHECKS.register(Check(id, title, probe, spec, remediation, tuple(requires), fn, severity, passive), origin=fn.__module__)
         return fn
 
     return decorate
 
 
-def load_checks() -> dict[str, Check]:
-    """Import every check module (idempotent) and return the registry in catalogue order.
-
-    Catalogue order is :data:`MODULES` order, then definition order within a module — not import order,
-    which depends on what a process happened to import first (a test, the zygote, the proxy), so that
-    ``orsbench check``, the passive grader and every report list the checks the same way.
-    """
-    load_modules(MODULES)
-    rank = {module: index for index, module in enumerate(MODULES)}
-    last = (len(rank), len(_ORIGIN))
-    origin = {check_id: (rank.get(module, len(rank)), seq) for check_id, (module, seq) in _ORIGIN.items()}
-    order = sorted(CHECKS, key=lambda check_id: origin.get(check_id, last))
-    if list(CHECKS) != order:
-        ordered = {check_id: CHECKS[check_id] for check_id in order}
-        CHECKS.clear()
-        CHECKS.update(ordered)
-    return CHECKS
+def load_checks() -> Registry[Check]:
+    """Import every check module (idempotent); the registry, in catalogue order."""
+    return CHECKS.load()
 
 
 def select(patterns: Iterable[str] | None) -> list[Check]:
     """The checks whose id matches any glob in ``patterns`` (all when none are given)."""
-    checks = list(load_checks().values())
+    checks = CHECKS.values()
     wanted = [p for p in (patterns or ()) if p]
     if not wanted:
         return checks
@@ -118,7 +129,6 @@ def select(patterns: Iterable[str] | None) -> list[Check]:
 
 def closure(selected: Iterable[Check]) -> list[Check]:
     """``selected`` plus every check they require, transitively, in registration order."""
-    registry = load_checks()
     needed: set[str] = set()
     stack = [c.id for c in selected]
     while stack:
@@ -126,5 +136,5 @@ def closure(selected: Iterable[Check]) -> list[Check]:
         if check_id in needed:
             continue
         needed.add(check_id)
-        stack.extend(registry[check_id].requires)
-    return [c for c in registry.values() if c.id in needed]
+        stack.extend(CHECKS[check_id].requires)
+    return CHECKS.select(lambda c: c.id in needed)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from orsbench.checks.evidence import Evidence, call_label, call_results, is_number, short
-from orsbench.checks.model import Outcome, failed, passed, skipped, warned
-from orsbench.checks.registry import check
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.registry import CALLS, FINISHER, check
 
 
 def _outputs(ev: Evidence) -> list[tuple[str, dict]]:
@@ -15,13 +15,15 @@ def _outputs(ev: Evidence) -> list[tuple[str, dict]]:
 
 @check(
     "reward.well_formed",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="reward is a finite number or null — never a bool or a string",
     probe="play",
     spec="§4.2",
     remediation="Send reward as a JSON number (e.g. 1.0) or null; true/false are not rewards, and NaN/Infinity are not JSON.",
     requires=("call.end_json",),
 )
-def well_formed(ev: Evidence) -> Outcome:
+def well_formed(ev: Evidence) -> CheckOutcome:
     outputs = _outputs(ev)
     if not outputs:
         return skipped("no call answered ok:true")
@@ -49,13 +51,15 @@ def well_formed(ev: Evidence) -> Outcome:
 
 @check(
     "reward.finished_bool",
+    severity=Severity.REQUIRED,
+    passive=(CALLS,),
     title="finished is a JSON bool",
     probe="play",
     spec="§4",
     remediation='Send "finished": true or false in every ToolOutput (not 0/1, not a string, not omitted).',
     requires=("call.end_json",),
 )
-def finished_bool(ev: Evidence) -> Outcome:
+def finished_bool(ev: Evidence) -> CheckOutcome:
     outputs = _outputs(ev)
     if not outputs:
         return skipped("no call answered ok:true")
@@ -71,13 +75,15 @@ def finished_bool(ev: Evidence) -> Outcome:
 
 @check(
     "reward.terminal_reward",
+    severity=Severity.ADVISORY,
+    passive=(FINISHER,),
     title="the output that finishes the episode carries a numeric reward",
     probe="play",
     spec="§4.2",
     remediation="Return a numeric reward with finished:true; a null final reward gives a trainer no signal for the episode.",
     requires=("call.episode_finishes", "reward.well_formed"),
 )
-def terminal_reward(ev: Evidence) -> Outcome:
+def terminal_reward(ev: Evidence) -> CheckOutcome:
     final = [(n, o) for n, o in _outputs(ev) if o.get("finished") is True]
     if not final:
         return skipped("no output with finished:true", depends_on="call.episode_finishes")

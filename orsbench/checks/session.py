@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, answer, block_problems, expect_status, json_of, result_of, short, stream_of
-from orsbench.checks.model import Outcome, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.wire.evidence import Exchange
 
@@ -25,7 +25,7 @@ def _statuses(ev: Evidence, names: list[str], expected: int) -> tuple[dict[str, 
     return measured, wrong
 
 
-def _refused(ev: Evidence, cases: tuple[str, ...], wanted: str, refused: Callable[[int | None], bool]) -> Outcome:
+def _refused(ev: Evidence, cases: tuple[str, ...], wanted: str, refused: Callable[[int | None], bool]) -> CheckOutcome:
     """Each ``/create`` case must be refused, and leave no session behind (``task_tools`` → not 200)."""
     problems, measured, shown = [], {}, []
     for case in cases:
@@ -52,13 +52,15 @@ def _route(ex: Exchange) -> str:
 
 @check(
     "session.create_session_sse",
+    severity=Severity.REQUIRED,
+    passive=("session.create_session",),
     title="POST /create_session streams a task_id event (the sid), then end",
     probe="session",
     spec="§2.2, §11.1",
     remediation="Answer POST /create_session with text/event-stream: `event: task_id` carrying the new sid, then `event: end`; "
     'a JSON {"sid"} body sends the reference client into endless retries.',
 )
-def create_session_sse(ev: Evidence) -> Outcome:
+def create_session_sse(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.create_session")
     if ex is None:
         return skipped("not probed")
@@ -79,13 +81,15 @@ def create_session_sse(ev: Evidence) -> Outcome:
 
 @check(
     "session.create_session_unique",
+    severity=Severity.REQUIRED,
+    passive=("session.create_session.second",),
     title="each /create_session gives a new sid",
     probe="session",
     spec="§2.2",
     remediation="Generate a fresh id (e.g. uuid4) for every /create_session.",
     requires=("session.create_session_sse",),
 )
-def create_session_unique(ev: Evidence) -> Outcome:
+def create_session_unique(ev: Evidence) -> CheckOutcome:
     a, b = ev.get("session.create_session"), ev.get("session.create_session.second")
     if a is None or b is None or not b.task_id:
         return failed(f"second /create_session: {answer(b)}", None, b)
@@ -96,12 +100,14 @@ def create_session_unique(ev: Evidence) -> Outcome:
 
 @check(
     "session.create",
+    severity=Severity.REQUIRED,
+    passive=("session.create",),
     title='POST /create with split and index answers 200 {"sid"}',
     probe="session",
     spec="§2.2",
     remediation='Answer POST /create (X-Session-ID, {"env_name"?, "split", "index"}) with 200 {"sid": <the X-Session-ID>}.',
 )
-def create(ev: Evidence) -> Outcome:
+def create(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.create")
     if ex is None:
         return skipped("not probed")
@@ -116,13 +122,14 @@ def create(ev: Evidence) -> Outcome:
 
 @check(
     "session.missing_sid_400",
+    severity=Severity.REQUIRED,
     title="requests without X-Session-ID are answered 400",
     probe="session",
     spec="§1.1",
     remediation="Answer session routes (/create, /ping, /delete, /{env}/prompt, /{env}/call, ...) without X-Session-ID with 400 "
     '{"detail": "X-Session-ID header is required"}.',
 )
-def missing_sid_400(ev: Evidence) -> Outcome:
+def missing_sid_400(ev: Evidence) -> CheckOutcome:
     names = [
         "session.no_sid.create",
         "session.no_sid.ping",
@@ -140,6 +147,7 @@ def missing_sid_400(ev: Evidence) -> Outcome:
 
 @check(
     "session.sdk_headers_accepted",
+    severity=Severity.REQUIRED,
     title="requests with the headers the openreward SDK always sends are served",
     probe="session",
     spec="§6.3, §11.15",
@@ -147,7 +155,7 @@ def missing_sid_400(ev: Evidence) -> Outcome:
     '{name: {"value", "allowed_domains"}} on /create (the SDK always sends one).',
     requires=("session.create",),
 )
-def sdk_headers_accepted(ev: Evidence) -> Outcome:
+def sdk_headers_accepted(ev: Evidence) -> CheckOutcome:
     measured, wrong = _statuses(ev, ["session.sdk_headers.create", "session.sdk_headers.tools"], 200)
     if not measured:
         return skipped("not probed")
@@ -160,60 +168,66 @@ def sdk_headers_accepted(ev: Evidence) -> Outcome:
 
 @check(
     "session.duplicate_sid_400",
+    severity=Severity.REQUIRED,
+    passive=("session.create.duplicate",),
     title="/create with an active sid is answered 400",
     probe="session",
     spec="§2.2",
     remediation='Refuse /create for a sid that is already active with 400 {"detail": "Session already exists"}; never replace it.',
     requires=("session.create",),
 )
-def duplicate_sid_400(ev: Evidence) -> Outcome:
+def duplicate_sid_400(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("session.create.duplicate"), 400)
 
 
 @check(
     "session.create_exactly_one_task_source",
+    severity=Severity.REQUIRED,
     title="/create needs exactly one of task_spec or split+index",
     probe="session",
     spec="§2.2",
     remediation="Refuse /create bodies with both task_spec and split/index, or neither, with 4xx (422 in the reference), and keep no session.",
 )
-def create_exactly_one_task_source(ev: Evidence) -> Outcome:
+def create_exactly_one_task_source(ev: Evidence) -> CheckOutcome:
     return _refused(ev, ("both", "neither"), "4xx", lambda status: status is not None and 400 <= status < 500)
 
 
 @check(
     "session.create_task_spec",
+    severity=Severity.RECOMMENDED,
     title="/create accepts a task_spec",
     probe="session",
     spec="§2.2",
     remediation='Accept POST /create {"task_spec": <task object>} (the SDK\'s session(task=...) sends it).',
     requires=("session.create",),
 )
-def create_task_spec(ev: Evidence) -> Outcome:
+def create_task_spec(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("session.create.task_spec"), 200)
 
 
 @check(
     "session.create_invalid_task_400",
+    severity=Severity.REQUIRED,
     title="/create with an unknown split or an index past the end is answered 400",
     probe="session",
     spec="§2.2",
     remediation='Answer /create with an unknown split or out-of-range index with 400 ("Invalid split" / "Invalid index"), creating nothing.',
     requires=("session.create",),
 )
-def create_invalid_task_400(ev: Evidence) -> Outcome:
+def create_invalid_task_400(ev: Evidence) -> CheckOutcome:
     return _refused(ev, ("invalid_split", "invalid_index"), "400", lambda status: status == 400)
 
 
 @check(
     "session.create_unknown_env_404",
+    severity=Severity.RECOMMENDED,
     title="/create with an unknown env_name is answered 404",
     probe="session",
     spec="§2.2",
     remediation='Answer /create {"env_name": <unknown>} with 404 {"detail": "unknown environment \'<name>\'"}.',
     requires=("session.create",),
 )
-def create_unknown_env_404(ev: Evidence) -> Outcome:
+def create_unknown_env_404(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.create.unknown_env")
     if ex is not None and ex.status == 404:
         return passed("404", ex.status, ex)
@@ -224,13 +238,15 @@ def create_unknown_env_404(ev: Evidence) -> Outcome:
 
 @check(
     "session.task_tools_superset",
+    severity=Severity.REQUIRED,
+    passive=("session.task_tools",),
     title="GET /{env}/task_tools lists every shared tool (task_tools ⊇ tools)",
     probe="session",
     spec="§2.4",
     remediation="Answer GET /{env}/task_tools with the shared tools plus the task's own tools, in the ListToolsOutput shape.",
     requires=("session.create", "discovery.tools_listing"),
 )
-def task_tools_superset(ev: Evidence) -> Outcome:
+def task_tools_superset(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.task_tools")
     ok, body = json_of(ex)
     if ex is None or ex.status != 200 or not ok or not isinstance(body, dict) or not isinstance(body.get("tools"), list):
@@ -246,13 +262,15 @@ def task_tools_superset(ev: Evidence) -> Outcome:
 
 @check(
     "session.prompt",
+    severity=Severity.REQUIRED,
+    passive=("session.prompt",),
     title="GET /{env}/prompt answers a non-empty list of content blocks",
     probe="session",
     spec="§2.4, §4",
     remediation='Answer GET /{env}/prompt with [{"type": "text", "text": ...} | {"type": "image", "data", "mimeType"}, ...].',
     requires=("session.create",),
 )
-def prompt(ev: Evidence) -> Outcome:
+def prompt(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.prompt")
     ok, body = json_of(ex)
     if ex is None or ex.status != 200 or not ok:
@@ -267,13 +285,15 @@ def prompt(ev: Evidence) -> Outcome:
 
 @check(
     "session.messages",
+    severity=Severity.ADVISORY,
+    passive=("session.messages",),
     title="GET /{env}/messages answers a list of messages",
     probe="session",
     spec="§2.4, §4",
     remediation='Serve GET /{env}/messages as [{"role": "system"|"user"|"assistant", "blocks": [...]}] (clients fall back to /prompt on 404).',
     requires=("session.create",),
 )
-def messages(ev: Evidence) -> Outcome:
+def messages(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.messages")
     if ex is not None and ex.status == 404:
         return warned("404: not served (clients fall back to /prompt)", 404, ex)
@@ -293,35 +313,41 @@ def messages(ev: Evidence) -> Outcome:
 
 @check(
     "session.ping",
+    severity=Severity.REQUIRED,
+    passive=("session.ping",),
     title="POST /ping on a live session answers 200",
     probe="session",
     spec="§2.4, §6.6",
     remediation='Answer POST /ping (root path, X-Session-ID) for a live session with 200 {"status": "ok"} and refresh its TTL.',
     requires=("session.create",),
 )
-def ping(ev: Evidence) -> Outcome:
+def ping(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("session.ping"), 200)
 
 
 @check(
     "session.ping_unknown_404",
+    severity=Severity.REQUIRED,
+    passive=("session.unknown.ping",),
     title="POST /ping for an unknown sid answers 404",
     probe="session",
     spec="§2.4, §11.12",
     remediation='Answer /ping for a sid with no active session with 404 {"detail": "Active environment not found"}.',
 )
-def ping_unknown_404(ev: Evidence) -> Outcome:
+def ping_unknown_404(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("session.unknown.ping"), 404)
 
 
 @check(
     "session.unknown_sid_404",
+    severity=Severity.REQUIRED,
+    passive=("session.unknown.prompt", "session.unknown.call"),
     title="prompt and call for an unknown sid answer 404",
     probe="session",
     spec="§2.3",
     remediation='Answer session-bound routes for an unknown sid with 404 {"detail": "Active environment not found"} (not 5xx, not a stream).',
 )
-def unknown_sid_404(ev: Evidence) -> Outcome:
+def unknown_sid_404(ev: Evidence) -> CheckOutcome:
     measured, wrong = _statuses(ev, ["session.unknown.prompt", "session.unknown.call"], 404)
     if not measured:
         return skipped("not probed")
@@ -332,12 +358,14 @@ def unknown_sid_404(ev: Evidence) -> Outcome:
 
 @check(
     "session.delete",
+    severity=Severity.REQUIRED,
+    passive=("session.delete",),
     title='POST /delete answers 200 {"sid"}',
     probe="session",
     spec="§2.4",
     remediation='Answer POST /delete with 200 {"sid": <sid>} after tearing the session down.',
 )
-def delete(ev: Evidence) -> Outcome:
+def delete(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.delete")
     if ex is None:
         return skipped("not probed")
@@ -351,25 +379,29 @@ def delete(ev: Evidence) -> Outcome:
 
 @check(
     "session.ping_after_delete_404",
+    severity=Severity.REQUIRED,
+    passive=("session.after_delete.ping",),
     title="POST /ping after /delete answers 404",
     probe="session",
     spec="§2.4, §8",
     remediation="Forget a session on /delete: a later /ping must answer 404 so clients stop pinging a dead session.",
     requires=("session.delete", "session.ping_unknown_404"),
 )
-def ping_after_delete_404(ev: Evidence) -> Outcome:
+def ping_after_delete_404(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("session.after_delete.ping"), 404, "", ev.get("session.delete"))
 
 
 @check(
     "session.use_after_delete_404",
+    severity=Severity.REQUIRED,
+    passive=("session.after_delete.prompt",),
     title="GET /{env}/prompt after /delete answers 404",
     probe="session",
     spec="§2.3, §11.11",
     remediation="Answer session-bound routes for a deleted session with 404 (410 only to requests that were waiting when it was deleted).",
     requires=("session.delete", "session.unknown_sid_404"),
 )
-def use_after_delete_404(ev: Evidence) -> Outcome:
+def use_after_delete_404(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.after_delete.prompt")
     if ex is not None and ex.status == 404:
         return passed("404", ex.status, ex)
@@ -380,13 +412,16 @@ def use_after_delete_404(ev: Evidence) -> Outcome:
 
 @check(
     "session.delete_idempotent",
+    severity=Severity.REQUIRED,
+    # All three, or the verdict would speak for cases the traffic never tried.
+    passive=("session.delete.again+session.delete.unknown+session.delete_session",),
     title="/delete and /delete_session always answer 200",
     probe="session",
     spec="§2.4, §11.12",
     remediation='Answer /delete for an already deleted or unknown sid, and /delete_session, with 200 {"sid"}: clients call both on exit.',
     requires=("session.delete",),
 )
-def delete_idempotent(ev: Evidence) -> Outcome:
+def delete_idempotent(ev: Evidence) -> CheckOutcome:
     names = ["session.delete.again", "session.delete.unknown", "session.delete_session"]
     measured, wrong = _statuses(ev, names, 200)
     if wrong:
@@ -396,13 +431,15 @@ def delete_idempotent(ev: Evidence) -> Outcome:
 
 @check(
     "session.recreate_deleted_sid",
+    severity=Severity.REQUIRED,
+    passive=("session.recreate",),
     title="a deleted sid can be /create'd again",
     probe="session",
     spec="§2.4, §11.12",
     remediation="Drop every trace of a sid on /delete so that /create with the same sid works again.",
     requires=("session.delete", "session.ping"),
 )
-def recreate_deleted_sid(ev: Evidence) -> Outcome:
+def recreate_deleted_sid(ev: Evidence) -> CheckOutcome:
     ex, ping_ex = ev.get("session.recreate"), ev.get("session.recreate.ping")
     if ex is None or ex.status != 200:
         return failed(f"expected 200, got {answer(ex)}", None if ex is None else ex.status, ex)
@@ -413,6 +450,8 @@ def recreate_deleted_sid(ev: Evidence) -> Outcome:
 
 @check(
     "session.starting_503",
+    severity=Severity.REQUIRED,
+    passive=("starting",),
     title="a session still starting is answered 503 with its headers, and /prompt never blocks past --timeout",
     probe="session",
     spec="§2.3, §11.11",
@@ -420,7 +459,7 @@ def recreate_deleted_sid(ev: Evidence) -> Outcome:
     "X-Backend-State: starting and Retry-After: <seconds> (clients retry on exactly that) instead of holding the "
     "request open past the client's read timeout.",
 )
-def starting_503(ev: Evidence) -> Outcome:
+def starting_503(ev: Evidence) -> CheckOutcome:
     ex = ev.get("starting")
     if ex is None:
         # No 503 seen. Fine if /prompt answered in time (ors-sdk 0.1.0 waits for setup inside the request);
@@ -452,13 +491,14 @@ def starting_503(ev: Evidence) -> Outcome:
 
 @check(
     "session.ttl_reap",
+    severity=Severity.RECOMMENDED,
     title="an idle session is reaped after the TTL; a pinged one survives",
     probe="timing",
     spec="§8, §11.13",
     remediation="Reap sessions idle (no request, no ping) for longer than the TTL (900 s in the reference); every /ping must refresh it.",
     requires=("session.ping",),
 )
-def ttl_reap(ev: Evidence) -> Outcome:
+def ttl_reap(ev: Evidence) -> CheckOutcome:
     idle, kept = ev.get("timing.ttl.idle.ping"), ev.get("timing.ttl.kept.ping")
     if idle is None or kept is None:
         return skipped(ev.facts.ttl_skip or "not probed")
@@ -475,6 +515,8 @@ def ttl_reap(ev: Evidence) -> Outcome:
 
 @check(
     "score_group.contract",
+    severity=Severity.RECOMMENDED,
+    passive=("session.score_group",),
     title="score_group is 404 when unsupported, else streams one score per candidate",
     probe="session",
     spec="§2.4, §11.16",
@@ -482,7 +524,7 @@ def ttl_reap(ev: Evidence) -> Outcome:
     'otherwise stream task_id then end {"scores": [{"reward": float}, ...]} with one score per candidate.',
     requires=("session.create",),
 )
-def score_group(ev: Evidence) -> Outcome:
+def score_group(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.score_group")
     _, listing = json_of(ev.get("tools"))
     claims = listing.get("supports_score_group") if isinstance(listing, dict) else None

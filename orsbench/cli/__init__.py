@@ -1,8 +1,10 @@
 """``orsbench``: the command line. Each subcommand lives in its own module.
 
-A subcommand module exposes ``register(subparsers)``, which adds its parser and
-sets ``func`` (called with the parsed namespace; its return value is the exit
-code). Adding a subcommand means adding its module to :data:`SUBCOMMANDS`.
+A subcommand module decorates its ``register(subparsers)`` with
+:func:`subcommand`; ``register`` adds the parser and sets ``func`` (called with
+the parsed namespace; its return value is the exit code). Adding a subcommand
+means one module and its line in :data:`MODULES` (the order ``--help`` lists
+them in).
 """
 
 from __future__ import annotations
@@ -10,10 +12,37 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from orsbench.registry import load_modules
+from orsbench.registry import Registry
 
-SUBCOMMANDS = ("serve", "scenarios", "bench", "check", "check-client", "matrix", "proxy", "record")
+AddParser = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """One ``orsbench NAME``: its name and the function that adds its parser."""
+
+    name: str
+    add_parser: AddParser
+
+
+#: The modules that register subcommands, in ``--help`` order (see :mod:`orsbench.registry`).
+MODULES = tuple(
+    f"orsbench.cli.{name}" for name in ("serve", "scenarios", "bench", "check", "check_client", "matrix", "proxy", "record")
+)
+SUBCOMMANDS: Registry[Subcommand] = Registry("subcommand", modules=MODULES)
+
+
+def subcommand(name: str) -> Callable[[AddParser], AddParser]:
+    """Register a module's ``register(subparsers)`` as the subcommand ``name`` (decorator)."""
+
+    def decorate(add_parser: AddParser) -> AddParser:
+        SUBCOMMANDS.register(Subcommand(name, add_parser), origin=add_parser.__module__)
+        return add_parser
+
+    return decorate
 
 DESCRIPTION = """\
 orsbench: conformance, load and training-smoke harness for the Open Reward Standard (ORS).
@@ -28,12 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="orsbench", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    from orsbench import __version__
+    from orsbench.version import __version__
 
     parser.add_argument("--version", action="version", version=f"orsbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in load_modules(f"orsbench.cli.{name.replace('-', '_')}" for name in SUBCOMMANDS):
-        module.register(subparsers)
+    for command in SUBCOMMANDS.values():
+        command.add_parser(subparsers)
     return parser
 
 

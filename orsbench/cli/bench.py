@@ -9,12 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from orsbench.cli import types
+from orsbench.cli import subcommand, types
 from orsbench.extras import require
-from orsbench.scenarios import REGISTRY
-from orsbench.servers.app import IMPLEMENTATIONS
+from orsbench.scenarios import SCENARIOS
+from orsbench.servers.implementations import IMPLEMENTATIONS, benched_by_default
 
 
+@subcommand("bench")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "bench",
@@ -26,10 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "mock and reports its rate as a ratio to the driver's. See docs/load.md.",
         epilog="example: orsbench bench --concurrency 32 --window 5 --rounds 2 --locust 10 --json bench.json",
     )
-    parser.add_argument("--scenario", default="echo", choices=sorted(REGISTRY), help="scenario to serve (default echo)")
+    parser.add_argument("--scenario", default="echo", choices=sorted(SCENARIOS), help="scenario to serve (default echo)")
     parser.add_argument(
-        "--impl", dest="impls", action="append", choices=IMPLEMENTATIONS, default=None,
-        help="server(s) to measure, repeatable (default: mock, sdk, floor)",
+        "--impl", dest="impls", action="append", choices=IMPLEMENTATIONS.names(), default=None,
+        help=f"server(s) to measure, repeatable (default: {', '.join(benched_by_default())})",
     )  # fmt: skip
     parser.add_argument("--concurrency", "-c", type=types.positive(int), default=32, help="concurrent episodes (default 32)")
     parser.add_argument("--window", type=types.positive(float), default=5.0, help="seconds per measured window (default 5)")
@@ -79,14 +80,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--server-pid", type=int, default=None, metavar="PID",
         help="with --url: the server's process id, to report its CPU time and memory from /proc",
     )  # fmt: skip
+    types.add_secret_arguments(held)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     require("load", "the load benchmark")
-    if "sdk" in (args.impls or ("sdk",)):
-        require("sdk", "measuring the SDK twin (leave it out with --impl mock --impl floor)")
-    from orsbench.bench.runner import DEFAULT_IMPLS, run_bench
+    for name in args.impls or benched_by_default():
+        IMPLEMENTATIONS.get(name).require(f"measuring {name} (leave it out: name the others with --impl)")
+    from orsbench.bench.runner import run_bench
 
     tool_input = None
     if args.tool_args:
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_held_or_url(args, tool_input, progress)
     report = run_bench(
         args.scenario,
-        impls=tuple(dict.fromkeys(args.impls)) if args.impls else DEFAULT_IMPLS,
+        impls=tuple(dict.fromkeys(args.impls)) if args.impls else benched_by_default(),
         concurrency=args.concurrency,
         window_seconds=args.window,
         rounds=args.rounds,
@@ -145,6 +147,9 @@ def _run_held_or_url(
         return _usage("--url measures your server; --impl starts orsbench's own: pass one or the other")
     if args.server_pid is not None and args.url is None:
         return _usage("--server-pid needs --url (the servers orsbench starts are measured without it)")
+    secrets = types.secrets_of(args)
+    if secrets and args.url is None:
+        return _usage("--secret/--secrets-file need --url (the servers orsbench starts need no secrets)")
     target = None
     if args.url is not None:
         try:
@@ -158,20 +163,21 @@ def _run_held_or_url(
         report = run_url_bench(
             target, concurrency=args.concurrency, window_seconds=args.window, rounds=args.rounds, warmup_seconds=args.warmup,
             calls=args.calls, think_time=args.think_time, tool=args.tool, tool_input=tool_input, split=args.split,
-            max_episodes_per_window=args.max_episodes, progress=progress,
+            max_episodes_per_window=args.max_episodes, progress=progress, secrets=secrets,
         )  # fmt: skip
         _emit(args, report)
         return 1 if any(f.driver.failures for f in report.servers.values()) else 0
-    from orsbench.bench.sessions import NOT_HOLDABLE, run_held_bench
+    from orsbench.bench.sessions import run_held_bench
 
     if args.sessions < 1 or args.hold < 0 or args.ramp < 1 or args.ping_interval <= 0:
         return _usage("--sessions and --ramp must be at least 1, --hold at least 0, --ping-interval positive")
     impls = tuple(dict.fromkeys(args.impls)) if args.impls else None
-    if impls and set(impls) & NOT_HOLDABLE:
-        return _usage(f"{', '.join(sorted(set(impls) & NOT_HOLDABLE))} cannot hold a session; choose ORS servers with --impl")
+    cannot_hold = [name for name in impls or () if not IMPLEMENTATIONS.get(name).holds_sessions]
+    if cannot_hold:
+        return _usage(f"{', '.join(sorted(cannot_hold))} cannot hold a session; choose ORS servers with --impl")
     held = run_held_bench(
         args.sessions, hold=args.hold, impls=impls, target=target, ping_interval=args.ping_interval, ramp_concurrency=args.ramp,
-        tool=args.tool, tool_input=tool_input, split=args.split, progress=progress,
+        tool=args.tool, tool_input=tool_input, split=args.split, progress=progress, secrets=secrets,
     )  # fmt: skip
     _emit(args, held)
     return 1 if held.failed or not held.servers else 0

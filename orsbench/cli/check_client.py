@@ -11,7 +11,7 @@ import argparse
 import sys
 import traceback
 
-from orsbench.cli import types
+from orsbench.cli import subcommand, types
 
 EPILOG = """\
 examples:
@@ -29,6 +29,7 @@ exit codes: 0 pass, 1 a required client check failed, 2 usage error, 3 internal 
 """
 
 
+@subcommand("check-client")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "check-client",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from orsbench.cli import subcommand
 from orsbench.scenarios import list_scenarios
 
 
+@subcommand("scenarios")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "scenarios",

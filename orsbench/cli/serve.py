@@ -8,11 +8,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from orsbench.cli import types
-from orsbench.config import ServerConfig
-from orsbench.extras import require
-from orsbench.scenarios import REGISTRY, get_scenario
-from orsbench.servers.app import IMPLEMENTATIONS, BindError, announce_ready, build_app, effective_config, serve_forever
+from orsbench.cli import subcommand, types
+from orsbench.config import ServerConfig, effective_config, read_config_file
+from orsbench.scenarios import SCENARIOS, get_scenario
+from orsbench.servers.app import BindError, announce_ready, build_app, serve_forever
+from orsbench.servers.implementations import IMPLEMENTATIONS
 
 #: Read when neither --api-key nor a launcher's config gives a key: a key in the
 #: environment does not show in ``ps`` output the way a command-line flag does.
@@ -33,6 +33,7 @@ KNOBS: dict[str, tuple[str, Callable[[str], Any], str]] = {
 }
 
 
+@subcommand("serve")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
@@ -44,10 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Binds 127.0.0.1 on a free port unless told otherwise.",
         epilog="example: orsbench serve slow --ttl 3 --param long_call=20 --ping-interval 1",
     )
-    parser.add_argument("scenario", nargs="?", choices=sorted(REGISTRY), metavar="SCENARIO", help=f"one of: {', '.join(REGISTRY)} (omit with --cassette)")
+    parser.add_argument("scenario", nargs="?", choices=sorted(SCENARIOS), metavar="SCENARIO", help=f"one of: {', '.join(SCENARIOS)} (omit with --cassette)")
     parser.add_argument("--cassette", metavar="FILE", default=None, help="replay a cassette recorded by `orsbench record` or `orsbench proxy --record` (offline; docs/cassettes.md)")
     parser.add_argument("--on-miss", choices=("error", "nearest"), default=None, help="with --cassette: a call no recording matches answers ok:false (error, default) or the closest recorded call's answer (nearest)")
-    parser.add_argument("--impl", choices=IMPLEMENTATIONS, default="mock", help="mock engine, openreward SDK twin, ors-sdk twin, or floor (a constant-answer baseline for `orsbench bench`; not a real server) (default mock)")
+    impls = "; ".join(f"{i.name}: {i.summary}" for i in IMPLEMENTATIONS.values())
+    parser.add_argument("--impl", choices=IMPLEMENTATIONS.names(), default="mock", help=f"{impls} (default mock)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; anything else is reachable from outside)")
     parser.add_argument("--port", type=types.port, default=0, help="port to bind; 0 picks a free one (default 0)")
     for flag, (field, kind, text) in KNOBS.items():
@@ -57,16 +59,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (see `orsbench scenarios -v`)")
     parser.add_argument("--access-log", action="store_true", help="log one line per request to stderr")
     parser.add_argument("--config-json", help=argparse.SUPPRESS)
+    parser.add_argument("--config-file", help=argparse.SUPPRESS)  # how the launcher passes a config (API key included): 0600
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 
 def config_from_args(args: argparse.Namespace) -> tuple[ServerConfig, set[str]]:
     """Build the config: --config-json first, then individual flags on top. Returns the explicit fields."""
-    config = ServerConfig.from_json(args.config_json) if args.config_json else ServerConfig()
-    explicit: set[str] = set()
-    if args.config_json:
-        explicit |= {k for k, v in ServerConfig.from_json(args.config_json).__dict__.items() if v != getattr(ServerConfig(), k)}
+    given = read_config_file(args.config_file) if args.config_file else args.config_json
+    config = ServerConfig.from_json(given) if given else ServerConfig()
+    explicit: set[str] = set(config.explicit)
+    if given:
+        explicit |= {k for k, v in config.__dict__.items() if v != getattr(ServerConfig(), k)}
     changes: dict[str, Any] = {}
     for field, _kind, _text in KNOBS.values():
         value = getattr(args, field)
@@ -74,7 +78,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[ServerConfig, set[str]]:
             changes[field] = value
     if args.api_key is not None:
         changes["api_key"] = args.api_key
-    elif not args.config_json and os.environ.get(API_KEY_ENV):
+    elif not given and os.environ.get(API_KEY_ENV):
         changes["api_key"] = os.environ[API_KEY_ENV]
     if args.faults:
         changes["faults"] = tuple(args.faults)
@@ -98,8 +102,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.on_miss is not None:
         print("orsbench serve: --on-miss applies to --cassette only", file=sys.stderr)
         return 2
-    if args.impl == "sdk":
-        require("sdk", "--impl sdk (the openreward SDK twin)")
+    IMPLEMENTATIONS.get(args.impl).require()  # a missing extra is a usage error before anything is built
     config, explicit = config_from_args(args)
     try:
         scenario = get_scenario(args.scenario, **config.params)

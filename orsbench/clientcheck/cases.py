@@ -22,11 +22,12 @@ from secrets import token_urlsafe
 from typing import Any, Literal
 
 from orsbench.clients.cells import FAIL_CLEARLY
-from orsbench.clients.episodes import INDEX, SERVE_PARAMS, SPLIT, Script, Step, scenarios, script
+from orsbench.clients.episodes import INDEX, SPLIT, Script, Step, scenarios, script
 from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clients.profiles import profiles
 from orsbench.config import ServerConfig
 from orsbench.registry import Registry
+from orsbench.scenarios import SCENARIOS, get_scenario, suite_params
 
 Expect = Literal["finish", "error"]
 
@@ -78,14 +79,13 @@ CASES: Registry[Case] = Registry("client case", modules=("orsbench.clientcheck.c
 
 
 def _summary(scenario: str) -> str:
-    from orsbench.scenarios import REGISTRY
 
-    cls = REGISTRY.get(scenario)
+    cls = SCENARIOS.get(scenario) if scenario in SCENARIOS else None
     return (cls.summary if cls is not None and cls.summary else f"the {scenario} scenario").rstrip(".")
 
 
 def _register_all() -> None:
-    from orsbench.servers.faults import load_all
+    from orsbench.servers.faults import FAULTS
 
     for name in scenarios():
         CASES.register(
@@ -93,15 +93,14 @@ def _register_all() -> None:
                 name,
                 name,
                 _summary(name),
-                params=tuple(SERVE_PARAMS.get(name, {}).items()),
+                params=tuple(suite_params(name).items()),
                 tags=frozenset({"scenario"}),
             )
         )
-    faults = load_all()
     for profile in profiles():
         if profile.name in NOT_CLIENT_CASES:
             continue
-        summary = faults[profile.name].summary if profile.name in faults else profile.name
+        summary = FAULTS.get(profile.name).summary if profile.name in FAULTS else profile.name
         CASES.register(
             Case(
                 f"{PROFILE_SCENARIO}+{profile.name}",
@@ -109,7 +108,7 @@ def _register_all() -> None:
                 summary,
                 faults=(profile.name,),
                 knobs=profile.knobs,
-                params=tuple(SERVE_PARAMS.get(PROFILE_SCENARIO, {}).items()),
+                params=tuple(suite_params(PROFILE_SCENARIO).items()),
                 deadline=profile.deadline,
                 expect="error" if profile.name in ERROR_PROFILES else "finish",
                 tags=frozenset({"profile"}),
@@ -129,16 +128,15 @@ def _hazard_cases() -> list[Case]:
     ``recover``: the first call is refused (``ok: false``) and the episode goes on to a winning call;
     ``secrets``: the session needs a secret in ``X-Secrets``, and ``whoami()`` shows its fingerprint.
     """
-    from orsbench.scenarios import REGISTRY, get_scenario
 
     out = []
-    if "recover" in REGISTRY and "recover" not in scenarios():
+    if "recover" in SCENARIOS and "recover" not in scenarios():
         from orsbench.scenarios.hazards import BAD_GUESS
 
         number = get_scenario("recover").list_tasks(SPLIT)[INDEX]["number"]
         steps = (Step("guess", dict(BAD_GUESS)), Step("guess", {"number": number}, "right"))
         out.append(Case("recover", "recover", _summary("recover"), steps=steps, tags=frozenset({"hazard"})))
-    if "secrets" in REGISTRY and "secrets" not in scenarios():
+    if "secrets" in SCENARIOS and "secrets" not in scenarios():
         from orsbench.scenarios.hazards import SECRET_NAME, secret_text
 
         steps = (Step("whoami", {}, secret_text(_CASE_SECRET)),)

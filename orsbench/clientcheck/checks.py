@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
-from orsbench.checks.model import Outcome, Severity, failed, passed, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, warned
 from orsbench.clientcheck.contract import OutLine
 from orsbench.clientcheck.traffic import Call, Traffic, body_json, group, text_of
 from orsbench.registry import Registry
@@ -63,7 +63,7 @@ class Context:
 
 
 #: A check's verdict, or ``None`` when its case does not provoke what it judges (left out of the report).
-CheckFn = Callable[[Context], "Outcome | None"]
+CheckFn = Callable[[Context], "CheckOutcome | None"]
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ _ADAPTER = (*_PROCESS, "client.out_valid")
     spec="§12.1",
     remediation="Bound every wait (a read timeout on each stream, a cap on retries and resumes) and exit when the script is played.",
 )
-def exits_in_time(ctx: Context) -> Outcome | None:
+def exits_in_time(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
     if run.stopped_for == "deadline":
         return failed(
@@ -135,7 +135,7 @@ def exits_in_time(ctx: Context) -> Outcome | None:
     remediation="Catch your client's exceptions in the adapter, write {\"error\": ...} for the call, and exit 1; exit 0 only when every call succeeded.",
     requires=("client.exits_in_time",),
 )
-def exit_status(ctx: Context) -> Outcome | None:
+def exit_status(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
     errors = [line for line in run.out.lines if line.is_error]
     tail = " ".join(run.stderr.strip().splitlines()[-3:])
@@ -160,7 +160,7 @@ def exit_status(ctx: Context) -> Outcome | None:
     spec="§12.1",
     remediation='Append one JSON object per call to $ORSBENCH_OUT: {"tool", "text", "reward": number|null, "finished": bool}, or {"error": "..."}.',
 )
-def out_valid(ctx: Context) -> Outcome | None:
+def out_valid(ctx: Context) -> CheckOutcome | None:
     out = ctx.run.out
     if out.truncated:
         return failed(f"ORSBENCH_OUT is larger than {out.size - 1} bytes; only its head was read", {"size": out.size})
@@ -181,7 +181,7 @@ def out_valid(ctx: Context) -> Outcome | None:
     spec="§12.2",
     remediation="Send env_name in the /create body: a server with several environments otherwise serves its default one.",
 )
-def env_name(ctx: Context) -> Outcome | None:
+def env_name(ctx: Context) -> CheckOutcome | None:
     creates = ctx.traffic.creates
     if not creates:
         return None  # not provoked: the client never sent POST /create
@@ -201,7 +201,7 @@ def env_name(ctx: Context) -> Outcome | None:
     spec="§12.2",
     remediation="Send ORSBENCH_SECRETS to the session as the X-Secrets header of /create: base64 of {name: {\"value\": ...}}.",
 )
-def secrets(ctx: Context) -> Outcome | None:
+def secrets(ctx: Context) -> CheckOutcome | None:
     wanted = sorted(name for name, _ in ctx.run.case.secrets)
     if not wanted:
         return None  # not provoked: this case gives no secrets
@@ -229,7 +229,7 @@ def secrets(ctx: Context) -> Outcome | None:
     remediation="Delete the session when the episode ends, also after a failure (try/finally): an open session holds the environment until its TTL.",
     requires=_PROCESS,
 )
-def session_deleted(ctx: Context) -> Outcome | None:
+def session_deleted(ctx: Context) -> CheckOutcome | None:
     created = ctx.traffic.created
     if not created:
         return None  # not provoked: no session was created
@@ -257,7 +257,7 @@ def _retry_after(headers: dict[str, str]) -> float | None:
     spec="§12.4",
     remediation="On 429/503 (and 502/504) wait the Retry-After seconds before retrying; retrying at once only adds to the overload.",
 )
-def retry_after(ctx: Context) -> Outcome | None:
+def retry_after(ctx: Context) -> CheckOutcome | None:
     exchanges = ctx.traffic.exchanges
     asked = [(i, e, wait) for i, e in enumerate(exchanges) if (wait := _retry_after(e.headers)) is not None and (e.status or 0) >= 400]
     if not asked:
@@ -289,7 +289,7 @@ def retry_after(ctx: Context) -> Outcome | None:
     spec="§12.4",
     remediation="Treat 4xx answers as final: report the error (its detail says what is wrong) instead of repeating the request.",
 )
-def no_4xx_retry(ctx: Context) -> Outcome | None:
+def no_4xx_retry(ctx: Context) -> CheckOutcome | None:
     exchanges = ctx.traffic.exchanges
     refused = [(i, e) for i, e in enumerate(exchanges) if e.status is not None and 400 <= e.status < 500 and e.status not in RETRYABLE_4XX]
     if not refused:
@@ -323,7 +323,7 @@ def no_4xx_retry(ctx: Context) -> Outcome | None:
     spec="§12.5",
     remediation="When a /call stream ends without end/error, POST /call again with the same body plus \"task_id\": the tool already ran.",
 )
-def resume_by_task_id(ctx: Context) -> Outcome | None:
+def resume_by_task_id(ctx: Context) -> CheckOutcome | None:
     cuts = 0
     problems = []
     for call in ctx.traffic.calls:
@@ -359,7 +359,7 @@ def resume_by_task_id(ctx: Context) -> Outcome | None:
     remediation="Never repeat a /call whose stream may have started the tool (a cut, a timeout): resume it by task_id, or report the failure.",
     requires=("client.resume_by_task_id",),
 )
-def tool_runs(ctx: Context) -> Outcome | None:
+def tool_runs(ctx: Context) -> CheckOutcome | None:
     ran = Counter({k: int(v) for k, v in (ctx.run.stats.get("calls") or {}).items()})
     wanted = ctx.run.script.calls
     extra = {tool: (count, wanted.get(tool, 0)) for tool, count in ran.items() if count > wanted.get(tool, 0)}
@@ -376,7 +376,7 @@ def tool_runs(ctx: Context) -> Outcome | None:
     spec="§12.6",
     remediation="End the episode loop as soon as a tool answers finished: true; the server refuses later calls (episode_finished).",
 )
-def stops_at_finished(ctx: Context) -> Outcome | None:
+def stops_at_finished(ctx: Context) -> CheckOutcome | None:
     late = [c for c in ctx.traffic.calls if c.after_finish]
     finished = [c for c in ctx.traffic.calls if c.finished and not c.after_finish]
     if not finished:
@@ -394,7 +394,7 @@ def stops_at_finished(ctx: Context) -> Outcome | None:
     remediation="Make exactly the calls of $ORSBENCH_SCRIPT, in order, with their inputs; stop only when the client reports finished or fails.",
     requires=_PROCESS,
 )
-def script_followed(ctx: Context) -> Outcome | None:
+def script_followed(ctx: Context) -> CheckOutcome | None:
     steps = ctx.run.script.steps
     made = ctx.traffic.made
     for i, call in enumerate(made):
@@ -426,7 +426,7 @@ def script_followed(ctx: Context) -> Outcome | None:
     spec="§12.7",
     remediation="Cap retries and resumes (a handful each, with back-off); a loop of requests against a failing server is a denial of service.",
 )
-def request_budget(ctx: Context) -> Outcome | None:
+def request_budget(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
     budget = BUDGET_BASE + BUDGET_PER_CALL * len(run.script.steps)
     total = max(run.requests_total, len(run.log))
@@ -448,7 +448,7 @@ def request_budget(ctx: Context) -> Outcome | None:
     remediation="Concatenate chunk data and end data exactly as sent (strip one space after 'data:', never more) and join text blocks unchanged.",
     requires=_ADAPTER,
 )
-def text_verbatim(ctx: Context) -> Outcome | None:
+def text_verbatim(ctx: Context) -> CheckOutcome | None:
     compared = 0
     for call, line in ctx.aligned():
         output = call.output
@@ -483,7 +483,7 @@ def _reward_matches(sent: Any, shown: Any) -> bool:
     remediation="Report the reward as sent (null stays null, never 0.0) and refuse a reward that is not a number (true is not 1.0).",
     requires=_ADAPTER,
 )
-def reward_as_sent(ctx: Context) -> Outcome | None:
+def reward_as_sent(ctx: Context) -> CheckOutcome | None:
     compared = 0
     for call, line in ctx.aligned():
         output = call.output
@@ -518,7 +518,7 @@ def reward_as_sent(ctx: Context) -> Outcome | None:
     remediation='Report a failed call as {"error": ...} (raise in your client): handing the failure on as if the tool had answered trains on it.',
     requires=_ADAPTER,
 )
-def failure_as_error(ctx: Context) -> Outcome | None:
+def failure_as_error(ctx: Context) -> CheckOutcome | None:
     failures = 0
     for call, line in ctx.aligned():
         failure = call.failure
@@ -546,7 +546,7 @@ def failure_as_error(ctx: Context) -> Outcome | None:
     remediation="Retry what the server says is transient (429/503 with Retry-After, 502/504) and resume cut streams, so an episode survives them.",
     requires=(*_ADAPTER, "client.retry_after", "client.resume_by_task_id", "client.no_4xx_retry"),
 )
-def episode_completed(ctx: Context) -> Outcome | None:
+def episode_completed(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
     if run.case.expect != "finish":
         return None  # in this case a correct client reports an error instead
@@ -572,7 +572,7 @@ def episode_completed(ctx: Context) -> Outcome | None:
     remediation="Either convention is valid (§12.10); say which one your client uses, and use it everywhere.",
     requires=_ADAPTER,
 )
-def reward_convention(ctx: Context) -> Outcome | None:
+def reward_convention(ctx: Context) -> CheckOutcome | None:
     rewards = [c.output.get("reward") for c in ctx.traffic.made if c.output is not None]
     numbers = [float(r) for r in rewards if isinstance(r, (int, float)) and not isinstance(r, bool)]
     if len(numbers) < 2 or sum(numbers) == numbers[-1]:

@@ -138,13 +138,24 @@ def case_environment(case: Case, url: str, env: str, script_path: Path, out_path
     }
 
 
-def run_case(command: str, case: Case, timeout: float | None = None, *, extra_env: Mapping[str, str] | None = None) -> CaseRun:
-    """Serve ``case``, run ``command`` against it (deadline: ``timeout`` or the case's own), collect both ends."""
+def run_case(
+    command: str,
+    case: Case,
+    timeout: float | None = None,
+    *,
+    impl: str = "mock",
+    extra_env: Mapping[str, str] | None = None,
+) -> CaseRun:
+    """Serve ``case``, run ``command`` against it (deadline: ``timeout`` or the case's own), collect both ends.
+
+    ``impl`` serves the case on another implementation (``sdk``, ``ors-sdk``: the SDK twins; a case
+    with faults needs the mock); ``extra_env`` adds variables to the command's environment.
+    """
     began = time.monotonic()
     script = case.script
     run = CaseRun(case, script, command, deadline=timeout if timeout is not None else case.deadline)
     try:
-        server = start(case.scenario, config=case.config(), params=dict(case.params))
+        server = start(case.scenario, impl=impl, config=case.config(), params=dict(case.params))
     except ServerStartError as exc:
         run.server_error = f"the case server did not start: {exc}"
         run.wall_s = time.monotonic() - began

@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from orsbench.checks.evidence import Options
-from orsbench.checks.model import CheckResult, Outcome, Status, evidence_summaries
+from orsbench.checks.model import CheckResult, CheckOutcome, Status, evidence_summaries
 from orsbench.checks.registry import SPEC_DOCUMENT
 from orsbench.checks.runner import Report
 from orsbench.clientcheck.cases import Case
@@ -27,7 +27,7 @@ from orsbench.clientcheck.runner import CaseRun, run_case
 CaseCallback = Callable[[CaseRun, list[CheckResult]], None]
 
 
-def _result(check: ClientCheck, outcome: Outcome, seconds: float) -> CheckResult:
+def _result(check: ClientCheck, outcome: CheckOutcome, seconds: float) -> CheckResult:
     return CheckResult(
         id=check.id,
         title=check.title,
@@ -58,16 +58,16 @@ def grade(run: CaseRun) -> list[CheckResult]:
     done: dict[str, CheckResult] = {}
     for check in checks():
         start = time.monotonic()
-        outcome: Outcome | None
+        outcome: CheckOutcome | None
         unmet = next((dep for dep in check.requires if dep in done and done[dep].status in (Status.FAIL, Status.ERROR)), None)
         if unmet is not None:
-            outcome = Outcome(Status.SKIP, f"not judged: {unmet} failed", depends_on=unmet)
+            outcome = CheckOutcome(Status.SKIP, f"not judged: {unmet} failed", depends_on=unmet)
         else:
             try:
                 outcome = check.fn(ctx)
             except Exception as exc:  # noqa: BLE001 - a check bug is reported, never fatal to the run
                 where = traceback.extract_tb(exc.__traceback__)[-1]
-                outcome = Outcome(
+                outcome = CheckOutcome(
                     Status.ERROR,
                     f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
                 )

@@ -13,22 +13,22 @@ from dataclasses import dataclass
 from functools import cache
 
 from orsbench.clients import defects as D
-from orsbench.clients.episodes import INDEX, SERVE_PARAMS, SPLIT, Script, scenarios, script
+from orsbench.clients.episodes import INDEX, SPLIT, Script, scenarios, script
 from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clients.profiles import Profile, profiles
 from orsbench.clients.targets import CLIENT_TARGETS
-from orsbench.scenarios import get_scenario
-from orsbench.servers.app import SERVERS
+from orsbench.scenarios import get_scenario, suite_params
+from orsbench.servers.implementations import ors_servers
 
 #: Profiles where the right outcome is a clear failure, not survival.
-FAIL_CLEARLY = frozenset({"setup-failure", "tool-raises", "restart", "stream-no-end"})
+FAIL_CLEARLY = frozenset({"setup-failure", "tool-raises", "restart", "stream-no-end", "credits-402", "cut-before-task-id"})
 #: Default server chunk size (``ServerConfig.chunk_size``).
 _CHUNK = 4096
 
 
 def servers() -> list[str]:
-    """Every ORS server implementation, from the implementations registry (``orsbench.servers.app.SERVERS``)."""
-    return list(SERVERS)
+    """Every ORS server implementation, from the implementations registry (``speaks_ors``)."""
+    return ors_servers()
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def expected(cell: Cell) -> str:
 
 @cache
 def _task0_tools(scenario: str) -> tuple[D.JSON, ...]:
-    sc = get_scenario(scenario, **SERVE_PARAMS.get(scenario, {}))
+    sc = get_scenario(scenario, **suite_params(scenario))
     try:
         task = sc.list_tasks(SPLIT)[INDEX]
     except NotImplementedError:
@@ -83,7 +83,7 @@ def _task0_tools(scenario: str) -> tuple[D.JSON, ...]:
 @cache
 def _index_only(scenario: str) -> bool:
     try:
-        get_scenario(scenario, **SERVE_PARAMS.get(scenario, {})).list_tasks(SPLIT)
+        get_scenario(scenario, **suite_params(scenario)).list_tasks(SPLIT)
     except NotImplementedError:
         return True
     return False
@@ -105,6 +105,10 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["inspect-5xx-fails-eval"]]
     if client == "firehorse" and profile == "flaky-5xx":
         return [D.DEFECTS["firehorse-5xx-fails-trial"]]
+    if profile == "cut-before-task-id":  # the cut call is re-sent blind: the tool runs twice (§13.5)
+        return [D.DEFECTS["ors-cut-call-rerun" if client == "ors" else "cut-call-rerun"]]
+    if client == "inspect" and profile is None and any(D.sanitized_params(t) for t in _task0_tools(cell.scenario)):
+        return [D.DEFECTS["sanitizer-drops-keyword-params"]]  # the model's call lacks the parameter: nothing runs
     if client == "trl" and (d := D.factory_defect(_task0_tools(cell.scenario))) is not None:
         return [d]
     if profile == "stream-no-end":
@@ -113,6 +117,9 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["reset-leaks-session"]]
     if profile is None and _split_spaces(s):
         found.append(D.DEFECTS["ors-chunk-lstrip" if client == "ors" else "chunk-lstrip"])
+    if profile is None and len(get_scenario(cell.scenario).served()) > 1 and client != "inspect":
+        # The script names a non-default environment; the client's session lands in the default one (§13.6).
+        found.append(D.DEFECTS["ors-create-without-env-name" if client == "ors" else "env-name-not-sent"])
     if client == "inspect" and s.finished and profile not in FAIL_CLEARLY:
         # Inspect's loop makes one call after finished: ors-sdk's server runs it, the others refuse it.
         latch = "ors-sdk-no-finish-latch" if cell.server == "ors-sdk" else "inspect-finished-error"
@@ -139,9 +146,9 @@ def rule_defects(cell: Cell) -> dict[str, D.Defect]:
     found: dict[str, D.Defect] = {}
     client, profile = cell.client, cell.profile
     if client in ("openreward", "trl"):
-        found["client.env_name"] = D.DEFECTS["no-env-name"]
+        found["client.env_name"] = D.DEFECTS["env-name-not-sent"]
     if client == "ors":
-        found["client.env_name"] = D.DEFECTS["ors-no-env-name"]
+        found["client.env_name"] = D.DEFECTS["ors-create-without-env-name"]
         if profile in ("flaky-5xx", "rate-limit", "slow-setup"):
             found["client.retry_after"] = D.DEFECTS["ors-retry-after-ignored"]
     if client == "trl" and not D.factory_defect(_task0_tools(cell.scenario)) and _omits_a_default(cell):
@@ -175,6 +182,11 @@ DEFECT_VERDICT: dict[str, str] = {
     "ors-no-end-retried-forever": "hangs",
     "reset-leaks-session": "fails silently",
     "ors-sdk-no-finish-latch": "fails silently",
+    "sanitizer-drops-keyword-params": "fails silently",
+    "env-name-not-sent": "fails silently",
+    "ors-create-without-env-name": "fails silently",
+    "cut-call-rerun": "fails silently",
+    "ors-cut-call-rerun": "fails silently",
 }
 
 

@@ -15,24 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench.clients.schema_view import required_example
-from orsbench.scenarios import get_scenario, playable_scenarios
-from orsbench.scenarios.slow import Slow
+from orsbench.scenarios import generic_scenarios, get_scenario, suite_params
 
 JSON = dict[str, Any]
 
 SPLIT = "train"
 INDEX = 0
-
-#: Scenarios no client episode is played on, and why.
-LEFT_OUT: dict[str, str] = {
-    "broken-session": "its sessions fail on purpose (constructor 500, a missing secret); the conformance suite's session tests cover it",
-    "schema-conflict": "per-task schema variants of one tool; the conformance suite's binding tests cover it on the mock",
-}
-
-#: Scenario parameters every client episode is served with, and why.
-SERVE_PARAMS: dict[str, JSON] = {
-    "slow": dict(Slow.QUICK_PARAMS),  # the fault profile slow-setup covers the slow reset
-}
 
 #: The ``long_text`` length the schema-zoo script asks for: longer than one SSE chunk.
 LONG_TEXT = 6000
@@ -69,12 +57,12 @@ class Script:
 
 
 def scenarios() -> list[str]:
-    """Every registered scenario a client episode is played on."""
-    return [name for name in playable_scenarios() if name not in LEFT_OUT]
+    """Every registered scenario a client episode is played on (each left-out one says why: ``Scenario.dedicated``)."""
+    return generic_scenarios()
 
 
 def _task(name: str) -> JSON:
-    scenario = get_scenario(name, **SERVE_PARAMS.get(name, {}))
+    scenario = get_scenario(name, **suite_params(name))
     try:
         return scenario.list_tasks(SPLIT)[INDEX]
     except NotImplementedError:
@@ -116,6 +104,37 @@ def _schema_zoo(task: JSON) -> list[Step]:
     ]
 
 
+def _images(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import look_text
+
+    return [Step("look", {}, look_text()), Step("answer", {"colour": task["colour"]}, "correct")]
+
+
+def _schema_keywords(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import record_text
+
+    args = {k: task[k] for k in ("title", "default", "examples")}
+    return [Step("record", args, record_text(**args))]
+
+
+def _dense(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import step_text
+
+    return [Step("step", {}, step_text(n, r)) for n, r in enumerate(task["rewards"], start=1)]
+
+
+def _two_envs(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import sign_text
+
+    return [Step("sign", {"word": task["word"]}, sign_text("two-envs", True))]
+
+
+#: Scripts whose episode reward is not 1.0: dense-reward's clients end on the last non-null reward (§13.3).
+_REWARDS: dict[str, Callable[[JSON], float | None]] = {
+    "dense-reward": lambda task: [r for r in task["rewards"] if r is not None][-1],
+}
+
+
 _SCRIPTS: dict[str, Callable[[JSON], list[Step]]] = {
     "echo": _echo,
     "task-tool": _task_tool,
@@ -125,6 +144,10 @@ _SCRIPTS: dict[str, Callable[[JSON], list[Step]]] = {
     "schema-zoo-index": lambda task: [Step("answer", {"word": task["word"]}, "right")],
     "schema-zoo-prompt": lambda task: [Step("answer", {"value": str(task["answer"])}, "right")],
     "pick": lambda task: [Step("pick", {"door": task["door"]}, "win")],
+    "images": _images,
+    "schema-keywords": _schema_keywords,
+    "dense-reward": _dense,
+    "two-envs": _two_envs,
 }
 
 
@@ -132,7 +155,8 @@ def script(name: str) -> Script:
     """The winning episode of ``name``'s first train task (a clean single call for unscripted scenarios)."""
     task = _task(name)
     if name in _SCRIPTS:
-        return Script(name, tuple(_SCRIPTS[name](task)))
-    scenario = get_scenario(name, **SERVE_PARAMS.get(name, {}))
+        reward = _REWARDS[name](task) if name in _REWARDS else 1.0
+        return Script(name, tuple(_SCRIPTS[name](task)), reward=reward)
+    scenario = get_scenario(name, **suite_params(name))
     first = sorted(scenario.shared_tools(), key=lambda t: t.name)[0]
     return Script(name, (Step(first.name, required_example(first.input_schema)),), reward=None, finished=False)

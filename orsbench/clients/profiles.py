@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orsbench.config import ServerConfig
-from orsbench.servers.faults import load_all
+from orsbench.servers.faults import FAULTS
 
 SCENARIO = "sparse-reward"
 DEADLINE_S = 20.0
@@ -55,5 +55,5 @@ LEFT_OUT: dict[str, str] = {
 
 def profiles() -> list[Profile]:
     """``none`` (the baseline) and every registered fault profile, in registry order."""
-    names = ["none", *(f.name for f in load_all().values() if f.kind == "profile")]
+    names = ["none", *(f.name for f in FAULTS.values() if f.kind == "profile")]
     return [_KNOBS.get(name, Profile(name)) for name in names if name not in LEFT_OUT]

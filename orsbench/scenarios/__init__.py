@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from orsbench.registry import load_modules
+from orsbench.registry import Registry
 from orsbench.scenarios.base import Episode, Scenario, Split, Tool, ToolResult, image, text, tool
 
-#: name → scenario class, filled by the :data:`MODULES` (each class decorated with :func:`register`).
-REGISTRY: dict[str, type[Scenario]] = {}
 #: The modules that register scenarios, in listing order (see :mod:`orsbench.registry`).
 MODULES = (
     "orsbench.scenarios.echo",
@@ -17,58 +15,60 @@ MODULES = (
     "orsbench.scenarios.slow",
     "orsbench.scenarios.pick",
     "orsbench.scenarios.schema_zoo",
+    "orsbench.scenarios.hazards",  # the cases real clients get wrong (docs/protocol.md §13)
     "orsbench.scenarios.cassette",  # replays a recorded file: serve --cassette FILE
 )
 
-
-def register(cls: type[Scenario]) -> type[Scenario]:
-    """Add a scenario class to the registry (decorator)."""
-    if REGISTRY.get(cls.name, cls) is not cls:
-        raise ValueError(f"scenario {cls.name!r} registered twice")
-    REGISTRY[cls.name] = cls
-    return cls
+#: name → scenario class, filled by the :data:`MODULES` (each class decorated with :func:`register`).
+SCENARIOS: Registry[type[Scenario]] = Registry("scenario", modules=MODULES)
+#: Add a scenario class to :data:`SCENARIOS` (decorator).
+register = SCENARIOS.register
 
 
-def load_scenarios() -> dict[str, type[Scenario]]:
+def load_scenarios() -> Registry[type[Scenario]]:
     """Import every scenario module (idempotent); the registry, in listing order."""
-    load_modules(MODULES)
-    return REGISTRY
+    return SCENARIOS.load()
 
 
 def get_scenario(name: str, **params: Any) -> Scenario:
-    """Build the scenario called ``name`` with ``params``; a clear error for unknown names."""
-    try:
-        cls = REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown scenario {name!r}; known: {', '.join(REGISTRY)}") from None
-    return cls(**params)
+    """Build the scenario called ``name`` with ``params``; ``ValueError`` naming the known ones otherwise."""
+    return SCENARIOS.get(name)(**params)
 
 
 def list_scenarios() -> list[type[Scenario]]:
-    return list(REGISTRY.values())
+    return SCENARIOS.values()
 
 
 def playable_scenarios() -> list[str]:
     """The scenarios that serve an environment with their defaults (every one but a replay of a user's file)."""
-    return [name for name, cls in REGISTRY.items() if cls.standalone]
+    return [cls.name for cls in SCENARIOS.select(lambda cls: cls.standalone)]
+
+
+def generic_scenarios() -> list[str]:
+    """The playable scenarios a suite plays generically: every one without a ``dedicated`` reason to be left out."""
+    return [cls.name for cls in SCENARIOS.select(lambda cls: cls.standalone and not cls.dedicated)]
+
+
+def suite_params(name: str) -> dict[str, Any]:
+    """The parameters a suite that plays every scenario serves ``name`` with (its ``suite_params``)."""
+    return dict(SCENARIOS.get(name).suite_params)
 
 
 __all__ = [
     "Episode",
-    "REGISTRY",
+    "SCENARIOS",
     "Scenario",
     "Split",
     "Tool",
     "ToolResult",
+    "generic_scenarios",
     "get_scenario",
     "image",
     "list_scenarios",
     "load_scenarios",
     "playable_scenarios",
     "register",
+    "suite_params",
     "text",
     "tool",
 ]
-
-# Eager, unlike faults and checks: every front end lists the scenarios (argparse choices) on start.
-load_scenarios()

@@ -554,6 +554,7 @@ class BrokenSession(Scenario):
 
     name = "broken-session"
     summary = "task 0 fails in construction (/create 500), task 1's setup() needs secret API_TOKEN, task 2 works"
+    dedicated = "its sessions fail on purpose (constructor 500, a missing secret); conformance/test_sessions.py covers it (P13)"
 
     def splits(self) -> list[Split]:
         return [Split("train", "train")]
@@ -606,6 +607,7 @@ class SchemaConflict(Scenario):
 
     name = "schema-conflict"
     summary = "task-scoped configure(level) is int on even tasks and str on odd tasks (mock engine only)"
+    dedicated = "the SDK twin cannot serve per-task schema variants; conformance/test_tool_binding.py covers it on the mock (P1)"
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)

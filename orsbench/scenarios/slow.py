@@ -10,7 +10,8 @@ real-world timings, e.g. ``--param long_call=1200 --ping-interval 10``.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,7 +49,7 @@ class Slow(Scenario):
     #: The parameters a suite that plays every scenario generically serves this one with: its defaults make
     #: every reset() ride out a 2 s '503 starting' (Retry-After), which the dedicated slow tests and the
     #: slow-setup fault profile cover on purpose.
-    QUICK_PARAMS: ClassVar[dict[str, float]] = {"setup": 0.0, "long_call": 0.05, "latency": 0.0}
+    suite_params: ClassVar[Mapping[str, Any]] = {"setup": 0.0, "long_call": 0.05, "latency": 0.0}
 
     def splits(self) -> list[Split]:
         return [Split("train", "train"), Split("test", "test")]

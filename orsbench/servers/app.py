@@ -1,8 +1,9 @@
-"""Build the ASGI app for a scenario on either implementation, and serve it.
+"""Build the ASGI app for a scenario on a registered implementation, and serve it.
 
-This is the one way orsbench starts a server: :func:`build_app` picks the
-implementation, :func:`serve_forever` binds a socket itself (so port 0 gives a
-free port with no race) and runs uvicorn with httptools and uvloop.
+This is the one way orsbench starts a server: :func:`build_app` builds the
+registered implementation's app, :func:`serve_forever` binds a socket itself
+(so port 0 gives a free port with no race) and runs uvicorn with httptools and
+uvloop.
 """
 
 from __future__ import annotations
@@ -14,63 +15,24 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from orsbench import protocol
 from orsbench.config import ServerConfig
-from orsbench.extras import require
 from orsbench.scenarios import Scenario
-
-#: ``floor`` is not an ORS server: it answers a load episode's requests with constants
-#: (:mod:`orsbench.servers.floor`), the baseline ``orsbench bench`` measures against.
-IMPLEMENTATIONS = ("mock", "sdk", "ors-sdk", "floor")
-#: The implementations that are ORS servers (``floor`` is not): what ``check --serve`` and tests may serve.
-SERVERS = ("mock", "sdk", "ors-sdk")
-
-
-def effective_config(scenario: Scenario, config: ServerConfig, explicit: set[str] = frozenset()) -> ServerConfig:
-    """Apply the scenario's own config defaults to fields the user did not set explicitly."""
-    changes = {k: v for k, v in scenario.config_defaults.items() if k not in explicit}
-    return config.replace(**changes) if changes else config
+from orsbench.servers.implementations import IMPLEMENTATIONS
 
 
 def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock") -> Any:
-    """The ASGI app serving ``scenarios``.
+    """The ASGI app serving ``scenarios`` on the implementation called ``impl`` (see
+    :mod:`orsbench.servers.implementations`); ``ValueError`` for an unknown one, naming the known ones.
 
-    ``mock`` is our engine, ``sdk`` the openreward SDK twin, ``ors-sdk`` the ors-sdk twin, ``floor`` the bench floor.
-    With ``config.request_log`` the app is wrapped, outermost, in the request log (:mod:`orsbench.servers.request_log`).
+    With ``config.request_log`` the app is wrapped, outermost, in the request log
+    (:mod:`orsbench.servers.request_log`): it records what a client sent and what the faults answered.
     """
-    app = _build_app(scenarios, config, impl)
+    app = IMPLEMENTATIONS.get(impl).build_app(scenarios, config)
     if config.request_log:
         from orsbench.servers.request_log import RequestLog
 
         return RequestLog(app)
     return app
-
-
-def _build_app(scenarios: list[Scenario], config: ServerConfig, impl: str) -> Any:
-    if impl == "mock":
-        from orsbench.servers.engine import Engine
-        from orsbench.servers.faults import apply_faults
-
-        engine = Engine(scenarios, config)
-        return apply_faults(engine, config.faults, config.seed) if config.faults else engine
-    if config.faults:
-        raise ValueError("fault profiles apply to the mock engine only (--impl mock)")
-    if impl == "sdk":
-        os.environ.setdefault(protocol.ENV_DISABLE_UPDATE_CHECK, "1")
-        require("sdk", "--impl sdk (the openreward SDK twin)")  # MissingExtra names the extra; our own import errors stay loud
-        from orsbench.servers.sdk_twin import build_app as build_sdk_app
-
-        return build_sdk_app(scenarios, config)
-    if impl == "ors-sdk":
-        require("ors-sdk", "--impl ors-sdk (the ors-sdk twin)")
-        from orsbench.servers.ors_sdk_twin import build_app as build_ors_app
-
-        return build_ors_app(scenarios, config)
-    if impl == "floor":
-        from orsbench.servers.floor import FloorApp
-
-        return FloorApp(scenarios)
-    raise ValueError(f"unknown implementation {impl!r}; choose one of {', '.join(IMPLEMENTATIONS)}")
 
 
 def is_loopback(host: str) -> bool:

@@ -19,8 +19,6 @@ never kept: ``X-Secrets`` is recorded as the *names* it carries, and
 
 from __future__ import annotations
 
-import base64
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +26,7 @@ from typing import Any
 import orjson
 
 from orsbench import protocol
-from orsbench.servers.http import ASGIApp, Message, RawJSON, Receive, Scope, Send, read_body, send_json
+from orsbench.servers.http import ASGIApp, HTTPError, Message, RawJSON, Receive, Scope, Send, read_body, send_json
 
 #: Bytes of each request or response body kept.
 BODY_LIMIT = 256 * 1024
@@ -43,13 +41,14 @@ _SECRET_HEADERS = {b"x-secrets", b"x-api-key", b"authorization"}
 
 def secret_names(header: bytes | None) -> list[str] | None:
     """The names an ``X-Secrets`` header carries (never the values); ``None`` when it is not readable."""
+    from orsbench.servers.engine import parse_secrets
+
     if not header:
         return None
     try:
-        decoded = json.loads(base64.b64decode(header, validate=True))
-    except (ValueError, RecursionError):
+        return sorted(parse_secrets(header.decode("latin-1")))
+    except HTTPError:
         return None
-    return sorted(str(k) for k in decoded) if isinstance(decoded, dict) else None
 
 
 @dataclass

@@ -37,7 +37,7 @@ def preload(extra: list[str]) -> None:
     import orsbench.servers.engine  # noqa: F401
     import orsbench.servers.faults  # noqa: F401
 
-    orsbench.servers.faults.load_all()
+    orsbench.servers.faults.FAULTS.load()
     for name in extra:
         importlib.import_module(name)
     try:

@@ -30,7 +30,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from orsbench.registry import load_modules
+from orsbench.registry import Registry
 from orsbench.servers.http import ASGIApp
 
 if TYPE_CHECKING:
@@ -68,14 +68,15 @@ class Fault:
     wrap: WrapFn | None = None
 
 
-FAULTS: dict[str, Fault] = {}
-#: The modules that register faults (loaded by :func:`load_all`; see :mod:`orsbench.registry`).
+#: The modules that register faults (see :mod:`orsbench.registry`).
 MODULES = (
     "orsbench.servers.faults.violations",
     "orsbench.servers.faults.router",
     "orsbench.servers.faults.profiles",
     "orsbench.servers.faults.tool_defects",
 )
+#: Every named fault, both families, loaded from :data:`MODULES` on first use.
+FAULTS: Registry[Fault] = Registry("fault", modules=MODULES)
 
 
 def fault(
@@ -88,7 +89,7 @@ def fault(
     """
 
     def decorate(fn: ApplyFn) -> ApplyFn:
-        _register(Fault(name, summary, kind, fn, wrap))
+        FAULTS.register(Fault(name, summary, kind, fn, wrap), origin=fn.__module__)
         return fn
 
     return decorate
@@ -104,21 +105,10 @@ def http_fault(name: str, summary: str, kind: Literal["violation", "profile"]) -
         def apply(engine: "Engine", app: Any, rng: random.Random) -> Any:
             return fn(app, rng, engine_context(engine))
 
-        _register(Fault(name, summary, kind, apply, fn))
+        FAULTS.register(Fault(name, summary, kind, apply, fn), origin=fn.__module__)
         return fn
 
     return decorate
-
-
-def _register(entry: Fault) -> None:
-    if entry.name in FAULTS:
-        raise ValueError(f"fault {entry.name!r} registered twice")
-    FAULTS[entry.name] = entry
-
-
-def load_all() -> dict[str, Fault]:
-    load_modules(MODULES)
-    return FAULTS
 
 
 def engine_context(engine: "Engine") -> FaultContext:
@@ -133,11 +123,7 @@ def engine_context(engine: "Engine") -> FaultContext:
 
 
 def _lookup(names: tuple[str, ...]) -> list[Fault]:
-    registry = load_all()
-    unknown = [n for n in names if n not in registry]
-    if unknown:
-        raise ValueError(f"unknown fault {unknown[0]!r}; known: {', '.join(sorted(registry)) or 'none'}")
-    return [registry[n] for n in names]
+    return [FAULTS.get(n) for n in names]  # UnknownName (a ValueError) lists the known faults
 
 
 def apply_faults(engine: "Engine", names: tuple[str, ...], seed: int) -> Any:
@@ -179,4 +165,4 @@ def wrap_app(
 
 def http_fault_names() -> list[str]:
     """Every fault that can wrap any ORS ASGI app (see :func:`wrap_app`)."""
-    return sorted(n for n, e in load_all().items() if e.wrap is not None)
+    return sorted(n for n, e in FAULTS.items() if e.wrap is not None)

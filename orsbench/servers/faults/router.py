@@ -9,9 +9,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from orsbench.config import ServerConfig
+from orsbench.config import ServerConfig, effective_config
 from orsbench.scenarios import get_scenario
-from orsbench.servers.app import effective_config
 from orsbench.servers.engine import Engine
 from orsbench.servers.faults import apply_faults, fault
 from orsbench.servers.faults.violations import ROUTER_PREFIX, VIOLATIONS

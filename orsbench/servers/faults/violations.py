@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
+from orsbench.registry import Registry
 from orsbench.servers import sse
 from orsbench.servers.engine import finished_error
 from orsbench.servers.faults import fault
@@ -56,7 +57,8 @@ class Violation:
     knobs: dict[str, Any] = field(default_factory=dict)
 
 
-VIOLATIONS: dict[str, Violation] = {}
+#: Every violation, registered with its fault by :func:`violation` (a module adding violations joins ``modules``).
+VIOLATIONS: Registry[Violation] = Registry("violation", modules=("orsbench.servers.faults.violations",))
 #: Path prefix under which the ``violation-router`` test harness (:mod:`.router`) serves each violation.
 ROUTER_PREFIX = "/_violations/"
 
@@ -71,7 +73,7 @@ def violation(
     **knobs: Any,
 ) -> Callable[[Apply], Apply]:
     def decorate(fn: Apply) -> Apply:
-        VIOLATIONS[name] = Violation(name, summary, breaks, also, scenario, knobs)
+        VIOLATIONS.register(Violation(name, summary, breaks, also, scenario, knobs), origin=fn.__module__)
         return fault(name, summary, kind="violation")(fn)
 
     return decorate

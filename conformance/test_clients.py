@@ -27,7 +27,7 @@ os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
 
 import pytest
 
-from conformance.targets import Target, group
+from conformance.targets import SuiteTarget, group
 from orsbench.clients import cells as C
 from orsbench.clients.drivers import CLIENTS
 from orsbench.clients.profiles import profiles
@@ -117,6 +117,11 @@ _SIGNATURES: dict[str, Callable[[Outcome], bool]] = {
     "ors-no-end-retried-forever": lambda o: o.hung and o.requests.get("fault stream-no-end", 0) >= 3,
     "reset-leaks-session": lambda o: o.failed_at == "reset" and o.sessions_left_open == 1,
     "ors-sdk-no-finish-latch": lambda o: o.error is None and any("run more often" in p for p in o.problems),
+    "sanitizer-drops-keyword-params": lambda o: o.error is None and any(p.startswith("server ran {}") for p in o.problems),
+    "env-name-not-sent": lambda o: o.error is None and any("wrong environment" in p for p in o.problems),
+    "ors-create-without-env-name": lambda o: o.error is None and any("wrong environment" in p for p in o.problems),
+    "cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and any("run more often" in p for p in o.problems),
+    "ors-cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and any("run more often" in p for p in o.problems),
 }
 
 
@@ -170,7 +175,7 @@ def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outco
 # -- ors-sdk's client and a 4xx -----------------------------------------------------------------------
 @pytest.mark.xdist_group(group("echo", "mock"))
 @pytest.mark.xfail(strict=True, reason=f"[ors-4xx-retried] {C.D.DEFECTS['ors-4xx-retried'].summary}")
-def test_ors_client_sends_a_refused_create_once(serve: Callable[..., Target]) -> None:
+def test_ors_client_sends_a_refused_create_once(serve: Callable[..., SuiteTarget]) -> None:
     """/create with an index past the end is a 400; a client must not repeat it."""
     from ors.client import ORS
 
@@ -198,7 +203,7 @@ def _latch_params() -> list[Any]:
 
 
 @pytest.mark.parametrize("server", _latch_params())
-def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server: str, serve: Callable[..., Target]) -> None:
+def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server: str, serve: Callable[..., SuiteTarget]) -> None:
     """GRPO stops only when the model stops calling tools: the server must refuse the extra call so TRL keeps 1.0."""
     from orsbench.clients.episodes import Script, Step
     from orsbench.clients.run import play
@@ -213,7 +218,7 @@ def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server
 # -- ors-sdk's client and a long 503 'starting' -------------------------------------------------------
 @pytest.mark.xdist_group("clients-profiles-1")
 @pytest.mark.xfail(strict=True, reason=f"[ors-503-gives-up] {C.D.DEFECTS['ors-503-gives-up'].summary}")
-def test_ors_client_rides_out_an_8s_setup(serve: Callable[..., Target]) -> None:
+def test_ors_client_rides_out_an_8s_setup(serve: Callable[..., SuiteTarget]) -> None:
     """slow-setup with an 8 s setup(): /prompt answers 503 starting with Retry-After until it is ready."""
     from orsbench.clients.run import play
 

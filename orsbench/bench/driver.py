@@ -144,7 +144,7 @@ class _Episode:
         async with http.post(protocol.CREATE_SESSION) as r:
             sid = session_id(await _read_stream(r, "create_session"))
         sid_header = {protocol.SESSION_HEADER: sid}
-        json_headers = {**sid_header, **_JSON}
+        json_headers = {**sid_header, **_JSON, **plan.create_headers}
         created = False
         try:
             body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})

@@ -175,7 +175,7 @@ class _Held:
                 parser.feed(await r.read())
                 sid = session_id(parser.close())
             body = orjson.dumps({"env_name": self.plan.env, "split": self.plan.split, "index": self.plan.index(n)})
-            async with await self._send(protocol.CREATE, data=body, headers={protocol.SESSION_HEADER: sid, **_JSON}) as r:
+            async with await self._send(protocol.CREATE, data=body, headers={protocol.SESSION_HEADER: sid, **_JSON, **self.plan.create_headers}) as r:
                 check_sid_echo("create", r.status, await r.read(), sid)
         except _FAILURES as exc:
             self._failed("open", exc)

@@ -100,6 +100,37 @@ def _schema_zoo(task: JSON) -> list[Step]:
     ]
 
 
+def _images(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import look_text
+
+    return [Step("look", {}, look_text()), Step("answer", {"colour": task["colour"]}, "correct")]
+
+
+def _schema_keywords(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import record_text
+
+    args = {k: task[k] for k in ("title", "default", "examples")}
+    return [Step("record", args, record_text(**args))]
+
+
+def _dense(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import step_text
+
+    return [Step("step", {}, step_text(n, r)) for n, r in enumerate(task["rewards"], start=1)]
+
+
+def _two_envs(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import sign_text
+
+    return [Step("sign", {"word": task["word"]}, sign_text("two-envs", True))]
+
+
+#: Scripts whose episode reward is not 1.0: dense-reward's clients end on the last non-null reward (§13.3).
+_REWARDS: dict[str, Callable[[JSON], float | None]] = {
+    "dense-reward": lambda task: [r for r in task["rewards"] if r is not None][-1],
+}
+
+
 _SCRIPTS: dict[str, Callable[[JSON], list[Step]]] = {
     "echo": _echo,
     "task-tool": _task_tool,
@@ -109,6 +140,10 @@ _SCRIPTS: dict[str, Callable[[JSON], list[Step]]] = {
     "schema-zoo-index": lambda task: [Step("answer", {"word": task["word"]}, "right")],
     "schema-zoo-prompt": lambda task: [Step("answer", {"value": str(task["answer"])}, "right")],
     "pick": lambda task: [Step("pick", {"door": task["door"]}, "win")],
+    "images": _images,
+    "schema-keywords": _schema_keywords,
+    "dense-reward": _dense,
+    "two-envs": _two_envs,
 }
 
 
@@ -116,7 +151,8 @@ def script(name: str) -> Script:
     """The winning episode of ``name``'s first train task (a clean single call for unscripted scenarios)."""
     task = _task(name)
     if name in _SCRIPTS:
-        return Script(name, tuple(_SCRIPTS[name](task)))
+        reward = _REWARDS[name](task) if name in _REWARDS else 1.0
+        return Script(name, tuple(_SCRIPTS[name](task)), reward=reward)
     scenario = get_scenario(name, **suite_params(name))
     first = sorted(scenario.shared_tools(), key=lambda t: t.name)[0]
     return Script(name, (Step(first.name, required_example(first.input_schema)),), reward=None, finished=False)

@@ -6,7 +6,8 @@ runs the reference server itself, so its transcript is the yardstick; what the
 others (and the twin's own scenario plumbing) do differently is listed here,
 once, as data:
 
-* the README shows :func:`markdown` between ``<!-- impl-differences -->``
+* the README shows each twin's list
+  (:func:`orsbench.servers.implementations.differences_markdown`) between ``<!-- impl-differences -->``
   markers (``tests/test_docs.py`` keeps them equal);
 * ``tests/test_differential.py`` plays scripted episodes of every scenario on
   all three implementations and accepts a step that differs from the SDK
@@ -32,7 +33,7 @@ from fnmatch import fnmatchcase
 
 from orsbench.servers.engine import DELIBERATE_DIFFERENCES
 
-__all__ = ["DIFFERENCES", "Difference", "markdown"]
+__all__ = ["DIFFERENCES", "Difference"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ _AFTER_FINISHED = (
     "task-tool/call lookup * after finished",
     "sparse-reward/call reveal * after finished",
     "schema-zoo/call score * after finished",
+    "dense-reward/call step * after finished",
 )
 
 #: impl → its known differences from openreward 0.1.167's Server.
@@ -74,7 +76,12 @@ DIFFERENCES: dict[str, tuple[Difference, ...]] = {
         _mock("/docs", "no-docs"),
         _mock("/version", "version-emulated"),
         _mock("task_spec the scenario cannot play", "task-spec-422"),
-        _mock("`secrets` field", "body-secrets-redacted", ("broken-session/create task 1 with body secrets",)),
+        _mock(
+            "`secrets` field",
+            "body-secrets-redacted",
+            ("broken-session/create task 1 with body secrets", "secrets/create with body secrets"),
+        ),
+        _mock("SessionRefused", "session-refused-4xx", ("secrets/create without secret",)),
         _mock("API-key", "api-key"),
     ),
     "sdk": (
@@ -165,15 +172,15 @@ DIFFERENCES: dict[str, tuple[Difference, ...]] = {
                 "broken-session/prompt task 1 with X-Secrets",
                 "broken-session/create task 1 with body secrets",
                 "broken-session/prompt task 1 with body secrets",
+                # The secrets hazard: a session that needs its secret in X-Secrets never gets it, and its
+                # constructor (run inside ors-sdk's setup task) fails every later request with 500.
+                "secrets/create without secret",
+                "secrets/prompt without secret",
+                "secrets/create with body secrets",
+                "secrets/prompt with X-Secrets",
+                "secrets/call whoami *",
             ),
         ),
     ),
 }
 
-
-def markdown() -> str:
-    """The README block: one line per difference of each twin (an implementation that ``runs`` another server)."""
-    from orsbench.servers.implementations import IMPLEMENTATIONS
-
-    twins = IMPLEMENTATIONS.select(lambda i: bool(i.runs))
-    return "\n".join(f"- `{impl.name}` `{d.id}`: {d.summary}" for impl in twins for d in impl.differences)

@@ -68,7 +68,8 @@ class Implementation:
             takers = ", ".join(i.name for i in IMPLEMENTATIONS.select(lambda i: i.takes_faults))
             raise ValueError(f"fault profiles apply to the mock engine only (--impl {takers})")
         self.require()
-        return self.build(list(scenarios), config)
+        # A scenario's companions (two-envs) are served beside it, on every implementation.
+        return self.build([served for scenario in scenarios for served in scenario.served()], config)
 
     def require(self, feature: str | None = None) -> None:
         """Raise :class:`~orsbench.extras.MissingExtra` naming the extra when it is not installed."""
@@ -91,6 +92,12 @@ def ors_servers() -> list[str]:
     return [i.name for i in IMPLEMENTATIONS.select(lambda i: i.speaks_ors)]
 
 
+def differences_markdown() -> str:
+    """The README block: one line per known difference of each twin (an implementation that ``runs`` another server)."""
+    twins = IMPLEMENTATIONS.select(lambda i: bool(i.runs))
+    return "\n".join(f"- `{impl.name}` `{d.id}`: {d.summary}" for impl in twins for d in impl.differences)
+
+
 def benched_by_default() -> tuple[str, ...]:
     """What ``orsbench bench`` measures when no ``--impl`` is given."""
     return tuple(i.name for i in IMPLEMENTATIONS.select(lambda i: i.benched))
@@ -110,9 +117,11 @@ def in_suite() -> tuple[str, ...]:
 def _mock(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:
     from orsbench.servers.engine import Engine
     from orsbench.servers.faults import apply_faults
+    from orsbench.servers.replay import RecordedAnswers, answering
 
     engine = Engine(list(scenarios), config)
-    return apply_faults(engine, config.faults, config.seed) if config.faults else engine
+    app = apply_faults(engine, config.faults, config.seed) if config.faults else engine
+    return RecordedAnswers(app, list(scenarios)) if answering(list(scenarios)) else app
 
 
 def _sdk(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:

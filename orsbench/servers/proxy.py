@@ -33,6 +33,7 @@ import orjson
 
 from orsbench import protocol
 from orsbench.servers.upstream import Aborted, UpstreamError, UpstreamPool, UpstreamResponse
+from orsbench.wire.client import add_secrets
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEParser
 
@@ -77,6 +78,14 @@ OWN_HEADERS = frozenset({"date", "server"})
 LOCAL_PREFIX = "/_orsbench/"
 
 
+def _with_secrets(headers: list[tuple[bytes, bytes]], secrets: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    """``headers`` with the operator's secrets merged into ``X-Secrets`` (the client's own entries kept)."""
+    wanted = protocol.SECRETS_HEADER.lower().encode("latin-1")
+    sent = next((v.decode("latin-1") for k, v in headers if k.lower() == wanted), None)
+    merged = add_secrets(sent, secrets).encode("latin-1")
+    return [(k, v) for k, v in headers if k.lower() != wanted] + [(protocol.SECRETS_HEADER.encode("latin-1"), merged)]
+
+
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
@@ -93,6 +102,7 @@ class ProxyApp:
         routes: Mapping[str, LocalRoute] | None = None,
         on_shutdown: Sequence[Callable[[], None]] = (),
         connect_timeout: float = 10.0,
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -101,6 +111,8 @@ class ProxyApp:
         self.upstream_origin = _origin(self.upstream)
         self._base_path = parts.path.rstrip("/")
         self.observers = list(observers)
+        #: Added to every ``/create`` sent upstream as ``X-Secrets`` (``--secret``; docs/protocol.md §14).
+        self._secrets = dict(secrets or {})
         self.routes = dict(routes or {})
         #: Run at lifespan shutdown (SIGINT/SIGTERM): where the front end writes its reports.
         #: (uvicorn re-raises the signal once it has shut down, so code after ``run()`` never runs.)
@@ -175,6 +187,8 @@ class ProxyApp:
             url = self._urls.setdefault(url, url)
         exchange = Exchange(scope["method"], url, seen, body)
         start = exchange.started_at = time.monotonic()
+        if self._secrets and scope["path"] == protocol.CREATE:
+            headers = _with_secrets(headers, self._secrets)
         try:
             response = await self.pool.request(scope["method"], target, headers, body)
         except UpstreamError as exc:

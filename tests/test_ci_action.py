@@ -166,3 +166,15 @@ def test_client_cmd_runs_check_client_and_renders_its_json(tmp_path: Path) -> No
     summary = client_reports(tmp_path)
     assert "orsbench check-client: FAIL" in summary and "`client.deletes_session`" in summary
     assert 'id="check-client-deletes_session" open' in (tmp_path / "client-report.html").read_text()
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / ".github" / "workflows").glob("*.yml")), ids=lambda p: p.name)
+def test_the_repositorys_workflows_are_valid(path: Path) -> None:
+    """ci.yml uses the action on a healthy and a broken server; every workflow must at least be well-formed."""
+    workflow = yaml.safe_load(path.read_text())
+    workflow["on"] = workflow.pop(True)
+    assert [e.message for e in _schema("github-workflows").iter_errors(workflow)] == []
+    for job in workflow["jobs"].values():
+        for step in job.get("steps", []):
+            if step.get("uses") == "./":
+                assert set(step.get("with", {})) <= set(_action()["inputs"]), step

@@ -35,6 +35,12 @@ ENVS = (
     "never_finishes.py:NeverFinishes",
     "validator_gated.py:ValidatorGated",
     "long_game.py:LongGame",
+    "json_scorers.py:JsonObjectScorer",
+    "json_scorers.py:JsonArrayScorer",
+    "json_scorers.py:NumberStringScorer",
+    "command_game.py:CommandGame",
+    "multi_tool_lab.py:MultiToolLab",
+    "stochastic_mdp.py:StochasticMdp",
 )
 
 

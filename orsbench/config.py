@@ -48,6 +48,9 @@ class ServerConfig:
     seed: int = 0
     #: Log one line per request (off by default: it costs more than the work).
     access_log: bool = False
+    #: Record every request and answer for ``GET /_orsbench/requests`` (``orsbench check-client`` grades
+    #: a client from it); off by default: it costs a copy of every body.
+    request_log: bool = False
     #: Scenario parameters (``--param key=value``), passed to the scenario factory.
     params: dict[str, Any] = field(default_factory=dict)
     #: Fields set on purpose, even to their default value: a scenario's own defaults never override them

@@ -23,6 +23,10 @@ parametrise over it), with ``--ors-env``, ``--ors-split`` and, for an environmen
 whose ``/create`` needs them, ``--ors-secret NAME=VALUE`` / ``--ors-secrets-file F``
 (fixture ``ors_secrets``; docs/protocol.md §14).
 
+``--ors-client-cmd "CMD"`` grades an ORS client's adapter command on every
+``orsbench check-client`` case, one test per case (``--ors-client-cases A,B``,
+``--ors-client-timeout S``; docs/clients.md).
+
 With TRL installed, ``ors_openreward_spec(**kwargs)`` builds a
 ``trl.experimental.openreward.OpenRewardSpec`` for ``ors_server``::
 
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -58,6 +63,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ors-url", default=None, help="run the wire checks against this ORS server instead of embedded mocks")
     group.addoption("--ors-env", default=None, help="environment name on --ors-url (default: its first environment)")
     group.addoption("--ors-split", default=None, help="split to use on --ors-url (default: the first train split)")
+    group.addoption(
+        "--ors-client-cmd",
+        default=None,
+        metavar="COMMAND",
+        help="grade this ORS client adapter command on every check-client case, one test per case (docs/clients.md)",
+    )
+    group.addoption("--ors-client-cases", default=None, metavar="A,B", help="with --ors-client-cmd: only these cases")
+    group.addoption(
+        "--ors-client-timeout", default=None, type=float, metavar="S", help="with --ors-client-cmd: the command's deadline per case"
+    )
     group.addoption("--ors-secret", type=types.secret, action="append", default=[], metavar="NAME=VALUE", help=types.SECRET_HELP)
     group.addoption("--ors-secrets-file", type=types.secrets_file, action="append", default=[], metavar="FILE", help=types.SECRETS_FILE_HELP)
 
@@ -82,9 +97,28 @@ def pytest_configure(config: pytest.Config) -> None:
         "(config keys are ServerConfig fields such as ttl, ping_interval, latency)",
     )
     refuse_parallel_snapshot_update(config)
+    add_client_cases(config)
     if not os.environ.get("ORSBENCH_NO_ZYGOTE"):
         # Servers fork from one preloaded process per worker: an SDK twin starts in ~0.5 s, not ~5 s.
         launch.use_zygote()
+
+
+def add_client_cases(config: pytest.Config) -> None:
+    """With ``--ors-client-cmd``, collect the client cases (:mod:`orsbench.clientcheck.pytest_cases`).
+
+    Alone (``pytest --ors-client-cmd CMD``) they are the whole run; beside paths given on the
+    command line, they run with those tests.
+    """
+    if not config.getoption("ors_client_cmd", None):
+        return
+    from orsbench.clientcheck import pytest_cases
+
+    path = str(Path(pytest_cases.__file__).resolve())
+    if config.args_source is pytest.Config.ArgsSource.ARGS:
+        if path not in config.args:
+            config.args.append(path)
+    else:  # no paths given: not the whole test suite of the directory, only the cases
+        config.args[:] = [path]
 
 
 def refuse_parallel_snapshot_update(config: pytest.Config) -> None:

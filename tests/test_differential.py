@@ -126,6 +126,9 @@ def resume(env: str) -> Step:
     return "resume last task_id", lambda c, s: c.call(env, s["sid"], "x", {}, task_id=s["task"])
 
 
+#: The secret the ``secrets`` scenario needs (a test value, never a real one).
+SECRET = {"ORSBENCH_HAZARD_TOKEN": "differential-test-token"}
+
 SCRIPTS: dict[str, list[Step]] = {
     "echo": [
         *discovery("echo"),
@@ -213,6 +216,55 @@ SCRIPTS: dict[str, list[Step]] = {
         ("prompt task 1 with body secrets", lambda c, s: c.prompt("broken-session", "broken-1b")),
         ("create task 1 without secrets", lambda c, s: c.create("broken-1c", split="train", index=1)),
         ("prompt task 1 without secrets", lambda c, s: c.prompt("broken-session", "broken-1c")),
+        *teardown(),
+    ],
+    # The hazards (docs/protocol.md §13).
+    "images": [
+        *discovery("images"),
+        *session("images", 0),
+        call("images", "look", {}),
+        call("images", "answer", {"colour": "red"}),
+        *teardown(),
+    ],
+    "schema-keywords": [
+        *discovery("schema-keywords"),
+        *session("schema-keywords", 0),
+        call("schema-keywords", "record", {}),
+        call("schema-keywords", "record", {"title": "entry 0", "default": "fallback-0", "examples": ["e0", "e1"]}),
+        *teardown(),
+    ],
+    "dense-reward": [
+        *discovery("dense-reward"),
+        *session("dense-reward", 1),
+        *(call("dense-reward", "step", {}, f" #{n}") for n in range(1, 5)),
+        call("dense-reward", "step", {}, " after finished"),
+        *teardown(),
+    ],
+    "two-envs": [
+        *discovery("two-envs"),
+        *session("two-envs", 0),
+        call("two-envs", "sign", {"word": "harbor"}),
+        ("create without env_name", lambda c, s: c.create("decoy-1", split="train", index=0)),
+        ("call in the default env", lambda c, s: c.call("two-envs", "decoy-1", "sign", {"word": "harbor"})),
+        ("delete default-env session", lambda c, s: c.delete("decoy-1")),
+        *teardown(),
+    ],
+    "secrets": [
+        *discovery("secrets"),
+        ("create_session", lambda c, s: _remember(s, "sid", c.create_session())),
+        ("create without secret", lambda c, s: c.create("nosecret-1", split="train", index=0)),
+        ("prompt without secret", lambda c, s: c.prompt("secrets", "nosecret-1")),
+        ("create with body secrets", lambda c, s: c.create("nosecret-2", split="train", index=0, extra={"secrets": SECRET})),
+        ("create with X-Secrets", lambda c, s: c.create(s["sid"], split="train", index=0, secrets=SECRET)),
+        ("prompt with X-Secrets", lambda c, s: c.prompt("secrets", s["sid"])),
+        call("secrets", "whoami", {}),
+        *teardown(),
+    ],
+    "recover": [
+        *discovery("recover"),
+        *session("recover", 0),
+        call("recover", "guess", {"number": 0}),
+        call("recover", "guess", {"number": 1}),
         *teardown(),
     ],
     "schema-conflict": [

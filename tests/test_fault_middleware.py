@@ -25,7 +25,10 @@ from orsbench.servers.faults.middleware import ReapIdle
 from orsbench.servers.faults import profiles as P
 from orsbench.wire.sse import parse
 
-HTTP_PROFILES = {"latency-jitter", "flaky-5xx", "rate-limit", "stream-drop", "stream-stall", "stream-no-end", "short-ttl"}
+HTTP_PROFILES = {
+    "latency-jitter", "flaky-5xx", "rate-limit", "stream-drop", "stream-stall", "stream-no-end", "short-ttl",
+    "credits-402", "cut-before-task-id",
+}  # fmt: skip
 
 
 def opaque_engine(**config: Any) -> tuple[Engine, Any]:
@@ -104,6 +107,32 @@ def test_stream_drop_cuts_after_task_id_and_the_task_stays_resumable() -> None:
         assert finished(resumed)
         assert parse(body(resumed)).names()[-1] == protocol.EVENT_END
         assert counted == [("stream-drop", None)], "resumes pass stream-drop untouched"
+
+    asyncio.run(scenario())
+
+
+def test_cut_before_task_id_sends_headers_then_nothing_once_per_session() -> None:
+    async def scenario() -> None:
+        counted: list[tuple[str, int | None]] = []
+        _engine, inner = opaque_engine()
+        app = wrap_app(inner, ("cut-before-task-id",), seed=1, on_fault=lambda name, status: counted.append((name, status)))
+        messages = await fresh_call(app)
+        assert messages[0]["status"] == 200 and not finished(messages)
+        assert body(messages) == b"", "not even the task_id event reaches the client"
+        again = await request(app, "POST", protocol.env_path("slow", protocol.CALL), {"name": "step", "input": {}})
+        assert finished(again) and parse(body(again)).names()[-1] == protocol.EVENT_END, "only the session's first call is cut"
+        assert counted == [("cut-before-task-id", None)]
+
+    asyncio.run(scenario())
+
+
+def test_credits_402_refuses_create_session_only() -> None:
+    async def scenario() -> None:
+        _engine, inner = opaque_engine()
+        app = wrap_app(inner, ("credits-402",), seed=1)
+        refused = await request(app, "POST", protocol.CREATE_SESSION, {})
+        assert refused[0]["status"] == 402 and b"Insufficient credits" in body(refused)
+        assert finished(await fresh_call(app))
 
     asyncio.run(scenario())
 

@@ -160,6 +160,8 @@ class HeldReport:
                 lines.append(f"note: {f.name}'s tool takes no '{DURATION_ARG}': each call was held as long as the tool ran")
             if f.note:
                 lines.append(f"note: {f.name}: {f.note}")
+            if f.hold.retried:
+                lines.append(f"note: {f.name}: {f.hold.retried} request(s) answered 503 + Retry-After were waited out and resent")
             for kind, count in f.hold.error_kinds.most_common(5):
                 lines.append(f"  {f.name} error x{count}: {kind}")
         return "\n".join(lines)

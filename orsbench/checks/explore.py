@@ -283,7 +283,7 @@ def probe_quality(col: Collector) -> None:
     if done is None:
         return
     replays: list[JSON] = []
-    for attempt in range(REPLAYS):
+    for attempt in range(REPLAYS if len(done.calls) <= SECOND_REPLAY_MAX_CALLS else 1):
         replay = _replay(col, done, f"quality.replay{attempt + 1}." if attempt else "quality.replay.")
         if replay is None:
             break
@@ -317,6 +317,8 @@ def probe_quality(col: Collector) -> None:
 #: How many times the quality probe replays a finished episode looking for a different reward: a
 #: stochastic environment shows itself on most replays, and each costs one episode's calls.
 REPLAYS = 2
+#: The second replay only for episodes up to this many calls: a long game costs a whole episode per replay.
+SECOND_REPLAY_MAX_CALLS = 20
 
 
 def _replay(col: Collector, done: Episode, label: str) -> JSON | None:

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from functools import cache
 
 from orsbench.clients import defects as D
-from orsbench.clients.drivers import CLIENTS
 from orsbench.clients.episodes import INDEX, SPLIT, Script, scenarios, script
 from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clients.profiles import Profile, profiles
+from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.scenarios import get_scenario, suite_params
 from orsbench.servers.implementations import ors_servers
 
 #: Profiles where the right outcome is a clear failure, not survival.
-FAIL_CLEARLY = frozenset({"setup-failure", "tool-raises", "restart", "stream-no-end"})
+FAIL_CLEARLY = frozenset({"setup-failure", "tool-raises", "restart", "stream-no-end", "credits-402", "cut-before-task-id"})
 #: Default server chunk size (``ServerConfig.chunk_size``).
 _CHUNK = 4096
 
@@ -53,7 +53,7 @@ def plan(
     clients: list[str] | None = None, server_names: list[str] | None = None, profile_names: list[str] | None = None
 ) -> list[Cell]:
     """Every cell, narrowed to the given clients/servers/profiles (``[]`` profiles: none)."""
-    clients = clients or list(CLIENTS)
+    clients = clients or CLIENT_TARGETS.names()
     server_names = server_names or servers()
     cells = [Cell(c, s, sc) for s in server_names for sc in scenarios() for c in clients]
     if "mock" in server_names:
@@ -103,6 +103,10 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["inspect-list-tasks-only"]]
     if client == "inspect" and profile == "flaky-5xx":
         return [D.DEFECTS["inspect-5xx-fails-eval"]]
+    if profile == "cut-before-task-id":  # the cut call is re-sent blind: the tool runs twice (§13.5)
+        return [D.DEFECTS["ors-cut-call-rerun" if client == "ors" else "cut-call-rerun"]]
+    if client == "inspect" and profile is None and any(D.sanitized_params(t) for t in _task0_tools(cell.scenario)):
+        return [D.DEFECTS["sanitizer-drops-keyword-params"]]  # the model's call lacks the parameter: nothing runs
     if client == "trl" and (d := D.factory_defect(_task0_tools(cell.scenario))) is not None:
         return [d]
     if profile == "stream-no-end":
@@ -111,6 +115,9 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["reset-leaks-session"]]
     if profile is None and _split_spaces(s):
         found.append(D.DEFECTS["ors-chunk-lstrip" if client == "ors" else "chunk-lstrip"])
+    if profile is None and len(get_scenario(cell.scenario).served()) > 1 and client != "inspect":
+        # The script names a non-default environment; the client's session lands in the default one (§13.6).
+        found.append(D.DEFECTS["ors-create-without-env-name" if client == "ors" else "env-name-not-sent"])
     if client == "inspect" and s.finished and profile not in FAIL_CLEARLY:
         # Inspect's loop makes one call after finished: ors-sdk's server runs it, the others refuse it.
         latch = "ors-sdk-no-finish-latch" if cell.server == "ors-sdk" else "inspect-finished-error"
@@ -140,6 +147,11 @@ DEFECT_VERDICT: dict[str, str] = {
     "ors-no-end-retried-forever": "hangs",
     "reset-leaks-session": "fails silently",
     "ors-sdk-no-finish-latch": "fails silently",
+    "sanitizer-drops-keyword-params": "fails silently",
+    "env-name-not-sent": "fails silently",
+    "ors-create-without-env-name": "fails silently",
+    "cut-call-rerun": "fails silently",
+    "ors-cut-call-rerun": "fails silently",
 }
 
 

@@ -48,7 +48,7 @@ class Defect:
 
     @property
     def clients(self) -> tuple[str, ...]:
-        """The client targets (:data:`orsbench.clients.drivers.CLIENTS` names) that inherit this defect."""
+        """The client targets (:data:`orsbench.clients.targets.CLIENT_TARGETS` names) that inherit this defect."""
         return UPSTREAM_CLIENTS[self.upstream]
 
     @property
@@ -182,6 +182,12 @@ DEFECTS: dict[str, Defect] = {
             "P13",
         ),
         Defect(
+            "images-dropped",
+            TRL,
+            "reset() and every tool method return _join_text_blocks(...): image blocks of the prompt and of tool results are skipped, so the model never sees an image (a screenshot tool reaches it as its caption alone)",
+            "P8",
+        ),
+        Defect(
             "bool-reward",
             TRL,
             "a JSON boolean reward is taken as 1.0/0.0 (float(True)); RFC 008 excludes booleans from rewards",
@@ -206,6 +212,24 @@ DEFECTS: dict[str, Defect] = {
             "P8",
         ),
         Defect(
+            "sanitizer-drops-keyword-params",
+            SDK,
+            "sanitize_tool_schema (and session.list_tools(format=...)) deletes every key named title at any depth, so a parameter named title vanishes from properties for every provider (google also loses parameters named default and examples) while required still names it: the model is shown a schema without a parameter the server requires",
+            "P5",
+        ),
+        Defect(
+            "env-name-not-sent",
+            SDK,
+            "environments.get(name) without variant= sends the name only as X-Deployment: every path is bare (308 to the server's first environment) and /create carries no env_name, so on a server with several environments the episode silently runs in the default one (TRL's OpenRewardSpec(url, env_name=) and inspect-openreward pass the name this way)",
+            "P12",
+        ),
+        Defect(
+            "cut-call-rerun",
+            SDK,
+            "a /call stream that drops before its task_id event is re-POSTed without one (call_tool does not pass resumable_only=True, 'deferred to a follow-up' in client.py), so the tool runs a second time and the episode takes a step nobody asked for",
+            "P8",
+        ),
+        Defect(
             "chunk-lstrip",
             SDK,
             "every SSE data line is lstrip()ped, so a result whose next chunk starts with spaces loses them: the model sees a different text than the environment returned",
@@ -227,6 +251,18 @@ DEFECTS: dict[str, Defect] = {
             "ors-chunk-lstrip",
             ORS,
             "_parse_sse_events lstrip()s every data value, so a result whose next chunk starts with spaces loses them: the model sees a different text than the environment returned",
+            "P8",
+        ),
+        Defect(
+            "ors-create-without-env-name",
+            ORS,
+            "a session opened by split and index POSTs /create without env_name (only a Task carries one) while its calls go to /{name}/call, which the server routes by session: on a server with several environments the episode silently runs in the default one",
+            "P12",
+        ),
+        Defect(
+            "ors-cut-call-rerun",
+            ORS,
+            "a /call stream that drops before its task_id event is re-POSTed without one, so the tool runs a second time",
             "P8",
         ),
         Defect(
@@ -264,6 +300,12 @@ DEFECTS: dict[str, Defect] = {
             INSPECT,
             "the same sanitizer drops prefixItems and additionalProperties: a tuple reaches the model as an array with items {}, and a dict loses its value type (dict[str, float] is a bare object)",
             "P5",
+        ),
+        Defect(
+            "inspect-result-images-dropped",
+            INSPECT,
+            "a tool's execute() returns only the TextBlock texts of the result: image blocks in tool results are dropped (the prompt's images do reach the model as ContentImage)",
+            "P8",
         ),
         Defect(
             "inspect-list-tasks-only",
@@ -446,8 +488,25 @@ def inspect_itemless_params(spec: JSON) -> list[str]:
     return [n for n, p in props.items() if set(schema_view.items_of(p) or {}) & {"prefixItems", "values"}]
 
 
+#: Schema keywords openreward's sanitize_tool_schema deletes wherever they appear as keys, per provider.
+SANITIZED_KEYS: dict[str, frozenset[str]] = {
+    "openai": frozenset({"title"}),
+    "openrouter": frozenset({"title"}),
+    "anthropic": frozenset({"title"}),
+    "google": frozenset({"title", "default", "examples"}),
+}
+
+
+def sanitized_params(spec: JSON, provider: str = "openai") -> list[str]:
+    """Parameters ``sanitize_tool_schema(schema, provider)`` deletes because of their name (§13.2)."""
+    props = (spec.get("input_schema") or {}).get("properties") or {}
+    return [name for name in props if name in SANITIZED_KEYS[provider]]
+
+
 def inspect_binding_defect(spec: JSON) -> Defect | None:
     """Why inspect-openreward shows the model a parameter with less type than the server declared."""
+    if sanitized_params(spec):  # inspect-openreward sanitises for the openai provider
+        return DEFECTS["sanitizer-drops-keyword-params"]
     if inspect_untyped_params(spec):
         return DEFECTS["inspect-ref-untyped"]
     if inspect_itemless_params(spec):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench.clients.schema_view import required_example
+from orsbench.clients.transcript import Call
 from orsbench.scenarios import generic_scenarios, get_scenario, suite_params
 
 JSON = dict[str, Any]
@@ -28,11 +29,15 @@ LONG_TEXT = 6000
 
 @dataclass(frozen=True)
 class Step:
-    """One tool call; ``expect`` is the exact text the environment returns (``None``: not checked)."""
+    """One tool call; ``expect`` is the exact text the environment returns (``None``: not checked).
+
+    ``pause_s``: seconds the client sits idle before the call (a session outliving a TTL).
+    """
 
     tool: str
     args: JSON = field(default_factory=dict)
     expect: str | None = None
+    pause_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,10 @@ class Script:
     #: The reward and ``finished`` a correct client ends with (``None``: the script does not aim for one).
     reward: float | None = 1.0
     finished: bool = True
+
+    def adapter_calls(self) -> list[Call]:
+        """The script as an adapter receives it (``ORSBENCH_SCRIPT``): the calls, without the expectations."""
+        return [Call(step.tool, dict(step.args), step.pause_s) for step in self.steps]
 
     @property
     def calls(self) -> dict[str, int]:
@@ -100,6 +109,37 @@ def _schema_zoo(task: JSON) -> list[Step]:
     ]
 
 
+def _images(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import look_text
+
+    return [Step("look", {}, look_text()), Step("answer", {"colour": task["colour"]}, "correct")]
+
+
+def _schema_keywords(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import record_text
+
+    args = {k: task[k] for k in ("title", "default", "examples")}
+    return [Step("record", args, record_text(**args))]
+
+
+def _dense(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import step_text
+
+    return [Step("step", {}, step_text(n, r)) for n, r in enumerate(task["rewards"], start=1)]
+
+
+def _two_envs(task: JSON) -> list[Step]:
+    from orsbench.scenarios.hazards import sign_text
+
+    return [Step("sign", {"word": task["word"]}, sign_text("two-envs", True))]
+
+
+#: Scripts whose episode reward is not 1.0: dense-reward's clients end on the last non-null reward (§13.3).
+_REWARDS: dict[str, Callable[[JSON], float | None]] = {
+    "dense-reward": lambda task: [r for r in task["rewards"] if r is not None][-1],
+}
+
+
 _SCRIPTS: dict[str, Callable[[JSON], list[Step]]] = {
     "echo": _echo,
     "task-tool": _task_tool,
@@ -109,6 +149,10 @@ _SCRIPTS: dict[str, Callable[[JSON], list[Step]]] = {
     "schema-zoo-index": lambda task: [Step("answer", {"word": task["word"]}, "right")],
     "schema-zoo-prompt": lambda task: [Step("answer", {"value": str(task["answer"])}, "right")],
     "pick": lambda task: [Step("pick", {"door": task["door"]}, "win")],
+    "images": _images,
+    "schema-keywords": _schema_keywords,
+    "dense-reward": _dense,
+    "two-envs": _two_envs,
 }
 
 
@@ -116,7 +160,8 @@ def script(name: str) -> Script:
     """The winning episode of ``name``'s first train task (a clean single call for unscripted scenarios)."""
     task = _task(name)
     if name in _SCRIPTS:
-        return Script(name, tuple(_SCRIPTS[name](task)))
+        reward = _REWARDS[name](task) if name in _REWARDS else 1.0
+        return Script(name, tuple(_SCRIPTS[name](task)), reward=reward)
     scenario = get_scenario(name, **suite_params(name))
     first = sorted(scenario.shared_tools(), key=lambda t: t.name)[0]
     return Script(name, (Step(first.name, required_example(first.input_schema)),), reward=None, finished=False)

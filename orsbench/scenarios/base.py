@@ -166,6 +166,20 @@ def _from_text(text: str, kind: type) -> Any:
     return kind(text)
 
 
+class SessionRefused(Exception):
+    """Raised by :meth:`Scenario.admit`: the session cannot start, and the client can fix why.
+
+    The mock engine answers ``/create`` with ``status`` and ``detail`` (a 4xx);
+    the SDK twins raise it from the environment's constructor, where the
+    reference server answers 500 (a difference ``servers/differences.py`` lists).
+    The detail names what is missing and never quotes a secret's value.
+    """
+
+    def __init__(self, detail: str, status: int = 400) -> None:
+        super().__init__(detail)
+        self.detail, self.status = detail, status
+
+
 @dataclass(frozen=True)
 class Split:
     name: str
@@ -189,6 +203,12 @@ class Scenario:
     params_help: ClassVar[Mapping[str, tuple[Any, str]]] = {}
     #: What a playable task looks like; ``/create`` with a ``task_spec`` it rejects answers 422.
     task_model: ClassVar[type[BaseModel] | None] = None
+    #: Checks of ``orsbench check`` this scenario fails on every server on purpose (a hostile case),
+    #: check id → why; ``docs/protocol.md`` §13 says what each hazard is for.
+    fails_by_design: ClassVar[Mapping[str, str]] = {}
+    #: Scenarios served on the same server *before* this one (built with their defaults): the first is
+    #: then the default environment, where ``/create`` without ``env_name`` and the 308 redirect land.
+    companions: ClassVar[tuple[str, ...]] = ()
     #: ServerConfig fields this scenario changes by default (e.g. a short ping interval).
     config_defaults: ClassVar[Mapping[str, Any]] = {}
     #: False for a scenario that serves nothing without a file of the user's (the cassette replay): it is
@@ -266,6 +286,18 @@ class Scenario:
     # -- episode ----------------------------------------------------------------
     def prompt(self, episode: Episode) -> list[JSON]:
         raise NotImplementedError
+
+    def served(self) -> list["Scenario"]:
+        """Every scenario a server of this one serves, default environment first (see :attr:`companions`)."""
+        from orsbench.scenarios import get_scenario  # the registry imports this module
+
+        return [*(get_scenario(name) for name in self.companions), self]
+
+    def admit(self, episode: Episode) -> None:
+        """Raise :class:`SessionRefused` when ``/create`` must refuse this session (e.g. a missing secret).
+
+        Runs while ``/create`` builds the session, before ``setup``; the default admits every session.
+        """
 
     async def setup(self, episode: Episode) -> None:
         """Runs in the background after ``/create``; ``/prompt`` and ``/call`` wait for it."""

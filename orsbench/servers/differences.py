@@ -64,6 +64,7 @@ _AFTER_FINISHED = (
     "task-tool/call lookup * after finished",
     "sparse-reward/call reveal * after finished",
     "schema-zoo/call score * after finished",
+    "dense-reward/call step * after finished",
 )
 
 #: impl → its known differences from openreward 0.1.167's Server.
@@ -75,7 +76,12 @@ DIFFERENCES: dict[str, tuple[Difference, ...]] = {
         _mock("/docs", "no-docs"),
         _mock("/version", "version-emulated"),
         _mock("task_spec the scenario cannot play", "task-spec-422"),
-        _mock("`secrets` field", "body-secrets-redacted", ("broken-session/create task 1 with body secrets",)),
+        _mock(
+            "`secrets` field",
+            "body-secrets-redacted",
+            ("broken-session/create task 1 with body secrets", "secrets/create with body secrets"),
+        ),
+        _mock("SessionRefused", "session-refused-4xx", ("secrets/create without secret",)),
         _mock("API-key", "api-key"),
     ),
     "sdk": (
@@ -166,6 +172,13 @@ DIFFERENCES: dict[str, tuple[Difference, ...]] = {
                 "broken-session/prompt task 1 with X-Secrets",
                 "broken-session/create task 1 with body secrets",
                 "broken-session/prompt task 1 with body secrets",
+                # The secrets hazard: a session that needs its secret in X-Secrets never gets it, and its
+                # constructor (run inside ors-sdk's setup task) fails every later request with 500.
+                "secrets/create without secret",
+                "secrets/prompt without secret",
+                "secrets/create with body secrets",
+                "secrets/prompt with X-Secrets",
+                "secrets/call whoami *",
             ),
         ),
     ),

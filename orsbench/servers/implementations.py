@@ -68,7 +68,8 @@ class Implementation:
             takers = ", ".join(i.name for i in IMPLEMENTATIONS.select(lambda i: i.takes_faults))
             raise ValueError(f"fault profiles apply to the mock engine only (--impl {takers})")
         self.require()
-        return self.build(list(scenarios), config)
+        # A scenario's companions (two-envs) are served beside it, on every implementation.
+        return self.build([served for scenario in scenarios for served in scenario.served()], config)
 
     def require(self, feature: str | None = None) -> None:
         """Raise :class:`~orsbench.extras.MissingExtra` naming the extra when it is not installed."""

@@ -39,6 +39,20 @@ from orsbench.servers.stats import StatsSnapshot
 from orsbench.servers.user_app import APP_PATH_ENV, AppTarget
 
 _RUNNING: dict[int, "RunningServer"] = {}
+_LOCAL_HTTP: httpx.Client | None = None
+
+
+def local_http() -> httpx.Client:
+    """The one HTTP client for the launcher's own requests to the servers it starts (thread-safe).
+
+    Why shared: every new httpx client loads the CA bundle (~0.1 s of CPU), and the wait for
+    ``/health`` asks up to 50 times a second — a fresh client per probe made a server start CPU-bound.
+    ``trust_env=False``: a proxy set in the environment must never sit between us and 127.0.0.1.
+    """
+    global _LOCAL_HTTP
+    if _LOCAL_HTTP is None:
+        _LOCAL_HTTP = httpx.Client(trust_env=False, timeout=10)
+    return _LOCAL_HTTP
 
 
 class ServerStartError(RuntimeError):
@@ -167,7 +181,7 @@ class RunningServer:
     def stats(self) -> StatsSnapshot:
         """``GET /_orsbench/stats``: server-side counters (sessions, calls, pings, requests; :class:`StatsSnapshot`)."""
         headers = {protocol.API_KEY_HEADER: self.config.api_key} if self.config.api_key else None
-        response = httpx.get(self.url + protocol.STATS, timeout=10, headers=headers)
+        response = local_http().get(self.url + protocol.STATS, timeout=10, headers=headers)
         response.raise_for_status()
         return response.json()
 
@@ -397,7 +411,7 @@ def _first_env(server: RunningServer) -> str:
 def _healthy(url: str) -> bool:
     """Whether ``GET /health`` answers 200 now; a refused or timed-out connection is "not yet", not an error."""
     try:
-        return httpx.get(url + protocol.HEALTH, timeout=2).status_code == 200
+        return local_http().get(url + protocol.HEALTH, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -232,7 +232,10 @@ class Stats:
     sessions_created: int = 0
     sessions_deleted: int = 0
     sessions_reaped: int = 0
+    #: Sessions created per environment: a client that ignores ``env_name`` shows up in the default one.
+    sessions_by_env: Counter[str] = field(default_factory=Counter)
     pings: int = 0
+    #: Tool runs per tool name (a tool the client made run twice counts twice).
     calls: Counter[str] = field(default_factory=Counter)
     call_errors: Counter[str] = field(default_factory=Counter)
     requests: Counter[str] = field(default_factory=Counter)
@@ -242,17 +245,7 @@ class Stats:
         self, *, active_sessions: int, tasks_tracked: int, tasks_running: int, uptime_s: float, config: dict[str, Any]
     ) -> StatsSnapshot:
         """The mock's answer to ``GET /_orsbench/stats``: the common counters plus the mock-only ones."""
-        out = snapshot(
-            impl="mock",
-            active_sessions=active_sessions,
-            sessions_created=self.sessions_created,
-            sessions_deleted=self.sessions_deleted,
-            sessions_reaped=self.sessions_reaped,
-            pings=self.pings,
-            calls=self.calls,
-            requests=self.requests,
-            config=config,
-        )
+        out = snapshot(self, impl="mock", active_sessions=active_sessions, config=config)
         out["call_errors"] = dict(self.call_errors)
         out["statuses"] = {str(k): v for k, v in self.statuses.items()}
         out["tasks_tracked"] = tasks_tracked

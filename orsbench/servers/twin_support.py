@@ -80,6 +80,8 @@ class TwinStats:
     sessions_created: int = 0
     sessions_deleted: int = 0
     sessions_reaped: int = 0
+    #: Environments constructed per environment name (as the mock's ``sessions_by_env``).
+    sessions_by_env: Counter[str] = field(default_factory=Counter)
     #: Successful ``POST /ping`` (session keep-alives).
     pings: int = 0
     #: ``: ping`` comments written on SSE streams.
@@ -92,17 +94,7 @@ class TwinStats:
 
     def snapshot(self, active_sessions: int) -> StatsSnapshot:
         """A twin's answer to ``GET /_orsbench/stats``: the common counters plus ``sse_pings``."""
-        out = snapshot(
-            impl=self.impl,
-            active_sessions=active_sessions,
-            sessions_created=self.sessions_created,
-            sessions_deleted=self.sessions_deleted,
-            sessions_reaped=self.sessions_reaped,
-            pings=self.pings,
-            calls=self.calls,
-            requests=self.requests,
-            config=self.config,
-        )
+        out = snapshot(self, impl=self.impl, active_sessions=active_sessions, config=self.config)
         out["sse_pings"] = self.sse_pings
         return out
 
@@ -322,7 +314,10 @@ def environment_namespace(scenario: Scenario, config: ServerConfig, stats: TwinS
 
     def __init__(self: Any, task_spec: JSON = {}, secrets: dict[str, str] = {}) -> None:
         base.__init__(self, task_spec, secrets)
-        setattr(self, EPISODE_ATTR, Episode(scenario, task_spec, secrets=dict(secrets)))
+        episode = Episode(scenario, task_spec, secrets=dict(secrets))
+        scenario.admit(episode)  # SessionRefused raises here: the SDK answers /create 500 (servers/differences.py)
+        setattr(self, EPISODE_ATTR, episode)
+        stats.sessions_by_env[scenario.name] += 1
         try:
             visible = set(scenario.task_tool_names(task_spec))
         except Exception:

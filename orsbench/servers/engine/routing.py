@@ -41,6 +41,8 @@ DELIBERATE_DIFFERENCES: tuple[str, ...] = (
     "a reference environment whose constructor rejects it answers 500.",
     "A `secrets` field in a /create body is rejected with 422 as the reference does, but its value is redacted from the detail.",
     "Optional API-key enforcement (--api-key): 401 without the key; the reference never checks X-API-Key.",
+    "A session the scenario refuses (SessionRefused: the secrets scenario without its secret) → a 4xx naming what is "
+    "missing at /create; a reference environment whose constructor raises answers 500.",
 )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from orsbench import protocol
-from orsbench.scenarios.base import Episode, Scenario
+from orsbench.scenarios.base import Episode, Scenario, SessionRefused
 from orsbench.servers import models, sse
 from orsbench.servers.engine.base import EngineState, overrides, uuid4_str
 from orsbench.servers.http import EventStream, HTTPError, Request, validation_detail
@@ -94,9 +94,14 @@ class SessionRoutes(EngineState):
                 )
             raise HTTPError(400, f"toolset {body.toolset_name!r} needs an environment with a sandbox; {scenario.name!r} has none")
         episode = Episode(scenario, task, body.split, body.index, secrets)
+        try:
+            scenario.admit(episode)
+        except SessionRefused as exc:  # a fixable client mistake (a missing secret): 4xx, not the reference's 500
+            raise HTTPError(exc.status, exc.detail) from None
         session = Session(sid, scenario, episode, scenario.session_tools(task))
         self.sessions[sid] = session
         self.stats.sessions_created += 1
+        self.stats.sessions_by_env[scenario.name] += 1
         if overrides(scenario, "setup") or self.config.setup_delay > 0:
             session.setup_task = asyncio.get_running_loop().create_task(self._setup(session))
             # A finished setup task is not kept: held by every idle session it would cost a task and its frame each.

@@ -84,7 +84,7 @@ class Intercept:
 
 
 # -- cut streams ----------------------------------------------------------------------------
-CutMode = Literal["drop", "no-end", "stall"]
+CutMode = Literal["drop", "no-end", "stall", "before-task-id"]
 
 
 def encode(item: SSEEvent | SSEComment) -> bytes:
@@ -98,11 +98,14 @@ class CutStreams:
     """``/call`` streams that send their ``task_id`` event and then misbehave.
 
     ``mode`` is ``"drop"`` (the connection is closed mid-response, as when a
-    proxy or pod dies), ``"no-end"`` (the response ends cleanly with no
+    proxy or pod dies), ``"before-task-id"`` (the same, but before the
+    ``task_id`` event: the client cannot resume, the tool ran anyway), ``"no-end"`` (the response ends cleanly with no
     ``end``/``error`` event) or ``"stall"`` (silence — keep-alives swallowed —
     for ``stall_s`` seconds after the ``task_id``, then the rest). Resumes (a
     body with ``task_id``) pass untouched unless ``resumes_too``; a stream whose
-    first event is not ``task_id`` (an unknown ``task_id``) always passes.
+    first event is not ``task_id`` (an unknown ``task_id``) always passes; with
+    ``select``, only the streams it answers True for are cut (it is asked once a
+    stream's first event is a ``task_id``, so a redirect or a 4xx never counts).
 
     The app behind keeps running when the client is cut off: its remaining
     output is discarded, and the task stays resumable on the server.
@@ -117,9 +120,10 @@ class CutStreams:
         *,
         stall_s: float = 0.0,
         resumes_too: bool = False,
+        select: Callable[[Scope], bool] | None = None,
     ) -> None:
         self.app, self.name, self.mode, self.context = app, name, mode, context
-        self.stall_s, self.resumes_too = stall_s, resumes_too
+        self.stall_s, self.resumes_too, self.select = stall_s, resumes_too, select
         self._behind: set[asyncio.Task[None]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -130,7 +134,7 @@ class CutStreams:
         if not self.resumes_too and is_resume(body):
             await self.app(scope, receive, send)
             return
-        cut = _Cut(self, send)
+        cut = _Cut(self, send, scope)
         inner = asyncio.ensure_future(self.app(scope, receive, cut.send))
         finished = asyncio.ensure_future(cut.finished.wait())
         await asyncio.wait({inner, finished}, return_when=asyncio.FIRST_COMPLETED)
@@ -151,8 +155,8 @@ class CutStreams:
 class _Cut:
     """The ``send`` of one cut stream: passes the head through, then applies the mode."""
 
-    def __init__(self, owner: CutStreams, send: Send) -> None:
-        self.owner, self.downstream = owner, send
+    def __init__(self, owner: CutStreams, send: Send, scope: Scope) -> None:
+        self.owner, self.downstream, self.scope = owner, send, scope
         self.finished = asyncio.Event()
         self.state: Literal["start", "head", "pass", "cut", "done"] = "start"
         self.parser = SSEParser()
@@ -183,9 +187,14 @@ class _Cut:
         for i, item in enumerate(items):
             if isinstance(item, SSEComment):
                 continue
-            if item.event != protocol.EVENT_TASK_ID:
+            if item.event != protocol.EVENT_TASK_ID or (self.owner.select is not None and not self.owner.select(self.scope)):
                 self.state = "pass"
                 await self.downstream({"type": "http.response.body", "body": self._join(items), "more_body": more})
+                return []
+            if self.owner.mode == "before-task-id":
+                self.owner.context.count(self.owner.name)
+                self.state = "cut"
+                self._done()  # headers sent, no event: the connection drops before the client learns the task_id
                 return []
             head = self._join(items[: i + 1])
             await self.downstream({"type": "http.response.body", "body": head, "more_body": True})

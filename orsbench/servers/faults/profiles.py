@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from orsbench import protocol
 from orsbench.servers.faults import FaultContext, WrapFn, engine_context, fault, http_fault
 from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept, ReapIdle
-from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope
+from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope, header
 from orsbench.servers.state import TaskRegistry
 
 if TYPE_CHECKING:
@@ -78,6 +78,11 @@ RESTART_AT_CALL = 2
 RESTART_DOWN_S = 1.0
 
 RESTARTING = "Bad gateway: the environment server is restarting (orsbench fault profile restart)."
+#: credits-402: the answer to every /create_session (the platform's billing gate; retrying cannot help).
+INSUFFICIENT_CREDITS = (
+    "Insufficient credits: your OpenReward balance cannot pay for a new session. "
+    "Top up your credits, then start the session again (orsbench fault profile credits-402)."
+)
 
 
 
@@ -302,3 +307,43 @@ def memory_leak(engine: Engine, app: Any, rng: random.Random) -> Any:
         return None
 
     return Intercept(app, "memory-leak", decide, engine_context(engine))
+
+
+# -- hazards a client meets (docs/protocol.md §13) -------------------------------------
+@http_fault(
+    "credits-402",
+    "every POST /create_session answers 402 Payment Required, insufficient credits: a client must stop, not retry",
+    kind="profile",
+)
+def credits_402(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    async def decide(scope: Scope) -> Answer | None:
+        if scope["method"] == "POST" and scope["path"] == protocol.CREATE_SESSION:
+            return 402, INSUFFICIENT_CREDITS, []
+        return None
+
+    return Intercept(app, "credits-402", decide, context)
+
+
+def _first_call_per_session() -> Any:
+    """A ``CutStreams`` selector true for the first fresh ``/call`` of each session id only."""
+    seen: set[str] = set()
+
+    def select(scope: Scope) -> bool:
+        raw = header(scope, protocol.SESSION_HEADER.lower().encode())
+        sid = raw.decode("latin-1").strip() if raw else ""
+        if sid in seen:
+            return False
+        seen.add(sid)
+        return True
+
+    return select
+
+
+@http_fault(
+    "cut-before-task-id",
+    "the first fresh /call of every session is cut after its 200 headers, before the task_id event; the tool ran, "
+    "so a client that re-sends the call runs it twice (stats: calls)",
+    kind="profile",
+)
+def cut_before_task_id(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    return CutStreams(app, "cut-before-task-id", "before-task-id", context, select=_first_call_per_session())

@@ -1,0 +1,231 @@
+"""Each client against the hazards of docs/protocol.md §13 that the scripted matrix cannot play.
+
+``test_clients.py`` plays ``images``, ``schema-keywords``, ``dense-reward``,
+``two-envs`` and the ``credits-402`` / ``cut-before-task-id`` profiles as
+matrix cells. What needs a client's own API lives here: a secret passed the
+way each client documents it (``secrets``), an ``ok:false`` answer followed by
+a good call (``recover``), and the tool schema the openreward client hands a
+model (``schema-keywords``). Each test asserts the right behaviour; an
+upstream client that does otherwise carries ``xfail(strict=True)`` naming the
+defect (:mod:`orsbench.clients.defects`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from conformance.targets import SuiteTarget, group
+from orsbench.clients import defects as D
+from orsbench.scenarios import get_scenario
+from orsbench.scenarios import hazards as H
+
+pytest.importorskip("openreward")
+pytest.importorskip("ors")
+
+SECRET_VALUE = "conformance-hazard-token"
+PROVIDERS = ("openai", "openrouter", "anthropic", "google")
+
+
+def _stats_delta(target: SuiteTarget, key: str, before: dict[str, Any]) -> dict[str, int]:
+    after = target.stats()[key]
+    return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+
+
+def _openreward_env(target: SuiteTarget, env: str) -> Any:
+    import openreward
+
+    with mock.patch.dict(os.environ, target.server.env()):
+        return openreward.OpenReward().environments.get(env)
+
+
+# -- schema-keywords: what the openreward client hands a model -----------------------------------
+def _provider_params() -> list[Any]:
+    spec = get_scenario("schema-keywords").shared_tools()[0].spec()
+    out = []
+    for provider in PROVIDERS:
+        marks = [pytest.mark.xdist_group(group("schema-keywords", "mock"))]
+        if D.sanitized_params(spec, provider):
+            marks.append(D.DEFECTS["sanitizer-drops-keyword-params"].mark())
+        out.append(pytest.param(provider, id=provider, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("provider", _provider_params())
+def test_list_tools_for_a_provider_keeps_every_required_parameter(provider: str, serve: Callable[..., SuiteTarget]) -> None:
+    """``session.list_tools(format=provider)``: every required parameter is still a property (§13.2)."""
+    target = serve("schema-keywords", "mock")
+    environment = _openreward_env(target, "schema-keywords")
+    with environment.session(split="train", index=0) as session:
+        [tool] = session.list_tools(format=provider)
+    schema = tool.get("parameters") or tool.get("input_schema") or {}
+    missing = sorted(set(schema.get("required") or []) - set(schema.get("properties") or {}))
+    assert missing == [], f"required but not shown to the model: {missing}; shown: {sorted(schema.get('properties') or {})}"
+
+
+# -- recover: ok:false, then a good call in the same session --------------------------------------
+def _number() -> int:
+    return int(get_scenario("recover").list_tasks("train")[0]["number"])
+
+
+@pytest.mark.xdist_group(group("recover", "mock"))
+def test_openreward_client_raises_ok_false_and_keeps_the_session(serve: Callable[..., SuiteTarget]) -> None:
+    from openreward.api.environments.types import ToolCallError
+
+    target = serve("recover", "mock")
+    calls = target.stats()["calls"]
+    with _openreward_env(target, "recover").session(split="train", index=0) as session:
+        with pytest.raises(ToolCallError) as refused:
+            session.call_tool("guess", H.BAD_GUESS)
+        assert getattr(refused.value, "reason", None) == "input_validation"
+        won = session.call_tool("guess", {"number": _number()})
+    assert (won.blocks[0].text, won.reward, won.finished) == ("right", 1.0, True)
+    assert _stats_delta(target, "calls", calls) == {"guess": 1}
+
+
+@pytest.mark.xdist_group(group("recover", "mock"))
+def test_ors_client_raises_ok_false_and_keeps_the_session(serve: Callable[..., SuiteTarget]) -> None:
+    from ors.client import ORS
+
+    target = serve("recover", "mock")
+    calls = target.stats()["calls"]
+    client = ORS(base_url=target.url)
+    try:
+        with client.environments.get("recover").session(split="train", index=0) as session:
+            with pytest.raises(Exception, match="validation"):
+                session.call_tool("guess", H.BAD_GUESS)
+            won = session.call_tool("guess", {"number": _number()})
+    finally:
+        client.close()
+    assert (won.blocks[0].text, won.reward, won.finished) == ("right", 1.0, True)
+    assert _stats_delta(target, "calls", calls) == {"guess": 1}
+
+
+@pytest.mark.xdist_group(group("recover", "mock"))
+def test_trl_shows_ok_false_to_the_model_and_plays_on(
+    serve: Callable[..., SuiteTarget], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+) -> None:
+    """TRL hands an ok:false to the model as text (P8): no reward, not finished, and the next call wins."""
+    target = serve("recover", "mock")
+    adapter = make_adapter(new_spec(target, discover_task_tools=False), target)
+    adapter.reset(task_index=0)
+    shown = adapter.guess(**H.BAD_GUESS)
+    assert "validation" in shown.lower() and adapter.finished is False and adapter.reward is None
+    assert adapter.guess(number=_number()) == "right"
+    assert (adapter.reward, adapter.finished) == (1.0, True)
+
+
+# -- secrets: the secret arrives as X-Secrets, the environment proves it by fingerprint ----------
+def _proves_receipt(text: str) -> None:
+    assert text == H.secret_text(SECRET_VALUE) and SECRET_VALUE not in text
+
+
+@pytest.mark.xdist_group(group("secrets", "mock"))
+def test_openreward_client_sends_the_secret_as_x_secrets(serve: Callable[..., SuiteTarget]) -> None:
+    target = serve("secrets", "mock")
+    secrets = {H.SECRET_NAME: (SECRET_VALUE, ["127.0.0.1"])}  # a name that is not well known needs its domains
+    with _openreward_env(target, "secrets").session(split="train", index=0, secrets=secrets) as session:
+        _proves_receipt(session.call_tool("whoami", {}).blocks[0].text)
+
+
+@pytest.mark.xdist_group(group("secrets", "mock"))
+def test_openreward_client_without_the_secret_fails_with_the_servers_detail(serve: Callable[..., SuiteTarget]) -> None:
+    target = serve("secrets", "mock")
+    with pytest.raises(Exception, match=H.SECRET_NAME):
+        with _openreward_env(target, "secrets").session(split="train", index=0) as session:
+            session.get_prompt()
+
+
+@pytest.mark.xdist_group(group("secrets", "mock"))
+def test_ors_client_sends_the_secret_as_x_secrets(serve: Callable[..., SuiteTarget]) -> None:
+    from ors.client import ORS
+
+    target = serve("secrets", "mock")
+    client = ORS(base_url=target.url)
+    try:
+        with client.environments.get("secrets").session(split="train", index=0, secrets={H.SECRET_NAME: SECRET_VALUE}) as session:
+            _proves_receipt(session.call_tool("whoami", {}).blocks[0].text)
+    finally:
+        client.close()
+
+
+@pytest.mark.xdist_group(group("secrets", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[secret-names] {D.DEFECTS['secret-names'].summary}")
+def test_trl_passes_its_documented_secrets_dict(
+    serve: Callable[..., SuiteTarget], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+) -> None:
+    """``OpenRewardSpec(secrets={NAME: value})`` as documented: the environment must receive it."""
+    target = serve("secrets", "mock")
+    adapter = make_adapter(new_spec(target, discover_task_tools=False, secrets={H.SECRET_NAME: SECRET_VALUE}), target)
+    adapter.reset(task_index=0)
+    _proves_receipt(adapter.whoami())
+
+
+# -- images: a tool result's image must reach the model ------------------------------------------
+def _colour() -> str:
+    return str(get_scenario("images").list_tasks("train")[0]["colour"])
+
+
+def _carries_image(value: Any) -> bool:
+    """Whether what a client hands the model carries the image (its base64, raw or in a data URI)."""
+    return H.png_b64(_colour()) in repr(value)
+
+
+@pytest.mark.xdist_group(group("images", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[images-dropped] {D.DEFECTS['images-dropped'].summary}")
+def test_trl_shows_the_prompt_image(
+    serve: Callable[..., SuiteTarget], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+) -> None:
+    target = serve("images", "mock")
+    adapter = make_adapter(new_spec(target, discover_task_tools=False), target)
+    assert _carries_image(adapter.reset(task_index=0))
+
+
+@pytest.mark.xdist_group(group("images", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[images-dropped] {D.DEFECTS['images-dropped'].summary}")
+def test_trl_shows_a_result_image(
+    serve: Callable[..., SuiteTarget], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+) -> None:
+    target = serve("images", "mock")
+    adapter = make_adapter(new_spec(target, discover_task_tools=False), target)
+    adapter.reset(task_index=0)
+    shown = adapter.look()
+    assert H.look_text() in str(shown) and _carries_image(shown)
+
+
+def _inspect_view(target: SuiteTarget, what: str) -> Any:
+    """What inspect-openreward's solver gives the model: the prompt's content, or what tool ``look`` returns."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from inspect_openreward import _solver
+    from openreward import AsyncOpenReward
+
+    async def view() -> Any:
+        with mock.patch.dict(os.environ, target.server.env()):
+            environment = AsyncOpenReward().environments.get("images", variant="images")
+        async with environment.session(split="train", index=0) as session:
+            if what == "prompt":
+                return _solver._blocks_to_content(await session.get_prompt())
+            [spec] = [s for s in await session.list_tools() if s.name == "look"]
+            return await _solver._wrap_tool(spec, session, "openai", SimpleNamespace(metadata={}))()
+
+    return asyncio.run(view())
+
+
+@pytest.mark.xdist_group(group("images", "mock"))
+def test_inspect_shows_the_prompt_image(serve: Callable[..., SuiteTarget]) -> None:
+    pytest.importorskip("inspect_openreward")
+    assert _carries_image(_inspect_view(serve("images", "mock"), "prompt"))
+
+
+@pytest.mark.xdist_group(group("images", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[inspect-result-images-dropped] {D.DEFECTS['inspect-result-images-dropped'].summary}")
+def test_inspect_shows_a_result_image(serve: Callable[..., SuiteTarget]) -> None:
+    pytest.importorskip("inspect_openreward")
+    shown = _inspect_view(serve("images", "mock"), "look")
+    assert H.look_text() in str(shown) and _carries_image(shown)

@@ -57,6 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out = parser.add_argument_group("reports")
     out.add_argument("--json", type=types.output_file, metavar="FILE", help="write the JSON report here ('-' for stdout)")
     out.add_argument("--junit", type=types.output_file, metavar="FILE", help="write JUnit XML here (one testcase per check and case)")
+    out.add_argument("--html", type=types.output_file, metavar="FILE", help="write a self-contained HTML report here (findings open, with their exchanges)")
+    out.add_argument("--markdown", type=types.output_file, metavar="FILE", help="write a compact Markdown summary here (a PR comment, $GITHUB_STEP_SUMMARY)")
     out.add_argument("-v", "--verbose", action="store_true", help="show remediation and evidence under every finding")
     out.add_argument("-q", "--quiet", action="store_true", help="print only findings and the summary")
     parser.set_defaults(func=run, _parser=parser)
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace, chosen: list | None) -> int:
     from orsbench.clientcheck import cases, check_client
-    from orsbench.reports import TerminalReporter, write_json, write_junit
+    from orsbench.reports import TerminalReporter, render_check, write_html, write_json, write_junit, write_markdown
     from orsbench.servers import launch
 
     launch.use_zygote()  # one preloaded process forks every case server: ~0.2 s each instead of ~2 s
@@ -128,4 +130,8 @@ def _check(args: argparse.Namespace, chosen: list | None) -> int:
         write_json(report, args.json)
     if args.junit:
         write_junit(report, args.junit)
+    if args.html:
+        write_html(render_check(report, title="orsbench check-client"), args.html)
+    if args.markdown:
+        write_markdown(report, args.markdown, title="orsbench check-client")
     return report.exit_code

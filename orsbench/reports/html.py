@@ -50,6 +50,14 @@ _ENV = jinja2.Environment(
 )
 
 
+def anchor(check_id: str) -> str:
+    """The page's id for a check (``call.end_json`` → ``check-call-end_json``; ``[case]`` suffixes too)."""
+    return "check-" + re.sub(r"[^A-Za-z0-9_-]+", "-", check_id).strip("-")
+
+
+_ENV.filters["anchor"] = anchor
+
+
 # -- the wire exchange ------------------------------------------------------------------
 def _pretty(text: str) -> str:
     """JSON pretty-printed when it parses (a truncated body does not: shown as it came)."""
@@ -119,7 +127,7 @@ def _check_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "label": label,
         "style": style,
         "open": style in _OPEN,
-        "anchor": "check-" + result["id"].replace(".", "-"),
+        "anchor": anchor(result["id"]),
         "links": spec_links(result.get("spec", "")),
         "exchanges": [exchange_view(e) for e in result.get("evidence") or []],
         "measured_text": None if measured is None else json.dumps(measured, indent=2, ensure_ascii=False, default=repr)[:4000],

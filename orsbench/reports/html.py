@@ -29,7 +29,7 @@ from typing import Any
 
 import jinja2
 
-from orsbench import __version__
+from orsbench.version import __version__
 from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
 from orsbench.wire.reproduce import SECRET_VARIABLES

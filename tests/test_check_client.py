@@ -179,9 +179,12 @@ def test_a_flooding_client_is_stopped_as_a_request_storm(monkeypatch):
 
 def test_the_cli_reports_a_faulty_client_with_exit_1_and_names_the_case(tmp_path, capsys):
     out = tmp_path / "report.json"
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
     argv = ["check-client", "--cmd", faulty("drop-env-name"), "--cases", "echo", "--timeout", str(SLACK_S)]
-    code = main([*argv, "--json", str(out), "--junit", str(tmp_path / "j.xml")])
+    code = main([*argv, "--json", str(out), "--junit", str(tmp_path / "j.xml"), "--html", str(html), "--markdown", str(md)])
     assert code == 1
+    assert 'id="check-client-env_name-echo" open' in html.read_text()  # the same report model, the same page
+    assert "orsbench check-client: FAIL" in md.read_text() and "`client.env_name[echo]`" in md.read_text()
     report = json.loads(out.read_text())
     assert report["summary"]["failed_required"] == ["client.env_name[echo]"]
     assert 'name="client.env_name[echo]"' in (tmp_path / "j.xml").read_text()

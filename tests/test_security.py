@@ -540,3 +540,25 @@ def test_the_proxys_html_report_never_shows_the_key(tmp_path: Path) -> None:
     assert "orsbench proxy" in page and "X-API-Key" in page
     for form in _key_forms():
         assert form not in page
+
+
+def test_a_key_in_a_failing_exchange_or_message_never_reaches_its_reproducer() -> None:
+    """A request body or a check message that quotes the key (a server echoing it) is scrubbed from ``reproduce``."""
+    import dataclasses
+
+    from orsbench.checks import Options, load_checks
+    from orsbench.checks.evidence import Evidence
+    from orsbench.checks.model import failed
+    from orsbench.checks.runner import grade
+    from orsbench.wire.evidence import Exchange
+
+    exchange = Exchange("POST", "http://127.0.0.1:9/echo/call", {protocol.API_KEY_HEADER: KEY}, json.dumps({"input": KEY}).encode())
+    exchange.status, exchange.body = 500, json.dumps({"detail": f"bad key {KEY}"}).encode()
+    ev = Evidence("http://127.0.0.1:9", Options(api_key=KEY, secrets={"TOKEN": SECRET}))
+    ev.history = [exchange]
+    check = dataclasses.replace(load_checks()["reward.well_formed"], fn=lambda _ev: failed(f"server said {KEY} and {SECRET}", None, exchange))
+    result = grade(check, ev, {})
+    assert result.reproduce and "curl " in result.reproduce
+    for form in {*_key_forms(), SECRET}:
+        assert form not in result.reproduce
+    assert '"X-API-Key: $ORS_API_KEY"' in result.reproduce

@@ -137,7 +137,7 @@ def _check(args: argparse.Namespace, chosen: list | None) -> int:
     if args.junit:
         write_junit(report, args.junit)
     if args.html:
-        write_html(render_check(report), args.html)
+        write_html(render_check(report, title="orsbench check-client"), args.html)
     if args.markdown:
-        write_markdown(report, args.markdown)
+        write_markdown(report, args.markdown, title="orsbench check-client")
     return report.exit_code

@@ -3,7 +3,7 @@
     python benchmarks/check_user_envs.py                 # every environment, --timeout 3
     python benchmarks/check_user_envs.py --timeout 5 --fuzz 50 --json check_user_envs.json
 
-Each environment is served once (``launch.start("app:tests/envs/FILE.py:Class")``,
+Each environment is served once (``launch.start(AppTarget.parse("tests/envs/FILE.py:Class"))``,
 forked from the preloaded zygote), then checked twice against the running
 server: with the default fuzz and with ``--no-fuzz``. The time is the check's
 own (probes + grading; server start excluded), which is what the issue's
@@ -21,6 +21,7 @@ import time
 
 from orsbench.checks import Options, Status, run_checks
 from orsbench.servers import launch
+from orsbench.servers.user_app import AppTarget
 
 ENVS = (
     "always_raises.py:AlwaysRaises",
@@ -34,6 +35,12 @@ ENVS = (
     "never_finishes.py:NeverFinishes",
     "validator_gated.py:ValidatorGated",
     "long_game.py:LongGame",
+    "json_scorers.py:JsonObjectScorer",
+    "json_scorers.py:JsonArrayScorer",
+    "json_scorers.py:NumberStringScorer",
+    "command_game.py:CommandGame",
+    "multi_tool_lab.py:MultiToolLab",
+    "stochastic_mdp.py:StochasticMdp",
 )
 
 
@@ -52,7 +59,7 @@ def main() -> int:
     rows = []
     print(f"load average before: {open('/proc/loadavg').read().split()[:3]}", file=sys.stderr)
     for target in ENVS:
-        with launch.serve(f"app:tests/envs/{target}") as server:
+        with launch.serve(AppTarget.parse(f"tests/envs/{target}")) as server:
             row: dict = {"env": target}
             for label, fuzz in (("fuzz", args.fuzz), ("no_fuzz", 0)):
                 started = time.monotonic()

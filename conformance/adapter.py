@@ -5,7 +5,7 @@ installed release so the suite notices when TRL changes them:
 
 * :func:`grpo_tool_surface` is how ``GRPOTrainer`` (trl 1.16.0) turns an
   environment instance into tools. Its one copy lives in
-  :mod:`training_smoke.grpo_tools` (the training smoke uses the same rule) and
+  :mod:`orsbench.clients.grpo_tools` (the training smoke uses the same rule) and
   is re-exported here; ``test_grpo_mirror`` checks that TRL's source still says so.
 * :func:`bind_one` binds a single ORS tool exactly as
   ``environment_factory()`` does (a fresh ``_RolloutEnvironment`` subclass,
@@ -29,7 +29,7 @@ from trl.experimental.openreward.environment import _RolloutEnvironment
 
 from orsbench.clients.defects import ADAPTER_STATE, GRPO_RESERVED
 from orsbench.clients.schema_view import JSON
-from training_smoke.grpo_tools import grpo_tool_surface
+from orsbench.clients.grpo_tools import grpo_tool_surface
 
 TRL_LOGGER = "trl.experimental.openreward"
 _CLASS_ID = re.compile(r"_RolloutEnvironment_[0-9a-f]+")

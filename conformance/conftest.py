@@ -30,7 +30,7 @@ import pytest
 from orsbench.clients import defects
 from conformance.adapter import Binding, bind_one, rollout_factory
 from conformance.params import TargetParam, ToolCase, ToolParam
-from conformance.targets import Target
+from conformance.targets import SuiteTarget
 from orsbench.scenarios import suite_params
 from orsbench.config import ServerConfig
 
@@ -55,22 +55,22 @@ def pytest_configure_node(node: Any) -> None:
 
 # -- fixtures -------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def serve(ors_server_factory: Any) -> Callable[..., Target]:
-    """``serve(scenario, impl, **config)`` → a :class:`Target` on a shared server (suite params applied)."""
-    cache: dict[str, Target] = {}
+def serve(ors_server_factory: Any) -> Callable[..., SuiteTarget]:
+    """``serve(scenario, impl, **config)`` → a :class:`SuiteTarget` on a shared server (suite params applied)."""
+    cache: dict[str, SuiteTarget] = {}
 
-    def get(scenario: str, impl: str = "mock", **knobs: Any) -> Target:
+    def get(scenario: str, impl: str = "mock", **knobs: Any) -> SuiteTarget:
         params = {**suite_params(scenario), **knobs.pop("params", {})}
         server = ors_server_factory(scenario, impl=impl, config=ServerConfig(**knobs), params=params)
         if server.url not in cache:
-            cache[server.url] = Target(scenario, impl, server)
+            cache[server.url] = SuiteTarget(scenario, impl, server)
         return cache[server.url]
 
     return get
 
 
 @pytest.fixture
-def target(request: pytest.FixtureRequest, serve: Callable[..., Target]) -> Target:
+def target(request: pytest.FixtureRequest, serve: Callable[..., SuiteTarget]) -> SuiteTarget:
     param: TargetParam = request.param
     return serve(param.scenario, param.impl)
 
@@ -85,7 +85,7 @@ def _shared_specs() -> dict[str, Any]:
     return {}
 
 
-def shared_spec(target: Target, cache: dict[str, Any]) -> Any:
+def shared_spec(target: SuiteTarget, cache: dict[str, Any]) -> Any:
     """One ``OpenRewardSpec`` per target, for the SDK client and environment handle its adapters share."""
     if target.url not in cache:
         from trl.experimental.openreward import OpenRewardSpec
@@ -100,7 +100,7 @@ def shared_spec(target: Target, cache: dict[str, Any]) -> Any:
 @pytest.fixture
 def case(
     request: pytest.FixtureRequest,
-    serve: Callable[..., Target],
+    serve: Callable[..., SuiteTarget],
     _bindings: dict[tuple[str, str], Binding],
     _shared_specs: dict[str, Any],
 ) -> ToolCase:
@@ -121,7 +121,7 @@ def new_spec(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
 
     made: list[Any] = []
 
-    def make(target: Target, **kwargs: Any) -> Any:
+    def make(target: SuiteTarget, **kwargs: Any) -> Any:
         for name, value in target.server.env().items():
             monkeypatch.setenv(name, value)
         spec = OpenRewardSpec(target.url, **kwargs)
@@ -151,7 +151,7 @@ def make_adapter(adapters: list[Any]) -> Callable[..., Any]:
     that are not about binding still run on every scenario.
     """
 
-    def make(spec: Any, target: Target) -> Any:
+    def make(spec: Any, target: SuiteTarget) -> Any:
         tools = list(target.tools.values())
         if defects.factory_defect(tools) is None:
             adapter = spec.environment_factory()

@@ -17,7 +17,7 @@ import pytest
 
 from orsbench.clients import defects
 from conformance.adapter import Binding
-from conformance.targets import IMPLS, Declared, Target, declared, group, slug
+from conformance.targets import IMPLS, Declared, SuiteTarget, declared, group, slug
 from orsbench.scenarios import generic_scenarios
 
 
@@ -79,7 +79,7 @@ def tool_cases(
 class ToolCase:
     """One tool of one target, bound alone by TRL (see :func:`conformance.adapter.bind_one`)."""
 
-    target: Target
+    target: SuiteTarget
     tool: str
     aspect: str | None
     binding: Binding

@@ -183,7 +183,7 @@ class Served:
 
 
 @dataclass
-class Target:
+class SuiteTarget:
     """One scenario on one implementation, with its server and both views of it."""
 
     scenario: str
@@ -221,7 +221,7 @@ class Target:
 class RequestDelta:
     """Requests a server received while the block ran, keyed like its stats (``"POST /{env}/task"``)."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: SuiteTarget) -> None:
         self.target = target
         self.delta: Counter[str] = Counter()
 

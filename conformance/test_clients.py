@@ -1,6 +1,6 @@
 """Every client target plays every scenario on every server implementation, and every fault profile on the mock.
 
-The clients (``orsbench.clients.drivers.CLIENTS``: the openreward SDK client,
+The client targets (``orsbench.clients.targets.CLIENT_TARGETS``: the openreward SDK client,
 ors-sdk's client, TRL's OpenRewardSpec, inspect-openreward under a real
 ``inspect_ai.eval`` with a scripted offline ``mockllm/model``) each play the
 scenario's scripted episode in a forked child with a deadline; the verdict is
@@ -27,13 +27,13 @@ os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
 
 import pytest
 
-from conformance.targets import Target, group
+from conformance.targets import SuiteTarget, group
 from orsbench.clients import cells as C
-from orsbench.clients.drivers import CLIENTS
 from orsbench.clients.profiles import profiles
 from orsbench.clients import matrix as M
 from orsbench.clients.episodes import script
-from orsbench.clients.run import Outcome
+from orsbench.clients.run import ClientOutcome
+from orsbench.clients.targets import CLIENT_TARGETS
 
 # Imported before any fork: the children skip the imports.
 import openreward  # noqa: E402,F401
@@ -69,24 +69,24 @@ _PROFILE_CELLS = [c for c in C.plan(server_names=["mock"]) if c.profile is not N
 
 
 @pytest.fixture(scope="session")
-def outcome_of() -> Callable[[C.Cell], Outcome]:
+def outcome_of() -> Callable[[C.Cell], ClientOutcome]:
     """A cell's outcome; the first use plays the cell's whole batch (its servers, several at once)."""
-    played: dict[C.Cell, Outcome] = {}
+    played: dict[C.Cell, ClientOutcome] = {}
 
-    def store(cell: C.Cell, outcome: Outcome) -> None:
+    def store(cell: C.Cell, outcome: ClientOutcome) -> None:
         played[cell] = outcome
 
-    def get(cell: C.Cell) -> Outcome:
+    def get(cell: C.Cell) -> ClientOutcome:
         if cell not in played:
             batch = [c for c in C.plan() if _batch(c) == _batch(cell)]
-            M.run(batch, list(CLIENTS), C.servers(), budget=600, parallel=_PARALLEL, on_outcome=store)
+            M.run(batch, CLIENT_TARGETS.names(), C.servers(), budget=600, parallel=_PARALLEL, on_outcome=store)
         assert cell in played, f"{cell.id} was not played within the batch's budget"
         return played[cell]
 
     return get
 
 
-def _assert_expected(cell: C.Cell, outcome: Outcome) -> None:
+def _assert_expected(cell: C.Cell, outcome: ClientOutcome) -> None:
     assert outcome.verdict == C.expected(cell), outcome.describe()
     assert outcome.sessions_left_open <= 0, outcome.describe()
     over = {t: n for t, n in outcome.calls.items() if n > cell.script.calls.get(t, 0)}
@@ -94,19 +94,19 @@ def _assert_expected(cell: C.Cell, outcome: Outcome) -> None:
 
 
 @pytest.mark.parametrize("cell", _params(_SCENARIO_CELLS))
-def test_client_plays_the_scenario(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
+def test_client_plays_the_scenario(cell: C.Cell, outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
     """The winning episode: reward 1.0, finished, every text as written, each tool once, no session left."""
     _assert_expected(cell, outcome_of(cell))
 
 
 @pytest.mark.parametrize("cell", _params(_PROFILE_CELLS))
-def test_client_under_a_fault_profile(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
+def test_client_under_a_fault_profile(cell: C.Cell, outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
     """Survives the recoverable profiles without running a tool twice; fails clearly on the others."""
     _assert_expected(cell, outcome_of(cell))
 
 
 # -- a pinned defect shows as described (so an xfail never hides another failure) -----------------
-_SIGNATURES: dict[str, Callable[[Outcome], bool]] = {
+_SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "inspect-finished-error": lambda o: o.error is not None and "episode_finished" in o.error and o.reward is None,
     "inspect-list-tasks-only": lambda o: o.failed_at == "dataset" and "list_tasks is not supported" in (o.error or ""),
     "inspect-5xx-fails-eval": lambda o: o.reward is None and any(s in (o.error or "") for s in ("502", "503", "504", "Upstream unavailable")),
@@ -126,7 +126,7 @@ _SIGNATURES: dict[str, Callable[[Outcome], bool]] = {
 
 
 @pytest.mark.parametrize("cell", _params([c for c in C.plan() if C.cell_defects(c)], xfail=False))
-def test_pinned_defect_shows_as_described(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
+def test_pinned_defect_shows_as_described(cell: C.Cell, outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
     outcome = outcome_of(cell)
     defect = C.cell_defects(cell)[0]
     assert _SIGNATURES[defect.id](outcome), f"[{defect.id}] expected: {defect.behaviour}\nobserved: {outcome.describe()}"
@@ -154,7 +154,7 @@ def _zoo_tool_params() -> list[Any]:
 
 
 @pytest.mark.parametrize("spec", _zoo_tool_params())
-def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outcome_of: Callable[[C.Cell], Outcome]) -> None:
+def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
     """Inspect's ToolInfo (what mockllm, like any model, receives) types every parameter the server typed."""
     from orsbench.clients import schema_view
 
@@ -175,7 +175,7 @@ def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outco
 # -- ors-sdk's client and a 4xx -----------------------------------------------------------------------
 @pytest.mark.xdist_group(group("echo", "mock"))
 @pytest.mark.xfail(strict=True, reason=f"[ors-4xx-retried] {C.D.DEFECTS['ors-4xx-retried'].summary}")
-def test_ors_client_sends_a_refused_create_once(serve: Callable[..., Target]) -> None:
+def test_ors_client_sends_a_refused_create_once(serve: Callable[..., SuiteTarget]) -> None:
     """/create with an index past the end is a 400; a client must not repeat it."""
     from ors.client import ORS
 
@@ -203,7 +203,7 @@ def _latch_params() -> list[Any]:
 
 
 @pytest.mark.parametrize("server", _latch_params())
-def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server: str, serve: Callable[..., Target]) -> None:
+def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server: str, serve: Callable[..., SuiteTarget]) -> None:
     """GRPO stops only when the model stops calling tools: the server must refuse the extra call so TRL keeps 1.0."""
     from orsbench.clients.episodes import Script, Step
     from orsbench.clients.run import play
@@ -218,7 +218,7 @@ def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server
 # -- ors-sdk's client and a long 503 'starting' -------------------------------------------------------
 @pytest.mark.xdist_group("clients-profiles-1")
 @pytest.mark.xfail(strict=True, reason=f"[ors-503-gives-up] {C.D.DEFECTS['ors-503-gives-up'].summary}")
-def test_ors_client_rides_out_an_8s_setup(serve: Callable[..., Target]) -> None:
+def test_ors_client_rides_out_an_8s_setup(serve: Callable[..., SuiteTarget]) -> None:
     """slow-setup with an 8 s setup(): /prompt answers 503 starting with Retry-After until it is ready."""
     from orsbench.clients.run import play
 

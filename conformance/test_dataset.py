@@ -17,7 +17,7 @@ import pytest
 
 from orsbench.clients import defects
 from conformance.params import targets
-from conformance.targets import Declared, RequestDelta, Target
+from conformance.targets import Declared, RequestDelta, SuiteTarget
 from orsbench import protocol
 from orsbench.scenarios import get_scenario
 
@@ -47,14 +47,14 @@ def _task_spec_column(d: Declared) -> defects.Defect | None:
 
 
 @pytest.mark.parametrize("target", targets(defect=_ragged), indirect=True)
-def test_rows_equal_the_server_tasks(target: Target, new_spec: Callable[..., Any]) -> None:
+def test_rows_equal_the_server_tasks(target: SuiteTarget, new_spec: Callable[..., Any]) -> None:
     tasks = target.served.tasks("train")
     rows = new_spec(target).train_dataset.to_list()
     assert rows == expected_rows(tasks, list(range(len(tasks))))
 
 
 @pytest.mark.parametrize("target", targets(defect=_ragged), indirect=True)
-def test_num_tasks_fetches_only_those_tasks(target: Target, new_spec: Callable[..., Any]) -> None:
+def test_num_tasks_fetches_only_those_tasks(target: SuiteTarget, new_spec: Callable[..., Any]) -> None:
     tasks = target.served.tasks("train")
     k = min(2, len(tasks))
     spec = new_spec(target, num_tasks=k)
@@ -65,14 +65,14 @@ def test_num_tasks_fetches_only_those_tasks(target: Target, new_spec: Callable[.
 
 
 @pytest.mark.parametrize("target", targets(defect=_ragged), indirect=True)
-def test_num_tasks_beyond_the_split_is_capped(target: Target, new_spec: Callable[..., Any]) -> None:
+def test_num_tasks_beyond_the_split_is_capped(target: SuiteTarget, new_spec: Callable[..., Any]) -> None:
     tasks = target.served.tasks("train")
     rows = new_spec(target, num_tasks=len(tasks) + 5).train_dataset.to_list()
     assert rows == expected_rows(tasks, list(range(len(tasks))))
 
 
 @pytest.mark.parametrize("target", targets(defect=_ragged), indirect=True)
-def test_indices_fetch_only_those_tasks_in_order(target: Target, new_spec: Callable[..., Any]) -> None:
+def test_indices_fetch_only_those_tasks_in_order(target: SuiteTarget, new_spec: Callable[..., Any]) -> None:
     tasks = target.served.tasks("train")
     indexes = [len(tasks) - 1, 0]
     spec = new_spec(target, indices=indexes)
@@ -83,7 +83,7 @@ def test_indices_fetch_only_those_tasks_in_order(target: Target, new_spec: Calla
 
 
 @pytest.mark.parametrize("target", targets(), indirect=True)
-def test_index_out_of_range_is_an_error(target: Target, new_spec: Callable[..., Any]) -> None:
+def test_index_out_of_range_is_an_error(target: SuiteTarget, new_spec: Callable[..., Any]) -> None:
     """An ``indices`` entry past the end is refused loudly, not turned into a row."""
     count = len(target.served.tasks("train"))
     with pytest.raises(Exception, match=protocol.DETAIL_INVALID_INDEX):  # the SDK's own HTTP error type
@@ -91,14 +91,14 @@ def test_index_out_of_range_is_an_error(target: Target, new_spec: Callable[..., 
 
 
 @pytest.mark.parametrize("target", targets(), indirect=True)
-def test_include_metadata_false_keeps_reserved_columns_only(target: Target, new_spec: Callable[..., Any]) -> None:
+def test_include_metadata_false_keeps_reserved_columns_only(target: SuiteTarget, new_spec: Callable[..., Any]) -> None:
     tasks = target.served.tasks("train")
     rows = new_spec(target, include_metadata=False).train_dataset.to_list()
     assert rows == [{"prompt": EMPTY_PROMPT, "task_index": i} for i in range(len(tasks))]
 
 
 @pytest.mark.parametrize("target", targets(defect=_ragged), indirect=True)
-def test_other_split_rows_and_sessions(target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]) -> None:
+def test_other_split_rows_and_sessions(target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]) -> None:
     """``split="test"``: rows are the test tasks and ``reset`` opens test-split sessions."""
     assert "test" in target.served.splits, f"{target} has no test split"
     tasks = target.served.tasks("test")
@@ -111,7 +111,7 @@ def test_other_split_rows_and_sessions(target: Target, new_spec: Callable[..., A
 
 
 @pytest.mark.parametrize("target", targets(["schema-zoo-index"]), indirect=True)
-def test_index_api_fallback(target: Target, new_spec: Callable[..., Any]) -> None:
+def test_index_api_fallback(target: SuiteTarget, new_spec: Callable[..., Any]) -> None:
     """P11: when ``/tasks`` is unsupported (400), the whole split comes from ``/num_tasks`` + one ``/task`` each."""
     tasks = target.served.tasks("train")
     assert target.served.wire.tasks(target.served.env, "train").status == 400
@@ -123,7 +123,7 @@ def test_index_api_fallback(target: Target, new_spec: Callable[..., Any]) -> Non
 
 
 @pytest.mark.parametrize("target", targets(["schema-zoo-prompt"]), indirect=True)
-def test_reserved_columns_are_never_overwritten(target: Target, new_spec: Callable[..., Any]) -> None:
+def test_reserved_columns_are_never_overwritten(target: SuiteTarget, new_spec: Callable[..., Any]) -> None:
     """P11: task specs with ``prompt`` and ``task_index`` keys keep the chat prompt and the real index."""
     tasks = target.served.tasks("train")
     assert all("prompt" in t and "task_index" in t for t in tasks)
@@ -134,7 +134,7 @@ def test_reserved_columns_are_never_overwritten(target: Target, new_spec: Callab
 
 @pytest.mark.parametrize("target", targets(defect=_task_spec_column), indirect=True)
 def test_reset_with_a_dataset_row_opens_that_task(
-    target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     """GRPOTrainer calls ``reset(**row)`` with the whole row: the session must be on that row's task."""
     spec = new_spec(target, discover_task_tools=False)

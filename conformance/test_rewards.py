@@ -20,7 +20,7 @@ import pytest
 from orsbench.clients import defects, schema_view
 from conformance.adapter import grpo_tool_surface
 from conformance.params import targets
-from conformance.targets import SPLIT, Target
+from conformance.targets import SPLIT, SuiteTarget
 from orsbench import protocol
 from orsbench.scenarios.schema_zoo import long_text_value
 
@@ -71,7 +71,7 @@ def explicit_args(schema: dict[str, Any] | None) -> dict[str, Any]:
     return {**defaults, **schema_view.required_example(schema)}
 
 
-def calls_for(target: Target, index: int) -> list[tuple[str, dict[str, Any]]]:
+def calls_for(target: SuiteTarget, index: int) -> list[tuple[str, dict[str, Any]]]:
     """Every tool the task can call whose binding and required-args call work, with explicit arguments."""
     tools = target.declared.tools
     names = sorted(n for n in target.declared.task_tools[index] if defects.exposure_defect(tools[n]) is None)
@@ -79,7 +79,7 @@ def calls_for(target: Target, index: int) -> list[tuple[str, dict[str, Any]]]:
     return [(n, explicit_args(tools[n].get("input_schema"))) for n in names]
 
 
-def replay(target: Target, index: int, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+def replay(target: SuiteTarget, index: int, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     """The calls over the raw wire on a fresh session; each step's exchange."""
     wire, env, sid = target.served.wire, target.served.env, f"orsbench-conformance-{uuid.uuid4()}"
     assert wire.create(sid, split=SPLIT, index=index).status == 200
@@ -89,12 +89,12 @@ def replay(target: Target, index: int, calls: list[tuple[str, dict[str, Any]]]) 
         wire.delete(sid)
 
 
-def _tasks_to_play(target: Target) -> list[int]:
+def _tasks_to_play(target: SuiteTarget) -> list[int]:
     return target.declared.distinct_tasks[:3]
 
 
 @pytest.mark.parametrize("target", targets(), indirect=True)
-def test_adapter_state_follows_the_server(target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]) -> None:
+def test_adapter_state_follows_the_server(target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]) -> None:
     """rewards / metadata / finished / last_output / reward and what the model reads, step by step.
 
     Tools that raise (SSE ``error``) or answer in several SSE chunks are left
@@ -128,7 +128,7 @@ def test_adapter_state_follows_the_server(target: Target, new_spec: Callable[...
 
 # -- the reward rules, on scripted rewards --------------------------------------------------------
 @pytest.fixture
-def zoo_adapter(target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]) -> Callable[[], Any]:
+def zoo_adapter(target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]) -> Callable[[], Any]:
     """Fresh adapters on ``schema-zoo`` task 0 (reset done)."""
     spec = new_spec(target, discover_task_tools=False)
 
@@ -201,7 +201,7 @@ def test_unknown_tool_is_shown_with_its_reason(zoo_adapter: Callable[[], Any]) -
 
 
 @pytest.mark.parametrize("target", targets(ZOO), indirect=True)
-def test_invalid_input_is_shown_with_its_reason(target: Target, zoo_adapter: Callable[[], Any]) -> None:
+def test_invalid_input_is_shown_with_its_reason(target: SuiteTarget, zoo_adapter: Callable[[], Any]) -> None:
     adapter = zoo_adapter()
     before = target.stats()["calls"].get("bounded", 0)
     shown = adapter.bounded(count=0, name="x")
@@ -220,7 +220,7 @@ def test_tool_exception_is_shown_with_its_message(zoo_adapter: Callable[[], Any]
 
 
 @pytest.mark.parametrize("target", targets(ZOO, defect=lambda d: defects.DEFECTS["error-event-kills-session"]), indirect=True)
-def test_tool_exception_leaves_the_session_usable(target: Target, zoo_adapter: Callable[[], Any]) -> None:
+def test_tool_exception_leaves_the_session_usable(target: SuiteTarget, zoo_adapter: Callable[[], Any]) -> None:
     """P8: after a tool raised, the server session is alive, so the next call must reach it."""
     adapter = zoo_adapter()
     adapter.explode(message="boom")
@@ -229,7 +229,7 @@ def test_tool_exception_leaves_the_session_usable(target: Target, zoo_adapter: C
 
 
 @pytest.mark.parametrize("target", targets(ZOO, defect=lambda d: defects.DEFECTS["errors-as-text"]), indirect=True)
-def test_http_failure_is_raised_not_shown(target: Target, zoo_adapter: Callable[[], Any]) -> None:
+def test_http_failure_is_raised_not_shown(target: SuiteTarget, zoo_adapter: Callable[[], Any]) -> None:
     """P8: a call whose session is gone (HTTP 404) fails the rollout instead of reading to the model like an answer."""
     adapter = zoo_adapter()
     target.served.wire.delete(adapter._session.sid)
@@ -241,7 +241,7 @@ def test_http_failure_is_raised_not_shown(target: Target, zoo_adapter: Callable[
 
 @pytest.mark.parametrize("target", targets(ZOO, impls=("mock",)), indirect=True)
 def test_dropped_stream_is_resumed(
-    target: Target, serve: Callable[..., Target], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    target: SuiteTarget, serve: Callable[..., SuiteTarget], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     """P8: a ``/call`` stream cut after its ``task_id`` is resumed by the SDK; the model sees the real result.
 

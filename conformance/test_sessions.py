@@ -14,20 +14,20 @@ import pytest
 
 from orsbench.clients import defects
 from conformance.params import targets
-from conformance.targets import Target, group
+from conformance.targets import SuiteTarget, group
 from orsbench import protocol
 from orsbench.scenarios.schema_zoo import REQUIRED_SECRET
 
 BROKEN = ["broken-session"]
 
 
-def _active(target: Target) -> int:
+def _active(target: SuiteTarget) -> int:
     return int(target.stats()["active_sessions"])
 
 
 @pytest.mark.parametrize("target", targets(), indirect=True)
 def test_each_rollout_gets_its_own_session(
-    target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     spec = new_spec(target, discover_task_tools=False)
     first, second = make_adapter(spec, target), make_adapter(spec, target)
@@ -43,7 +43,7 @@ def test_each_rollout_gets_its_own_session(
 
 @pytest.mark.parametrize("target", targets(), indirect=True)
 def test_reset_closes_the_previous_session(
-    target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     adapter = make_adapter(new_spec(target, discover_task_tools=False), target)
     before = _active(target)
@@ -56,7 +56,7 @@ def test_reset_closes_the_previous_session(
 
 
 @pytest.mark.parametrize("target", targets(), indirect=True)
-def test_close_leaves_no_session_behind(target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]) -> None:
+def test_close_leaves_no_session_behind(target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]) -> None:
     adapter = make_adapter(new_spec(target, discover_task_tools=False), target)
     before = _active(target)
     adapter.reset(task_index=0)
@@ -71,7 +71,7 @@ def test_close_leaves_no_session_behind(target: Target, new_spec: Callable[..., 
 
 @pytest.mark.parametrize("target", targets(), indirect=True)
 def test_tool_discovery_leaves_no_session_behind(
-    target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     before = target.stats()
     make_adapter(new_spec(target, indices=target.declared.distinct_tasks), target)
@@ -84,14 +84,14 @@ def test_tool_discovery_leaves_no_session_behind(
 TTL_S, LONG_CALL_S, FAST_PING_S = 0.5, 0.9, 0.15
 
 
-def _short_ttl(serve: Callable[..., Target], impl: str) -> Target:
+def _short_ttl(serve: Callable[..., SuiteTarget], impl: str) -> SuiteTarget:
     return serve("slow", impl, ttl=TTL_S, reaper_interval=0.05, params={"long_call": LONG_CALL_S})
 
 
 @pytest.mark.parametrize("target", targets(["slow"]), indirect=True)
 def test_sdk_pings_keep_a_long_call_alive(
-    target: Target,
-    serve: Callable[..., Target],
+    target: SuiteTarget,
+    serve: Callable[..., SuiteTarget],
     new_spec: Callable[..., Any],
     make_adapter: Callable[..., Any],
     monkeypatch: pytest.MonkeyPatch,
@@ -116,7 +116,7 @@ def test_sdk_pings_keep_a_long_call_alive(
 
 @pytest.mark.parametrize("target", targets(["slow"], defect=lambda d: defects.DEFECTS["errors-as-text"]), indirect=True)
 def test_reaped_session_fails_the_rollout(
-    target: Target, serve: Callable[..., Target], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    target: SuiteTarget, serve: Callable[..., SuiteTarget], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     """P2: without a ping during a call longer than the TTL the server reaps the session (SSE keep-alives do not count);
     the next call gets 404, which must fail the rollout rather than read to the model like an answer."""
@@ -143,7 +143,7 @@ def test_ors_server_fixture_points_the_sdk_at_the_server(ors_server: Any, ors_op
 @pytest.mark.parametrize(
     "target", targets(["echo"], impls=("mock",), defect=lambda d: defects.DEFECTS["session-url"]), indirect=True
 )
-def test_url_alone_reaches_the_server(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_url_alone_reaches_the_server(target: SuiteTarget, monkeypatch: pytest.MonkeyPatch) -> None:
     """P10: ``OpenRewardSpec(url)`` without ``OPENREWARD_SESSION_URL`` sends its session traffic to ``url``.
 
     Client-side only: one implementation suffices.
@@ -159,7 +159,7 @@ def test_url_alone_reaches_the_server(target: Target, monkeypatch: pytest.Monkey
 # -- P13: sessions that cannot start --------------------------------------------------------------
 @pytest.mark.parametrize("target", targets(BROKEN, impls=("mock",)), indirect=True)
 def test_constructor_failure_fails_reset_and_leaves_nothing(
-    target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     """P13: ``/create`` answers 500 when the environment cannot be constructed: ``reset`` raises, no session remains.
 
@@ -174,7 +174,7 @@ def test_constructor_failure_fails_reset_and_leaves_nothing(
 
 @pytest.mark.parametrize("target", targets(BROKEN, defect=lambda d: defects.DEFECTS["reset-leaks-session"]), indirect=True)
 def test_setup_failure_fails_reset_and_leaves_nothing(
-    target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     """P13: a failed ``setup()`` (sticky 500) makes ``reset`` raise, and the session it opened is closed."""
     adapter = make_adapter(new_spec(target, discover_task_tools=False), target)
@@ -186,7 +186,7 @@ def test_setup_failure_fails_reset_and_leaves_nothing(
 
 @pytest.mark.parametrize("target", targets(BROKEN), indirect=True)
 def test_secret_with_domains_reaches_setup(
-    target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     """P13: ``secrets={"API_TOKEN": (value, [domains])}`` reaches the environment; its setup passes."""
     spec = new_spec(target, discover_task_tools=False, secrets={REQUIRED_SECRET: ("token", ["127.0.0.1"])})
@@ -196,7 +196,7 @@ def test_secret_with_domains_reaches_setup(
 
 
 @pytest.mark.parametrize("target", targets(BROKEN, defect=lambda d: defects.DEFECTS["secret-names"]), indirect=True)
-def test_plain_secret_reaches_setup(target: Target, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]) -> None:
+def test_plain_secret_reaches_setup(target: SuiteTarget, new_spec: Callable[..., Any], make_adapter: Callable[..., Any]) -> None:
     """P13: ``secrets={"API_TOKEN": "value"}``, as ``OpenRewardSpec`` documents it (``dict[str, str]``), reaches the environment."""
     spec = new_spec(target, discover_task_tools=False, secrets={REQUIRED_SECRET: "token"})
     adapter = make_adapter(spec, target)

@@ -20,7 +20,7 @@ import pytest
 from orsbench.clients import defects, schema_view
 from conformance.adapter import grpo_tool_surface, model_schema, trl_warnings
 from conformance.params import ToolCase, targets, tool_cases
-from conformance.targets import RequestDelta, Target
+from conformance.targets import RequestDelta, SuiteTarget
 from orsbench import protocol
 
 
@@ -39,7 +39,7 @@ def _squash(text: str) -> str:
 
 # -- what the server declares is what it serves --------------------------------------------------
 @pytest.mark.parametrize("target", targets(), indirect=True)
-def test_server_serves_declared_tools(target: Target) -> None:
+def test_server_serves_declared_tools(target: SuiteTarget) -> None:
     """The known-defect predicates read the scenario in-process; the server must serve exactly that."""
     served, expected = target.served, target.declared
     assert served.tools_over(list(range(len(served.tasks())))) == expected.tools
@@ -116,7 +116,7 @@ def _factory_defect(d: Any) -> defects.Defect | None:
 
 
 @pytest.mark.parametrize("target", targets(defect=_factory_defect), indirect=True)
-def test_factory_builds_adapter_with_its_own_reset(target: Target, new_spec: Callable[..., Any], adapters: list[Any]) -> None:
+def test_factory_builds_adapter_with_its_own_reset(target: SuiteTarget, new_spec: Callable[..., Any], adapters: list[Any]) -> None:
     """P3/P4: ``environment_factory()`` builds an adapter whose ``reset`` still opens a session."""
     from trl.experimental.openreward.environment import _RolloutEnvironment
 
@@ -131,7 +131,7 @@ def _union_default(d: Any) -> defects.Defect | None:
 
 
 @pytest.mark.parametrize("target", targets(defect=_union_default), indirect=True)
-def test_factory_binds_union_of_task_tools(target: Target, new_spec: Callable[..., Any], adapters: list[Any]) -> None:
+def test_factory_binds_union_of_task_tools(target: SuiteTarget, new_spec: Callable[..., Any], adapters: list[Any]) -> None:
     """P1: with default options, every tool some task of the split can call is exposed (the union across tasks)."""
     instance = new_spec(target).environment_factory()
     adapters.append(instance)
@@ -145,7 +145,7 @@ def _union_probed(d: Any) -> defects.Defect | None:
 
 
 @pytest.mark.parametrize("target", targets(defect=_union_probed), indirect=True)
-def test_factory_binds_union_when_probing_each_kind(target: Target, new_spec: Callable[..., Any], adapters: list[Any]) -> None:
+def test_factory_binds_union_when_probing_each_kind(target: SuiteTarget, new_spec: Callable[..., Any], adapters: list[Any]) -> None:
     """P1: ``indices=`` naming one task per distinct tool set makes discovery find every tool, without leaking probe sessions."""
     before = target.stats()["active_sessions"]
     with trl_warnings() as warnings:
@@ -158,7 +158,7 @@ def test_factory_binds_union_when_probing_each_kind(target: Target, new_spec: Ca
 
 @pytest.mark.parametrize("target", targets(defect=_factory_defect), indirect=True)
 def test_discover_task_tools_false_binds_shared_tools_only(
-    target: Target, new_spec: Callable[..., Any], adapters: list[Any]
+    target: SuiteTarget, new_spec: Callable[..., Any], adapters: list[Any]
 ) -> None:
     """``discover_task_tools=False``: no probe session is opened and exactly the shared tools are bound."""
     from trl.experimental.openreward.environment import _RolloutEnvironment
@@ -173,7 +173,7 @@ def test_discover_task_tools_false_binds_shared_tools_only(
 
 # -- P1: a schema conflict across tasks, and a failed probe ----------------------------------------
 @pytest.mark.parametrize("target", targets(["schema-conflict"], impls=("mock",)), indirect=True)
-def test_schema_conflict_across_tasks_is_warned(target: Target, new_spec: Callable[..., Any], adapters: list[Any]) -> None:
+def test_schema_conflict_across_tasks_is_warned(target: SuiteTarget, new_spec: Callable[..., Any], adapters: list[Any]) -> None:
     """P1: one task-scoped name with two schemas across probed tasks → a warning naming the tool (first schema kept).
 
     Mock only: the SDK twin builds task tools from the scenario's tools by name and cannot vary a schema per task.
@@ -187,7 +187,7 @@ def test_schema_conflict_across_tasks_is_warned(target: Target, new_spec: Callab
 
 @pytest.mark.parametrize("target", targets(["broken-session"]), indirect=True)
 def test_failed_probe_falls_back_to_shared_tools_with_a_warning(
-    target: Target, new_spec: Callable[..., Any], adapters: list[Any]
+    target: SuiteTarget, new_spec: Callable[..., Any], adapters: list[Any]
 ) -> None:
     """P1: when the discovery session fails (task 0 cannot start), TRL binds the shared tools and says so."""
     with trl_warnings() as warnings:
@@ -200,7 +200,7 @@ def test_failed_probe_falls_back_to_shared_tools_with_a_warning(
 # -- P9: two specs never share bound methods -----------------------------------------------------
 @pytest.mark.parametrize("target", targets(["task-tool"], impls=("mock",)), indirect=True)
 def test_two_specs_never_share_bound_methods(
-    target: Target, serve: Callable[..., Target], new_spec: Callable[..., Any], adapters: list[Any]
+    target: SuiteTarget, serve: Callable[..., SuiteTarget], new_spec: Callable[..., Any], adapters: list[Any]
 ) -> None:
     """P9: specs for two servers (same tool name, different schemas) get separate classes with their own methods.
 

@@ -1,6 +1,6 @@
 """The wire checks of ``orsbench check`` as pytest items: one test per check per target.
 
-    pytest conformance/test_wire_checks.py --ors-url http://127.0.0.1:8080 [--ors-env NAME] [--ors-split S]
+    pytest conformance/test_wire_checks.py --ors-url http://127.0.0.1:8080 [--ors-env NAME] [--ors-split S] [--ors-secret K=V]
 
 parametrises every check over that server; without ``--ors-url`` they run
 against embedded mocks of the core scenarios (started by the plugin's
@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from orsbench.checks import Options, Report, Severity, Status, load_checks, run_checks
+from orsbench.pytest_plugin import secrets_option
 
 #: Scenarios checked when no --ors-url is given.
 EMBEDDED = ("echo", "task-tool", "sparse-reward", "slow")
@@ -50,7 +51,11 @@ def wire_report(
     if wire_target not in _wire_reports:
         url = request.config.getoption("--ors-url")
         if url:
-            options = Options(env=request.config.getoption("--ors-env"), split=request.config.getoption("--ors-split"))
+            options = Options(
+                env=request.config.getoption("--ors-env"),
+                split=request.config.getoption("--ors-split"),
+                secrets=secrets_option(request.config),
+            )
         else:
             server = ors_server_factory(wire_target)
             url, options = server.url, Options(env=server.env_name)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from orsbench.config import ServerConfig
 from orsbench.extras import require
 from orsbench.servers import targets
+from orsbench.servers.user_app import AppTarget
 
 if TYPE_CHECKING:
     from orsbench.checks import Baseline, Options, Report
@@ -76,7 +77,7 @@ def check(
 class CheckPlan:
     """A target and options that were found to make sense; :meth:`run` brings the target up and checks it."""
 
-    target: targets.Target
+    target: targets.CheckTarget
     impl: str
     wait: float
     options: dict[str, Any]
@@ -146,21 +147,15 @@ def prepare(
         from orsbench.servers.launch import command_argv
 
         command_argv(resolved.value, 0)  # ValueError: no {port} in it
-    elif resolved.kind == "app" and not resolved.app_path:
-        _check_app_text(str(resolved.value))
+    elif isinstance(resolved.value, AppTarget) and not resolved.value.path:
+        app = resolved.value
+        if app.is_file and not Path(app.source).is_file():
+            raise ValueError(f"no such file {app.source!r} (in --app {app})")
     return plan
 
 
-def _check_app_text(text: str) -> None:
-    from orsbench.servers.user_app import AppTarget
-
-    app = AppTarget.parse(text)  # AppTargetError (a ValueError) names the spelling
-    if app.is_file and not Path(app.source).is_file():
-        raise ValueError(f"no such file {app.source!r} (in --app {app})")
-
-
 def _server_config(
-    target: targets.Target, impl: str, params: dict[str, Any], faults: tuple[str, ...], options: dict[str, Any]
+    target: targets.CheckTarget, impl: str, params: dict[str, Any], faults: tuple[str, ...], options: dict[str, Any]
 ) -> ServerConfig | None:
     """The config orsbench serves a scenario or an app with (``None``: it does not configure the server)."""
     if target.kind not in ("scenario", "app"):
@@ -168,7 +163,7 @@ def _server_config(
     knobs: dict[str, Any] = {k: options[k] for k in ("ttl", "ping_interval") if options.get(k) is not None}
     if target.kind == "app":
         require("sdk", "serving an Environment class (the openreward SDK Server)")
-        return ServerConfig(**knobs)
+        return ServerConfig(**knobs, explicit=tuple(knobs))
     from orsbench.servers.implementations import IMPLEMENTATIONS
 
     implementation = IMPLEMENTATIONS.get(impl)  # UnknownName (a ValueError) lists the known ones
@@ -178,4 +173,4 @@ def _server_config(
 
     knobs |= {"params": params, "faults": faults}
     scenario = get_scenario(str(target.value), **params)  # ValueError: unknown scenario or parameter
-    return effective_config(scenario, ServerConfig(**knobs), set(knobs))
+    return effective_config(scenario, ServerConfig(**knobs, explicit=tuple(sorted(knobs))), set(knobs))

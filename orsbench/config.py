@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from dataclasses import dataclass, field
 from collections.abc import Mapping, Set
 from typing import Any, Protocol
@@ -47,8 +48,14 @@ class ServerConfig:
     seed: int = 0
     #: Log one line per request (off by default: it costs more than the work).
     access_log: bool = False
+    #: Record every request and answer for ``GET /_orsbench/requests`` (``orsbench check-client`` grades
+    #: a client from it); off by default: it costs a copy of every body.
+    request_log: bool = False
     #: Scenario parameters (``--param key=value``), passed to the scenario factory.
     params: dict[str, Any] = field(default_factory=dict)
+    #: Fields set on purpose, even to their default value: a scenario's own defaults never override them
+    #: (``orsbench check --serve slow --ping-interval 10`` serves keep-alives every 10 s, not slow's 0.25 s).
+    explicit: tuple[str, ...] = ()
 
     @property
     def effective_reaper_interval(self) -> float:
@@ -62,12 +69,14 @@ class ServerConfig:
     def to_json(self) -> str:
         data = dataclasses.asdict(self)
         data["faults"] = list(self.faults)
+        data["explicit"] = list(self.explicit)
         return json.dumps(data)
 
     @classmethod
     def from_json(cls, text: str) -> "ServerConfig":
         data = json.loads(text)
         data["faults"] = tuple(data.get("faults", ()))
+        data["explicit"] = tuple(data.get("explicit", ()))
         return cls(**data)
 
 
@@ -81,3 +90,21 @@ def effective_config(scenario: HasConfigDefaults, config: ServerConfig, explicit
     """Apply the scenario's own config defaults to fields the user did not set explicitly."""
     changes = {k: v for k, v in scenario.config_defaults.items() if k not in explicit}
     return config.replace(**changes) if changes else config
+def write_private(path: str | os.PathLike[str], text: str) -> str:
+    """Write ``text`` to a new file only its owner may read or write (0600); returns the path.
+
+    How a server orsbench starts gets its API key or a proxy its secrets: never
+    on a command line (``/proc/PID/cmdline`` and ``ps`` show those to every user;
+    docs/protocol.md §14). The file must not exist yet, so nothing else can
+    have opened it with wider rights first.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return os.fspath(path)
+
+
+def read_config_file(path: str | os.PathLike[str]) -> str:
+    """The JSON of a config file written by :func:`write_private` (the launcher's ``--config-file``)."""
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()

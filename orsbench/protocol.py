@@ -127,6 +127,8 @@ BUILTIN_TOOLSETS: Final = (
 #: orsbench's own read-only introspection routes live under this prefix, which
 #: cannot be an environment name (environment names never start with ``_``).
 STATS: Final = "/_orsbench/stats"
+#: The request log of a server served with ``ServerConfig(request_log=True)``: what a client under test sent.
+REQUEST_LOG: Final = "/_orsbench/requests"
 
 #: Environment variables the openreward SDK reads.
 ENV_SESSION_URL: Final = "OPENREWARD_SESSION_URL"

@@ -19,7 +19,13 @@ the session ends. While a test uses ``ors_server``, ``OPENREWARD_API_URL``,
 openreward SDK (and TRL) at it; they are restored afterwards.
 
 Options: ``--ors-url URL`` targets an external server instead (the wire checks
-parametrise over it), with ``--ors-env`` and ``--ors-split``.
+parametrise over it), with ``--ors-env``, ``--ors-split`` and, for an environment
+whose ``/create`` needs them, ``--ors-secret NAME=VALUE`` / ``--ors-secrets-file F``
+(fixture ``ors_secrets``; docs/protocol.md §14).
+
+``--ors-client-cmd "CMD"`` grades an ORS client's adapter command on every
+``orsbench check-client`` case, one test per case (``--ors-client-cases A,B``,
+``--ors-client-timeout S``; docs/clients.md).
 
 With TRL installed, ``ors_openreward_spec(**kwargs)`` builds a
 ``trl.experimental.openreward.OpenRewardSpec`` for ``ors_server``::
@@ -36,14 +42,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from orsbench.cli import types
 from orsbench.config import ServerConfig
 from orsbench.servers import launch, targets
 from orsbench.servers.launch import RunningServer, start
+from orsbench.servers.user_app import AppTarget, AppTargetError
 
 ServerFactory = Callable[..., RunningServer]
 _CONFIG_FIELDS = {f.name for f in dataclasses.fields(ServerConfig)}
@@ -54,6 +63,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ors-url", default=None, help="run the wire checks against this ORS server instead of embedded mocks")
     group.addoption("--ors-env", default=None, help="environment name on --ors-url (default: its first environment)")
     group.addoption("--ors-split", default=None, help="split to use on --ors-url (default: the first train split)")
+    group.addoption(
+        "--ors-client-cmd",
+        default=None,
+        metavar="COMMAND",
+        help="grade this ORS client adapter command on every check-client case, one test per case (docs/clients.md)",
+    )
+    group.addoption("--ors-client-cases", default=None, metavar="A,B", help="with --ors-client-cmd: only these cases")
+    group.addoption(
+        "--ors-client-timeout", default=None, type=float, metavar="S", help="with --ors-client-cmd: the command's deadline per case"
+    )
+    group.addoption("--ors-secret", type=types.secret, action="append", default=[], metavar="NAME=VALUE", help=types.SECRET_HELP)
+    group.addoption("--ors-secrets-file", type=types.secrets_file, action="append", default=[], metavar="FILE", help=types.SECRETS_FILE_HELP)
+
+
+def secrets_option(config: pytest.Config) -> dict[str, str]:
+    """The secrets ``--ors-secret``/``--ors-secrets-file`` give (for ``Options(secrets=...)`` on ``--ors-url``)."""
+    return types.merge_secrets(config.getoption("--ors-secrets-file") or [], config.getoption("--ors-secret") or [])
+
+
+@pytest.fixture(scope="session")
+def ors_secrets(pytestconfig: pytest.Config) -> dict[str, str]:
+    """The secrets given with ``--ors-secret NAME=VALUE`` / ``--ors-secrets-file FILE`` (never printed by orsbench)."""
+    return secrets_option(pytestconfig)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -65,9 +97,28 @@ def pytest_configure(config: pytest.Config) -> None:
         "(config keys are ServerConfig fields such as ttl, ping_interval, latency)",
     )
     refuse_parallel_snapshot_update(config)
+    add_client_cases(config)
     if not os.environ.get("ORSBENCH_NO_ZYGOTE"):
         # Servers fork from one preloaded process per worker: an SDK twin starts in ~0.5 s, not ~5 s.
         launch.use_zygote()
+
+
+def add_client_cases(config: pytest.Config) -> None:
+    """With ``--ors-client-cmd``, collect the client cases (:mod:`orsbench.clientcheck.pytest_cases`).
+
+    Alone (``pytest --ors-client-cmd CMD``) they are the whole run; beside paths given on the
+    command line, they run with those tests.
+    """
+    if not config.getoption("ors_client_cmd", None):
+        return
+    from orsbench.clientcheck import pytest_cases
+
+    path = str(Path(pytest_cases.__file__).resolve())
+    if config.args_source is pytest.Config.ArgsSource.ARGS:
+        if path not in config.args:
+            config.args.append(path)
+    else:  # no paths given: not the whole test suite of the directory, only the cases
+        config.args[:] = [path]
 
 
 def refuse_parallel_snapshot_update(config: pytest.Config) -> None:
@@ -109,17 +160,17 @@ def server_key(scenario: str, impl: str, config: ServerConfig) -> str:
     return f"{scenario}|{impl}|{config.to_json()}"
 
 
-def _user_target(app: Any, cmd: Any) -> targets.Target | None:
+def _user_target(app: Any, cmd: Any) -> targets.CheckTarget | None:
     """The target of ``app=`` (a class, ``FILE.py:Class``, ``module:Class``) or ``cmd=``, if one is given."""
     if app is not None and cmd is not None:
         raise TypeError("give app= or cmd=, not both")
     if app is not None:
-        target = targets.resolve(app if isinstance(app, type) else "app:" + str(app).removeprefix("app:"))
-        if target.kind != "app":
-            raise TypeError(f"app={app!r} is not an Environment class, FILE.py:Class or module:Class")
-        return target
+        try:
+            return targets.resolve(app if isinstance(app, type) else AppTarget.parse(str(app)))
+        except AppTargetError:
+            raise TypeError(f"app={app!r} is not an Environment class, FILE.py:Class or module:Class") from None
     if cmd is not None:
-        return targets.Target("command", cmd if isinstance(cmd, str) else tuple(str(a) for a in cmd))
+        return targets.CheckTarget("command", cmd if isinstance(cmd, str) else tuple(str(a) for a in cmd))
     return None
 
 

@@ -316,3 +316,65 @@ def test_plot_held_draws_a_sweep_and_refuses_other_reports(tmp_path):
     other.write_text(json.dumps({"servers": {}}))
     refused = subprocess.run([sys.executable, str(script), str(other)], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "not an orsbench bench --sessions report" in refused.stderr
+
+
+# -- 503 + Retry-After: an env still starting is waited out, as a client would ---------------------
+def test_retry_after_reads_delta_seconds_and_dates_and_only_on_503():
+    from datetime import UTC, datetime, timedelta
+    from email.utils import format_datetime
+
+    from orsbench.bench.episode import MAX_RETRY_AFTER_S, retry_after
+
+    assert retry_after(503, {"Retry-After": "2"}) == 2.0
+    assert retry_after(503, {"Retry-After": " 0 "}) == 0.0
+    assert retry_after(503, {"Retry-After": "3600"}) == MAX_RETRY_AFTER_S  # capped: a load run stays bounded
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=5), usegmt=True)
+    assert 3.0 <= retry_after(503, {"Retry-After": soon}) <= 5.0
+    assert retry_after(503, {}) is None  # a bare 503 is an error, not a wait
+    assert retry_after(503, {"Retry-After": "soon"}) is None
+    assert retry_after(502, {"Retry-After": "1"}) is None
+    assert retry_after(429, {"Retry-After": "1"}) is None
+
+
+def _starting_slow(setup: float):
+    """``slow`` whose setup outlasts the readiness wait: each session's first /call (and /prompt)
+    answers 503 with ``X-Backend-State: starting`` and ``Retry-After: 2`` until its setup is done."""
+    return serve("slow", config=ServerConfig(ping_interval=PING, setup_wait_timeout=0.3), params={"setup": setup})
+
+
+def test_held_sessions_wait_out_503_retry_after_instead_of_counting_errors():
+    from orsbench.bench.hold import run_hold
+    from orsbench.bench.plan import discover
+
+    with _starting_slow(setup=2.5) as server:
+        plan = discover(server.url, tool="wait", tool_input={})
+        result = run_hold(server.url, plan, 10, hold=0.5)
+        stats = server.stats()
+    assert result.errors == 0, result.error_kinds
+    assert result.sessions_ok == 10 and result.streaming == 10
+    assert result.retried >= 1  # the 503s came, and were ridden out
+    assert result.as_dict()["retried_503"] == result.retried
+    assert stats["active_sessions"] == 0
+
+
+def test_a_503_that_outlasts_the_budget_is_still_an_error():
+    from orsbench.bench.hold import run_hold
+    from orsbench.bench.plan import discover
+
+    with _starting_slow(setup=60.0) as server:
+        plan = discover(server.url, tool="wait", tool_input={})
+        result = run_hold(server.url, plan, 2, hold=0.2, read_timeout=3.0)
+    assert result.retried >= 1
+    assert result.errors == 2 and result.sessions_ok == 0
+    assert all("HTTP 503" in kind for kind in result.error_kinds), result.error_kinds
+
+
+def test_episode_driver_waits_out_503_retry_after():
+    from orsbench.bench.driver import drive
+    from orsbench.bench.plan import discover
+
+    with _starting_slow(setup=1.5) as server:
+        plan = discover(server.url, tool="wait", tool_input={"seconds": 0.05})
+        result = drive(server.url, plan, concurrency=2, duration=1.0, max_episodes=2)
+    assert result.failures == 0, result.failure_kinds
+    assert result.episodes == 2 and result.retried >= 1

@@ -8,6 +8,8 @@ violation applied — the same server ``orsbench serve <scenario> --fault
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from orsbench.checks import CHECKS, Options, Severity, Status, load_checks, run_checks
@@ -44,6 +46,10 @@ def test_violation_fails_exactly_its_checks(name, router):
     assert set(report.ids(Status.FAIL, Severity.REQUIRED)) == breaks_required
     assert report.ids(Status.ERROR) == []
     assert report.exit_code == (1 if breaks_required else 0)
+    for result in report.results:  # every finding's reproducer is a well-formed shell script (tests/test_reproducers.py runs some)
+        if result.status is Status.FAIL and result.evidence:
+            assert result.reproduce and result.reproduce.count("BASE=") == 1, result.id
+            assert subprocess.run(["bash", "-n"], input=result.reproduce, text=True).returncode == 0, result.reproduce
 
 
 def test_the_broken_servers_the_issue_lists_are_all_there():

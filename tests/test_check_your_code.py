@@ -18,6 +18,7 @@ import pytest
 
 import orsbench
 from orsbench.servers import targets
+from orsbench.servers.user_app import AppTarget
 from orsbench.servers.launch import ServerStartError
 from tests.envs.long_game import LongGame
 
@@ -138,11 +139,11 @@ def test_api_refuses_what_cannot_work_before_starting_anything():
 def test_target_resolution():
     assert targets.resolve("http://h:1").kind == "url"
     assert targets.resolve("echo").kind == "scenario"
-    assert targets.resolve("my_env.py:MyEnv") == targets.Target("app", "app:my_env.py:MyEnv")
+    assert targets.resolve("my_env.py:MyEnv") == targets.CheckTarget("app", AppTarget("my_env.py", ("MyEnv",)))
     assert targets.resolve("python s.py --port {port}").kind == "command"
     assert targets.resolve(["python", "s.py", "{port}"]).value == ("python", "s.py", "{port}")
     resolved = targets.resolve(LongGame)
-    assert resolved.value == "app:tests.envs.long_game:LongGame" and resolved.app_path == (str(ROOT),)
+    assert resolved.value == AppTarget("tests.envs.long_game", ("LongGame",), (str(ROOT),))
 
     def local() -> type:
         class Inner(LongGame):

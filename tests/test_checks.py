@@ -330,3 +330,19 @@ def test_docs_list_every_violation_with_the_checks_it_breaks():
         row = next(line for line in section.splitlines() if line.startswith(f"| `{name}` |"))
         for check_id in violation.breaks + violation.also:
             assert f"`{check_id}`" in row, (name, check_id)
+
+
+def test_a_probe_registers_itself_and_the_collector_runs_it_by_name():
+    from orsbench.checks.collector import PROBES, Collector, Probe, probe_names
+    from orsbench.checks.evidence import Evidence
+    from orsbench.registry import UnknownName
+
+    assert probe_names() == ("discovery", "dataset", "session", "call", "play", "fuzz", "quality", "timing")
+    seen = []
+    collector = Collector(None, Evidence("http://127.0.0.1:9", Options()))  # type: ignore[arg-type]  # the dummy sends nothing
+    with PROBES.temporarily(Probe("dummy", lambda col: seen.append(col))):
+        assert probe_names()[-1] == "dummy"
+        collector.run("dummy")
+    assert seen == [collector] and collector.ev.probes_run == ["dummy"]
+    with pytest.raises(UnknownName, match="unknown probe 'dummy'; known: discovery"):
+        collector.run("dummy")

@@ -37,7 +37,7 @@ def test_readme_defect_list_is_the_conformance_suites():
 
 
 def test_readme_lists_every_implementation_difference_exactly():
-    from orsbench.servers.differences import markdown
+    from orsbench.servers.implementations import differences_markdown as markdown
 
     block = README.split("<!-- impl-differences:start -->")[1].split("<!-- impl-differences:end -->")[0]
     assert block.strip() == markdown()

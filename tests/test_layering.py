@@ -107,3 +107,36 @@ def test_the_walk_sees_what_it_should() -> None:
     assert "orsbench.servers.engine" in seen and "orsbench.checks" in seen
     tree = ast.parse("from .engine import _x\n")
     assert list(imports(tree, PACKAGE / "servers" / "faults.py")) == [("orsbench.servers.engine", ["_x"], 1)]
+
+
+def test_the_version_lives_in_a_module_that_imports_nothing_and_matches_pyproject() -> None:
+    """A report stamps the version; reading it must not pull the package's public surface into that layer."""
+    path = PACKAGE / "version.py"
+    tree = ast.parse(path.read_text())
+    assert not list(imports(tree, path))
+    version = next(n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant))
+    assert f'version = "{version}"' in (ROOT / "pyproject.toml").read_text()
+    offences = [
+        where(p, line)
+        for p, t in parsed()
+        if p.is_relative_to(PACKAGE)
+        for module, names, line in imports(t, p)
+        if module == "orsbench" and "__version__" in names
+    ]
+    assert not offences, offences
+
+
+def test_conformance_does_not_import_the_training_smoke() -> None:
+    offences = [
+        f"{where(path, line)} imports {module}"
+        for path, tree in parsed()
+        if path.is_relative_to(ROOT / "conformance")
+        for module, _names, line in imports(tree, path)
+        if module.split(".")[0] == "training_smoke"
+    ]
+    assert not offences, "\n".join(offences)
+
+
+def test_the_violation_router_does_not_import_the_app_that_loads_the_faults() -> None:
+    path = PACKAGE / "servers" / "faults" / "router.py"
+    assert "orsbench.servers.app" not in {module for module, _names, _line in imports(ast.parse(path.read_text()), path)}

@@ -35,6 +35,7 @@ from orsbench.scenarios import get_scenario
 from orsbench.servers import app as app_module
 from orsbench.servers.app import build_app, is_loopback
 from orsbench.servers.launch import RunningServer, command
+from orsbench.servers.user_app import AppTarget
 from orsbench.wire import WireClient, encode_secrets
 
 ENV = "sparse-reward"
@@ -283,3 +284,238 @@ def test_the_stats_never_show_the_api_key(ors_server_factory: ServerFactory) -> 
     stats = server.stats()  # the launcher sends the key it started the server with
     assert stats["config"]["api_key"] is None
     assert KEY not in json.dumps(stats)
+
+
+# -- secrets for environments that need them (docs/protocol.md §14) ----------------------------
+GATED = "tests.envs.secret_gated:SecretGated"
+
+
+def _gated_secret() -> tuple[str, str]:
+    from tests.envs.secret_gated import SECRET_NAME, SECRET_VALUE
+
+    return SECRET_NAME, SECRET_VALUE
+
+
+def test_a_secret_gated_env_passes_check_with_its_secret(
+    ors_server_factory: ServerFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, value = _gated_secret()
+    server = ors_server_factory(app=GATED)
+    report, junit, html, md = tmp_path / "report.json", tmp_path / "report.xml", tmp_path / "report.html", tmp_path / "report.md"
+    code = main(
+        ["check", server.url, "--no-fuzz", "--secret", f"{name}={value}", "--json", str(report), "--junit", str(junit)]
+        + ["--html", str(html), "--markdown", str(md), "-v"]
+    )
+    out = capsys.readouterr()
+    assert code == 0, out.err[-3000:]
+    data = json.loads(report.read_text())
+    assert data["options"]["secrets"] == [name]  # by name only
+    assert data["summary"]["fail"] == 0 and data["summary"]["pass"] > 40
+    written = {"json": report.read_text(), "junit": junit.read_text(), "html": html.read_text(), "markdown": md.read_text()}
+    assert "X-Secrets" in written["html"]  # the header is shown, its value masked
+    for where, text in {"stdout": out.out, "stderr": out.err, **written, "server log": server.log()}.items():
+        assert value not in text, f"the secret value is in the {where}"
+
+
+def test_without_its_secret_the_check_is_a_usage_error_naming_it(
+    ors_server_factory: ServerFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, _value = _gated_secret()
+    server = ors_server_factory(app=GATED)
+    assert main(["check", server.url, "--no-fuzz"]) == 2
+    err = capsys.readouterr().err
+    assert f"secret {name} is missing" in err, err  # the env's own message
+    assert "--secret NAME=VALUE" in err and "§14" in err
+    assert "answer /create with 200" not in err  # not graded as a protocol failure
+    wrong = "wrong-key-0d9e8f7a"
+    assert main(["check", server.url, "--no-fuzz", "--secret", f"{name}={wrong}"]) == 2
+    err = capsys.readouterr().err
+    assert f"the secrets sent ({name}) were not the ones it needs" in err, err
+    assert wrong not in err
+
+
+def test_secrets_come_from_flags_files_and_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from orsbench.cli.types import secrets_of
+
+    dotenv = tmp_path / "env.secrets"
+    dotenv.write_text('# the weather service\nA=1\n\nexport B="two words"\nC=c=d\n')
+    as_json = tmp_path / "secrets.json"
+    as_json.write_text(json.dumps({"D": "dee"}))
+    monkeypatch.setenv("FROM_ENV_KEY", "env-value")
+    parse = build_parser().parse_args
+    for command_line in (["check", "http://127.0.0.1:1"], ["record", "http://127.0.0.1:1", "--out", "x"], ["proxy", "http://127.0.0.1:1"], ["bench"]):
+        args = parse(
+            [*command_line, "--secrets-file", str(dotenv), "--secrets-file", str(as_json), "--secret", "FROM_ENV_KEY", "--secret", "A=9"]
+        )
+        assert secrets_of(args) == {"A": "9", "B": "two words", "C": "c=d", "D": "dee", "FROM_ENV_KEY": "env-value"}, command_line
+
+
+@pytest.mark.parametrize(
+    ("flag", "text"),
+    [
+        ("--secret", "=hunter2-value"),
+        ("--secret", "my key=hunter2-value"),
+        ("--secret", "EMPTY="),
+        ("--secret", "NO_SUCH_VARIABLE_ORSBENCH"),
+        ("--secrets-file", "line"),
+        ("--secrets-file", "json"),
+        ("--secrets-file", "/no/such/file"),
+    ],
+)
+def test_a_bad_secret_is_a_usage_error_that_never_shows_a_value(
+    flag: str, text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if text == "line":
+        (tmp_path / "s").write_text("OK=fine\nhunter2-value\n")
+        text = str(tmp_path / "s")
+    elif text == "json":
+        (tmp_path / "s").write_text(json.dumps({"K": ["hunter2-value"]}))
+        text = str(tmp_path / "s")
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["check", "http://127.0.0.1:1", flag, text])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}:" in err
+    assert "hunter2" not in err
+
+
+def _command_lines() -> dict[int, str]:
+    """Every readable ``/proc/*/cmdline`` on this machine: what `ps` shows to every user."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                out[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+    return out
+
+
+@pytest.mark.parametrize("zygote", [True, False], ids=["forked", "spawned"])
+def test_no_secret_or_api_key_on_any_command_line(zygote: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from orsbench.servers import launch
+
+    name, value = _gated_secret()
+    key = f"orsbench-cmdline-key-{os.getpid()}-{zygote}"
+    monkeypatch.setattr(launch, "_ZYGOTE_WANTED", zygote)
+    started = [launch.start(ENV, config=ServerConfig(api_key=key)), launch.start(AppTarget.parse(GATED))]
+    try:
+        started.append(launch.start_proxy(started[1].url, secrets={name: value}, record=tmp_path / "c.json"))
+        lines = _command_lines()
+        for server in started:
+            assert server.pid in lines or zygote, f"{server.scenario} is not running"
+            assert key not in lines.get(server.pid, "") and value not in lines.get(server.pid, "")
+        leaks = [f"{pid}: {line[:200]}" for pid, line in lines.items() if key in line or value in line]
+        assert not leaks, leaks
+        # ... and yet the key and the secret did reach them.
+        assert started[0].stats()["active_sessions"] == 0  # the launcher's key is accepted
+        with WireClient(started[2].url) as client:
+            sid = client.new_session()
+            assert client.create(sid, env_name=started[1].env_name, split="train", index=0).status == 200
+            client.delete(sid)
+        leftovers = [p.name for s in started for p in s.log_path.parent.iterdir() if p.name in ("config.json", "secrets.json")]
+        assert not leftovers, f"private files left behind after start: {leftovers}"
+    finally:
+        for server in reversed(started):
+            server.stop()
+    assert value not in (tmp_path / "c.json").read_text()
+
+
+def test_the_proxy_adds_its_secrets_to_the_clients_own(ors_server_factory: ServerFactory, tmp_path: Path) -> None:
+    """The client's other X-Secrets entries reach the env; the proxy's win where both name one; none is recorded."""
+    from orsbench.servers.launch import start_proxy
+
+    name, value = _gated_secret()
+    server = ors_server_factory(app=GATED)
+    cassette, report = tmp_path / "c.json", tmp_path / "report.json"
+    proxy = start_proxy(server.url, secrets={name: value}, record=cassette, json_report=report)
+    try:
+        with WireClient(proxy.url) as client:
+            for secrets in (None, {"api_key": "client-side-key-1", name: "client-wrong-value"}):
+                sid = client.new_session()
+                created = client.create(sid, env_name=server.env_name, split="train", index=0, secrets=secrets)
+                assert created.status == 200, created.body[:300]
+                assert client.call(server.env_name, sid, "submit", {"answer": "4"}).sse is not None
+                client.delete(sid)
+        with WireClient(server.url) as direct:  # straight to the env, no secret: refused (the proxy did add it)
+            assert direct.create(direct.new_session(), env_name=server.env_name, split="train", index=0).status == 500
+    finally:
+        proxy.stop()
+    for path in (cassette, report):
+        assert value not in path.read_text(), path.name
+    assert json.loads(cassette.read_text())["environments"], "the traffic was recorded"
+
+
+# -- the reports people read: HTML, Markdown, reproducers ----------------------------------------
+def _keyed_broken_run(ors_server_factory: ServerFactory) -> Any:
+    """A check run with an API key against a server that needs it and has a defect (so reproducers exist)."""
+    from orsbench.checks import Options, run_checks
+
+    server = ors_server_factory("echo", api_key=KEY, faults=("reward-bool",))
+    report = run_checks(server.url, Options(api_key=KEY, fuzz=0, timeout=10))
+    assert report.exit_code == 1 and report.result("reward.well_formed").reproduce
+    return server, report
+
+
+def _key_forms() -> set[str]:
+    return {KEY, base64.b64encode(KEY.encode()).decode(), json.dumps(KEY)[1:-1]}
+
+
+def test_no_api_key_in_the_html_markdown_json_or_reproducers(ors_server_factory: ServerFactory) -> None:
+    from orsbench.reports import render_check, render_markdown
+    from orsbench.reports.json_report import dumps
+
+    _, report = _keyed_broken_run(ors_server_factory)
+    texts = {
+        "html": render_check(report),
+        "markdown": render_markdown(report),
+        "json": dumps(report),
+        **{f"reproduce {r.id}": r.reproduce or "" for r in report.results},
+    }
+    assert "X-Secrets" in texts["html"] and "X-API-Key" in texts["html"]  # the headers are shown...
+    for name, text in texts.items():
+        for form in _key_forms():
+            assert form not in text, f"{name} shows the API key ({form[:6]}...)"  # ...their values never
+
+
+def test_a_reproducer_sends_the_key_from_the_environment_not_the_script(ors_server_factory: ServerFactory) -> None:
+    """The script names ``$ORS_API_KEY``; with it set, the server answers (no 401), so the script still works."""
+    server, report = _keyed_broken_run(ors_server_factory)
+    script = report.result("reward.well_formed").reproduce
+    assert script is not None and '"X-API-Key: $ORS_API_KEY"' in script and KEY not in script
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, env={**os.environ, "ORS_API_KEY": KEY})
+    assert "HTTP/1.1 200" in done.stdout and "HTTP/1.1 401" not in done.stdout, done.stdout[:500]
+    assert '"reward":true' in done.stdout.replace(" ", "") or '"reward":false' in done.stdout.replace(" ", "")
+    refused = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, env={**os.environ, "ORS_API_KEY": ""})
+    assert "HTTP/1.1 401" in refused.stdout
+
+
+def test_a_key_echoed_by_the_server_is_scrubbed_from_the_html_and_markdown(ors_server_factory: ServerFactory) -> None:
+    """Defence in depth: a server that puts the key in an answer body does not get it into a report."""
+    from orsbench.reports import render_check, render_markdown
+
+    _, report = _keyed_broken_run(ors_server_factory)
+    failing = report.result("reward.well_formed")
+    failing.evidence[0]["body"] += f' {{"echoed": "{KEY}", "b64": "{base64.b64encode(KEY.encode()).decode()}"}}'
+    failing.message += f" (server said {KEY})"
+    for text in (render_check(report), render_markdown(report)):
+        for form in _key_forms():
+            assert form not in text
+    data = report.to_json()  # a JSON document has no options.api_key: the caller names the secrets
+    assert KEY not in render_check(data, secrets=[KEY]) and KEY in render_check(data)
+
+
+def test_the_proxys_html_report_never_shows_the_key(tmp_path: Path) -> None:
+    from orsbench.checks import Options, run_checks
+    from orsbench.servers.launch import serve, start_proxy
+
+    with serve("echo", config=ServerConfig(api_key=KEY)) as upstream:
+        proxy = start_proxy(upstream.url, html_report=tmp_path / "r.html")
+        try:
+            assert run_checks(proxy.url, Options(timeout=10, api_key=KEY, fuzz=0)).exit_code == 0
+        finally:
+            proxy.stop()
+    page = (tmp_path / "r.html").read_text()
+    assert "orsbench proxy" in page and "X-API-Key" in page
+    for form in _key_forms():
+        assert form not in page

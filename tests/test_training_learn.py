@@ -270,7 +270,8 @@ def test_url_cli_errors_are_clear(tmp_path):
 def test_conformance_and_the_smoke_share_one_grpo_tool_collection():
     pytest.importorskip("trl")
     from conformance import adapter
-    from training_smoke import grpo_tools, run
+    from orsbench.clients import grpo_tools
+    from training_smoke import run
 
     assert adapter.grpo_tool_surface is grpo_tools.grpo_tool_surface
     assert run.grpo_tools is grpo_tools.grpo_tools

@@ -192,3 +192,63 @@ def test_cli_help_describes_profiles_and_output():
     assert proc.returncode == 0
     for needle in ("--profile", "--scenario", "--steps", "--model", "tool_calls", "vLLM colocate"):
         assert needle in proc.stdout, needle
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The live child processes of ``pid`` and their command lines (from /proc)."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"  # exited, not yet reaped (its parent is gone too: init reaps it)
+
+
+@pytest.mark.parametrize("after", [0.0, 8.0], ids=["while-it-starts", "while-training"])
+def test_sigterm_stops_the_server_the_smoke_started(after: float) -> None:
+    """SIGTERM to ``python -m training_smoke`` unwinds the run: the ``orsbench serve`` child stops too (exit 143),
+    whether it comes while the server is still starting or once training is under way."""
+    pytest.importorskip("trl")
+    import signal
+    import time
+
+    env = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "training_smoke", "--profile", "cpu", "--steps", "50"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    server: int | None = None
+    try:
+        deadline = time.monotonic() + 180
+        while server is None and proc.poll() is None and time.monotonic() < deadline:
+            server = next((pid for pid, line in _children(proc.pid).items() if "orsbench serve" in line), None)
+            time.sleep(0.2)
+        assert server is not None, f"no orsbench serve child appeared; exit {proc.poll()}"
+        time.sleep(after)
+        assert proc.poll() is None, "the smoke run ended before the signal"
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(60)
+        assert code == 143, proc.stderr.read().decode()[-2000:] if proc.stderr else code
+        deadline = time.monotonic() + 15
+        while not _gone(server) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _gone(server), f"the server (pid {server}) outlived the smoke run"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        if server is not None and not _gone(server):
+            os.kill(server, signal.SIGKILL)

@@ -1,11 +1,11 @@
-"""Serving a user's own openreward Environment class: ``launch.start("app:FILE.py:Class")``."""
+"""Serving a user's own openreward Environment class: ``launch.start(AppTarget.parse("FILE.py:Class"))``."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-from orsbench.servers.launch import ServerStartError, command, is_app, serve, start
+from orsbench.servers.launch import ServerStartError, command, serve, start
 from orsbench.servers.user_app import AppTarget, AppTargetError
 
 
@@ -18,12 +18,12 @@ def test_target_parse_file_and_module() -> None:
 
 
 def test_command_runs_the_user_app_server() -> None:
-    assert is_app("app:x.py:X") and not is_app("echo")
-    assert command("app:x.py:X", ready_file="r")[2:4] == ["orsbench.servers.user_app", "x.py:X"]
+    assert command(AppTarget.parse("app:x.py:X"), ready_file="r")[2:4] == ["orsbench.servers.user_app", "x.py:X"]
+    assert command("echo", ready_file="r")[2:4] == ["orsbench", "serve"]
 
 
 def test_serves_a_file_target_on_loopback_and_stops_by_pid() -> None:
-    with serve("app:tests/envs/long_game.py:LongGame") as server:
+    with serve(AppTarget.parse("tests/envs/long_game.py:LongGame")) as server:
         assert server.url.startswith("http://127.0.0.1:")
         assert server.env_name == "longgame" and server.impl == "app"
         tools = httpx.get(f"{server.url}/longgame/tools", timeout=10).json()["tools"]
@@ -33,17 +33,17 @@ def test_serves_a_file_target_on_loopback_and_stops_by_pid() -> None:
 
 
 def test_serves_several_classes_from_a_module_first_is_default() -> None:
-    with serve("app:tests.envs.two_envs:LongGame,ValidatorGated") as server:
+    with serve(AppTarget.parse("tests.envs.two_envs:LongGame,ValidatorGated")) as server:
         assert httpx.get(server.url + "/list_environments", timeout=10).json() == ["longgame", "validatorgated"]
         assert server.env_name == "longgame"
 
 
 def test_a_class_without_tools_is_refused_with_the_sdks_reason() -> None:
     with pytest.raises(ServerStartError, match="has no tools defined"):
-        start("app:tests.envs._base:ThreeTasks", timeout=60)
+        start(AppTarget.parse("tests.envs._base:ThreeTasks"), timeout=60)
 
 
 
 def test_bad_target_is_a_start_error_naming_the_classes_there() -> None:
     with pytest.raises(ServerStartError, match="Environment classes there: .*LongGame"):
-        start("app:tests/envs/long_game.py:Nope", timeout=60)
+        start(AppTarget.parse("tests/envs/long_game.py:Nope"), timeout=60)

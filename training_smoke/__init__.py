@@ -27,7 +27,7 @@ Modules:
 * :mod:`training_smoke.learning`: the learn profile's statistical verdict and reward curve;
 * :mod:`training_smoke.sabotage`: negative controls, client bugs between OpenRewardSpec and the trainer;
 * :mod:`training_smoke.remote`: ``--url``, a warm-up derived from a foreign server's prompts and schemas;
-* :mod:`training_smoke.grpo_tools`: how GRPOTrainer collects tools (shared with ``conformance/``);
+* :mod:`orsbench.clients.grpo_tools`: how GRPOTrainer collects tools (shared with ``conformance/``);
 * :mod:`training_smoke.gpu`: the nightly profile's model loading and settings;
 * :mod:`training_smoke.bench`: the CPU profile's wall time and peak RSS;
 * :mod:`training_smoke.bench_learn`: the learn profile's power table (clean and every sabotage, over seeds).

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from orsbench.protocol import JSON
-from training_smoke.grpo_tools import grpo_tools
+from orsbench.clients.grpo_tools import grpo_tools
 from training_smoke import learning
 from training_smoke.config import QUIET_ENV, SmokeConfig
 from training_smoke.sabotage import sabotaged

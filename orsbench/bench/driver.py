@@ -17,6 +17,7 @@ import itertools
 import math
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from orsbench.bench.episode import (
     check_sid_echo,
     check_stream_status,
     check_tools,
+    retry_after,
     session_id,
     tool_output,
 )
@@ -56,6 +58,8 @@ class DriverResult:
     #: CPU seconds (user+sys) this driver process spent during the run.
     driver_cpu: float = 0.0
     concurrency: int = 0
+    #: Requests sent again after a ``503`` with ``Retry-After`` (an env still starting), as a client would.
+    retried: int = 0
 
     @property
     def rate(self) -> float:
@@ -76,6 +80,7 @@ class DriverResult:
             self.latencies + other.latencies,
             self.driver_cpu + other.driver_cpu,
             max(self.concurrency, other.concurrency),
+            self.retried + other.retried,
         )
 
 
@@ -86,6 +91,34 @@ def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     rank = min(len(ordered), max(1, math.ceil(p / 100 * len(ordered))))
     return ordered[rank - 1]
+
+
+async def request_riding_503(
+    http: aiohttp.ClientSession,
+    method: str,
+    path: str,
+    *,
+    budget: float,
+    data: bytes | Callable[[], bytes] | None = None,
+    headers: dict[str, str] | None = None,
+    on_retry: Callable[[], None] = lambda: None,
+) -> aiohttp.ClientResponse:
+    """Send; while the answer is a ``503`` with ``Retry-After`` whose wait fits in ``budget`` s, wait and resend.
+
+    What the SDK clients do with an environment still starting (:func:`~orsbench.bench.episode.retry_after`).
+    The answer that ends the loop is returned unread (``async with`` it); a 503 past the budget is returned
+    as it came, so the caller reports it. ``data`` may be a callable, to rebuild the body per attempt.
+    """
+    deadline = time.monotonic() + budget
+    while True:
+        response = await http.request(method, path, data=data() if callable(data) else data, headers=headers)
+        wait = retry_after(response.status, response.headers)
+        if wait is None or time.monotonic() + wait > deadline:
+            return response
+        await response.read()  # read to the end: the connection is reused
+        response.release()
+        on_retry()
+        await asyncio.sleep(wait)
 
 
 async def _read_stream(response: aiohttp.ClientResponse, stage: str) -> SSEStream:
@@ -99,8 +132,8 @@ async def _read_stream(response: aiohttp.ClientResponse, stage: str) -> SSEStrea
 class _Episode:
     """One episode's requests on a shared aiohttp session."""
 
-    def __init__(self, http: aiohttp.ClientSession, plan: EpisodePlan) -> None:
-        self.http, self.plan = http, plan
+    def __init__(self, http: aiohttp.ClientSession, plan: EpisodePlan, result: DriverResult, budget: float) -> None:
+        self.http, self.plan, self.result, self.budget = http, plan, result, budget
         self.prompt = plan.path(protocol.PROMPT)
         self.task_tools = plan.path(protocol.TASK_TOOLS)
         self.call = plan.path(protocol.CALL)
@@ -111,7 +144,7 @@ class _Episode:
         async with http.post(protocol.CREATE_SESSION) as r:
             sid = session_id(await _read_stream(r, "create_session"))
         sid_header = {protocol.SESSION_HEADER: sid}
-        json_headers = {**sid_header, **_JSON}
+        json_headers = {**sid_header, **_JSON, **plan.create_headers}
         created = False
         try:
             body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})
@@ -119,13 +152,14 @@ class _Episode:
                 check_sid_echo("create", r.status, await r.read(), sid)
             created = True
             await self._think()
-            async with http.get(self.prompt, headers=sid_header) as r:
+            # /prompt and /call wait for the env's setup; past that wait they answer 503 starting.
+            async with await self._riding_503("GET", self.prompt, headers=sid_header) as r:
                 check_list("prompt", r.status, await r.read())
             async with http.get(self.task_tools, headers=sid_header) as r:
                 check_tools("task_tools", r.status, await r.read(), plan.tool)
             for _ in range(plan.calls):
                 await self._think()
-                async with http.post(self.call, data=self.call_body, headers=json_headers) as r:
+                async with await self._riding_503("POST", self.call, data=self.call_body, headers=json_headers) as r:
                     output = tool_output(await _read_stream(r, "call"))
                 if output.get("finished"):
                     break
@@ -142,6 +176,12 @@ class _Episode:
                 except (TimeoutError, aiohttp.ClientError):
                     pass
             raise
+
+    def _riding_503(self, method: str, path: str, **kwargs: Any) -> Any:
+        def retried() -> None:
+            self.result.retried += 1
+
+        return request_riding_503(self.http, method, path, budget=self.budget, on_retry=retried, **kwargs)
 
     async def _think(self) -> None:
         if self.plan.think_time > 0:
@@ -190,7 +230,7 @@ async def run_episodes(
     counter = itertools.count()
     loop = asyncio.get_running_loop()
     async with ors_client_session(base_url, connector, timeout, api_key) as http:
-        episode = _Episode(http, plan)
+        episode = _Episode(http, plan, result, read_timeout)
         deadline = loop.time() + duration
 
         async def worker() -> None:

@@ -8,6 +8,9 @@ says what came instead, which is what Locust shows in its failure table.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import orjson
@@ -26,6 +29,34 @@ class EpisodeFailure(Exception):
         super().__init__(f"{stage}: {message}")
         self.stage = stage
         self.message = message
+
+
+#: The longest single wait a ``Retry-After`` may ask of a load client (a bigger one is capped to this).
+MAX_RETRY_AFTER_S = 10.0
+
+
+def retry_after(status: int, headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait before sending again, when ``status`` is a 503 with ``Retry-After``; else ``None``.
+
+    A ``503`` with ``Retry-After`` is an environment still starting (ORS: ``X-Backend-State: starting``)
+    or briefly unavailable, and the clients trainers use wait and retry on exactly that, so a load
+    client does the same instead of counting an error. Delta-seconds and HTTP-dates are both read;
+    the wait is capped at :data:`MAX_RETRY_AFTER_S`. A 503 without the header is an error.
+    """
+    if status != 503:
+        return None
+    value = headers.get(protocol.RETRY_AFTER_HEADER)
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds()
+        except (TypeError, ValueError):
+            return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
 
 
 def _snippet(body: bytes, limit: int = 200) -> str:

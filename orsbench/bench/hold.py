@@ -42,8 +42,15 @@ import aiohttp
 import orjson
 
 from orsbench import protocol
-from orsbench.bench.driver import ors_client_session, percentile
-from orsbench.bench.episode import EpisodeFailure, check_sid_echo, check_stream_status, session_id, tool_output
+from orsbench.bench.driver import ors_client_session, percentile, request_riding_503
+from orsbench.bench.episode import (
+    EpisodeFailure,
+    check_sid_echo,
+    check_stream_status,
+    retry_after,
+    session_id,
+    tool_output,
+)
 from orsbench.bench.plan import EpisodePlan
 from orsbench.servers.app import raise_open_file_limit
 from orsbench.wire.sse import SSEParser
@@ -78,6 +85,8 @@ class HoldResult:
     streaming: int = 0
     errors: int = 0
     error_kinds: Counter[str] = field(default_factory=Counter)
+    #: Requests sent again after a ``503`` with ``Retry-After`` (an env still starting), as a client would.
+    retried: int = 0
     #: Seconds from sending ``call`` to its first body byte, per stream.
     ttfb: list[float] = field(default_factory=list)
     #: Longest silence between two reads on any held stream, seconds.
@@ -112,6 +121,7 @@ class HoldResult:
             "streaming": self.streaming,
             "errors": self.errors,
             "error_kinds": dict(self.error_kinds),
+            "retried_503": self.retried,
             "ttfb_ms": {f"p{p}": round(percentile(self.ttfb, p) * 1000, 2) for p in (50, 99)},
             "max_keepalive_gap_s": round(self.max_gap_s, 3),
             "open_s": round(self.open_s, 3),
@@ -145,8 +155,12 @@ _FAILURES = (EpisodeFailure, TimeoutError, aiohttp.ClientError)
 class _Held:
     """The shared state of one run: the HTTP session, the plan, the result, the all-open signal."""
 
-    def __init__(self, http: aiohttp.ClientSession, plan: EpisodePlan, result: HoldResult, timed: str | None) -> None:
+    def __init__(
+        self, http: aiohttp.ClientSession, plan: EpisodePlan, result: HoldResult, timed: str | None, budget: float
+    ) -> None:
         self.http, self.plan, self.result, self.timed = http, plan, result, timed
+        #: Seconds a request may spend riding out ``503`` + ``Retry-After`` answers (the read timeout).
+        self.budget = budget
         self.call_path = plan.path(protocol.CALL)
         self.all_streaming = asyncio.Event()
         self.expected_streams = 0
@@ -155,13 +169,13 @@ class _Held:
 
     async def open(self, n: int) -> str | None:
         try:
-            async with self.http.post(protocol.CREATE_SESSION) as r:
+            async with await self._send(protocol.CREATE_SESSION) as r:
                 check_stream_status("create_session", r.status, r.headers.get("Content-Type", ""))
                 parser = SSEParser()
                 parser.feed(await r.read())
                 sid = session_id(parser.close())
             body = orjson.dumps({"env_name": self.plan.env, "split": self.plan.split, "index": self.plan.index(n)})
-            async with self.http.post(protocol.CREATE, data=body, headers={protocol.SESSION_HEADER: sid, **_JSON}) as r:
+            async with await self._send(protocol.CREATE, data=body, headers={protocol.SESSION_HEADER: sid, **_JSON, **self.plan.create_headers}) as r:
                 check_sid_echo("create", r.status, await r.read(), sid)
         except _FAILURES as exc:
             self._failed("open", exc)
@@ -169,19 +183,46 @@ class _Held:
         self.result.opened += 1
         return sid
 
-    async def call(self, sid: str, ends_at: float, gate: asyncio.Semaphore) -> bool:
-        """Start the call (inside ``gate`` until its first byte), then read it to its end."""
+    def _send(self, path: str, **kwargs: Any) -> Any:
+        """POST ``path``, riding out ``503`` + ``Retry-After`` within the budget."""
+        return request_riding_503(self.http, "POST", path, budget=self.budget, on_retry=self._retried, **kwargs)
+
+    def _retried(self) -> None:
+        self.result.retried += 1
+
+    def _call_body(self, ends_at: float) -> bytes:
         tool_input = dict(self.plan.tool_input)
-        if self.timed:
+        if self.timed:  # set per attempt: a call resent after a 503 still ends with the others
             tool_input[self.timed] = round(max(0.0, ends_at - time.monotonic()), 3)
-        body = orjson.dumps({"name": self.plan.tool, "input": tool_input})
+        return orjson.dumps({"name": self.plan.tool, "input": tool_input})
+
+    async def call(self, sid: str, ends_at: float, gate: asyncio.Semaphore) -> bool:
+        """Start the call (inside ``gate`` until its first byte), then read it to its end.
+
+        A ``503`` with ``Retry-After`` (the env's setup still running) is waited out and the call
+        resent, outside the gate, within the budget: what a client does.
+        """
         headers = {protocol.SESSION_HEADER: sid, **_JSON, "Accept": "text/event-stream"}
         result = self.result
         released = False
+        deadline = time.monotonic() + self.budget
         await gate.acquire()
         try:
-            sent = time.perf_counter()
-            async with self.http.post(self.call_path, data=body, headers=headers) as r:
+            while True:
+                sent = time.perf_counter()
+                r = await self.http.post(self.call_path, data=self._call_body(ends_at), headers=headers)
+                wait = retry_after(r.status, r.headers)
+                if wait is None or time.monotonic() + wait > deadline:
+                    break
+                await r.read()
+                r.release()
+                self._retried()
+                gate.release()
+                try:
+                    await asyncio.sleep(wait)
+                finally:
+                    await gate.acquire()
+            async with r:
                 check_stream_status("call", r.status, r.headers.get("Content-Type", ""))
                 parser = SSEParser()
                 last: float | None = None
@@ -226,9 +267,9 @@ class _Held:
     async def close(self, sid: str) -> bool:
         headers = {protocol.SESSION_HEADER: sid}
         try:
-            async with self.http.post(protocol.DELETE, headers=headers) as r:
+            async with await self._send(protocol.DELETE, headers=headers) as r:
                 check_sid_echo("delete", r.status, await r.read(), sid)
-            async with self.http.post(protocol.DELETE_SESSION, headers=headers) as r:
+            async with await self._send(protocol.DELETE_SESSION, headers=headers) as r:
                 check_sid_echo("delete_session", r.status, await r.read(), sid)
         except _FAILURES as exc:
             self._failed("delete", exc)
@@ -272,7 +313,7 @@ async def hold_sessions(
     cpu0, t0 = time.process_time(), time.perf_counter()
     probe("baseline")
     async with ors_client_session(base_url, connector, timeout, api_key) as http:
-        state = _Held(http, plan, result, timed_arg)
+        state = _Held(http, plan, result, timed_arg, read_timeout)
         progress(f"opening {sessions} sessions ({ramp_concurrency} at a time) ...")
         sids = [s for s in await _bounded(list(range(sessions)), state.open, ramp_concurrency) if s is not None]
         result.open_s = time.perf_counter() - t0

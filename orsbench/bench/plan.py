@@ -11,10 +11,11 @@ JSON Schema.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from orsbench import protocol, schema_examples
-from orsbench.wire import WireClient
+from orsbench.wire import WireClient, encode_secrets
 
 #: The string used for every free-text field of a derived input. It matches no
 #: echo target, so a default episode never finishes early.
@@ -38,6 +39,8 @@ class EpisodePlan:
     calls: int = 1
     #: Seconds to wait between the requests of an episode (a model "thinking"); 0 = none.
     think_time: float = 0.0
+    #: Extra headers of every ``/create``: ``X-Secrets`` when the server needs secrets (never shown: §14).
+    create_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def index(self, n: int) -> int:
         """The task index of the ``n``-th episode: tasks are used round-robin."""
@@ -75,6 +78,7 @@ def discover(
     calls: int = 1,
     think_time: float = 0.0,
     api_key: str | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> EpisodePlan:
     """Resolve a plan from ``/list_environments``, ``/{env}/splits``, ``/{env}/tools``, ``/{env}/num_tasks``."""
     if calls < 1:
@@ -106,7 +110,8 @@ def discover(
                     f"environment {env!r} lists no tool {tool!r} (it has {sorted(by_name)}); pass its input explicitly"
                 )
             tool_input = example_input(by_name[tool].get("input_schema"))
-    return EpisodePlan(env, split, int(count), tool, dict(tool_input), calls, think_time)
+    create_headers = {protocol.SECRETS_HEADER: encode_secrets(secrets)} if secrets else {}
+    return EpisodePlan(env, split, int(count), tool, dict(tool_input), calls, think_time, create_headers)
 
 
 def _json(exchange: Any, what: str) -> Any:

@@ -9,7 +9,7 @@ children; without it, throughput and latency only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -19,11 +19,11 @@ from orsbench.bench.driver import drive
 from orsbench.bench.plan import discover
 from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
 from orsbench.bench.runner import BenchReport, ServerFigures, record_window
-from orsbench.bench.target import Target
+from orsbench.bench.target import LoadTarget
 
 
 def run_url_bench(
-    target: Target,
+    target: LoadTarget,
     *,
     concurrency: int = 32,
     window_seconds: float = 5.0,
@@ -36,10 +36,11 @@ def run_url_bench(
     split: str | None = None,
     max_episodes_per_window: int | None = None,
     progress: Callable[[str], None] = lambda _line: None,
+    secrets: Mapping[str, str] | None = None,
 ) -> BenchReport:
     """Measure ``target`` in ``rounds`` windows of ``window_seconds``; CPU and RSS when its PID is known."""
     loadavg_before = loadavg()
-    plan = discover(target.url, split=split, tool=tool, tool_input=tool_input, calls=calls, think_time=think_time)
+    plan = discover(target.url, split=split, tool=tool, tool_input=tool_input, calls=calls, think_time=think_time, secrets=secrets)
     progress(f"episode: {plan.describe()}")
     if warmup_seconds > 0:
         warm = drive(target.url, plan, concurrency=concurrency, duration=warmup_seconds)

@@ -62,6 +62,7 @@ class ServerFigures:
             "episodes": d.episodes,
             "failures": d.failures,
             "failure_kinds": dict(d.failure_kinds),
+            "retried_503": d.retried,
             "seconds": round(d.elapsed, 3),
             "episodes_per_s": round(d.rate, 1),
             "latency_ms": {f"p{p}": round(d.percentile(p) * 1000, 2) for p in (50, 95, 99)},

@@ -20,7 +20,7 @@ them, with a warning when it ran at a core's limit.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from orsbench import protocol
 from orsbench.bench.hold import DURATION_ARG, HoldResult, duration_arg, run_hold
 from orsbench.bench.plan import EpisodePlan, PlanError, discover
 from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
-from orsbench.bench.target import Target
+from orsbench.bench.target import LoadTarget
 from orsbench.config import ServerConfig
 from orsbench.servers.implementations import holding_sessions
 from orsbench.servers.launch import RunningServer, ServerStartError, start
@@ -160,6 +160,8 @@ class HeldReport:
                 lines.append(f"note: {f.name}'s tool takes no '{DURATION_ARG}': each call was held as long as the tool ran")
             if f.note:
                 lines.append(f"note: {f.name}: {f.note}")
+            if f.hold.retried:
+                lines.append(f"note: {f.name}: {f.hold.retried} request(s) answered 503 + Retry-After were waited out and resent")
             for kind, count in f.hold.error_kinds.most_common(5):
                 lines.append(f"  {f.name} error x{count}: {kind}")
         return "\n".join(lines)
@@ -177,13 +179,14 @@ def hold_plan(
     tool: str | None = None,
     tool_input: dict[str, Any] | None = None,
     api_key: str | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> tuple[EpisodePlan, str | None]:
     """The plan for held calls on ``url`` and the duration argument to set, if the tool has one.
 
     With no ``tool`` named, the first tool whose schema takes a numeric
     ``seconds`` is chosen (a long call the driver can time), else the first tool.
     """
-    plan = discover(url, env=env, split=split, tool=tool, tool_input=tool_input, api_key=api_key)
+    plan = discover(url, env=env, split=split, tool=tool, tool_input=tool_input, api_key=api_key, secrets=secrets)
     with WireClient(url, api_key=api_key, timeout=15) as client:
         exchange = client.tools(plan.env)
         tools = exchange.json().get("tools", []) if exchange.ok else []
@@ -191,7 +194,7 @@ def hold_plan(
     if tool is None:
         timed = next((name for name, schema in schemas.items() if duration_arg(schema)), None)
         if timed is not None and timed != plan.tool:
-            plan = discover(url, env=plan.env, split=plan.split, tool=timed, tool_input=tool_input, api_key=api_key)
+            plan = discover(url, env=plan.env, split=plan.split, tool=timed, tool_input=tool_input, api_key=api_key, secrets=secrets)
     arg = duration_arg(schemas.get(plan.tool))
     if arg is not None and tool_input is not None and arg in tool_input:
         arg = None  # the user set the duration themselves
@@ -258,7 +261,7 @@ def run_held_bench(
     *,
     hold: float = 10.0,
     impls: tuple[str, ...] | None = None,
-    target: Target | None = None,
+    target: LoadTarget | None = None,
     ping_interval: float = 5.0,
     ramp_concurrency: int = 128,
     tool: str | None = None,
@@ -266,12 +269,13 @@ def run_held_bench(
     split: str | None = None,
     warmup: int = 20,
     progress: Callable[[str], None] = lambda _line: None,
+    secrets: Mapping[str, str] | None = None,
 ) -> HeldReport:
     """Hold ``sessions`` on each of ``impls`` (started here, one after another) or on ``target``."""
     loadavg_before = loadavg()
     figures: dict[str, HeldFigures] = {}
     if target is not None:
-        plan, arg = hold_plan(target.url, split=split, tool=tool, tool_input=tool_input)
+        plan, arg = hold_plan(target.url, split=split, tool=tool, tool_input=tool_input, secrets=secrets)
         progress(f"{target.url}: holding calls of {plan.tool} {plan.tool_input}" + (f" ({arg} set per call)" if arg else ""))
         figures[target.name] = measure_held(
             target.name, target.url, target.pid, sessions, hold,

@@ -21,7 +21,7 @@ class TargetError(ValueError):
 
 
 @dataclass(frozen=True)
-class Target:
+class LoadTarget:
     """A server to measure: its base URL, and its PID when it runs here."""
 
     url: str
@@ -29,7 +29,7 @@ class Target:
     name: str = "url"
 
 
-def local_target(url: str, pid: int | None = None) -> Target:
+def local_target(url: str, pid: int | None = None) -> LoadTarget:
     """Validate ``url`` (http(s), loopback host) and ``pid`` (a live process here)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -42,4 +42,4 @@ def local_target(url: str, pid: int | None = None) -> Target:
     if pid is not None:
         if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
             raise TargetError(f"--server-pid {pid} is not a running process on this machine")
-    return Target(url.rstrip("/"), pid)
+    return LoadTarget(url.rstrip("/"), pid)

@@ -10,7 +10,7 @@ expected-failures file. The catalogue is ``docs/checks.md``.
 
 from orsbench.checks.baseline import Baseline, BaselineError
 from orsbench.checks.evidence import Evidence, Options
-from orsbench.checks.model import CheckResult, Outcome, Severity, Status
+from orsbench.checks.model import CheckResult, CheckOutcome, Severity, Status
 from orsbench.checks.registry import CHECKS, PROBES, Check, load_checks, select
 from orsbench.checks.runner import EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, EXIT_UNREACHABLE, Report, run_checks
 
@@ -27,7 +27,7 @@ __all__ = [
     "CheckResult",
     "Evidence",
     "Options",
-    "Outcome",
+    "CheckOutcome",
     "Report",
     "Severity",
     "Status",

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orsbench.checks.evidence import Evidence, json_of
-from orsbench.checks.model import Outcome, Severity, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.clients import defects as D
 
@@ -34,7 +34,7 @@ def _tools(ev: Evidence) -> list[JSON] | None:
     return [t for t in body["tools"] if isinstance(t, dict) and isinstance(t.get("name"), str)]
 
 
-def _rule(ev: Evidence, finding: Callable[[JSON], str | None]) -> Outcome:
+def _rule(ev: Evidence, finding: Callable[[JSON], str | None]) -> CheckOutcome:
     tools = _tools(ev)
     if tools is None:
         return skipped("no tool listing to read", "discovery.tools_listing")
@@ -60,7 +60,7 @@ def _register(client: str, rule: str, severity: Severity, title: str, finding: C
         remediation=_REMEDY,
         requires=("discovery.tools_listing",),
     )
-    def run(ev: Evidence) -> Outcome:
+    def run(ev: Evidence) -> CheckOutcome:
         return _rule(ev, finding)
 
 

@@ -19,7 +19,7 @@ from orsbench.checks.evidence import (
     stream_of,
     task_id_of,
 )
-from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import CALLS, FINISHER, check
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEStream
@@ -38,7 +38,7 @@ EXPECTED_REASONS = {
 Finding = tuple[str, Exchange | None, str]
 
 
-def _findings(found: list[Finding], prefix: str = "") -> Outcome:
+def _findings(found: list[Finding], prefix: str = "") -> CheckOutcome:
     """Fail with per-exchange findings: the first three in the message, all of them in ``measured``."""
     return failed(
         prefix + "; ".join(f"{call_label(n)}: {why}" for n, _, why in found[:3]),
@@ -57,7 +57,7 @@ def _findings(found: list[Finding], prefix: str = "") -> Outcome:
     remediation="Give each tool an input_schema from which a valid input can be derived (local $refs, satisfiable bounds and patterns).",
     requires=("session.create",),
 )
-def tool_inputs(ev: Evidence) -> Outcome:
+def tool_inputs(ev: Evidence) -> CheckOutcome:
     if ev.facts.call_blocked:
         return skipped(ev.facts.call_blocked, depends_on="session.create")
     plan = ev.facts.call_plan
@@ -80,7 +80,7 @@ def tool_inputs(ev: Evidence) -> Outcome:
     remediation="Answer POST /{env}/call with status 200 and Content-Type: text/event-stream, for failures too (ok:false or an error event).",
     requires=("call.tool_inputs",),
 )
-def sse_content_type(ev: Evidence) -> Outcome:
+def sse_content_type(ev: Evidence) -> CheckOutcome:
     fresh = list(ev.facts.fresh_calls)
     valid = [n for n in fresh if n == "call.primary" or n.startswith("play.")]
     answered = [(n, ev.get(n)) for n in fresh + ["call.resume", "call.unknown_task_id"] if ev.get(n) is not None]
@@ -103,7 +103,7 @@ def sse_content_type(ev: Evidence) -> Outcome:
     remediation="Send Cache-Control: no-cache and X-Accel-Buffering: no with event streams so proxies pass keep-alives through.",
     requires=("call.tool_inputs",),
 )
-def sse_no_buffering(ev: Evidence) -> Outcome:
+def sse_no_buffering(ev: Evidence) -> CheckOutcome:
     ex = ev.get("call.primary")
     if ex is None or ex.status != 200:
         return skipped("no successful call to inspect", depends_on="call.sse_content_type")
@@ -127,7 +127,7 @@ def sse_no_buffering(ev: Evidence) -> Outcome:
     remediation="Emit `event: task_id` with a non-empty id as the first event of every /call stream, before waiting for the tool.",
     requires=("call.tool_inputs",),
 )
-def first_event_task_id(ev: Evidence) -> Outcome:
+def first_event_task_id(ev: Evidence) -> CheckOutcome:
     streams = call_streams(ev)
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
@@ -153,7 +153,7 @@ def first_event_task_id(ev: Evidence) -> Outcome:
     "a 200 stream without end makes the reference client retry forever.",
     requires=("call.tool_inputs",),
 )
-def end_event(ev: Evidence) -> Outcome:
+def end_event(ev: Evidence) -> CheckOutcome:
     streams = call_streams(ev, resumes=True)
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
@@ -185,7 +185,7 @@ def end_event(ev: Evidence) -> Outcome:
     remediation='Send the result as compact JSON: {"ok": true, "output": {...}} or {"ok": false, "error": str, "reason": str}.',
     requires=("call.end_event",),
 )
-def end_json(ev: Evidence) -> Outcome:
+def end_json(ev: Evidence) -> CheckOutcome:
     wrong = []
     count = 0
     for name, ex in call_streams(ev, resumes=True):
@@ -231,7 +231,7 @@ def _framing(stream: SSEStream) -> list[str]:
     "only the events task_id, chunk, end, error, and an empty line after each event.",
     requires=("call.tool_inputs",),
 )
-def sse_framing(ev: Evidence) -> Outcome:
+def sse_framing(ev: Evidence) -> CheckOutcome:
     streams = call_streams(ev)
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
@@ -263,7 +263,7 @@ def sse_framing(ev: Evidence) -> Outcome:
     remediation='Send output as {"blocks": [text|image blocks], "metadata": object|null, "reward": number|null, "finished": bool}.',
     requires=("call.end_json",),
 )
-def tool_output_shape(ev: Evidence) -> Outcome:
+def tool_output_shape(ev: Evidence) -> CheckOutcome:
     wrong: list[Finding] = []
     count = 0
     for name, body in call_results(ev):
@@ -303,7 +303,7 @@ def _strings(node: Any) -> list[str]:
     "never trimming whitespace or splitting a character; receivers concatenate the data as is.",
     requires=("call.end_json",),
 )
-def chunk_reassembly(ev: Evidence) -> Outcome:
+def chunk_reassembly(ev: Evidence) -> CheckOutcome:
     ex = ev.get("call.large")
     padding = ev.facts.padding
     if ex is None or not padding:
@@ -347,7 +347,7 @@ def chunk_reassembly(ev: Evidence) -> Outcome:
     remediation="Cut results into slices of 4096 characters (Python string slicing), not bytes.",
     requires=("call.end_json",),
 )
-def chunk_size(ev: Evidence) -> Outcome:
+def chunk_size(ev: Evidence) -> CheckOutcome:
     sizes: dict[str, list[int]] = {}
     for name, ex in call_streams(ev, resumes=True):
         stream = stream_of(ex)
@@ -365,7 +365,7 @@ def chunk_size(ev: Evidence) -> Outcome:
     return passed(f"chunks of {protocol.CHUNK_SIZE} characters", sizes)
 
 
-def _in_band(ev: Evidence, name: str, situation: str) -> Outcome:
+def _in_band(ev: Evidence, name: str, situation: str) -> CheckOutcome:
     ex = ev.get(name)
     if ex is None:
         return skipped(f"no {situation} was sent")
@@ -395,7 +395,7 @@ def _in_band(ev: Evidence, name: str, situation: str) -> Outcome:
     remediation='Answer a /call naming no tool of the session with a 200 stream whose end is {"ok": false, "error": ..., "reason": "not_found"}.',
     requires=("call.end_json",),
 )
-def unknown_tool_ok_false(ev: Evidence) -> Outcome:
+def unknown_tool_ok_false(ev: Evidence) -> CheckOutcome:
     return _in_band(ev, "call.unknown_tool", "unknown tool")
 
 
@@ -408,7 +408,7 @@ def unknown_tool_ok_false(ev: Evidence) -> Outcome:
     remediation='Validate tool input against the tool\'s model and answer failures in-band: end {"ok": false, "reason": "input_validation"}.',
     requires=("call.end_json",),
 )
-def input_validation_ok_false(ev: Evidence) -> Outcome:
+def input_validation_ok_false(ev: Evidence) -> CheckOutcome:
     if ev.get("call.invalid_input") is None:
         return skipped("every tool accepts any input; no invalid input could be built")
     return _in_band(ev, "call.invalid_input", "invalid input")
@@ -425,7 +425,7 @@ def input_validation_ok_false(ev: Evidence) -> Outcome:
     "(after finished:true), name_collision.",
     requires=("call.end_json",),
 )
-def error_reason(ev: Evidence) -> Outcome:
+def error_reason(ev: Evidence) -> CheckOutcome:
     wrong: list[Finding] = []
     seen = 0
     for name, body in call_results(ev):
@@ -457,7 +457,7 @@ def error_reason(ev: Evidence) -> Outcome:
     remediation="Let some tool end the episode with finished:true (a submit/answer tool), so trainers see episodes end.",
     requires=("call.end_json",),
 )
-def episode_finishes(ev: Evidence) -> Outcome:
+def episode_finishes(ev: Evidence) -> CheckOutcome:
     finisher = ev.facts.finisher
     calls = ev.facts.play_calls
     if finisher is None and ev.facts.play_reaped:
@@ -495,7 +495,7 @@ def episode_finishes(ev: Evidence) -> Outcome:
     remediation="Once any tool returned finished:true, refuse every further call of a known tool with ok:false, reason episode_finished.",
     requires=("call.episode_finishes",),
 )
-def finish_latch(ev: Evidence) -> Outcome:
+def finish_latch(ev: Evidence) -> CheckOutcome:
     return _in_band(ev, "latch.known", "a call after finished:true")
 
 
@@ -508,7 +508,7 @@ def finish_latch(ev: Evidence) -> Outcome:
     remediation="Check in this order: unknown tool (not_found), then the finish latch (episode_finished), then input validation.",
     requires=("call.finish_latch", "call.unknown_tool_ok_false", "call.error_reason"),
 )
-def reason_precedence(ev: Evidence) -> Outcome:
+def reason_precedence(ev: Evidence) -> CheckOutcome:
     problems, measured, shown = [], {}, []
     for name, expected in (
         ("latch.unknown_tool", protocol.REASON_NOT_FOUND),
@@ -538,7 +538,7 @@ def reason_precedence(ev: Evidence) -> Outcome:
     remediation="Keep each call's result for 60 s after it completes and replay task_id + the same end to a /call carrying that task_id.",
     requires=("call.first_event_task_id", "call.end_json"),
 )
-def resume_by_task_id(ev: Evidence) -> Outcome:
+def resume_by_task_id(ev: Evidence) -> CheckOutcome:
     original, replay = ev.get("call.primary"), ev.get("call.resume")
     if original is None or replay is None:
         return skipped("the primary call gave no task_id to resume")
@@ -573,7 +573,7 @@ def resume_by_task_id(ev: Evidence) -> Outcome:
     remediation='Answer a resume with an unknown or expired task_id with a 200 stream holding one `event: error` ("unknown task_id"), not 404.',
     requires=("call.tool_inputs",),
 )
-def unknown_task_id_error(ev: Evidence) -> Outcome:
+def unknown_task_id_error(ev: Evidence) -> CheckOutcome:
     ex = ev.get("call.unknown_task_id")
     if ex is None:
         return skipped("not probed")
@@ -596,7 +596,7 @@ def unknown_task_id_error(ev: Evidence) -> Outcome:
     remediation="Keep running tool tasks independent of the client connection and stream them to a /call that resumes their task_id.",
     requires=("call.resume_by_task_id",),
 )
-def resume_running(ev: Evidence) -> Outcome:
+def resume_running(ev: Evidence) -> CheckOutcome:
     cut, resumed = ev.get("timing.cut"), ev.get("timing.resume")
     if cut is None:
         return skipped("no tool ran long enough (≥ 0.5 s) to be cut off while running")
@@ -633,7 +633,7 @@ def _gaps(ex: Exchange) -> list[float]:
     "the SDK gives up on a stream silent for 30 s.",
     requires=("call.first_event_task_id",),
 )
-def keepalive_interval(ev: Evidence) -> Outcome:
+def keepalive_interval(ev: Evidence) -> CheckOutcome:
     stats_config = (ev.facts.orsbench_stats or {}).get("config") or {}
     interval = ev.options.ping_interval or stats_config.get("ping_interval") or protocol.PING_INTERVAL_S
     allowed = 1.5 * interval + 0.5  # half a second of slack for scheduling on a busy machine

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from orsbench.checks.evidence import NO_SUCH_SPLIT, Evidence, answer, expect_status, json_of, short
-from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.wire.evidence import Exchange
 
@@ -17,7 +17,7 @@ def _field(ex: Exchange | None, key: str) -> tuple[bool, Any]:
     return True, body[key]
 
 
-def _no_split(ev: Evidence) -> Outcome | None:
+def _no_split(ev: Evidence) -> CheckOutcome | None:
     if ev.split is None:
         return skipped("no split to draw tasks from", depends_on="discovery.splits")
     return None
@@ -32,7 +32,7 @@ def _no_split(ev: Evidence) -> Outcome | None:
     spec="§2.1",
     remediation='Answer POST /{env}/num_tasks {"split"} with 200 {"num_tasks": <non-negative integer>}.',
 )
-def num_tasks(ev: Evidence) -> Outcome:
+def num_tasks(ev: Evidence) -> CheckOutcome:
     if (skip := _no_split(ev)) is not None:
         return skip
     ex = ev.get("dataset.num_tasks")
@@ -52,7 +52,7 @@ def num_tasks(ev: Evidence) -> Outcome:
     remediation='Answer POST /{env}/tasks {"split"} with 200 {"tasks": [<task object>, ...], "env_name": <env>} '
     "(or 400 when listing is not supported and num_tasks/task are).",
 )
-def tasks_list(ev: Evidence) -> Outcome:
+def tasks_list(ev: Evidence) -> CheckOutcome:
     if (skip := _no_split(ev)) is not None:
         return skip
     ex = ev.get("dataset.tasks")
@@ -77,7 +77,7 @@ def tasks_list(ev: Evidence) -> Outcome:
     remediation="Make num_tasks(split) return len(list_tasks(split)).",
     requires=("dataset.num_tasks", "dataset.tasks_list"),
 )
-def num_tasks_matches_list(ev: Evidence) -> Outcome:
+def num_tasks_matches_list(ev: Evidence) -> CheckOutcome:
     _, count = _field(ev.get("dataset.num_tasks"), "num_tasks")
     _, tasks = _field(ev.get("dataset.tasks"), "tasks")
     if count != len(tasks):
@@ -99,7 +99,7 @@ def num_tasks_matches_list(ev: Evidence) -> Outcome:
     remediation='Make POST /{env}/task {"split", "index"} answer {"task": tasks[index]} — the same object the list holds.',
     requires=("dataset.tasks_list",),
 )
-def task_matches_list(ev: Evidence) -> Outcome:
+def task_matches_list(ev: Evidence) -> CheckOutcome:
     _, tasks = _field(ev.get("dataset.tasks"), "tasks")
     if not tasks:
         return skipped("the split has no tasks")
@@ -126,7 +126,7 @@ def task_matches_list(ev: Evidence) -> Outcome:
     remediation="Index tasks with Python semantics (index -1 is the last task), as the reference's default get_task does.",
     requires=("dataset.tasks_list",),
 )
-def task_negative_index(ev: Evidence) -> Outcome:
+def task_negative_index(ev: Evidence) -> CheckOutcome:
     _, tasks = _field(ev.get("dataset.tasks"), "tasks")
     if not tasks:
         return skipped("the split has no tasks")
@@ -148,7 +148,7 @@ def task_negative_index(ev: Evidence) -> Outcome:
     remediation='Answer task_range {"split", "start"?, "stop"?} with {"tasks": tasks[start:stop]} (clamped; past the end → []).',
     requires=("dataset.tasks_list",),
 )
-def task_range_slice(ev: Evidence) -> Outcome:
+def task_range_slice(ev: Evidence) -> CheckOutcome:
     _, tasks = _field(ev.get("dataset.tasks"), "tasks")
     cases = (
         ("dataset.range.slice", "[1:3]", tasks[1:3]),
@@ -179,7 +179,7 @@ def task_range_slice(ev: Evidence) -> Outcome:
     spec="§2.1",
     remediation='Answer an unknown split with 400 {"detail": "Invalid split"} on every dataset route, never 200 with an empty list.',
 )
-def invalid_split_400(ev: Evidence) -> Outcome:
+def invalid_split_400(ev: Evidence) -> CheckOutcome:
     routes = ("tasks", "num_tasks", "task", "task_range")
     exchanges = [ev.get(f"dataset.invalid_split.{r}") for r in routes]
     if all(e is None for e in exchanges):
@@ -201,7 +201,7 @@ def invalid_split_400(ev: Evidence) -> Outcome:
     remediation='Answer POST /{env}/task with an out-of-range index with 400 {"detail": "Invalid index"}, not 5xx.',
     requires=("dataset.num_tasks",),
 )
-def invalid_index_400(ev: Evidence) -> Outcome:
+def invalid_index_400(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("dataset.task.past_end"), 400, f"index {ev.facts.count} (one past the end)")
 
 
@@ -215,7 +215,7 @@ def invalid_index_400(ev: Evidence) -> Outcome:
     remediation='Include "env_name": <the path\'s env segment> in the /tasks, /task and /task_range answers.',
     requires=("dataset.tasks_list",),
 )
-def env_name_echo(ev: Evidence) -> Outcome:
+def env_name_echo(ev: Evidence) -> CheckOutcome:
     problems = []
     for name in ("dataset.tasks", "dataset.task.first", "dataset.range.all"):
         ex = ev.get(name)

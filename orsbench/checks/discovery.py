@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, answer, json_of, short
-from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.schema_examples import schema_problems
 
@@ -26,7 +26,7 @@ MCP_TOOL_NAME = re.compile(r"^[A-Za-z0-9_./-]{1,64}$")
     spec="§1",
     remediation='Serve GET /health returning 200 with the JSON body {"status": "ok"}; launchers and load balancers poll it.',
 )
-def health(ev: Evidence) -> Outcome:
+def health(ev: Evidence) -> CheckOutcome:
     ex = ev.get("health")
     ok, body = json_of(ex)
     if ex is None or ex.status != 200:
@@ -47,7 +47,7 @@ def health(ev: Evidence) -> Outcome:
     spec="§1",
     remediation='Serve GET /version returning {"version": "<your server version>", "build_sha": null}.',
 )
-def version(ev: Evidence) -> Outcome:
+def version(ev: Evidence) -> CheckOutcome:
     ex = ev.get("version")
     ok, body = json_of(ex)
     if ex is None or ex.status != 200 or not ok or not isinstance(body, dict) or not isinstance(body.get("version"), str):
@@ -64,7 +64,7 @@ def version(ev: Evidence) -> Outcome:
     spec="§1",
     remediation="Serve GET /list_environments returning a JSON array of environment names (the first is the default).",
 )
-def list_environments(ev: Evidence) -> Outcome:
+def list_environments(ev: Evidence) -> CheckOutcome:
     ex = ev.get("list_environments")
     ok, body = json_of(ex)
     if ex is None or ex.status != 200:
@@ -80,7 +80,7 @@ def list_environments(ev: Evidence) -> Outcome:
     return passed(f"{len(body)} environment(s): {short(body, 80)}", body, ex)
 
 
-def _tool_listing(ev: Evidence, name: str) -> tuple[Outcome | None, list[dict]]:
+def _tool_listing(ev: Evidence, name: str) -> tuple[CheckOutcome | None, list[dict]]:
     """The ``tools`` array of a ListToolsOutput answer, or a failing outcome saying what was wrong."""
     ex = ev.get(name)
     ok, body = json_of(ex)
@@ -115,7 +115,7 @@ def _tool_listing(ev: Evidence, name: str) -> tuple[Outcome | None, list[dict]]:
     spec="§2.1, §4",
     remediation='Answer GET /{env}/tools with {"tools": [{"name", "description", "input_schema": object|null}, ...]}.',
 )
-def tools_listing(ev: Evidence) -> Outcome:
+def tools_listing(ev: Evidence) -> CheckOutcome:
     problem, tools = _tool_listing(ev, "tools")
     if problem:
         return problem
@@ -134,7 +134,7 @@ def tools_listing(ev: Evidence) -> Outcome:
     remediation="Emit each tool's input_schema as a JSON Schema (2020-12) of type object with local $refs only, or null for no input.",
     requires=("discovery.tools_listing",),
 )
-def tools_schema(ev: Evidence) -> Outcome:
+def tools_schema(ev: Evidence) -> CheckOutcome:
     _, tools = _tool_listing(ev, "tools")
     bad = {t["name"]: schema_problems(t.get("input_schema")) for t in tools}
     bad = {k: v for k, v in bad.items() if v}
@@ -154,7 +154,7 @@ def tools_schema(ev: Evidence) -> Outcome:
     remediation="Give every tool a distinct name; clients bind tools by name and keep only one of each.",
     requires=("discovery.tools_listing",),
 )
-def tool_names_unique(ev: Evidence) -> Outcome:
+def tool_names_unique(ev: Evidence) -> CheckOutcome:
     _, tools = _tool_listing(ev, "tools")
     counts = Counter(t["name"] for t in tools)
     dupes = sorted(n for n, k in counts.items() if k > 1)
@@ -173,7 +173,7 @@ def tool_names_unique(ev: Evidence) -> Outcome:
     remediation="Name tools and parameters as Python identifiers that are not keywords ([A-Za-z_][A-Za-z0-9_]*, ≤64 chars); TRL skips or crashes on others.",
     requires=("discovery.tools_listing",),
 )
-def tool_names_format(ev: Evidence) -> Outcome:
+def tool_names_format(ev: Evidence) -> CheckOutcome:
     _, tools = _tool_listing(ev, "tools")
     problems = []
     for spec in tools:
@@ -202,7 +202,7 @@ def tool_names_format(ev: Evidence) -> Outcome:
     remediation='Include "terminal_tool" (object or null), "supports_score_group" (bool) and "message_block_types" (array) in tool listings.',
     requires=("discovery.tools_listing",),
 )
-def tools_optional_fields(ev: Evidence) -> Outcome:
+def tools_optional_fields(ev: Evidence) -> CheckOutcome:
     ex = ev.get("tools")
     _, body = json_of(ex)
     missing = [k for k in ("terminal_tool", "supports_score_group", "message_block_types") if k not in body]
@@ -229,7 +229,7 @@ def tools_optional_fields(ev: Evidence) -> Outcome:
     spec="§2.1, §4",
     remediation='Answer GET /{env}/splits with [{"name": str, "type": "train"|"validation"|"test"}, ...], names unique.',
 )
-def splits(ev: Evidence) -> Outcome:
+def splits(ev: Evidence) -> CheckOutcome:
     ex = ev.get("splits")
     ok, body = json_of(ex)
     if ex is None or ex.status != 200:
@@ -265,7 +265,7 @@ def _location_path(location: str) -> str:
     spec="§1.2, §6.2, §11.3",
     remediation="Answer a path whose first segment is not a root route or an environment with 308 and Location: /<first env><path>[?query].",
 )
-def default_env_redirect(ev: Evidence) -> Outcome:
+def default_env_redirect(ev: Evidence) -> CheckOutcome:
     bare, query = ev.get("redirect.tools"), ev.get("redirect.query")
     envs_ok, envs = json_of(ev.get("list_environments"))
     default = envs[0] if envs_ok and isinstance(envs, list) and envs and isinstance(envs[0], str) else ev.env
@@ -292,7 +292,7 @@ def default_env_redirect(ev: Evidence) -> Outcome:
     remediation="Match the {env} path segment case-insensitively, as the reference server does.",
     requires=("discovery.tools_listing",),
 )
-def env_case_insensitive(ev: Evidence) -> Outcome:
+def env_case_insensitive(ev: Evidence) -> CheckOutcome:
     ex = ev.get("routing.case")
     if ex is None:
         return skipped("the environment name has no letters to change the case of")
@@ -309,7 +309,7 @@ def env_case_insensitive(ev: Evidence) -> Outcome:
     spec="§1.2, §11.3",
     remediation="Answer /<unknown env>/tools with 308 to the default environment (the reference) or 404, never 200 or 5xx.",
 )
-def unknown_env(ev: Evidence) -> Outcome:
+def unknown_env(ev: Evidence) -> CheckOutcome:
     ex = ev.get("routing.unknown_env")
     if ex is None:
         return skipped("not probed")

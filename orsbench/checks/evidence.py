@@ -16,11 +16,12 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from orsbench import protocol
 from orsbench.protocol import JSON
-from orsbench.checks.model import Outcome, failed, passed, skipped
+from orsbench.checks.model import CheckOutcome, failed, passed, skipped
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEStream, parse
 
@@ -63,6 +64,8 @@ class Options:
     #: Count required checks that did not run as failures.
     strict: bool = False
     api_key: str | None = None
+    #: Secrets sent as ``X-Secrets`` on every ``/create`` (``--secret``; never reported: docs/protocol.md §14).
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 # -- what the probes learned ------------------------------------------------------------
@@ -89,6 +92,9 @@ class Episode:
     task: Any
     prompt: str = ""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: What each call answered, as a model would read it (the text of an ok answer, else its error or kind):
+    #: a replay compares them to tell random transitions from a random grader.
+    answers: list[str] = field(default_factory=list)
     finished: bool = False
     reward: float | None = None
     rewards: list[float] = field(default_factory=list)
@@ -157,6 +163,10 @@ class Facts:
     tool_answers: dict[str, int] = field(default_factory=dict)
     #: Per tool: {"calls": n, "failure": Failure.to_json() | None}.
     fuzz: dict[str, JSON] = field(default_factory=dict)
+    #: Per listed tool, how play exercised it: {"played": calls in an episode, "covered": a call made on a
+    #: fresh session because no episode called it, "won": it finished an episode with its best reward,
+    #: "unbuildable": why no valid input could be built}. Fuzz calls are in :attr:`fuzz`.
+    tool_play: dict[str, JSON] = field(default_factory=dict)
     # quality
     replay: JSON | None = None
     hacks: JSON | None = None
@@ -186,6 +196,10 @@ class Evidence:
     #: ``--env`` or ``--split``) or nothing can be played (an empty split): the fix
     #: is the user's, so it is a usage error, never a failed check.
     usage_error: str | None = None
+
+    #: Every exchange of the run in the order it was made, named or not (what a reproducer
+    #: replays a session's set-up from); empty when only the named exchanges are known.
+    history: list[Exchange] = field(default_factory=list)
 
     def get(self, name: str) -> Exchange | None:
         return self.exchanges.get(name)
@@ -329,7 +343,7 @@ def call_label(name: str) -> str:
     return name.replace("call.", "").replace("play.", "play #").replace("latch.", "after finish: ")
 
 
-def expect_status(ex: Exchange | None, expected: int, label: str = "", *more: Exchange | None) -> Outcome:
+def expect_status(ex: Exchange | None, expected: int, label: str = "", *more: Exchange | None) -> CheckOutcome:
     """Pass when ``ex`` was answered ``expected``; fail saying what came instead; skip when it was never sent."""
     if ex is None:
         return skipped("not probed")

@@ -27,7 +27,8 @@ from typing import Any
 from orsbench import schema_examples
 from orsbench.checks.collector import Collector, probe
 from orsbench.checks.evidence import NO_SUCH_TOOL, Episode, Facts, Failure, result_of
-from orsbench.checks.gameplay import Player
+from orsbench.checks.gameplay import Player, answer_text
+from orsbench.protocol import JSON
 from orsbench.wire.evidence import Exchange
 
 #: The string a garbage answer is made of (an answer no task expects).
@@ -133,6 +134,7 @@ def play_one(col: Collector, sid: str, index: int | None, label: str) -> Episode
             player.slow.add(tool)
         outcome = classify(exchange, options.timeout)
         _count_answer(ev.facts, tool, outcome)
+        episode.answers.append(_answer_of(outcome))
         if outcome.kind == "reaped":
             episode.reaped = f"{name}: {tool} answered 404 after {len(episode.calls)} call(s) in {time.monotonic() - started:.1f} s"
             break
@@ -203,6 +205,48 @@ def probe_play(col: Collector) -> None:
     if play_sid is not None:
         col.end_session(play_sid)
     ev.facts.episodes = episodes
+    _cover_unplayed(col, episodes, indices[0] if indices else None)
+
+
+def _cover_unplayed(col: Collector, episodes: list[Episode], index: int | None) -> None:
+    """Call every listed tool no episode called, once, with a valid input on a fresh session.
+
+    An episode can end before its player reached a tool (a submit tool that finishes on the
+    first try); a tool only the fuzz called was never used the way a trainer uses it, so each
+    gets one call as a player would make it (the player's first choice for it).
+    """
+    ev = col.ev
+    report: dict[str, JSON] = {}
+    best = max((e.reward for e in episodes if e.finished and e.reward is not None), default=None)
+    for episode in episodes:
+        for tool, _value in episode.calls:
+            report.setdefault(tool, {"played": 0, "won": False})["played"] += 1
+        if episode.finished and best is not None and episode.reward == best:
+            report[episode.calls[-1][0]]["won"] = True
+    for name, why in ev.facts.unbuildable.items():
+        report.setdefault(name, {"played": 0, "won": False, "unbuildable": why})
+    for spec in ev.facts.tools:
+        tool = spec.get("name")
+        if not isinstance(tool, str) or tool in report:
+            continue
+        entry = report[tool] = {"played": 0, "won": False}
+        sid = col.open_on(index)
+        if sid is None:
+            break
+        try:
+            step = Player.build([spec], _prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid))), col.task_at(index)).next_input()
+            if step is None:
+                entry["unbuildable"] = "no valid input could be built"
+                continue
+            name = f"play.cover.{tool}"
+            outcome = classify(col.fresh(name, col.kept_call(sid, tool, step[1])), col.options.timeout)
+            _count_answer(ev.facts, tool, outcome)
+            entry["covered"] = outcome.kind
+            if outcome.failure:
+                ev.facts.tool_failures.append(Failure(tool, outcome.kind, step[1], outcome.detail, name, "play"))
+        finally:
+            col.end_session(sid)
+    ev.facts.tool_play = report
 
 
 # -- fuzz ----------------------------------------------------------------------------
@@ -238,18 +282,24 @@ def probe_quality(col: Collector) -> None:
     done = next((e for e in episodes if e.finished), None)
     if done is None:
         return
-    sid = col.open_on(done.index)
-    if sid is not None:
-        rewards: list[float | None] = []
-        for n, (tool, value) in enumerate(done.calls):
-            result = classify(col.rec(f"quality.replay.{n}", col.kept_call(sid, tool, value)), col.options.timeout)
-            if result.kind != "ok":
-                break
-            rewards.append(_reward(result.result))
-            if _finished(result.result):
-                break
-        ev.facts.replay = {"index": done.index, "first": done.reward, "again": rewards[-1] if rewards else None}
-        col.end_session(sid)
+    replays: list[JSON] = []
+    for attempt in range(REPLAYS if len(done.calls) <= SECOND_REPLAY_MAX_CALLS else 1):
+        replay = _replay(col, done, f"quality.replay{attempt + 1}." if attempt else "quality.replay.")
+        if replay is None:
+            break
+        replays.append(replay)
+        if replay["reward"] != done.reward:
+            break  # a different reward is the finding; a further replay adds nothing
+    if replays:
+        differing = next((r for r in replays if r["reward"] != done.reward), replays[-1])
+        ev.facts.replay = {
+            "index": done.index,
+            "first": done.reward,
+            "again": differing["reward"],
+            "replays": [r["reward"] for r in replays],
+            "diverged_at": differing["diverged_at"],
+            "answers": differing["answers"],
+        }
     tool, value = done.calls[-1]
     schema = next((s.get("input_schema") for s in ev.facts.tools if s.get("name") == tool), None)
     probes = _hack_inputs(schema, value, done.task)
@@ -262,6 +312,46 @@ def probe_quality(col: Collector) -> None:
         seen[label] = _reward(result.result) if result.kind == "ok" and _finished(result.result) else None
         col.end_session(sid)
     ev.facts.hacks = {"tool": tool, "inputs": dict(probes), "rewards": seen}
+
+
+#: How many times the quality probe replays a finished episode looking for a different reward: a
+#: stochastic environment shows itself on most replays, and each costs one episode's calls.
+REPLAYS = 2
+#: The second replay only for episodes up to this many calls: a long game costs a whole episode per replay.
+SECOND_REPLAY_MAX_CALLS = 20
+
+
+def _replay(col: Collector, done: Episode, label: str) -> JSON | None:
+    """Play ``done``'s calls again on a fresh session of its task: the reward, and where the answers first differed."""
+    sid = col.open_on(done.index)
+    if sid is None:
+        return None
+    rewards: list[float | None] = []
+    diverged: JSON | None = None
+    try:
+        for n, (tool, value) in enumerate(done.calls):
+            result = classify(col.rec(f"{label}{n}", col.kept_call(sid, tool, value)), col.options.timeout)
+            answer = _answer_of(result)
+            if diverged is None and n < len(done.answers) and answer != done.answers[n]:
+                diverged = {"call": n, "tool": tool, "first": done.answers[n][:200], "again": answer[:200]}
+            if result.kind != "ok":
+                break
+            rewards.append(_reward(result.result))
+            if _finished(result.result):
+                break
+    finally:
+        col.end_session(sid)
+    return {"reward": rewards[-1] if rewards else None, "diverged_at": diverged, "answers": len(rewards)}
+
+
+def _answer_of(outcome: Outcome) -> str:
+    """What a call answered, comparable between two plays of the same calls."""
+    if outcome.kind == "ok":
+        output = outcome.result.get("output") if isinstance(outcome.result, dict) else None
+        return answer_text(output)
+    if outcome.kind == "ok-false" and isinstance(outcome.result, dict):
+        return f"ok:false {outcome.result.get('error')}"
+    return outcome.kind
 
 
 def _count_answer(facts: Facts, tool: str, outcome: Outcome) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, answer, expect_status, json_of
-from orsbench.checks.model import Outcome, Severity, failed, passed, skipped
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped
 from orsbench.checks.registry import ANY, check
 from orsbench.wire.evidence import Exchange
 
@@ -24,7 +24,7 @@ def _path(ex: Exchange) -> str:
     spec="§1.1",
     remediation="Send Content-Type: application/json with every JSON body (success and error alike).",
 )
-def json_content_type(ev: Evidence) -> Outcome:
+def json_content_type(ev: Evidence) -> CheckOutcome:
     wrong = []
     count = 0
     for name, ex in ev.exchanges.items():
@@ -59,7 +59,7 @@ def json_content_type(ev: Evidence) -> Outcome:
     spec="§1.1",
     remediation="Reject unparseable or incomplete request bodies with 422 (or 400) and a detail, before they reach environment code.",
 )
-def malformed_body_4xx(ev: Evidence) -> Outcome:
+def malformed_body_4xx(ev: Evidence) -> CheckOutcome:
     names = ("http.malformed.tasks", "http.malformed.create", "http.malformed.call")
     shown = [(n, ev.get(n)) for n in names if ev.get(n) is not None]
     if not shown:
@@ -79,7 +79,7 @@ def malformed_body_4xx(ev: Evidence) -> Outcome:
     spec="§1",
     remediation="Answer a known path with the wrong method (GET /create) with 405 and an Allow header.",
 )
-def wrong_method_405(ev: Evidence) -> Outcome:
+def wrong_method_405(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("http.wrong_method"), 405, "GET /create")
 
 
@@ -92,7 +92,7 @@ def wrong_method_405(ev: Evidence) -> Outcome:
     spec="§1.1",
     remediation="Answer bad input with 4xx and a detail; a 5xx tells clients the server is broken (and some retry it).",
 )
-def no_server_errors(ev: Evidence) -> Outcome:
+def no_server_errors(ev: Evidence) -> CheckOutcome:
     errors = [
         ex
         for ex in ev.exchanges.values()
@@ -118,7 +118,7 @@ def no_server_errors(ev: Evidence) -> Outcome:
     spec="§1.1",
     remediation='Send every error as JSON {"detail": <message>} so clients can show what went wrong.',
 )
-def error_detail(ev: Evidence) -> Outcome:
+def error_detail(ev: Evidence) -> CheckOutcome:
     wrong = []
     count = 0
     for ex in ev.exchanges.values():

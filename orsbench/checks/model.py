@@ -1,6 +1,6 @@
 """The result model shared by every check, the runner and the reports.
 
-A check returns an :class:`Outcome` — its own verdict on the evidence, with no
+A check returns an :class:`CheckOutcome` — its own verdict on the evidence, with no
 opinion on how much that verdict matters. The runner turns it into a
 :class:`CheckResult` by adding what the check's registration says (title,
 spec reference, remediation, severity) and what the
@@ -42,7 +42,7 @@ class Severity(str, Enum):
 
 
 @dataclass
-class Outcome:
+class CheckOutcome:
     """What a check function returns: its verdict, what it measured, and the exchanges that show it."""
 
     status: Status
@@ -53,20 +53,20 @@ class Outcome:
     depends_on: str | None = None
 
 
-def passed(message: str, measured: Any = None, *evidence: Exchange | None) -> Outcome:
-    return Outcome(Status.PASS, message, measured, [e for e in evidence if e is not None])
+def passed(message: str, measured: Any = None, *evidence: Exchange | None) -> CheckOutcome:
+    return CheckOutcome(Status.PASS, message, measured, [e for e in evidence if e is not None])
 
 
-def failed(message: str, measured: Any = None, *evidence: Exchange | None) -> Outcome:
-    return Outcome(Status.FAIL, message, measured, [e for e in evidence if e is not None])
+def failed(message: str, measured: Any = None, *evidence: Exchange | None) -> CheckOutcome:
+    return CheckOutcome(Status.FAIL, message, measured, [e for e in evidence if e is not None])
 
 
-def warned(message: str, measured: Any = None, *evidence: Exchange | None) -> Outcome:
-    return Outcome(Status.WARN, message, measured, [e for e in evidence if e is not None])
+def warned(message: str, measured: Any = None, *evidence: Exchange | None) -> CheckOutcome:
+    return CheckOutcome(Status.WARN, message, measured, [e for e in evidence if e is not None])
 
 
-def skipped(message: str, depends_on: str | None = None) -> Outcome:
-    return Outcome(Status.SKIP, message, depends_on=depends_on)
+def skipped(message: str, depends_on: str | None = None) -> CheckOutcome:
+    return CheckOutcome(Status.SKIP, message, depends_on=depends_on)
 
 
 @dataclass
@@ -86,6 +86,8 @@ class CheckResult:
     #: ``"expected"`` (a listed failure), ``"stale"`` (listed but passed) or ``None``.
     baseline: str | None = None
     duration_s: float = 0.0
+    #: For a failure or warning: a shell script of ``curl`` calls that shows it again (secrets as variables).
+    reproduce: str | None = None
 
     @property
     def group(self) -> str:
@@ -112,6 +114,7 @@ class CheckResult:
             "depends_on": self.depends_on,
             "baseline": self.baseline,
             "duration_s": round(self.duration_s, 4),
+            "reproduce": self.reproduce,
         }
 
 

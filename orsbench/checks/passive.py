@@ -23,6 +23,7 @@ Check-side entry points used: :func:`orsbench.checks.runner.grade`,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -32,7 +33,7 @@ from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, Options, json_of, result_of, task_id_of
-from orsbench.checks.model import CheckResult, Outcome, Status
+from orsbench.checks.model import CheckResult, CheckOutcome, Status
 from orsbench.checks.registry import ANY, CALLS, FINISHER, Check, closure, load_checks, select
 from orsbench.checks.runner import Report, dependency_order, grade, report_order
 from orsbench.wire.evidence import Exchange
@@ -362,5 +363,5 @@ def json_of_request(ex: Exchange) -> tuple[bool, Any]:
 
 
 def _skip(check: Check, graded: dict[str, CheckResult], message: str) -> CheckResult:
-    skip = Check(check.id, check.title, check.probe, check.spec, check.remediation, (), lambda _ev: Outcome(Status.SKIP, message))
+    skip = dataclasses.replace(check, requires=(), fn=lambda _ev: CheckOutcome(Status.SKIP, message))
     return grade(skip, Evidence("", Options()), graded)

@@ -27,6 +27,7 @@ from orsbench.checks.evidence import (
     result_of,
     task_id_of,
 )
+from orsbench.checks.needs_secrets import missing_secrets
 from orsbench.wire import url
 from orsbench.wire.client import WireClient
 from orsbench.wire.evidence import Exchange
@@ -184,7 +185,7 @@ def _env_in_path(col: Collector) -> bool:
     if split is None:
         return False
     root, segment = split
-    with WireClient(root, timeout=col.options.timeout, api_key=col.options.api_key) as at_root:
+    with WireClient(root, timeout=col.options.timeout, api_key=col.options.api_key, secrets=col.options.secrets) as at_root:
         ok, names = json_of(at_root.list_environments())
     if ok and isinstance(names, list) and segment.lower() in {n.lower() for n in names if isinstance(n, str)}:
         col.ev.usage_error = url.env_in_path_hint(col.ev.target, root, segment)
@@ -221,6 +222,8 @@ def probe_session(col: Collector) -> None:
     create = col.rec("session.create", c.create(sid, env_name=env, **source))
     if create.status == 200:
         col.adopt(sid)
+    elif _needs_secrets(col, create, "POST /create"):
+        return
     ev.facts.sid = sid
     # At once, while a slow setup() would still run: the one moment a 503 "starting" can be seen.
     early = col.rec("session.prompt.early", c.prompt(env, sid))
@@ -251,7 +254,8 @@ def probe_session(col: Collector) -> None:
     c.delete(malformed_sid)
 
     col.rec("session.task_tools", c.task_tools(env, sid))
-    col.rec("session.prompt", col.ready(lambda: c.prompt(env, sid)))
+    if _needs_secrets(col, col.rec("session.prompt", col.ready(lambda: c.prompt(env, sid))), f"GET /{env}/prompt"):
+        return
     col.rec("session.messages", col.ready(lambda: c.messages(env, sid)))
     col.rec("session.ping", c.ping(sid))
     candidates = [
@@ -292,6 +296,12 @@ def probe_session(col: Collector) -> None:
     c.delete(life)
 
 
+def _needs_secrets(col: Collector, exchange: Exchange, what: str) -> bool:
+    """A session that failed for want of a secret: a usage error naming it, not a protocol failure (§14)."""
+    col.ev.usage_error = missing_secrets(exchange, what, col.options.secrets)
+    return col.ev.usage_error is not None
+
+
 def _sdk_headers(col: Collector, source: dict[str, Any]) -> None:
     """``/create`` and a plain GET with the headers the openreward SDK always sends (§6.3).
 
@@ -301,6 +311,7 @@ def _sdk_headers(col: Collector, source: dict[str, Any]) -> None:
     env = col.ev.env or ""
     key = col.options.api_key or ""
     secrets = {name: {"value": key, "allowed_domains": ["127.0.0.1"]} for name in ("api_key", "OPENREWARD_API_KEY")}
+    secrets |= {name: {"value": value} for name, value in col.options.secrets.items()}
     headers = {
         protocol.API_KEY_HEADER: key,
         protocol.SECRETS_HEADER: base64.b64encode(json.dumps(secrets).encode()).decode(),

@@ -13,7 +13,7 @@ from typing import Any
 
 from orsbench.checks.evidence import Episode, Evidence, json_of, short
 from orsbench.checks.explore import ANSWER_KEYS
-from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 
 
@@ -27,7 +27,7 @@ from orsbench.checks.registry import check
     "(e.g. compare to the target with ==, not startswith/in, and reject empty answers).",
     requires=("call.episode_finishes",),
 )
-def reward_hacking(ev: Evidence) -> Outcome:
+def reward_hacking(ev: Evidence) -> CheckOutcome:
     hacks = ev.facts.hacks
     if not hacks:
         return skipped("no finished episode to probe")
@@ -80,7 +80,7 @@ def _leaks(episodes: list[Episode]) -> list[tuple[int | None, str, str]]:
     remediation="Keep answer/solution/target/label fields out of get_prompt(); the grader reads them from task_spec.",
     requires=("session.prompt",),
 )
-def answer_leak(ev: Evidence) -> Outcome:
+def answer_leak(ev: Evidence) -> CheckOutcome:
     episodes: list[Episode] = ev.facts.episodes
     if not episodes:
         return skipped("no task was played")
@@ -102,27 +102,41 @@ def answer_leak(ev: Evidence) -> Outcome:
 @check(
     "quality.reward_deterministic",
     severity=Severity.RECOMMENDED,
-    title="the same calls on the same task earn the same reward",
+    title="the same calls on the same task earn the same reward (a difference is reported, never failed)",
     probe="quality",
-    spec="§5, §8",
-    remediation="Seed any randomness in grading from the task (or remove it): GRPO compares rewards within a group, "
-    "so noise in the grader is noise in the advantage.",
+    spec="§4.2, §5, §8",
+    remediation="If the environment is stochastic by design (random transitions, a simulator), say so in its docs and "
+    "seed it from the task where reproducible rewards matter; if it is not, seed the grader's randomness from the task "
+    "(or remove it): GRPO compares rewards within a group, so noise in the grader is noise in the advantage.",
     requires=("call.episode_finishes",),
 )
-def reward_deterministic(ev: Evidence) -> Outcome:
+def reward_deterministic(ev: Evidence) -> CheckOutcome:
     replay = ev.facts.replay
     if not replay:
         return skipped("no finished episode to replay")
     first, again = replay["first"], replay["again"]
     if first is None or again is None:
         return skipped(f"the replay did not reach a reward (first {first}, again {again})")
-    if first != again:
-        return failed(
-            f"task {replay['index']}: the same calls scored {first:g}, then {again:g}",
-            replay,
-            *[ex for name, ex in ev.matching("quality.replay.")][-1:],
+    replays = replay.get("replays") or [again]
+    if first == again:
+        return passed(f"task {replay['index']}: the same calls scored {first:g} on {1 + len(replays)} plays", replay)
+    # A warning, never a failure: an MDP with random transitions is a legitimate environment, and a
+    # verdict that depends on the dice would pass on one run and fail on the next (docs/protocol.md §4.2).
+    diverged = replay.get("diverged_at")
+    if diverged:
+        evidence = (
+            f"the answers already differed at call {diverged['call'] + 1} ({diverged['tool']}: "
+            f"{short(diverged['first'], 50)} vs {short(diverged['again'], 50)}), so the environment's own "
+            "state moved at random — stochastic by design is the likelier reading"
         )
-    return passed(f"task {replay['index']}: scored {first:g} twice", replay)
+    else:
+        evidence = "every answer before the reward was the same, so a nondeterministic grader is the likelier reading"
+    return warned(
+        f"task {replay['index']}: the same calls scored {first:g}, then {again:g}. Two readings (docs/protocol.md §4.2): "
+        f"the environment is stochastic by design (random transitions), or it has a nondeterministic grader; {evidence}",
+        replay,
+        *[ex for name, ex in ev.matching("quality.replay")][-1:],
+    )
 
 
 @check(
@@ -134,7 +148,7 @@ def reward_deterministic(ev: Evidence) -> Outcome:
     remediation="Give each tool a docstring and each parameter Field(description=...): the model reads them to act.",
     requires=("discovery.tools_listing",),
 )
-def descriptions(ev: Evidence) -> Outcome:
+def descriptions(ev: Evidence) -> CheckOutcome:
     tools: list[dict[str, Any]] = ev.facts.tools
     missing: list[str] = []
     for spec in tools:
@@ -159,7 +173,7 @@ def descriptions(ev: Evidence) -> Outcome:
     remediation="Return at least one non-empty text block from get_prompt(): an empty prompt trains on nothing.",
     requires=("session.prompt",),
 )
-def prompt_nonempty(ev: Evidence) -> Outcome:
+def prompt_nonempty(ev: Evidence) -> CheckOutcome:
     ok, body = json_of(ev.get("session.prompt"))
     blocks = body if isinstance(body, list) else []
     texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]

@@ -16,6 +16,7 @@ from typing import Any
 
 from orsbench.checks.evidence import Evidence, Options, json_of
 from orsbench.checks.collector import Collector
+from orsbench.checks.explore import play_one
 from orsbench.wire.cassette import CassetteRecorder
 from orsbench.wire.client import WireClient
 from orsbench.wire.evidence import Exchange
@@ -73,7 +74,7 @@ def record(
     options = options or Options()
     recorder = CassetteRecorder(url, "orsbench record")
     evidence = Evidence(url, options)
-    client = RecordingWireClient(url, recorder, timeout=options.timeout, api_key=options.api_key)
+    client = RecordingWireClient(url, recorder, timeout=options.timeout, api_key=options.api_key, secrets=options.secrets)
     collector = Collector(client, evidence)
     say = on_progress or (lambda _text: None)
     played = 0
@@ -81,8 +82,8 @@ def record(
         for probe in RECORD_PROBES:
             say(f"probe {probe}")
             collector.run(probe)
-            if evidence.unreachable or evidence.not_ors:
-                problem = evidence.unreachable or evidence.not_ors
+            if evidence.unreachable or evidence.not_ors or evidence.usage_error:
+                problem = evidence.unreachable or evidence.not_ors or evidence.usage_error
                 return RecordResult(recorder.cassette(), None, 0, 0, f"cannot record {url}: {problem}")
         env = evidence.env or ""
         splits_ok, splits = json_of(evidence.get("splits"))
@@ -111,7 +112,7 @@ def record(
             if sid is None:
                 continue
             client.task_tools(env, sid)
-            collector.play_one(sid, index, f"record.{n}.")
+            play_one(collector, sid, index, f"record.{n}.")
             collector.end_session(sid)
             played += 1
     finally:

@@ -1,7 +1,7 @@
 """The registry of named checks.
 
 A check is a plain function over :class:`~orsbench.checks.evidence.Evidence`
-returning a :class:`~orsbench.checks.model.Outcome`. Its registration carries
+returning a :class:`~orsbench.checks.model.CheckOutcome`. Its registration carries
 every fact about it, so a new check is one decorated function:
 
 * which probe collects the evidence it reads;
@@ -38,9 +38,9 @@ from orsbench.registry import Registry
 
 if TYPE_CHECKING:
     from orsbench.checks.evidence import Evidence
-    from orsbench.checks.model import Outcome
+    from orsbench.checks.model import CheckOutcome
 
-CheckFn = Callable[["Evidence"], "Outcome"]
+CheckFn = Callable[["Evidence"], "CheckOutcome"]
 
 #: Where the section references point: the protocol as the reference speaks it, shipped with orsbench.
 SPEC_DOCUMENT = "docs/protocol.md"

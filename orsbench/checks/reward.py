@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orsbench.checks.evidence import Evidence, call_label, call_results, is_number, short
-from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import CALLS, FINISHER, check
 
 
@@ -23,7 +23,7 @@ def _outputs(ev: Evidence) -> list[tuple[str, dict]]:
     remediation="Send reward as a JSON number (e.g. 1.0) or null; true/false are not rewards, and NaN/Infinity are not JSON.",
     requires=("call.end_json",),
 )
-def well_formed(ev: Evidence) -> Outcome:
+def well_formed(ev: Evidence) -> CheckOutcome:
     outputs = _outputs(ev)
     if not outputs:
         return skipped("no call answered ok:true")
@@ -59,7 +59,7 @@ def well_formed(ev: Evidence) -> Outcome:
     remediation='Send "finished": true or false in every ToolOutput (not 0/1, not a string, not omitted).',
     requires=("call.end_json",),
 )
-def finished_bool(ev: Evidence) -> Outcome:
+def finished_bool(ev: Evidence) -> CheckOutcome:
     outputs = _outputs(ev)
     if not outputs:
         return skipped("no call answered ok:true")
@@ -83,7 +83,7 @@ def finished_bool(ev: Evidence) -> Outcome:
     remediation="Return a numeric reward with finished:true; a null final reward gives a trainer no signal for the episode.",
     requires=("call.episode_finishes", "reward.well_formed"),
 )
-def terminal_reward(ev: Evidence) -> Outcome:
+def terminal_reward(ev: Evidence) -> CheckOutcome:
     final = [(n, o) for n, o in _outputs(ev) if o.get("finished") is True]
     if not final:
         return skipped("no output with finished:true", depends_on="call.episode_finishes")

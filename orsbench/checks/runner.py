@@ -18,10 +18,12 @@ from typing import Any
 
 from orsbench.checks.baseline import Baseline
 from orsbench.checks.evidence import Evidence, Options
-from orsbench.checks.model import CheckResult, Outcome, Severity, Status, evidence_summaries
+from orsbench.checks.model import CheckResult, CheckOutcome, Severity, Status, evidence_summaries
 from orsbench.checks.collector import Collector, probe_names
 from orsbench.checks.registry import SPEC_DOCUMENT, Check, closure, load_checks, select
+from orsbench.wire.cassette import miss_of
 from orsbench.wire.client import WireClient
+from orsbench.wire.reproduce import reproducer
 
 #: The exit codes of ``orsbench check`` (documented in docs/checks.md).
 EXIT_PASS, EXIT_FAIL, EXIT_UNREACHABLE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -130,10 +132,31 @@ class Report:
             "baseline": self.baseline,
             "started_at": self.started_at,
             "duration_s": round(self.duration_s, 3),
-            "options": {k: v for k, v in vars(self.options).items() if k != "api_key"},
+            "options": _shown_options(self.options),
             "summary": self.summary(),
             "checks": [r.to_json() for r in self.results],
         }
+
+
+def _unrecorded(outcome: CheckOutcome) -> CheckOutcome:
+    """A failure shown by a cassette replay's miss is no verdict on the environment: a skip naming the miss.
+
+    A replay answers what was recorded; a check that needs a request the recording lacks
+    (docs/cassettes.md) cannot judge the live environment from it.
+    """
+    if outcome.status not in (Status.FAIL, Status.WARN):
+        return outcome
+    miss = next((m for m in map(miss_of, outcome.evidence) if m), None)
+    if miss is None:
+        return outcome
+    return CheckOutcome(Status.SKIP, f"needs live behaviour the cassette did not record — {miss}", evidence=outcome.evidence)
+
+
+def _shown_options(options: Options) -> dict[str, Any]:
+    """The options as a report shows them: no API key, and secrets by name only (docs/protocol.md §14)."""
+    shown = {k: v for k, v in vars(options).items() if k not in ("api_key", "secrets")}
+    shown["secrets"] = sorted(options.secrets)
+    return shown
 
 
 def dependency_order(checks: Iterable[Check]) -> list[Check]:
@@ -168,21 +191,33 @@ def report_order(checks: Iterable[Check]) -> list[Check]:
 def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckResult:
     """Run one check over the evidence (or skip it for an unmet dependency)."""
     start = time.monotonic()
-    outcome: Outcome
+    outcome: CheckOutcome
     unmet = next((dep for dep in check.requires if dep in earlier and earlier[dep].status is not Status.PASS), None)
     if unmet is not None:
-        outcome = Outcome(Status.SKIP, f"unmet dependency: {unmet} ({earlier[unmet].status.value})", depends_on=unmet)
+        outcome = CheckOutcome(Status.SKIP, f"unmet dependency: {unmet} ({earlier[unmet].status.value})", depends_on=unmet)
     elif check.probe in ev.probe_errors:
-        outcome = Outcome(Status.ERROR, f"the {check.probe} probe crashed: {ev.probe_errors[check.probe]}")
+        outcome = CheckOutcome(Status.ERROR, f"the {check.probe} probe crashed: {ev.probe_errors[check.probe]}")
     else:
         try:
             outcome = check.fn(ev)
         except Exception as exc:  # noqa: BLE001 - a check bug is reported, never fatal to the run
             where = traceback.extract_tb(exc.__traceback__)[-1]
-            outcome = Outcome(
+            outcome = CheckOutcome(
                 Status.ERROR,
                 f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
             )
+        outcome = _unrecorded(outcome)
+    reproduce = None
+    if outcome.status in (Status.FAIL, Status.WARN) and outcome.evidence:
+        try:
+            reproduce = reproducer(
+                outcome.evidence,
+                ev.history or list(ev.exchanges.values()),
+                api_key=bool(ev.options.api_key),
+                note=f"{check.id} ({SPEC_DOCUMENT} {check.spec}): {outcome.message}",
+            )
+        except Exception as exc:  # noqa: BLE001 - a reproducer bug must not cost the run its verdict
+            reproduce = f"# no reproducer: orsbench could not build one ({type(exc).__name__}: {exc})"
     return CheckResult(
         id=check.id,
         title=check.title,
@@ -195,6 +230,7 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
         spec=f"{SPEC_DOCUMENT} {check.spec}",
         depends_on=outcome.depends_on,
         duration_s=time.monotonic() - start,
+        reproduce=reproduce,
     )
 
 
@@ -224,7 +260,8 @@ def run_checks(
     evidence = Evidence(target, options)
     started = time.monotonic()
     graded: dict[str, CheckResult] = {}
-    client = WireClient(target, timeout=options.timeout, api_key=options.api_key)
+    client = WireClient(target, timeout=options.timeout, api_key=options.api_key, secrets=options.secrets)
+    evidence.history = client.log
     collector = Collector(client, evidence)
     try:
         for probe in probes[: last_probe + 1]:

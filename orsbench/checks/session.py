@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, answer, block_problems, expect_status, json_of, result_of, short, stream_of
-from orsbench.checks.model import Outcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.wire.evidence import Exchange
 
@@ -25,7 +25,7 @@ def _statuses(ev: Evidence, names: list[str], expected: int) -> tuple[dict[str, 
     return measured, wrong
 
 
-def _refused(ev: Evidence, cases: tuple[str, ...], wanted: str, refused: Callable[[int | None], bool]) -> Outcome:
+def _refused(ev: Evidence, cases: tuple[str, ...], wanted: str, refused: Callable[[int | None], bool]) -> CheckOutcome:
     """Each ``/create`` case must be refused, and leave no session behind (``task_tools`` → not 200)."""
     problems, measured, shown = [], {}, []
     for case in cases:
@@ -60,7 +60,7 @@ def _route(ex: Exchange) -> str:
     remediation="Answer POST /create_session with text/event-stream: `event: task_id` carrying the new sid, then `event: end`; "
     'a JSON {"sid"} body sends the reference client into endless retries.',
 )
-def create_session_sse(ev: Evidence) -> Outcome:
+def create_session_sse(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.create_session")
     if ex is None:
         return skipped("not probed")
@@ -89,7 +89,7 @@ def create_session_sse(ev: Evidence) -> Outcome:
     remediation="Generate a fresh id (e.g. uuid4) for every /create_session.",
     requires=("session.create_session_sse",),
 )
-def create_session_unique(ev: Evidence) -> Outcome:
+def create_session_unique(ev: Evidence) -> CheckOutcome:
     a, b = ev.get("session.create_session"), ev.get("session.create_session.second")
     if a is None or b is None or not b.task_id:
         return failed(f"second /create_session: {answer(b)}", None, b)
@@ -107,7 +107,7 @@ def create_session_unique(ev: Evidence) -> Outcome:
     spec="§2.2",
     remediation='Answer POST /create (X-Session-ID, {"env_name"?, "split", "index"}) with 200 {"sid": <the X-Session-ID>}.',
 )
-def create(ev: Evidence) -> Outcome:
+def create(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.create")
     if ex is None:
         return skipped("not probed")
@@ -129,7 +129,7 @@ def create(ev: Evidence) -> Outcome:
     remediation="Answer session routes (/create, /ping, /delete, /{env}/prompt, /{env}/call, ...) without X-Session-ID with 400 "
     '{"detail": "X-Session-ID header is required"}.',
 )
-def missing_sid_400(ev: Evidence) -> Outcome:
+def missing_sid_400(ev: Evidence) -> CheckOutcome:
     names = [
         "session.no_sid.create",
         "session.no_sid.ping",
@@ -155,7 +155,7 @@ def missing_sid_400(ev: Evidence) -> Outcome:
     '{name: {"value", "allowed_domains"}} on /create (the SDK always sends one).',
     requires=("session.create",),
 )
-def sdk_headers_accepted(ev: Evidence) -> Outcome:
+def sdk_headers_accepted(ev: Evidence) -> CheckOutcome:
     measured, wrong = _statuses(ev, ["session.sdk_headers.create", "session.sdk_headers.tools"], 200)
     if not measured:
         return skipped("not probed")
@@ -176,7 +176,7 @@ def sdk_headers_accepted(ev: Evidence) -> Outcome:
     remediation='Refuse /create for a sid that is already active with 400 {"detail": "Session already exists"}; never replace it.',
     requires=("session.create",),
 )
-def duplicate_sid_400(ev: Evidence) -> Outcome:
+def duplicate_sid_400(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("session.create.duplicate"), 400)
 
 
@@ -188,7 +188,7 @@ def duplicate_sid_400(ev: Evidence) -> Outcome:
     spec="§2.2",
     remediation="Refuse /create bodies with both task_spec and split/index, or neither, with 4xx (422 in the reference), and keep no session.",
 )
-def create_exactly_one_task_source(ev: Evidence) -> Outcome:
+def create_exactly_one_task_source(ev: Evidence) -> CheckOutcome:
     return _refused(ev, ("both", "neither"), "4xx", lambda status: status is not None and 400 <= status < 500)
 
 
@@ -201,7 +201,7 @@ def create_exactly_one_task_source(ev: Evidence) -> Outcome:
     remediation='Accept POST /create {"task_spec": <task object>} (the SDK\'s session(task=...) sends it).',
     requires=("session.create",),
 )
-def create_task_spec(ev: Evidence) -> Outcome:
+def create_task_spec(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("session.create.task_spec"), 200)
 
 
@@ -214,7 +214,7 @@ def create_task_spec(ev: Evidence) -> Outcome:
     remediation='Answer /create with an unknown split or out-of-range index with 400 ("Invalid split" / "Invalid index"), creating nothing.',
     requires=("session.create",),
 )
-def create_invalid_task_400(ev: Evidence) -> Outcome:
+def create_invalid_task_400(ev: Evidence) -> CheckOutcome:
     return _refused(ev, ("invalid_split", "invalid_index"), "400", lambda status: status == 400)
 
 
@@ -227,7 +227,7 @@ def create_invalid_task_400(ev: Evidence) -> Outcome:
     remediation='Answer /create {"env_name": <unknown>} with 404 {"detail": "unknown environment \'<name>\'"}.',
     requires=("session.create",),
 )
-def create_unknown_env_404(ev: Evidence) -> Outcome:
+def create_unknown_env_404(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.create.unknown_env")
     if ex is not None and ex.status == 404:
         return passed("404", ex.status, ex)
@@ -246,7 +246,7 @@ def create_unknown_env_404(ev: Evidence) -> Outcome:
     remediation="Answer GET /{env}/task_tools with the shared tools plus the task's own tools, in the ListToolsOutput shape.",
     requires=("session.create", "discovery.tools_listing"),
 )
-def task_tools_superset(ev: Evidence) -> Outcome:
+def task_tools_superset(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.task_tools")
     ok, body = json_of(ex)
     if ex is None or ex.status != 200 or not ok or not isinstance(body, dict) or not isinstance(body.get("tools"), list):
@@ -270,7 +270,7 @@ def task_tools_superset(ev: Evidence) -> Outcome:
     remediation='Answer GET /{env}/prompt with [{"type": "text", "text": ...} | {"type": "image", "data", "mimeType"}, ...].',
     requires=("session.create",),
 )
-def prompt(ev: Evidence) -> Outcome:
+def prompt(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.prompt")
     ok, body = json_of(ex)
     if ex is None or ex.status != 200 or not ok:
@@ -293,7 +293,7 @@ def prompt(ev: Evidence) -> Outcome:
     remediation='Serve GET /{env}/messages as [{"role": "system"|"user"|"assistant", "blocks": [...]}] (clients fall back to /prompt on 404).',
     requires=("session.create",),
 )
-def messages(ev: Evidence) -> Outcome:
+def messages(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.messages")
     if ex is not None and ex.status == 404:
         return warned("404: not served (clients fall back to /prompt)", 404, ex)
@@ -321,7 +321,7 @@ def messages(ev: Evidence) -> Outcome:
     remediation='Answer POST /ping (root path, X-Session-ID) for a live session with 200 {"status": "ok"} and refresh its TTL.',
     requires=("session.create",),
 )
-def ping(ev: Evidence) -> Outcome:
+def ping(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("session.ping"), 200)
 
 
@@ -334,7 +334,7 @@ def ping(ev: Evidence) -> Outcome:
     spec="§2.4, §11.12",
     remediation='Answer /ping for a sid with no active session with 404 {"detail": "Active environment not found"}.',
 )
-def ping_unknown_404(ev: Evidence) -> Outcome:
+def ping_unknown_404(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("session.unknown.ping"), 404)
 
 
@@ -347,7 +347,7 @@ def ping_unknown_404(ev: Evidence) -> Outcome:
     spec="§2.3",
     remediation='Answer session-bound routes for an unknown sid with 404 {"detail": "Active environment not found"} (not 5xx, not a stream).',
 )
-def unknown_sid_404(ev: Evidence) -> Outcome:
+def unknown_sid_404(ev: Evidence) -> CheckOutcome:
     measured, wrong = _statuses(ev, ["session.unknown.prompt", "session.unknown.call"], 404)
     if not measured:
         return skipped("not probed")
@@ -365,7 +365,7 @@ def unknown_sid_404(ev: Evidence) -> Outcome:
     spec="§2.4",
     remediation='Answer POST /delete with 200 {"sid": <sid>} after tearing the session down.',
 )
-def delete(ev: Evidence) -> Outcome:
+def delete(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.delete")
     if ex is None:
         return skipped("not probed")
@@ -387,7 +387,7 @@ def delete(ev: Evidence) -> Outcome:
     remediation="Forget a session on /delete: a later /ping must answer 404 so clients stop pinging a dead session.",
     requires=("session.delete", "session.ping_unknown_404"),
 )
-def ping_after_delete_404(ev: Evidence) -> Outcome:
+def ping_after_delete_404(ev: Evidence) -> CheckOutcome:
     return expect_status(ev.get("session.after_delete.ping"), 404, "", ev.get("session.delete"))
 
 
@@ -401,7 +401,7 @@ def ping_after_delete_404(ev: Evidence) -> Outcome:
     remediation="Answer session-bound routes for a deleted session with 404 (410 only to requests that were waiting when it was deleted).",
     requires=("session.delete", "session.unknown_sid_404"),
 )
-def use_after_delete_404(ev: Evidence) -> Outcome:
+def use_after_delete_404(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.after_delete.prompt")
     if ex is not None and ex.status == 404:
         return passed("404", ex.status, ex)
@@ -421,7 +421,7 @@ def use_after_delete_404(ev: Evidence) -> Outcome:
     remediation='Answer /delete for an already deleted or unknown sid, and /delete_session, with 200 {"sid"}: clients call both on exit.',
     requires=("session.delete",),
 )
-def delete_idempotent(ev: Evidence) -> Outcome:
+def delete_idempotent(ev: Evidence) -> CheckOutcome:
     names = ["session.delete.again", "session.delete.unknown", "session.delete_session"]
     measured, wrong = _statuses(ev, names, 200)
     if wrong:
@@ -439,7 +439,7 @@ def delete_idempotent(ev: Evidence) -> Outcome:
     remediation="Drop every trace of a sid on /delete so that /create with the same sid works again.",
     requires=("session.delete", "session.ping"),
 )
-def recreate_deleted_sid(ev: Evidence) -> Outcome:
+def recreate_deleted_sid(ev: Evidence) -> CheckOutcome:
     ex, ping_ex = ev.get("session.recreate"), ev.get("session.recreate.ping")
     if ex is None or ex.status != 200:
         return failed(f"expected 200, got {answer(ex)}", None if ex is None else ex.status, ex)
@@ -459,7 +459,7 @@ def recreate_deleted_sid(ev: Evidence) -> Outcome:
     "X-Backend-State: starting and Retry-After: <seconds> (clients retry on exactly that) instead of holding the "
     "request open past the client's read timeout.",
 )
-def starting_503(ev: Evidence) -> Outcome:
+def starting_503(ev: Evidence) -> CheckOutcome:
     ex = ev.get("starting")
     if ex is None:
         # No 503 seen. Fine if /prompt answered in time (ors-sdk 0.1.0 waits for setup inside the request);
@@ -498,7 +498,7 @@ def starting_503(ev: Evidence) -> Outcome:
     remediation="Reap sessions idle (no request, no ping) for longer than the TTL (900 s in the reference); every /ping must refresh it.",
     requires=("session.ping",),
 )
-def ttl_reap(ev: Evidence) -> Outcome:
+def ttl_reap(ev: Evidence) -> CheckOutcome:
     idle, kept = ev.get("timing.ttl.idle.ping"), ev.get("timing.ttl.kept.ping")
     if idle is None or kept is None:
         return skipped(ev.facts.ttl_skip or "not probed")
@@ -524,7 +524,7 @@ def ttl_reap(ev: Evidence) -> Outcome:
     'otherwise stream task_id then end {"scores": [{"reward": float}, ...]} with one score per candidate.',
     requires=("session.create",),
 )
-def score_group(ev: Evidence) -> Outcome:
+def score_group(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.score_group")
     _, listing = json_of(ev.get("tools"))
     claims = listing.get("supports_score_group") if isinstance(listing, dict) else None

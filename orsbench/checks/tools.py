@@ -12,7 +12,7 @@ import json
 
 from orsbench import schema_examples
 from orsbench.checks.evidence import Evidence, Failure, short
-from orsbench.checks.model import Outcome, Severity, failed, passed, skipped
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
 
 #: What the openreward client and TRL do after a tool raised (an SSE ``error`` event) or answered 5xx.
@@ -68,7 +68,7 @@ def _shown(failure: Failure) -> str:
     "validate inputs in the params model so bad values are rejected, not crashed on.",
     requires=("call.tool_inputs",),
 )
-def no_crash(ev: Evidence) -> Outcome:
+def no_crash(ev: Evidence) -> CheckOutcome:
     found = _failures(ev, ("raise", "http", "stream"))
     calls = _calls(ev)
     if found:
@@ -98,7 +98,7 @@ def no_crash(ev: Evidence) -> Outcome:
     "client's patience; a long task should still end with a ToolOutput.",
     requires=("call.tool_inputs",),
 )
-def no_hang(ev: Evidence) -> Outcome:
+def no_hang(ev: Evidence) -> CheckOutcome:
     found = _failures(ev, ("hang",))
     if found:
         text = "; ".join(f"{_shown(f)} ({f.found_by}): {f.detail[:100]}" for f in found[:3])
@@ -107,3 +107,46 @@ def no_hang(ev: Evidence) -> Outcome:
     if not calls:
         return skipped("no valid input was tried (play and fuzz made no call)")
     return passed(f"{calls} call(s) each ended within --timeout {ev.options.timeout:g} s", calls)
+
+
+@check(
+    "tool.exercised",
+    severity=Severity.ADVISORY,  # a tool no episode reached: the player may just not have found its use
+    title="every listed tool was called with a valid input while playing, not only fuzzed",
+    probe="fuzz",
+    spec="§2.1, §5",
+    remediation="Make every listed tool reachable in an episode: describe when to use it, and do not end the episode "
+    "before a tool that matters can be called (or remove tools no episode needs).",
+    requires=("call.tool_inputs",),
+)
+def exercised(ev: Evidence) -> Outcome:
+    """The play report per tool: played (in an episode, or once on a fresh session), fuzzed, won with it."""
+    report = ev.facts.tool_play
+    if not report:
+        return skipped("no episode was played")
+    rows: dict[str, dict[str, object]] = {}
+    for name, entry in report.items():
+        row = dict(entry)
+        row["fuzzed"] = (ev.facts.fuzz.get(name) or {}).get("calls", 0)
+        rows[name] = row
+    words = []
+    for name, row in rows.items():
+        how = [f"played {row['played']}"] if row["played"] else []
+        if row.get("covered"):
+            how.append(f"called once on its own ({row['covered']})")
+        if row["fuzzed"]:
+            how.append(f"fuzzed {row['fuzzed']}")
+        if row["won"]:
+            how.append("won with it")
+        if row.get("unbuildable"):
+            how.append(f"no valid input: {row['unbuildable']}")
+        words.append(f"{name}: {', '.join(how) or 'never called'}")
+    unplayed = [n for n, row in rows.items() if not row["played"]]
+    text = "; ".join(words)
+    if unplayed:
+        return warned(
+            f"{', '.join(unplayed)} never came up in an episode of inputs learned from the environment "
+            f"(docs/protocol.md §5) — {text}",
+            rows,
+        )
+    return passed(f"every listed tool was played (docs/protocol.md §5) — {text}", rows)

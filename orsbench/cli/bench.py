@@ -80,6 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--server-pid", type=int, default=None, metavar="PID",
         help="with --url: the server's process id, to report its CPU time and memory from /proc",
     )  # fmt: skip
+    types.add_secret_arguments(held)
     parser.set_defaults(func=run)
 
 
@@ -146,6 +147,9 @@ def _run_held_or_url(
         return _usage("--url measures your server; --impl starts orsbench's own: pass one or the other")
     if args.server_pid is not None and args.url is None:
         return _usage("--server-pid needs --url (the servers orsbench starts are measured without it)")
+    secrets = types.secrets_of(args)
+    if secrets and args.url is None:
+        return _usage("--secret/--secrets-file need --url (the servers orsbench starts need no secrets)")
     target = None
     if args.url is not None:
         try:
@@ -159,7 +163,7 @@ def _run_held_or_url(
         report = run_url_bench(
             target, concurrency=args.concurrency, window_seconds=args.window, rounds=args.rounds, warmup_seconds=args.warmup,
             calls=args.calls, think_time=args.think_time, tool=args.tool, tool_input=tool_input, split=args.split,
-            max_episodes_per_window=args.max_episodes, progress=progress,
+            max_episodes_per_window=args.max_episodes, progress=progress, secrets=secrets,
         )  # fmt: skip
         _emit(args, report)
         return 1 if any(f.driver.failures for f in report.servers.values()) else 0
@@ -173,7 +177,7 @@ def _run_held_or_url(
         return _usage(f"{', '.join(sorted(cannot_hold))} cannot hold a session; choose ORS servers with --impl")
     held = run_held_bench(
         args.sessions, hold=args.hold, impls=impls, target=target, ping_interval=args.ping_interval, ramp_concurrency=args.ramp,
-        tool=args.tool, tool_input=tool_input, split=args.split, progress=progress,
+        tool=args.tool, tool_input=tool_input, split=args.split, progress=progress, secrets=secrets,
     )  # fmt: skip
     _emit(args, held)
     return 1 if held.failed or not held.servers else 0

@@ -33,6 +33,8 @@ examples:
   orsbench check --serve echo --fault reward-bool   # ... with one protocol violation (exit 1)
   orsbench check URL --only 'call.*' --expected-failures fixtures/expected-failures/ors-sdk.yaml
   orsbench check URL --tasks 0,-1 --fuzz 100 --strict  # play two tasks, fuzz harder, no untested PASS
+  orsbench check URL --secret OPENAI_API_KEY --secrets-file env.secrets   # an env whose /create needs secrets
+  orsbench check URL --html report.html --markdown summary.md -v   # reports people read
 
 exit codes: 0 pass (warnings allowed), 1 a required check failed or a baseline entry is stale,
 2 target unreachable / not an ORS server, 3 internal error of orsbench. Catalogue: docs/checks.md
@@ -106,6 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="keep-alive cadence the server promises (default: as reported, else 10; with --serve: serve with it)",
     )
     what.add_argument("--api-key", help="send this X-API-Key")
+    types.add_secret_arguments(what)
     play = parser.add_argument_group("gameplay and fuzz (tool failures on valid input)")
     play.add_argument(
         "--fuzz",
@@ -130,7 +133,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out = parser.add_argument_group("reports")
     out.add_argument("--json", type=types.output_file, metavar="FILE", help="write the JSON report here ('-' for stdout)")
     out.add_argument("--junit", type=types.output_file, metavar="FILE", help="write JUnit XML here")
-    out.add_argument("-v", "--verbose", action="store_true", help="show remediation and evidence under every finding")
+    out.add_argument(
+        "--html", type=types.output_file, metavar="FILE",
+        help="write a self-contained HTML report here: findings open with their exchange and a curl reproducer",
+    )  # fmt: skip
+    out.add_argument(
+        "--markdown", type=types.output_file, metavar="FILE",
+        help="write a compact Markdown summary here (a PR comment, $GITHUB_STEP_SUMMARY; '-' for stdout)",
+    )  # fmt: skip
+    out.add_argument("-v", "--verbose", action="store_true", help="show remediation, evidence and a curl reproducer under every finding")
     out.add_argument("-q", "--quiet", action="store_true", help="print only findings and the summary")
     out.add_argument("--list", action="store_true", help="list every check with its severity and exit")
     parser.set_defaults(func=run, _parser=parser)
@@ -145,6 +156,7 @@ def _options(args: argparse.Namespace, **overrides: Any) -> Options:
 
     values = {k: getattr(args, k) for k in ("env", "split", "timeout", "ttl", "ping_interval", "api_key", "tasks", "strict")}
     values["fuzz"] = 0 if args.no_fuzz else args.fuzz
+    values["secrets"] = types.secrets_of(args)
     return Options(**{**values, **overrides})
 
 
@@ -195,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> CheckPlan:
     """The one target the flags name, validated before anything starts (a usage error otherwise)."""
     from orsbench.api import prepare
-    from orsbench.servers.targets import Target
+    from orsbench.servers.targets import CheckTarget, resolve
+    from orsbench.servers.user_app import AppTarget
 
     given = {"URL": args.url, "--serve": args.serve, "--app": args.app, "--cmd": args.cmd}
     named = [flag for flag, value in given.items() if value]
@@ -204,26 +217,28 @@ def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> CheckPla
         parser.error(f"give one target: a URL, --serve SCENARIO, --app FILE.py:Class or --cmd COMMAND{both}")
     if (args.param or args.fault) and not args.serve:
         parser.error("--param and --fault need --serve")
-    if args.url:
-        target = Target("url", args.url)
-    elif args.serve:
-        target = Target("scenario", args.serve)
-    elif args.app:
-        target = Target("app", "app:" + args.app.removeprefix("app:"))
-    else:
-        target = Target("command", args.cmd)
     impl = args.impl if args.serve else "mock"
     try:
+        if args.url:
+            target = CheckTarget("url", args.url)
+        elif args.serve:
+            target = CheckTarget("scenario", args.serve)
+        elif args.app:
+            target = resolve(AppTarget.parse(args.app))  # AppTargetError (a ValueError) names the spelling
+        else:
+            target = CheckTarget("command", args.cmd)
         return prepare(target, impl=impl, params=dict(args.param), faults=args.fault, wait=args.wait, **vars(_options(args)))
     except ValueError as exc:  # a bad URL, scenario, parameter, app spelling or command: the message names the fix
         parser.error(str(exc))
 
 
 def _check(plan: CheckPlan, args: argparse.Namespace, only: list[str], baseline: Baseline | None) -> int:
-    from orsbench.reports import TerminalReporter, write_json, write_junit
+    from orsbench.reports import TerminalReporter, write_html, write_json, write_junit, write_markdown
+    from orsbench.reports.html import render_check
 
-    # With --json - the JSON owns stdout, so the table goes to stderr.
-    terminal = TerminalReporter(sys.stderr if args.json == "-" else None, verbose=args.verbose, quiet=args.quiet)
+    # With --json - (or --markdown -) that report owns stdout, so the table goes to stderr.
+    to_stdout = "-" in (args.json, args.markdown)
+    terminal = TerminalReporter(sys.stderr if to_stdout else None, verbose=args.verbose, quiet=args.quiet)
 
     def start(url: str, options: Options) -> None:
         detail = ", ".join(f"{k} {v}" for k, v in (("env", options.env), ("split", options.split)) if v)
@@ -239,4 +254,8 @@ def _check(plan: CheckPlan, args: argparse.Namespace, only: list[str], baseline:
         write_json(report, args.json)
     if args.junit:
         write_junit(report, args.junit)
+    if args.html:
+        write_html(render_check(report), args.html)
+    if args.markdown:
+        write_markdown(report, args.markdown)
     return report.exit_code

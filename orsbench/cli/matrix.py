@@ -29,6 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--parallel", type=int, default=3, metavar="N", help="servers playing at once (default 3)")
     parser.add_argument("--markdown", type=Path, default=None, metavar="F", help="write the per-client report here")
     parser.add_argument("--json", type=Path, default=None, metavar="F", help="write the JSON result here")
+    parser.add_argument("--html", type=types.output_file, default=None, metavar="F", help="write a self-contained HTML page: a coloured grid per client, each cell opening to its episode")
     parser.add_argument("--predicted", action="store_true", help="write what the pinned defects predict, without running (docs/compatibility.md)")
     parser.set_defaults(func=run)
 
@@ -36,10 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from orsbench.clients import cells as C
     from orsbench.clients import matrix as M
-    from orsbench.clients.drivers import CLIENTS
+    from orsbench.clients.targets import CLIENT_TARGETS
     from orsbench.clients.profiles import profiles
 
-    known = {"--clients": list(CLIENTS), "--servers": C.servers(), "--profiles": [p.name for p in profiles()] + ["no"]}
+    known = {"--clients": CLIENT_TARGETS.names(), "--servers": C.servers(), "--profiles": [p.name for p in profiles()] + ["no"]}
     for flag, given in (("--clients", args.clients), ("--servers", args.servers), ("--profiles", args.profiles)):
         unknown = sorted(set(given or []) - set(known[flag]))
         if unknown:
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if args.parallel < 1 or args.budget <= 0:  # checked here, not by argparse: main() returns 2 instead of exiting
         print("orsbench matrix: error: --parallel must be >= 1 and --budget > 0", file=sys.stderr)
         return 2
-    clients = args.clients or list(CLIENTS)
+    clients = args.clients or CLIENT_TARGETS.names()
     servers = args.servers or C.servers()
     profile_names = [] if args.profiles == ["no"] else args.profiles
     cells = C.plan(clients, servers, profile_names)
@@ -63,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     if args.markdown:
         args.markdown.write_text(M.markdown(result))
+    if args.html:
+        from orsbench.reports import render_matrix, write_html
+
+        write_html(render_matrix(result), args.html)
     for name, counts in M.summary(result).items():
         print(f"{name:<11} " + "  ".join(f"{v}: {n}" for v, n in counts.items() if n))
     print(f"{len(cells)} cells in {result['seconds']} s")

@@ -16,6 +16,8 @@ examples:
       the same upstream, with dropped streams and 5xx bursts injected
   orsbench proxy http://127.0.0.1:8000 --record env.cassette.json
       record the traffic as a cassette for `orsbench serve --cassette`
+  orsbench proxy http://127.0.0.1:8000 --secrets-file env.secrets
+      add the env's secrets (X-Secrets) to every /create your client sends; never recorded or reported
 
 While it runs, GET /_orsbench/report on the proxy answers the report so far (JSON).
 Recipes: docs/proxy.md.
@@ -46,21 +48,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--record", metavar="FILE", help="write the traffic as a cassette on exit (docs/cassettes.md)")
     parser.add_argument("--json", metavar="FILE", help="write the grading report (JSON, as `orsbench check --json`) on exit")
     parser.add_argument("--junit", metavar="FILE", help="write the grading report as JUnit XML on exit")
+    parser.add_argument("--html", type=types.output_file, metavar="FILE", help="write the grading report as a self-contained HTML page on exit")
+    types.add_secret_arguments(parser)
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from orsbench.checks.passive import PassiveGrader
-    from orsbench.reports import write_json, write_junit
+    from orsbench.reports import render_check, write_html, write_json, write_junit
     from orsbench.reports.json_report import dumps
     from orsbench.servers.app import announce_ready, serve_forever
     from orsbench.servers.proxy import ProxyApp, wrap_faults
     from orsbench.wire.cassette import CassetteRecorder
 
+    secrets = types.secrets_of(args)
     grader = PassiveGrader(args.upstream)
     observers: list[Any] = [grader]
-    recorder = CassetteRecorder(args.upstream, "orsbench proxy") if args.record else None
+    recorder = CassetteRecorder(args.upstream, "orsbench proxy", secrets=secrets) if args.record else None
     if recorder is not None:
         observers.append(recorder)
 
@@ -73,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
             write_json(report, args.json)
         if args.junit:
             write_junit(report, args.junit)
+        if args.html:
+            write_html(render_check(report, title="orsbench proxy"), args.html)
         if recorder is not None:
             data = recorder.save(args.record)
             calls = sum(len(e["calls"]) for env in data["environments"].values() for e in env["episodes"])
@@ -86,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         )
 
     try:
-        proxy = ProxyApp(args.upstream, observers=observers, routes={REPORT_PATH: live_report}, on_shutdown=[write_outputs])
+        proxy = ProxyApp(args.upstream, observers=observers, routes={REPORT_PATH: live_report}, on_shutdown=[write_outputs], secrets=secrets)
         app = wrap_faults(proxy, tuple(args.faults), args.seed, ping_interval=args.ping_interval)
     except ValueError as exc:
         print(f"orsbench proxy: {exc}", file=sys.stderr)

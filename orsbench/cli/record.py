@@ -13,7 +13,8 @@ examples:
   orsbench record http://127.0.0.1:8000 --out env.cassette.json --tasks train:0-9 --episodes 10
   orsbench serve --cassette env.cassette.json          # replay it offline
 
-The API key (--api-key or $ORSBENCH_API_KEY) is sent to the server and never written to the cassette.
+The API key (--api-key or $ORSBENCH_API_KEY) and secrets (--secret, --secrets-file) are sent to the server
+and never written to the cassette.
 Format: docs/cassettes.md.
 """
 
@@ -38,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--split", help="split to probe (default: the first train split)")
     parser.add_argument("--timeout", type=types.positive(float), default=30.0, help="the longest one request may take, in seconds (default 30)")
     parser.add_argument("--api-key", default=None, help="API key to send (default: $ORSBENCH_API_KEY); never recorded")
+    types.add_secret_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"orsbench record: {exc}", file=sys.stderr)
             return 2
     api_key = args.api_key if args.api_key is not None else os.environ.get("ORSBENCH_API_KEY")
-    options = Options(env=args.env, split=args.split, timeout=args.timeout, api_key=api_key)
+    options = Options(env=args.env, split=args.split, timeout=args.timeout, api_key=api_key, secrets=types.secrets_of(args))
     result = record(
         args.url,
         options=options,

@@ -9,9 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from orsbench.cli import subcommand, types
-from orsbench.config import ServerConfig
+from orsbench.config import ServerConfig, effective_config, read_config_file
 from orsbench.scenarios import SCENARIOS, get_scenario
-from orsbench.config import effective_config
 from orsbench.servers.app import BindError, announce_ready, build_app, serve_forever
 from orsbench.servers.implementations import IMPLEMENTATIONS
 
@@ -60,16 +59,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (see `orsbench scenarios -v`)")
     parser.add_argument("--access-log", action="store_true", help="log one line per request to stderr")
     parser.add_argument("--config-json", help=argparse.SUPPRESS)
+    parser.add_argument("--config-file", help=argparse.SUPPRESS)  # how the launcher passes a config (API key included): 0600
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 
 def config_from_args(args: argparse.Namespace) -> tuple[ServerConfig, set[str]]:
     """Build the config: --config-json first, then individual flags on top. Returns the explicit fields."""
-    config = ServerConfig.from_json(args.config_json) if args.config_json else ServerConfig()
-    explicit: set[str] = set()
-    if args.config_json:
-        explicit |= {k for k, v in ServerConfig.from_json(args.config_json).__dict__.items() if v != getattr(ServerConfig(), k)}
+    given = read_config_file(args.config_file) if args.config_file else args.config_json
+    config = ServerConfig.from_json(given) if given else ServerConfig()
+    explicit: set[str] = set(config.explicit)
+    if given:
+        explicit |= {k for k, v in config.__dict__.items() if v != getattr(ServerConfig(), k)}
     changes: dict[str, Any] = {}
     for field, _kind, _text in KNOBS.values():
         value = getattr(args, field)
@@ -77,7 +78,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[ServerConfig, set[str]]:
             changes[field] = value
     if args.api_key is not None:
         changes["api_key"] = args.api_key
-    elif not args.config_json and os.environ.get(API_KEY_ENV):
+    elif not given and os.environ.get(API_KEY_ENV):
         changes["api_key"] = os.environ[API_KEY_ENV]
     if args.faults:
         changes["faults"] = tuple(args.faults)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from functools import cache
 
 from orsbench.clients import defects as D
-from orsbench.clients.drivers import CLIENTS
 from orsbench.clients.episodes import INDEX, SPLIT, Script, scenarios, script
 from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clients.profiles import Profile, profiles
+from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.scenarios import get_scenario, suite_params
 from orsbench.servers.implementations import ors_servers
 
@@ -53,7 +53,7 @@ def plan(
     clients: list[str] | None = None, server_names: list[str] | None = None, profile_names: list[str] | None = None
 ) -> list[Cell]:
     """Every cell, narrowed to the given clients/servers/profiles (``[]`` profiles: none)."""
-    clients = clients or list(CLIENTS)
+    clients = clients or CLIENT_TARGETS.names()
     server_names = server_names or servers()
     cells = [Cell(c, s, sc) for s in server_names for sc in scenarios() for c in clients]
     if "mock" in server_names:

@@ -48,7 +48,7 @@ class Defect:
 
     @property
     def clients(self) -> tuple[str, ...]:
-        """The client targets (:data:`orsbench.clients.drivers.CLIENTS` names) that inherit this defect."""
+        """The client targets (:data:`orsbench.clients.targets.CLIENT_TARGETS` names) that inherit this defect."""
         return UPSTREAM_CLIENTS[self.upstream]
 
     @property

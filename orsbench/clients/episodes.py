@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench.clients.schema_view import required_example
+from orsbench.clients.transcript import Call
 from orsbench.scenarios import generic_scenarios, get_scenario, suite_params
 
 JSON = dict[str, Any]
@@ -28,11 +29,15 @@ LONG_TEXT = 6000
 
 @dataclass(frozen=True)
 class Step:
-    """One tool call; ``expect`` is the exact text the environment returns (``None``: not checked)."""
+    """One tool call; ``expect`` is the exact text the environment returns (``None``: not checked).
+
+    ``pause_s``: seconds the client sits idle before the call (a session outliving a TTL).
+    """
 
     tool: str
     args: JSON = field(default_factory=dict)
     expect: str | None = None
+    pause_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,10 @@ class Script:
     #: The reward and ``finished`` a correct client ends with (``None``: the script does not aim for one).
     reward: float | None = 1.0
     finished: bool = True
+
+    def adapter_calls(self) -> list[Call]:
+        """The script as an adapter receives it (``ORSBENCH_SCRIPT``): the calls, without the expectations."""
+        return [Call(step.tool, dict(step.args), step.pause_s) for step in self.steps]
 
     @property
     def calls(self) -> dict[str, int]:

@@ -21,8 +21,8 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from orsbench.clients import cells as C
-from orsbench.clients.drivers import CLIENTS
-from orsbench.clients.run import VERDICTS, Outcome, Running
+from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun
+from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.scenarios import suite_params
 from orsbench.servers.launch import start
 
@@ -42,8 +42,8 @@ def header(clients: list[str], servers: list[str]) -> JSON:
     return {
         "clients": {
             name: {
-                "version": CLIENTS[name].version,
-                "title": CLIENTS[name].title,
+                "version": CLIENT_TARGETS[name].version,
+                "title": CLIENT_TARGETS[name].title,
                 "defects": [{"id": d.id, "summary": d.summary} for d in C.client_defects(name)],
             }
             for name in clients
@@ -79,33 +79,33 @@ def run(
     budget: float = 900.0,
     parallel: int = 3,
     progress: Callable[[str], None] = lambda line: None,
-    on_outcome: Callable[[C.Cell, Outcome], None] = lambda cell, outcome: None,
+    on_outcome: Callable[[C.Cell, ClientOutcome], None] = lambda cell, outcome: None,
 ) -> JSON:
     """Play ``cells``: one server per configuration, ``parallel`` servers at once, client after client on each.
 
     Everything happens on the calling thread: episodes are forked children, and a fork taken while
     another thread holds a lock (an import, a connection pool) can leave the child waiting forever.
-    A client's :attr:`~orsbench.clients.drivers.Client.concurrency` caps how many of its episodes
+    A client's :attr:`~orsbench.clients.targets.ClientTarget.concurrency` caps how many of its episodes
     play at once (Inspect evals starve each other on two cores). A cell that hangs although no
     defect predicts it is played once more: on a loaded machine a child can miss its deadline.
     """
-    preload()
+    preload(clients)
     queues: dict[tuple[str, str, str, str], list[C.Cell]] = {}
     for cell in cells:
         queues.setdefault(_server_key(cell), []).append(cell)
     pending = list(queues)
     lanes: dict[tuple[str, str, str, str], Any] = {}  # key -> RunningServer
-    active: dict[tuple[str, str, str, str], tuple[C.Cell, Running, bool]] = {}
+    active: dict[tuple[str, str, str, str], tuple[C.Cell, ClientRun, bool]] = {}
     results: dict[C.Cell, JSON] = {}
     deadline = time.monotonic() + budget
-    busy = {name: 0 for name in CLIENTS}
+    busy = {name: 0 for name in CLIENT_TARGETS}
 
     def limit_of(cell: C.Cell) -> float:
         return C.profile_of(cell).deadline if cell.profile else 30.0
 
     def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
         busy[cell.client] += 1
-        active[key] = (cell, Running(cell.client, lanes[key], cell.script, limit_of(cell)), replay)
+        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell)), replay)
 
     def close(key: tuple[str, str, str, str]) -> None:
         lanes.pop(key).stop()
@@ -127,7 +127,7 @@ def run(
                     queue.clear()
                     close(key)
                     continue
-                if busy[queue[0].client] < CLIENTS[queue[0].client].concurrency:
+                if busy[queue[0].client] < CLIENT_TARGETS[queue[0].client].concurrency:
                     launch(key, queue.pop(0))
             if not active:
                 continue
@@ -154,13 +154,13 @@ def run(
     return {**header(clients, servers), "cells": rows}
 
 
-def preload() -> None:
+def preload(clients: list[str] | None = None) -> None:
     """Import every installed client in this process before any fork, so no child imports them (seconds each)."""
-    for module in ("openreward", "ors.client", "trl.experimental.openreward", "inspect_ai", "inspect_ai.model", "inspect_openreward"):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
+    for name in clients or CLIENT_TARGETS.names():
+        target = CLIENT_TARGETS.get(name)
+        if target.installed:
+            for module in target.modules:
+                importlib.import_module(module)
 
 
 def summary(result: JSON) -> dict[str, dict[str, int]]:

@@ -1,11 +1,24 @@
-"""Reports of a check run: a terminal table with progress, a JSON document, JUnit XML for CI.
+"""Reports of a check run: a terminal table with progress, a JSON document, JUnit XML for CI,
+a self-contained HTML page and a Markdown summary for people.
 
-All three read only :class:`~orsbench.checks.runner.Report` and
+All of them read only :class:`~orsbench.checks.runner.Report` and
 :class:`~orsbench.checks.model.CheckResult`; none of them judges anything.
 """
 
+from orsbench.reports.html import render_check, render_matrix, write_html
 from orsbench.reports.json_report import write_json
 from orsbench.reports.junit import junit_xml, write_junit
+from orsbench.reports.markdown import render_markdown, write_markdown
 from orsbench.reports.terminal import TerminalReporter
 
-__all__ = ["TerminalReporter", "junit_xml", "write_json", "write_junit"]
+__all__ = [
+    "TerminalReporter",
+    "junit_xml",
+    "render_check",
+    "render_markdown",
+    "render_matrix",
+    "write_html",
+    "write_json",
+    "write_junit",
+    "write_markdown",
+]

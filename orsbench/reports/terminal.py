@@ -21,6 +21,20 @@ _COLOURS = {"pass": "32", "fail": "31", "warn": "33", "skip": "2", "error": "35"
 _ID_WIDTH = 38
 
 
+def label_of(status: str, severity: str, baseline: str | None) -> tuple[str, str]:
+    """How a result reads in a report, and its colour: ``("XFAIL", "warn")``, ``("FAIL", "fail")``, ...
+
+    Shared with the HTML and Markdown reports, so every format names a finding alike.
+    """
+    if baseline == "stale":
+        return "STALE", "fail"
+    if baseline == "expected":
+        return "XFAIL", "warn"
+    if status == Status.FAIL.value and severity != Severity.REQUIRED.value:
+        return "FAIL", "warn"
+    return status.upper(), status
+
+
 class TerminalReporter:
     """Prints progress (``on_probe``/``on_result``) while a run goes, and the summary after it."""
 
@@ -42,14 +56,7 @@ class TerminalReporter:
 
     @staticmethod
     def _label(result: CheckResult) -> tuple[str, str]:
-        if result.baseline == "stale":
-            return "STALE", "fail"
-        if result.baseline == "expected":
-            return "XFAIL", "warn"
-        status = result.status.value
-        if result.status is Status.FAIL and result.severity is not Severity.REQUIRED:
-            return "FAIL", "warn"
-        return status.upper(), status
+        return label_of(result.status.value, result.severity.value, result.baseline)
 
     # -- progress ------------------------------------------------------------------
     def start(self, target: str, detail: str = "") -> None:
@@ -67,9 +74,9 @@ class TerminalReporter:
         message = result.message if len(result.message) <= room else result.message[: room - 1] + "…"
         self._line(f"{self._c(f'{label:<5}', style)} {result.severity.value:<11} {result.id:<{_ID_WIDTH}} {message}")
         if self.verbose and result.status is not Status.PASS:
-            self._details(result, indent="      ")
+            self._details(result, indent="      ", reproduce=False)
 
-    def _details(self, result: CheckResult, indent: str) -> None:
+    def _details(self, result: CheckResult, indent: str, *, reproduce: bool = True) -> None:
         if result.remediation:
             self._line(f"{indent}fix:  {result.remediation}")
         self._line(f"{indent}spec: {result.spec}")
@@ -77,6 +84,10 @@ class TerminalReporter:
             body = " ".join(str(item.get("body", "")).split())[:160]
             shown = f"{item['status']} {body}" if item.get("status") is not None else item.get("error", "no answer")
             self._line(f"{indent}seen: {item['request']} → {shown}")
+        if reproduce and self.verbose and result.reproduce:
+            self._line(f"{indent}reproduce:")
+            for line in result.reproduce.splitlines():
+                self._line(f"{indent}  {line}")
 
     # -- summary --------------------------------------------------------------------
     def finish(self, report: Report) -> None:

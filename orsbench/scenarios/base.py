@@ -54,6 +54,16 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class HTTPAnswer:
+    """A whole HTTP answer served verbatim instead of the engine's (a replay's recorded refusal, or its miss)."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class RecordedAnswer:
     """A tool answer served exactly as recorded (cassette replay), not rebuilt from a ToolResult.
 
@@ -291,6 +301,12 @@ class Scenario:
 
     async def setup(self, episode: Episode) -> None:
         """Runs in the background after ``/create``; ``/prompt`` and ``/call`` wait for it."""
+
+    def recorded_answer(self, route: str, body: Any) -> HTTPAnswer | None:
+        """The answer to a ``POST`` of ``route`` (``create``, ``tasks``, ``num_tasks``, ``task``, ``task_range``)
+        with this JSON ``body`` when it is not the engine's to give: a cassette replays a recorded refusal
+        verbatim, or names what its recording lacks. ``None`` (the default): the engine answers."""
+        return None
 
     async def teardown(self, episode: Episode) -> None:
         """Runs on ``/delete``, on reaping, and at server shutdown."""

@@ -27,8 +27,9 @@ from pydantic import RootModel
 
 from orsbench import protocol
 from orsbench.scenarios import register
-from orsbench.scenarios.base import JSON, Episode, RecordedAnswer, Scenario, Split, Tool, text
-from orsbench.wire.cassette import CassetteError, canonical, load
+from orsbench import schema_examples
+from orsbench.scenarios.base import JSON, Episode, HTTPAnswer, RecordedAnswer, Scenario, Split, Tool, text
+from orsbench.wire.cassette import MISS_HEADER, MISS_PREFIX, CassetteError, canonical, load
 
 ON_MISS = ("error", "nearest")
 
@@ -84,6 +85,8 @@ class Cassette(Scenario):
             raise ValueError(f"cassette {path} has no environment {wanted!r}; it has: {', '.join(envs)}")
         self.name = wanted  # type: ignore[misc]  # the served environment is the recorded one
         self.record = envs[wanted]
+        self._source = str(data.get("source") or "URL")
+        self._refusals = {f"{r['route']} {canonical(r.get('request'))}": r for r in self.record.get("refusals") or []}
         if isinstance(data.get("chunk_size"), int) and data["chunk_size"] > 0:
             self.config_defaults = {"chunk_size": data["chunk_size"]}  # type: ignore[misc]
         self._splits = [
@@ -137,10 +140,58 @@ class Cassette(Scenario):
 
     def get_task(self, split: str, index: int) -> JSON:
         answers = self.record.get("task_answers") or {}
-        key = f"{split}/{index}"
-        if key not in answers:
-            raise IndexError(index)
-        return answers[key]
+        count = (self.record.get("num_tasks") or {}).get(split)
+        for key in (f"{split}/{index}", f"{split}/{index + count}" if isinstance(count, int) and index < 0 else None):
+            if key in answers:
+                return answers[key]
+        raise IndexError(index)  # out of range (a request in range that was not recorded is a miss, answered before)
+
+    # -- what the recording refused, and what it lacks ----------------------------------
+    def recorded_answer(self, route: str, body: Any) -> HTTPAnswer | None:
+        """A recorded refusal, verbatim; a miss naming what was not recorded; else ``None`` (served as recorded)."""
+        refusal = self._refusals.get(f"{route} {canonical(body)}")
+        if refusal is not None:
+            content_type = refusal.get("content_type") or protocol.JSON_CONTENT_TYPE
+            return HTTPAnswer(int(refusal["status"]), str(refusal.get("body", "")).encode(), content_type)
+        if not isinstance(body, dict) or not isinstance(body.get("split"), str):
+            return None
+        split = body["split"]
+        if split not in {s.name for s in self._splits}:
+            return None  # the engine answers "Invalid split", as the reference does
+        env = f"/{self.name}/{route}"
+        count = (self.record.get("num_tasks") or {}).get(split)
+        listed = isinstance((self.record.get("tasks") or {}).get(split), list)
+        if route == protocol.TASKS and not listed:
+            return self._miss(f"POST {env} (the task list of split {split!r})", f"{split}:0-{count - 1}" if count else f"{split}:0")
+        if route == protocol.NUM_TASKS and not isinstance(count, int) and not listed:
+            return self._miss(f"POST {env} (the size of split {split!r})", f"{split}:0")
+        if route in (protocol.TASK, "create") and isinstance(body.get("index"), int) and body.get("task_spec") is None:
+            return self._task_miss("POST /create" if route == "create" else f"POST {env}", split, body["index"], count, listed)
+        if route == protocol.TASK_RANGE and not listed:
+            if not isinstance(count, int):
+                return self._miss(f"POST {env} (split {split!r}, whose size was not recorded)", f"{split}:0")
+            start, stop = body.get("start"), body.get("stop")
+            for index in range(count)[slice(start if isinstance(start, int) else None, stop if isinstance(stop, int) else None)]:
+                answer = self._task_miss(f"POST {env}", split, index, count, listed)
+                if answer is not None:
+                    return answer
+        return None
+
+    def _task_miss(self, what: str, split: str, index: int, count: Any, listed: bool) -> HTTPAnswer | None:
+        if listed or (isinstance(count, int) and not -count <= index < count):
+            return None  # served from the recorded list, or out of range: the engine answers
+        try:
+            self.get_task(split, index)
+        except IndexError:
+            return self._miss(f"{what} for task {split}/{index}", f"{split}:{index}")
+        return None
+
+    def _miss(self, what: str, tasks: str) -> HTTPAnswer:
+        detail = (
+            f"{MISS_PREFIX}: {what} was not recorded; record it by letting a client make this request through "
+            f"`orsbench proxy {self._source} --record FILE`, or with `orsbench record {self._source} --tasks {tasks}`"
+        )
+        return HTTPAnswer(404, canonical({"detail": detail}).encode(), protocol.JSON_CONTENT_TYPE, ((MISS_HEADER, "1"),))
 
     def validate_task(self, task: JSON) -> None:
         """Any task_spec is accepted, as recorded sessions may have used one."""
@@ -171,13 +222,30 @@ class Cassette(Scenario):
             nearest = self._nearest(candidates, tool, tool_input, position)
             if nearest is not None:
                 return nearest
+        invalid = self._invalid_input(tool, tool_input)
+        if invalid is not None:
+            return invalid
         recorded = sum(len(c) for c in candidates)
+        where = f"{episode.split}:{episode.index}" if episode.split is not None and episode.index is not None else "SPLIT:INDEX"
         message = (
-            f"orsbench cassette miss: no recording answers call #{position + 1} {tool}({canonical(tool_input)}) "
+            f"{MISS_PREFIX}: no recording answers call #{position + 1} {tool}({canonical(tool_input)}) "
             f"after this session's earlier calls on this task ({recorded} call(s) recorded for it); "
-            "record this episode, or serve with --on-miss nearest"
+            f"record this episode by playing it through `orsbench proxy {self._source} --record FILE` "
+            f"(or `orsbench record {self._source} --tasks {where}`), or serve with --on-miss nearest"
         )
         return RecordedAnswer("end", canonical({"ok": False, "error": message, "reason": protocol.REASON_NOT_FOUND}))
+
+    def _invalid_input(self, tool: str, tool_input: Any) -> RecordedAnswer | None:
+        """An input the recorded JSON Schema rejects: refused as any ORS server must (§7), not a miss."""
+        spec = self.all_tools.get(tool)
+        schema = spec.input_schema if spec is not None else None
+        if schema is None:
+            return None
+        problems = schema_examples.errors(tool_input, schema)
+        if not problems or problems[0].startswith("schema:"):
+            return None  # valid, or a schema nothing can validate against: the recording decides
+        message = f"invalid input for tool {tool!r} (its recorded input_schema): {'; '.join(problems[:3])}"
+        return RecordedAnswer("end", canonical({"ok": False, "error": message, "reason": protocol.REASON_INPUT_VALIDATION}))
 
     def _nearest(self, candidates: list[list[_Recorded]], tool: str, tool_input: Any, position: int) -> RecordedAnswer | None:
         pool = [(i, r) for calls in candidates for i, r in enumerate(calls) if r.tool == tool]

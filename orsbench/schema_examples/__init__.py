@@ -23,6 +23,7 @@ from orsbench.schema_examples.examples import FORMAT_EXAMPLES, invalid_input, mi
 from orsbench.schema_examples.fuzz import (
     BOUNDARY_NUMBERS,
     BOUNDARY_STRINGS,
+    LONG_NUMERIC_LENGTH,
     LONG_STRING_LENGTH,
     boundary_inputs,
     can_fuzz,
@@ -37,6 +38,7 @@ __all__ = [
     "BOUNDARY_NUMBERS",
     "BOUNDARY_STRINGS",
     "FORMAT_EXAMPLES",
+    "LONG_NUMERIC_LENGTH",
     "LONG_STRING_LENGTH",
     "NoInput",
     "boundary_inputs",

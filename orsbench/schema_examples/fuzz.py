@@ -18,9 +18,32 @@ from orsbench.schema_examples.validate import errors
 
 #: A long string: longer than any prompt field a tool is likely to expect, short enough for one request.
 LONG_STRING_LENGTH = 10_000
-#: Strings on the edges real tools mishandle: empty, whitespace, non-ASCII (accents, CJK, emoji,
-#: right-to-left), control-ish characters, and very long.
-BOUNDARY_STRINGS: tuple[str, ...] = ("", " ", "é漢字🙂", "مرحبا", "\t\n", "0", "-1", "x" * LONG_STRING_LENGTH)
+#: A numeric string longer than Python's ``int()`` accepts (4,300 digits since 3.11): a scorer that
+#: parses an answer as a number raises ``ValueError`` on it instead of grading it.
+LONG_NUMERIC_LENGTH = 5_000
+#: Strings on the edges real tools mishandle: empty, whitespace only, non-ASCII (accents, CJK, emoji,
+#: right-to-left), control-ish characters, very long; strings that hold JSON (a scorer that
+#: ``json.loads`` an answer and indexes the result), numbers written as strings (a scorer that takes
+#: ``"12"`` for an option number), and numeric strings too long for an int64 or for ``int()``.
+BOUNDARY_STRINGS: tuple[str, ...] = (
+    "",
+    " ",
+    "   ",
+    "\t\n",
+    "é漢字🙂",
+    "مرحبا",
+    "0",
+    "-1",
+    "12",
+    "3.5",
+    "{}",
+    "[1]",
+    '{"a": 1}',
+    "null",
+    "9" * 40,
+    "1" * LONG_NUMERIC_LENGTH,
+    "x" * LONG_STRING_LENGTH,
+)
 #: Numbers on the edges: zero, negatives, one, large, fractional.
 BOUNDARY_NUMBERS: tuple[float, ...] = (0, -1, 1, -(2**31), 2**31, 0.5, -0.5, 1e12)
 

@@ -22,8 +22,17 @@ from orsbench.servers.implementations import IMPLEMENTATIONS
 
 def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock") -> Any:
     """The ASGI app serving ``scenarios`` on the implementation called ``impl`` (see
-    :mod:`orsbench.servers.implementations`); ``ValueError`` for an unknown one, naming the known ones."""
-    return IMPLEMENTATIONS.get(impl).build_app(scenarios, config)
+    :mod:`orsbench.servers.implementations`); ``ValueError`` for an unknown one, naming the known ones.
+
+    With ``config.request_log`` the app is wrapped, outermost, in the request log
+    (:mod:`orsbench.servers.request_log`): it records what a client sent and what the faults answered.
+    """
+    app = IMPLEMENTATIONS.get(impl).build_app(scenarios, config)
+    if config.request_log:
+        from orsbench.servers.request_log import RequestLog
+
+        return RequestLog(app)
+    return app
 
 
 def is_loopback(host: str) -> bool:

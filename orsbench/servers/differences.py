@@ -6,7 +6,8 @@ runs the reference server itself, so its transcript is the yardstick; what the
 others (and the twin's own scenario plumbing) do differently is listed here,
 once, as data:
 
-* the README shows :func:`markdown` between ``<!-- impl-differences -->``
+* the README shows each twin's list
+  (:func:`orsbench.servers.implementations.differences_markdown`) between ``<!-- impl-differences -->``
   markers (``tests/test_docs.py`` keeps them equal);
 * ``tests/test_differential.py`` plays scripted episodes of every scenario on
   all three implementations and accepts a step that differs from the SDK
@@ -32,7 +33,7 @@ from fnmatch import fnmatchcase
 
 from orsbench.servers.engine import DELIBERATE_DIFFERENCES
 
-__all__ = ["DIFFERENCES", "Difference", "markdown"]
+__all__ = ["DIFFERENCES", "Difference"]
 
 
 @dataclass(frozen=True)
@@ -183,10 +184,3 @@ DIFFERENCES: dict[str, tuple[Difference, ...]] = {
     ),
 }
 
-
-def markdown() -> str:
-    """The README block: one line per difference of each twin (an implementation that ``runs`` another server)."""
-    from orsbench.servers.implementations import IMPLEMENTATIONS
-
-    twins = IMPLEMENTATIONS.select(lambda i: bool(i.runs))
-    return "\n".join(f"- `{impl.name}` `{d.id}`: {d.summary}" for impl in twins for d in impl.differences)

@@ -92,6 +92,12 @@ def ors_servers() -> list[str]:
     return [i.name for i in IMPLEMENTATIONS.select(lambda i: i.speaks_ors)]
 
 
+def differences_markdown() -> str:
+    """The README block: one line per known difference of each twin (an implementation that ``runs`` another server)."""
+    twins = IMPLEMENTATIONS.select(lambda i: bool(i.runs))
+    return "\n".join(f"- `{impl.name}` `{d.id}`: {d.summary}" for impl in twins for d in impl.differences)
+
+
 def benched_by_default() -> tuple[str, ...]:
     """What ``orsbench bench`` measures when no ``--impl`` is given."""
     return tuple(i.name for i in IMPLEMENTATIONS.select(lambda i: i.benched))
@@ -111,9 +117,11 @@ def in_suite() -> tuple[str, ...]:
 def _mock(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:
     from orsbench.servers.engine import Engine
     from orsbench.servers.faults import apply_faults
+    from orsbench.servers.replay import RecordedAnswers, answering
 
     engine = Engine(list(scenarios), config)
-    return apply_faults(engine, config.faults, config.seed) if config.faults else engine
+    app = apply_faults(engine, config.faults, config.seed) if config.faults else engine
+    return RecordedAnswers(app, list(scenarios)) if answering(list(scenarios)) else app
 
 
 def _sdk(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:

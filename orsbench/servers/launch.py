@@ -5,10 +5,11 @@ every server orsbench starts binds 127.0.0.1 on a free port, reports its URL
 through a ready file, is waited for on ``/health``, and is stopped by its own
 PID (SIGTERM, then SIGKILL) — also at interpreter exit if a caller forgot.
 
-A target is a scenario name (``echo``, served by ``orsbench serve``) or
-``app:FILE.py:Class[,Class2]`` / ``app:module:Class`` — an environment author's
-own openreward ``Environment`` classes, served unchanged by the SDK ``Server``
-(:mod:`orsbench.servers.user_app`). Both speak the same ready-file protocol.
+A target is a scenario name (``echo``, served by ``orsbench serve``) or an
+:class:`~orsbench.servers.user_app.AppTarget` (``FILE.py:Class[,Class2]`` /
+``module:Class``) — an environment author's own openreward ``Environment``
+classes, served unchanged by the SDK ``Server`` (:mod:`orsbench.servers.user_app`).
+Both speak the same ready-file protocol.
 """
 
 from __future__ import annotations
@@ -33,10 +34,25 @@ from typing import Any, Callable, Iterator, TypedDict, Unpack
 import httpx
 
 from orsbench import protocol
-from orsbench.config import ServerConfig
+from orsbench.config import ServerConfig, write_private
 from orsbench.servers.stats import StatsSnapshot
+from orsbench.servers.user_app import APP_PATH_ENV, AppTarget
 
 _RUNNING: dict[int, "RunningServer"] = {}
+_LOCAL_HTTP: httpx.Client | None = None
+
+
+def local_http() -> httpx.Client:
+    """The one HTTP client for the launcher's own requests to the servers it starts (thread-safe).
+
+    Why shared: every new httpx client loads the CA bundle (~0.1 s of CPU), and the wait for
+    ``/health`` asks up to 50 times a second — a fresh client per probe made a server start CPU-bound.
+    ``trust_env=False``: a proxy set in the environment must never sit between us and 127.0.0.1.
+    """
+    global _LOCAL_HTTP
+    if _LOCAL_HTTP is None:
+        _LOCAL_HTTP = httpx.Client(trust_env=False, timeout=10)
+    return _LOCAL_HTTP
 
 
 class ServerStartError(RuntimeError):
@@ -165,7 +181,7 @@ class RunningServer:
     def stats(self) -> StatsSnapshot:
         """``GET /_orsbench/stats``: server-side counters (sessions, calls, pings, requests; :class:`StatsSnapshot`)."""
         headers = {protocol.API_KEY_HEADER: self.config.api_key} if self.config.api_key else None
-        response = httpx.get(self.url + protocol.STATS, timeout=10, headers=headers)
+        response = local_http().get(self.url + protocol.STATS, timeout=10, headers=headers)
         response.raise_for_status()
         return response.json()
 
@@ -198,30 +214,34 @@ class RunningServer:
                 self.process.wait(5)
 
 
-def is_app(target: str) -> bool:
-    """Whether ``target`` names a user's Environment class(es) rather than a scenario."""
-    return target.startswith("app:")
+#: What :func:`start` serves: a scenario's name, or a user's Environment class(es).
+ServeTarget = str | AppTarget
 
 
 def command(
-    scenario: str,
+    scenario: ServeTarget,
     *,
     impl: str = "mock",
     config: ServerConfig | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
     ready_file: str | None = None,
+    config_file: str | None = None,
 ) -> list[str]:
-    """The command line serving ``scenario`` (``orsbench serve``, or the user-app server for ``app:...``)."""
-    if is_app(scenario):
-        cmd = [sys.executable, "-m", "orsbench.servers.user_app", scenario[len("app:"):], "--host", host, "--port", str(port)]
-        if config is not None:
-            cmd += ["--config-json", config.to_json()]
-        if ready_file is not None:
-            cmd += ["--ready-file", ready_file]
-        return cmd
-    cmd = [sys.executable, "-m", "orsbench", "serve", scenario, "--impl", impl, "--host", host, "--port", str(port)]
-    if config is not None:
+    """The command line serving ``scenario`` (``orsbench serve``, or the user-app server for an :class:`AppTarget`).
+
+    The config travels in ``config_file`` (written by :func:`write_private`) when given; inline JSON
+    is for a config without an API key only — no secret goes on a command line (docs/protocol.md §14).
+    """
+    if isinstance(scenario, AppTarget):
+        cmd = [sys.executable, "-m", "orsbench.servers.user_app", str(scenario), "--host", host, "--port", str(port)]
+    else:
+        cmd = [sys.executable, "-m", "orsbench", "serve", scenario, "--impl", impl, "--host", host, "--port", str(port)]
+    if config_file is not None:
+        cmd += ["--config-file", config_file]
+    elif config is not None:
+        if config.api_key:
+            raise ValueError("an API key never goes on a command line: write the config with write_private, pass config_file")
         cmd += ["--config-json", config.to_json()]
     if ready_file is not None:
         cmd += ["--ready-file", ready_file]
@@ -229,7 +249,7 @@ def command(
 
 
 def start(
-    scenario: str,
+    scenario: ServeTarget,
     *,
     impl: str = "mock",
     config: ServerConfig | None = None,
@@ -238,23 +258,29 @@ def start(
     timeout: float = 60.0,
     env: Mapping[str, str] | None = None,
 ) -> RunningServer:
-    """Start a server for ``scenario`` (a name or ``app:FILE.py:Class``); wait until ``/health`` answers 200.
+    """Start a server for ``scenario`` (a name or an :class:`AppTarget`); wait until ``/health`` answers 200.
 
-    For an ``app:`` target, ``impl`` is ``"app"`` and ``env_name`` is the first
-    environment the server lists. ``env``: extra environment variables for the server.
+    For an app, ``impl`` is ``"app"`` and ``env_name`` is the first environment the server
+    lists. ``env``: extra environment variables for the server.
     """
     config = config or ServerConfig()
     if params:
         config = config.replace(params={**config.params, **params})
 
     def argv(ready_file: str) -> list[str]:
-        return command(scenario, impl=impl, config=config, host=host, ready_file=ready_file)
+        config_file = write_private(Path(ready_file).with_name("config.json"), config.to_json())
+        return command(scenario, impl=impl, host=host, ready_file=ready_file, config_file=config_file)
 
-    kind = "app" if is_app(scenario) else impl
-    server = _launch(argv, f"serving {scenario} ({kind})", scenario, kind, config, timeout, env)
-    if is_app(scenario):
+    if isinstance(scenario, AppTarget):
+        if scenario.path:
+            env = {**(env or {}), APP_PATH_ENV: os.pathsep.join(scenario.path)}
+        server = _launch(argv, f"serving {scenario} (app)", str(scenario), "app", config, timeout, env)
+        _forget_private_files(server)
         server.env_name = _first_env(server)
-    elif scenario == "cassette":  # a replay serves the recorded environment's name
+        return server
+    server = _launch(argv, f"serving {scenario} ({impl})", scenario, impl, config, timeout, env)
+    _forget_private_files(server)
+    if scenario == "cassette":  # a replay serves the recorded environment's name
         names = httpx.get(server.url + protocol.LIST_ENVIRONMENTS, timeout=10).json()
         server.env_name = names[0] if isinstance(names, list) and names else server.env_name
     return server
@@ -269,16 +295,18 @@ def proxy_command(
     record: str | os.PathLike[str] | None = None,
     json_report: str | os.PathLike[str] | None = None,
     junit_report: str | os.PathLike[str] | None = None,
+    html_report: str | os.PathLike[str] | None = None,
+    secrets_file: str | os.PathLike[str] | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
     ready_file: str | None = None,
 ) -> list[str]:
-    """The ``orsbench proxy`` command line for these arguments."""
+    """The ``orsbench proxy`` command line for these arguments (secrets by file only: docs/protocol.md §14)."""
     cmd = [sys.executable, "-m", "orsbench", "proxy", upstream, "--host", host, "--port", str(port), "--seed", str(seed)]
     cmd += ["--ping-interval", repr(ping_interval)]
     if faults:
         cmd += ["--fault", ",".join(faults)]
-    for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report)):
+    for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report), ("--html", html_report), ("--secrets-file", secrets_file)):
         if value is not None:
             cmd += [flag, str(value)]
     if ready_file is not None:
@@ -295,6 +323,7 @@ class ProxyOptions(TypedDict, total=False):
     record: str | os.PathLike[str] | None
     json_report: str | os.PathLike[str] | None
     junit_report: str | os.PathLike[str] | None
+    html_report: str | os.PathLike[str] | None
 
 
 def start_proxy(
@@ -302,19 +331,31 @@ def start_proxy(
     *,
     host: str = "127.0.0.1",
     timeout: float = 60.0,
+    secrets: Mapping[str, str] | None = None,
     **options: Unpack[ProxyOptions],
 ) -> RunningServer:
     """Start ``orsbench proxy UPSTREAM`` and wait until ``/health`` answers through it.
 
-    ``options`` are :func:`proxy_command`'s (faults, seed, ping interval, reports). Stopping the proxy
+    ``options`` are :func:`proxy_command`'s (faults, seed, ping interval, reports). ``secrets`` are added
+    to every ``/create`` sent upstream; they reach the proxy in a 0600 file. Stopping the proxy
     (SIGTERM) is what writes ``--record``, ``--json`` and ``--junit``.
     """
 
     def argv(ready_file: str) -> list[str]:
-        return proxy_command(upstream, host=host, ready_file=ready_file, **options)
+        secrets_file = write_private(Path(ready_file).with_name("secrets.json"), json.dumps(dict(secrets))) if secrets else None
+        return proxy_command(upstream, host=host, ready_file=ready_file, secrets_file=secrets_file, **options)
 
     config = ServerConfig(faults=options.get("faults", ()), seed=options.get("seed", 0))
-    return _launch(argv, f"orsbench proxy {upstream}", upstream, "proxy", config, timeout)
+    server = _launch(argv, f"orsbench proxy {upstream}", upstream, "proxy", config, timeout)
+    _forget_private_files(server)
+    return server
+
+
+def _forget_private_files(server: RunningServer) -> None:
+    """Delete the 0600 config/secrets files once the server answers: it read them at startup."""
+    for name in ("config.json", "secrets.json"):
+        with contextlib.suppress(OSError):
+            (server.log_path.parent / name).unlink()
 
 
 def _launch(
@@ -340,14 +381,17 @@ def _launch(
         with open(log_path, "wb") as log:
             process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + timeout
-    while not ready.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            if process.poll() is None:
-                process.kill()
-                process.wait(5)
-            text = log_path.read_text(errors="replace")
-            raise ServerStartError(f"{label} did not start:\n{text[-4000:]}")
-        time.sleep(0.02)
+    try:
+        while not ready.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                text = log_path.read_text(errors="replace")
+                raise ServerStartError(f"{label} did not start:\n{text[-4000:]}")
+            time.sleep(0.02)
+    except BaseException:  # also SIGTERM/Ctrl-C while it starts: a server nobody knows of must not outlive us
+        if process.poll() is None:
+            process.kill()
+            process.wait(5)
+        raise
     url = ready.read_text().strip()
     server = RunningServer(url, name, impl, name, process, log_path, config)
     _RUNNING[process.pid] = server
@@ -367,7 +411,7 @@ def _first_env(server: RunningServer) -> str:
 def _healthy(url: str) -> bool:
     """Whether ``GET /health`` answers 200 now; a refused or timed-out connection is "not yet", not an error."""
     try:
-        return httpx.get(url + protocol.HEALTH, timeout=2).status_code == 200
+        return local_http().get(url + protocol.HEALTH, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 
@@ -392,7 +436,7 @@ class ServeOptions(TypedDict, total=False):
 
 
 @contextlib.contextmanager
-def serve(scenario: str, **options: Unpack[ServeOptions]) -> Iterator[RunningServer]:
+def serve(scenario: ServeTarget, **options: Unpack[ServeOptions]) -> Iterator[RunningServer]:
     """``with serve("echo") as srv: ...`` — a server for the duration of the block (``options``: :func:`start`'s)."""
     server = start(scenario, **options)
     try:

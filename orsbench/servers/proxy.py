@@ -1,8 +1,8 @@
 """A transparent ORS reverse proxy as an ASGI app: forward, stream, observe.
 
 ``orsbench proxy UPSTREAM`` serves :class:`ProxyApp`. Every request is
-forwarded to the upstream with httpx's async streaming client and its answer
-is streamed back as it arrives — each upstream read is one ASGI body message,
+forwarded to the upstream over a keep-alive connection of
+:class:`~orsbench.servers.upstream.UpstreamPool` and its answer is streamed back as it arrives — each upstream read is one ASGI body message,
 so SSE keep-alives, chunk boundaries and their timing reach the client as the
 upstream sent them. A stream the upstream cuts is cut for the client too (the
 app returns without completing the response), and a stream that stalls
@@ -23,16 +23,16 @@ reverse proxy must for the default-environment redirect to stay usable.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import orjson
 
 from orsbench import protocol
+from orsbench.wire.client import add_secrets
+from orsbench.servers.upstream import Aborted, UpstreamError, UpstreamPool, UpstreamResponse
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEParser
 
@@ -59,12 +59,25 @@ HOP_BY_HOP = frozenset(
     }
 )
 
+_HOP_BY_HOP_BYTES = frozenset(n.encode() for n in HOP_BY_HOP)
+#: Request headers the proxy writes itself: the body's length (it has read the whole body; the
+#: client may have sent it chunked), and ``expect`` (a 100-continue was the proxy's to answer).
+_FRAMING = frozenset({b"content-length", b"expect"})
+
 #: Headers the proxy's own HTTP server writes (uvicorn adds date and server to every answer).
 OWN_HEADERS = frozenset({"date", "server"})
 
 #: The prefix of the proxy's own routes (also the upstream's, if it is an orsbench server:
 #: only the routes registered locally are answered here; the rest are forwarded).
 LOCAL_PREFIX = "/_orsbench/"
+
+
+def _with_secrets(headers: list[tuple[bytes, bytes]], secrets: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    """``headers`` with the operator's secrets merged into ``X-Secrets`` (the client's own entries kept)."""
+    wanted = protocol.SECRETS_HEADER.lower().encode("latin-1")
+    sent = next((v.decode("latin-1") for k, v in headers if k.lower() == wanted), None)
+    merged = add_secrets(sent, secrets).encode("latin-1")
+    return [(k, v) for k, v in headers if k.lower() != wanted] + [(protocol.SECRETS_HEADER.encode("latin-1"), merged)]
 
 
 def _origin(url: str) -> str:
@@ -83,6 +96,7 @@ class ProxyApp:
         routes: Mapping[str, LocalRoute] | None = None,
         on_shutdown: Sequence[Callable[[], None]] = (),
         connect_timeout: float = 10.0,
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -91,12 +105,14 @@ class ProxyApp:
         self.upstream_origin = _origin(self.upstream)
         self._base_path = parts.path.rstrip("/")
         self.observers = list(observers)
+        #: Added to every ``/create`` sent upstream as ``X-Secrets`` (``--secret``; docs/protocol.md §14).
+        self._secrets = dict(secrets or {})
         self.routes = dict(routes or {})
         #: Run at lifespan shutdown (SIGINT/SIGTERM): where the front end writes its reports.
         #: (uvicorn re-raises the signal once it has shut down, so code after ``run()`` never runs.)
         self.on_shutdown = list(on_shutdown)
-        self._timeout = httpx.Timeout(connect_timeout, read=None, write=connect_timeout, pool=None)
-        self._client: httpx.AsyncClient | None = None
+        self._connect_timeout = connect_timeout
+        self._pool: UpstreamPool | None = None
         #: Exchanges forwarded so far (the live report says how much traffic it judged).
         self.forwarded = 0
 
@@ -125,42 +141,45 @@ class ProxyApp:
                 return
 
     @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
+    def pool(self) -> UpstreamPool:
+        if self._pool is None:
             # No connection limit: a trainer's parallel episodes must not queue behind a pool.
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
-            self._client = httpx.AsyncClient(timeout=self._timeout, limits=limits, follow_redirects=False, trust_env=False)
-        return self._client
+            self._pool = UpstreamPool(self.upstream_origin, connect_timeout=self._connect_timeout)
+        return self._pool
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
 
     # -- forwarding -----------------------------------------------------------------
     async def _forward(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = await _read_body(receive)
         query = scope.get("query_string") or b""
         path = scope.get("raw_path") or scope["path"].encode()
-        target = self.upstream_origin + self._base_path + path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
-        client_host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "127.0.0.1")
+        suffix = ("?" + query.decode("latin-1")) if query else ""
+        target = self._base_path + path.decode("latin-1") + suffix
+        client_host = "127.0.0.1"
+        headers: list[tuple[bytes, bytes]] = []  # to the upstream
+        seen: dict[str, str] = {}  # in the evidence: what the client sent, less the connection's own
+        for key, value in scope["headers"]:
+            name = key.lower()
+            if name == b"host":
+                client_host = value.decode("latin-1")
+                continue
+            if name in _HOP_BY_HOP_BYTES:
+                continue
+            seen[key.decode("latin-1")] = value.decode("latin-1")
+            if name not in _FRAMING:
+                headers.append((key, value))
         proxy_origin = f"{scope.get('scheme', 'http')}://{client_host}"
-        headers = [
-            (k.decode("latin-1"), v.decode("latin-1"))
-            for k, v in scope["headers"]
-            if k.decode("latin-1").lower() not in HOP_BY_HOP and k != b"host"
-        ]
-        exchange = Exchange(
-            scope["method"],
-            proxy_origin + scope["path"] + ("?" + query.decode("latin-1") if query else ""),
-            dict(headers),
-            body,
-        )
+        exchange = Exchange(scope["method"], proxy_origin + scope["path"] + suffix, seen, body)
         start = exchange.started_at = time.monotonic()
-        request = self.client.build_request(scope["method"], target, headers=headers, content=body)
+        if self._secrets and scope["path"] == protocol.CREATE:
+            headers = _with_secrets(headers, self._secrets)
         try:
-            response = await self.client.send(request, stream=True)
-        except httpx.HTTPError as exc:
+            response = await self.pool.request(scope["method"], target, headers, body)
+        except UpstreamError as exc:
             exchange.error = f"{type(exc).__name__}: {exc}"
             exchange.elapsed = time.monotonic() - start
             detail = f"orsbench proxy: the upstream {self.upstream} did not answer ({type(exc).__name__}: {exc})"
@@ -169,23 +188,24 @@ class ProxyApp:
             return
         try:
             exchange.elapsed_headers = time.monotonic() - start
-            exchange.status = response.status_code
+            exchange.status = response.status
             out_headers: list[tuple[bytes, bytes]] = []
-            for key, value in response.headers.raw:
+            seen = exchange.headers
+            for key, value in response.headers:
                 name = key.decode("latin-1").lower()
                 if name in HOP_BY_HOP or name in OWN_HEADERS:
                     continue
                 if name == "location":
                     value = self._rewrite_location(value.decode("latin-1"), proxy_origin).encode("latin-1")
-                exchange.headers[name] = value.decode("latin-1")
+                seen[name] = value.decode("latin-1")
                 out_headers.append((key, value))
-            await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
+            await send({"type": "http.response.start", "status": response.status, "headers": out_headers})
             if exchange.is_sse:
                 await _stream(response, receive, send, exchange)
             else:
                 await _relay(response, send, exchange)
         finally:
-            await response.aclose()
+            response.release()
             exchange.elapsed = time.monotonic() - start
             self._observe(exchange)
 
@@ -201,56 +221,50 @@ class ProxyApp:
             observer(exchange)
 
 
-async def _relay(response: httpx.Response, send: Send, exchange: Exchange) -> None:
-    """A plain (JSON) answer: raw bytes as they come, no per-read race (they are short)."""
-    received = bytearray()
+async def _relay(response: UpstreamResponse, send: Send, exchange: Exchange) -> None:
+    """A plain (JSON) answer: raw bytes as they come, no disconnect watch (they are short)."""
+    received: list[bytes] = []
     try:
-        async for chunk in response.aiter_raw():
-            received += chunk
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-    except httpx.HTTPError as exc:
+        while (piece := await response.next_piece()) is not None:
+            received.append(piece)
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+    except UpstreamError as exc:
         exchange.error = f"{type(exc).__name__}: {exc}"  # cut: ours is cut the same way
         return
     finally:
-        exchange.body = bytes(received)
+        exchange.body = received[0] if len(received) == 1 else b"".join(received)
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def _stream(response: httpx.Response, receive: Receive, send: Send, exchange: Exchange) -> None:
+async def _stream(response: UpstreamResponse, receive: Receive, send: Send, exchange: Exchange) -> None:
     """An event stream: each upstream read is sent on at once, and parsed (with arrival times) as evidence.
 
-    Each read races the client's disconnect, so a client that gives up on a stalled stream
-    stops the upstream read too.
+    One watcher per stream waits for the client's disconnect and aborts the upstream read, so a
+    client that gives up on a stalled stream stops it too (no per-read task or race).
     """
     parser = SSEParser()
-    received = bytearray()
-    watcher = asyncio.ensure_future(_disconnected(receive))
-    chunks = response.aiter_raw().__aiter__()
+    received: list[bytes] = []
+    watcher = asyncio.ensure_future(_abort_on_disconnect(receive, response))
     try:
         while True:
-            step = asyncio.ensure_future(chunks.__anext__())
-            done, _ = await asyncio.wait({step, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            if step not in done:  # the client went away: stop reading upstream
-                step.cancel()
-                with contextlib.suppress(BaseException):
-                    await step
+            try:
+                piece = await response.next_piece()
+            except Aborted:
                 exchange.error = "the client disconnected before the answer was complete"
                 return
-            try:
-                chunk = step.result()
-            except StopAsyncIteration:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-                return
-            except httpx.HTTPError as exc:
+            except UpstreamError as exc:
                 # The upstream cut the stream: cut ours the same way (no final body message).
                 exchange.error = f"{type(exc).__name__}: {exc}"
                 return
-            received += chunk
-            parser.feed(chunk)
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if piece is None:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            received.append(piece)
+            parser.feed(piece)
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
     finally:
         watcher.cancel()
-        exchange.body = bytes(received)
+        exchange.body = b"".join(received)
         exchange.sse = parser.close()
 
 
@@ -266,9 +280,10 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
-async def _disconnected(receive: Receive) -> None:
+async def _abort_on_disconnect(receive: Receive, response: UpstreamResponse) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
+    response.abort("the client disconnected")
 
 
 async def _answer(send: Send, status: int, body: bytes, content_type: str) -> None:

@@ -245,18 +245,7 @@ class Stats:
         self, *, active_sessions: int, tasks_tracked: int, tasks_running: int, uptime_s: float, config: dict[str, Any]
     ) -> StatsSnapshot:
         """The mock's answer to ``GET /_orsbench/stats``: the common counters plus the mock-only ones."""
-        out = snapshot(
-            impl="mock",
-            active_sessions=active_sessions,
-            sessions_created=self.sessions_created,
-            sessions_deleted=self.sessions_deleted,
-            sessions_reaped=self.sessions_reaped,
-            sessions_by_env=self.sessions_by_env,
-            pings=self.pings,
-            calls=self.calls,
-            requests=self.requests,
-            config=config,
-        )
+        out = snapshot(self, impl="mock", active_sessions=active_sessions, config=config)
         out["call_errors"] = dict(self.call_errors)
         out["statuses"] = {str(k): v for k, v in self.statuses.items()}
         out["tasks_tracked"] = tasks_tracked

@@ -11,7 +11,7 @@ count are ``NotRequired`` and say which.
 
 # No `from __future__ import annotations` here: TypedDict reads NotRequired from evaluated annotations.
 from collections import Counter
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 
 class StatsSnapshot(TypedDict):
@@ -40,30 +40,30 @@ class StatsSnapshot(TypedDict):
     sse_pings: NotRequired[int]
 
 
-def snapshot(
-    *,
-    impl: str,
-    active_sessions: int,
-    sessions_created: int,
-    sessions_deleted: int,
-    sessions_reaped: int,
-    sessions_by_env: Counter[str],
-    pings: int,
-    calls: Counter[str],
-    requests: Counter[str],
-    config: dict[str, Any],
-) -> StatsSnapshot:
+class Counters(Protocol):
+    """The counters every implementation keeps (the mock's ``Stats``, the twins' ``TwinStats``)."""
+
+    sessions_created: int
+    sessions_deleted: int
+    sessions_reaped: int
+    sessions_by_env: Counter[str]
+    pings: int
+    calls: Counter[str]
+    requests: Counter[str]
+
+
+def snapshot(counters: Counters, *, impl: str, active_sessions: int, config: dict[str, Any]) -> StatsSnapshot:
     """The part of the snapshot every implementation reports; callers add their ``NotRequired`` keys."""
     return {
         "impl": impl,
         "active_sessions": active_sessions,
-        "sessions_created": sessions_created,
-        "sessions_deleted": sessions_deleted,
-        "sessions_reaped": sessions_reaped,
-        "sessions_by_env": dict(sessions_by_env),
-        "pings": pings,
-        "calls": dict(calls),
-        "calls_total": sum(calls.values()),
-        "requests": dict(requests),
+        "sessions_created": counters.sessions_created,
+        "sessions_deleted": counters.sessions_deleted,
+        "sessions_reaped": counters.sessions_reaped,
+        "sessions_by_env": dict(counters.sessions_by_env),
+        "pings": counters.pings,
+        "calls": dict(counters.calls),
+        "calls_total": sum(counters.calls.values()),
+        "requests": dict(counters.requests),
         "config": config,
     }

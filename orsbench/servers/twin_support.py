@@ -94,18 +94,7 @@ class TwinStats:
 
     def snapshot(self, active_sessions: int) -> StatsSnapshot:
         """A twin's answer to ``GET /_orsbench/stats``: the common counters plus ``sse_pings``."""
-        out = snapshot(
-            impl=self.impl,
-            active_sessions=active_sessions,
-            sessions_created=self.sessions_created,
-            sessions_deleted=self.sessions_deleted,
-            sessions_reaped=self.sessions_reaped,
-            sessions_by_env=self.sessions_by_env,
-            pings=self.pings,
-            calls=self.calls,
-            requests=self.requests,
-            config=self.config,
-        )
+        out = snapshot(self, impl=self.impl, active_sessions=active_sessions, config=self.config)
         out["sse_pings"] = self.sse_pings
         return out
 

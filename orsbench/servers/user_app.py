@@ -8,7 +8,7 @@ SDK twin uses, so ``--ttl`` and ``--ping-interval`` still apply) and serves the
 app on 127.0.0.1 with :func:`orsbench.servers.app.serve_forever`.
 
 Run as ``python -m orsbench.servers.user_app TARGET --ready-file F`` by
-:func:`orsbench.servers.launch.start` (target ``app:TARGET``); it writes its URL
+:func:`orsbench.servers.launch.start` (given an :class:`AppTarget`); it writes its URL
 to the ready file like every other orsbench server, and is stopped by its PID.
 """
 
@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from orsbench import protocol
-from orsbench.config import ServerConfig
+from orsbench.config import ServerConfig, read_config_file
 
-#: How a launcher target names a user's app: ``app:`` + :class:`AppTarget` text.
+#: How a user spells an app where a scenario could be meant too: ``app:`` + :class:`AppTarget` text.
 PREFIX = "app:"
 #: Directories (``os.pathsep``-separated) to import the target's module from, ahead of
 #: ``sys.path``: how a class importable in the caller's process is importable here too.
@@ -40,10 +40,12 @@ class AppTargetError(ValueError):
 
 @dataclass(frozen=True)
 class AppTarget:
-    """``FILE.py:Class[,Class2]`` or ``module:Class[,Class2]``."""
+    """``FILE.py:Class[,Class2]`` or ``module:Class[,Class2]``: the typed target the launcher starts."""
 
     source: str
     classes: tuple[str, ...]
+    #: Directories the module is imported from, ahead of ``sys.path`` (a class the caller imported).
+    path: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> "AppTarget":
@@ -161,9 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--config-json", help="a ServerConfig as JSON")
+    parser.add_argument("--config-file", help="a ServerConfig as JSON, in a file (how orsbench passes one: 0600)")
     parser.add_argument("--ready-file")
     args = parser.parse_args(argv)
-    config = ServerConfig.from_json(args.config_json) if args.config_json else ServerConfig()
+    given = read_config_file(args.config_file) if args.config_file else args.config_json
+    config = ServerConfig.from_json(given) if given else ServerConfig()
     sys.path[:0] = [p for p in os.environ.get(APP_PATH_ENV, "").split(os.pathsep) if p and p not in sys.path]
     try:
         app = build_app(args.target, config)

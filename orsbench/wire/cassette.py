@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,11 @@ from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.wire.evidence import Exchange
+
+#: A replay's answer to a request its recording lacks starts with this text, and (an HTTP answer) carries
+#: :data:`MISS_HEADER`: the checker skips a check whose evidence is a miss instead of failing it.
+MISS_PREFIX = "orsbench cassette miss"
+MISS_HEADER = "X-ORSBench-Cassette-Miss"
 
 FORMAT = "orsbench-cassette"
 VERSION = 1
@@ -128,7 +134,7 @@ def outcome_of(events: list[list[str]]) -> JSON:
 class CassetteRecorder:
     """Turns a sequence of exchanges into a cassette. Call it with each exchange (an observer)."""
 
-    def __init__(self, source: str, recorder: str) -> None:
+    def __init__(self, source: str, recorder: str, *, secrets: Mapping[str, str] | None = None) -> None:
         self.source = _strip_url(source)
         self.recorder = recorder
         self.envs: dict[str, JSON] = {}
@@ -137,7 +143,10 @@ class CassetteRecorder:
         self._by_sid: dict[str, _Episode] = {}
         self._by_task_id: dict[str, _Call] = {}
         self._task_tools: dict[str, Any] = {}  # sid -> tools listing
+        self._refusals: dict[str, dict[str, JSON]] = {}  # env (lower case) -> request key -> recorded 4xx
         self._secrets: set[str] = set()
+        for value in (secrets or {}).values():  # sent upstream by the proxy itself: scrubbed as well
+            self._secret(value)
         self.chunk_size: int | None = None
 
     # -- observing ---------------------------------------------------------------
@@ -158,11 +167,18 @@ class CassetteRecorder:
                         self._env(name)
             return
         if path == protocol.CREATE:
+            if _is_refusal(exchange) and isinstance(body, dict):
+                env = str(body.get("env_name") or self.default_env or "")
+                if env:
+                    self._refusal(env, protocol.CREATE, body, exchange)
+                return
             if exchange.status == 200 and sid and isinstance(body, dict):
                 env = body.get("env_name") or self.default_env or ""
                 source = {"task_spec": body["task_spec"]} if body.get("task_spec") is not None else {
                     "split": body.get("split"), "index": body.get("index")
                 }
+                if isinstance(body.get("split"), str) and str(env):
+                    self._env(str(env))["seen_splits"].setdefault(body["split"], None)
                 episode = _Episode(str(env), sid, source)
                 self.episodes.append(episode)
                 self._by_sid[sid] = episode
@@ -170,10 +186,15 @@ class CassetteRecorder:
         if len(parts) != 2 or parts[0] in protocol.ROOT_SEGMENTS:
             return
         env, route = parts
+        if _is_refusal(exchange) and route in REFUSALS_KEPT:
+            self._refusal(env, route, body, exchange)
+            return
         if exchange.status != 200 or route not in (protocol.CALL, protocol.SCORE_GROUP) and exchange.json_or_none() is None:
             return
         record = self._env(env)
         answer = exchange.json_or_none()
+        if isinstance(body, dict) and isinstance(body.get("split"), str) and route in _SPLIT_ROUTES:
+            record["seen_splits"].setdefault(body["split"], None)  # a split the env answered for, in order
         if route == protocol.TOOLS and isinstance(answer, dict):
             record["tools"] = answer.get("tools")
         elif route == protocol.SPLITS:
@@ -227,8 +248,27 @@ class CassetteRecorder:
                 "tasks": {},
                 "num_tasks": {},
                 "task_answers": {},
+                "seen_splits": {},
             }
         return self.envs[name]
+
+    def _refusal(self, env: str, route: str, body: Any, exchange: Exchange) -> None:
+        """A 4xx answer to a request replay can match exactly (same route, same body): kept to be served as it was.
+
+        Kept per environment name and written only for environments the recording has (a refusal
+        for an unknown environment makes none up).
+        """
+        key = f"{route} {canonical(body)}"
+        self._refusals.setdefault(env.lower(), {}).setdefault(
+            key,
+            {
+                "route": route,
+                "request": body,
+                "status": exchange.status,
+                "content_type": exchange.headers.get("content-type", protocol.JSON_CONTENT_TYPE),
+                "body": exchange.body.decode("utf-8", "replace"),
+            },
+        )
 
     def _collect_secrets(self, exchange: Exchange) -> None:
         for name, value in exchange.request_headers.items():
@@ -277,15 +317,27 @@ class CassetteRecorder:
             for split, listing in tasks.items():
                 if isinstance(listing, list) and split not in record["num_tasks"]:
                     record["num_tasks"][split] = len(listing)
+            splits, tools = record["splits"], record["tools"]
+            inferred = []
+            if splits is None and record["seen_splits"]:
+                # /list_splits was never asked (TRL's OpenRewardSpec does not): the splits the env answered for.
+                splits = [{"name": s, "type": s if s in protocol.SPLIT_TYPES else "train"} for s in record["seen_splits"]]
+                inferred.append("splits")
+            if tools is None and task_tools:
+                # GET /tools was never asked: the tools every recorded session had (the shared ones).
+                tools = _common_tools([entry["tools"] for entry in task_tools.values()])
+                inferred.append("tools")
             envs[name] = {
-                "tools": record["tools"],
-                "splits": record["splits"],
+                "tools": tools,
+                "splits": splits,
+                "inferred": inferred,
                 "tasks": tasks,
                 "num_tasks": record["num_tasks"],
                 "task_answers": {k: v for k, v in record["task_answers"].items() if k.split("/")[0] not in tasks},
                 "task_tools": list(task_tools.values()),
                 "prompts": list(prompts.values()),
                 "episodes": out_episodes,
+                "refusals": list(self._refusals.get(name.lower(), {}).values()),
             }
         data = {
             "format": FORMAT,
@@ -324,12 +376,45 @@ class CassetteRecorder:
         return data
 
 
+#: Routes whose 4xx answers are kept (``/create`` and the dataset: an invalid split, an index out of range).
+REFUSALS_KEPT = frozenset(
+    {protocol.TASKS, protocol.NUM_TASKS, protocol.TASK, protocol.TASK_RANGE, protocol.CREATE}
+)
+_SPLIT_ROUTES = frozenset({protocol.TASKS, protocol.NUM_TASKS, protocol.TASK, protocol.TASK_RANGE})
+
+
+def _is_refusal(exchange: Exchange) -> bool:
+    """A complete 4xx answer (not 401/403, which say more about the key than the env; not 408/429: transient)."""
+    return exchange.status is not None and 400 <= exchange.status < 500 and exchange.status not in (401, 403, 408, 429)
+
+
+def _common_tools(listings: list[list[JSON]]) -> list[JSON]:
+    """The tool specs present (by name) in every listing, in the first listing's order."""
+    names = [{t.get("name") for t in listing if isinstance(t, dict)} for listing in listings]
+    shared = set.intersection(*names) if names else set()
+    return [t for t in listings[0] if isinstance(t, dict) and t.get("name") in shared] if listings else []
+
+
 def write(data: JSON, path: str | os.PathLike[str]) -> None:
     """Write cassette data atomically (a reader never sees half a file)."""
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(target)
+
+
+def miss_of(exchange: Exchange) -> str | None:
+    """What a replay said it did not record, when ``exchange`` is its miss answer (else ``None``)."""
+    if exchange.headers.get(MISS_HEADER.lower()) is None and MISS_PREFIX.encode() not in exchange.body:
+        return None
+    texts = [e.data for e in exchange.sse.events] if exchange.sse is not None else [exchange.body.decode("utf-8", "replace")]
+    for text in texts:
+        body = _json(text.encode())
+        for key in ("detail", "error"):
+            value = body.get(key) if isinstance(body, dict) else None
+            if isinstance(value, str) and value.startswith(MISS_PREFIX):
+                return value
+    return MISS_PREFIX
 
 
 def _json(raw: bytes) -> Any:

@@ -28,6 +28,24 @@ def encode_secrets(secrets: Mapping[str, str]) -> str:
     return base64.b64encode(json.dumps(payload).encode()).decode()
 
 
+def add_secrets(header: str | None, secrets: Mapping[str, str]) -> str:
+    """An ``X-Secrets`` value holding ``header``'s entries (when it decodes) with ``secrets`` on top.
+
+    A proxy adds its operator's secrets to a client's ``/create`` this way: the
+    client's other entries (the SDK's ``api_key``) still reach the server.
+    """
+    entries: dict[str, Any] = {}
+    if header:
+        try:
+            decoded = json.loads(base64.b64decode(header, validate=True))
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict):
+            entries = decoded
+    entries.update({k: {"value": v} for k, v in secrets.items()})
+    return base64.b64encode(json.dumps(entries).encode()).decode()
+
+
 class WireClient:
     """Synchronous raw client over httpx. One instance per target server."""
 
@@ -39,8 +57,13 @@ class WireClient:
         api_key: str | None = None,
         follow_redirects: bool = False,
         transport: httpx.BaseTransport | None = None,
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        #: Every exchange this client made, in order: the history a reproducer replays a session from.
+        self.log: list[Exchange] = []
+        #: ``X-Secrets`` for every ``/create`` that does not bring its own (``docs/protocol.md`` §14).
+        self._secrets_header = encode_secrets(secrets) if secrets else None
         headers = {"User-Agent": "orsbench"}
         if api_key:
             headers[protocol.API_KEY_HEADER] = api_key
@@ -81,6 +104,8 @@ class WireClient:
         that never ends its stream cannot hang a check).
         """
         send_headers: dict[str, str] = dict(headers or {})
+        if self._secrets_header and path == protocol.CREATE and protocol.SECRETS_HEADER not in send_headers:
+            send_headers[protocol.SECRETS_HEADER] = self._secrets_header
         if sid is not None:
             send_headers[protocol.SESSION_HEADER] = sid
         if json_body is not None:
@@ -89,6 +114,7 @@ class WireClient:
         if stream:
             send_headers.setdefault("Accept", "text/event-stream")
         exchange = Exchange(method, self.base_url + path, send_headers, content or b"")
+        self.log.append(exchange)
         timeout = self._http.timeout if read_timeout is None else httpx.Timeout(self._http.timeout.connect, read=read_timeout)
         start = exchange.started_at = time.monotonic()
         try:

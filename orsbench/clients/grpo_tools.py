@@ -9,8 +9,9 @@ source stops saying so.
 
 Both the training smoke (which hands the same tools to its warm-up) and the
 conformance suite (which inspects what the model would see) import it from
-here; neither imports the other. It imports nothing heavy, so importing it does
-not pull in torch or TRL.
+here, beside the other facts about how clients bind tools
+(:mod:`orsbench.clients.defects`); neither front end imports the other. It
+imports nothing heavy, so importing it does not pull in torch or TRL.
 """
 
 from __future__ import annotations

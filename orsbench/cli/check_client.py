@@ -1,0 +1,131 @@
+"""``orsbench check-client --cmd CMD``: grade any ORS client, given as a command, case by case.
+
+Exit codes as ``orsbench check``: 0 every required client check passed; 1 a
+required check failed; 2 a usage error; 3 an internal error of orsbench (a
+case server that did not start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from orsbench.cli import subcommand, types
+
+EPILOG = """\
+examples:
+  orsbench check-client --list
+  orsbench check-client --cmd "python my_adapter.py"
+  orsbench check-client --cmd "node adapter.js {url} {env}" --cases echo,sparse-reward+stream-drop
+  orsbench check-client --cmd "python -m orsbench.clientcheck.reference" --json client.json --junit junit.xml
+
+The command runs once per case with ORSBENCH_URL, ORSBENCH_ENV, ORSBENCH_SPLIT, ORSBENCH_INDEX,
+ORSBENCH_SCRIPT, ORSBENCH_OUT and ORSBENCH_SECRETS set ({url} {env} {split} {index} {script} {out}
+in the command are replaced, shell-quoted) and appends one JSON line per call to $ORSBENCH_OUT.
+The contract and the checks: docs/clients.md; the rules: docs/protocol.md §12.
+
+exit codes: 0 pass, 1 a required client check failed, 2 usage error, 3 internal error of orsbench.
+"""
+
+
+@subcommand("check-client")
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "check-client",
+        help="grade any ORS client, given as a command, on every case (see docs/clients.md)",
+        description="Serve each case (a scenario, optionally under a fault) on 127.0.0.1, run the client command "
+        "against it under a deadline, and grade named client checks from both ends: what the server saw and "
+        "what the client reported in $ORSBENCH_OUT.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--cmd", metavar="COMMAND", help="the client's adapter command (run by /bin/sh once per case)")
+    parser.add_argument(
+        "--cases", type=types.names, action="extend", default=[], metavar="A,B", help="only these cases (default: every case; see --list)"
+    )
+    parser.add_argument("--list", action="store_true", help="list the cases (what a correct client does in each) and exit")
+    parser.add_argument(
+        "--timeout",
+        type=types.positive(float),
+        metavar="S",
+        help="deadline of the command in each case, in seconds (default: the case's own, 20 for most)",
+    )
+    parser.add_argument(
+        "--jobs", type=types.positive(int), default=2, metavar="N", help="cases played at once (default 2; each starts a server and your command)"
+    )
+    out = parser.add_argument_group("reports")
+    out.add_argument("--json", type=types.output_file, metavar="FILE", help="write the JSON report here ('-' for stdout)")
+    out.add_argument("--junit", type=types.output_file, metavar="FILE", help="write JUnit XML here (one testcase per check and case)")
+    out.add_argument("-v", "--verbose", action="store_true", help="show remediation and evidence under every finding")
+    out.add_argument("-q", "--quiet", action="store_true", help="print only findings and the summary")
+    parser.set_defaults(func=run, _parser=parser)
+
+
+def _list() -> int:
+    from orsbench.clientcheck import cases
+
+    for case in cases():
+        outcome = "finishes" if case.expect == "finish" else "reports an error"
+        print(f"{case.name:<34} {case.deadline:>4g} s  a correct client {outcome:<16}  {case.summary}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from orsbench.checks import EXIT_INTERNAL
+    from orsbench.clientcheck import contract, get_case
+    from orsbench.registry import UnknownName
+
+    parser: argparse.ArgumentParser = args._parser
+    if args.list:
+        return _list()
+    if not args.cmd or not args.cmd.strip():
+        parser.error('give the client command: --cmd "python my_adapter.py" (or --list to see the cases)')
+    refused = contract.refused_placeholders(args.cmd)
+    if refused:
+        known = " ".join(f"{{{name}}}" for name in contract.PLACEHOLDERS)
+        parser.error(
+            f"--cmd uses {', '.join(refused)}: secrets never go on a command line (ps shows it to every user); "
+            f"read $ORSBENCH_SECRETS instead. Placeholders: {known}"
+        )
+    try:
+        chosen = [get_case(name) for name in dict.fromkeys(args.cases)] if args.cases else None
+    except UnknownName as exc:
+        parser.error(f"--cases: {exc}")
+    try:
+        return _check(args, chosen)
+    except KeyboardInterrupt:
+        print("orsbench check-client: interrupted", file=sys.stderr)
+        return EXIT_INTERNAL
+    except BrokenPipeError:
+        raise
+    except Exception:  # noqa: BLE001 - exit 3 is the contract for our own bugs
+        print("orsbench check-client: internal error\n" + traceback.format_exc(), file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _check(args: argparse.Namespace, chosen: list | None) -> int:
+    from orsbench.clientcheck import cases, check_client
+    from orsbench.reports import TerminalReporter, write_json, write_junit
+    from orsbench.servers import launch
+
+    launch.use_zygote()  # one preloaded process forks every case server: ~0.2 s each instead of ~2 s
+    selected = chosen if chosen is not None else cases()
+    terminal = TerminalReporter(sys.stderr if args.json == "-" else None, verbose=args.verbose, quiet=args.quiet)
+    print(f"orsbench check-client {args.cmd}  ({len(selected)} case(s), {args.jobs} at a time)", file=terminal.out, flush=True)
+
+    def on_case(run, results) -> None:  # type: ignore[no-untyped-def]
+        stopped = f", stopped for {run.stopped_for}" if run.stopped_for else ""
+        terminal.on_probe(f"{run.case.name} (exit {run.exit_code}{stopped})", run.duration_s, run.requests_total)
+        if run.server_error:
+            print(f"      case server failed: {run.server_error[:300]}", file=terminal.out, flush=True)
+        for result in results:
+            terminal.on_result(result)
+
+    report = check_client(args.cmd, selected, timeout=args.timeout, jobs=args.jobs, on_case=on_case)
+    terminal.finish(report)
+    if args.json:
+        write_json(report, args.json)
+    if args.junit:
+        write_junit(report, args.junit)
+    return report.exit_code

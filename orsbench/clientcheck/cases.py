@@ -1,0 +1,180 @@
+"""The cases a client is graded on: a scenario, optionally under a fault, served on 127.0.0.1.
+
+Cases are not written out one by one: they are derived from the registries
+every other front end uses, so a scenario or fault profile registered later
+(a hazard) is a case with no edit here —
+
+* every scenario a client episode is played on (:func:`orsbench.clients.episodes.scenarios`),
+  named after it (``echo``, ``schema-zoo``);
+* every fault profile of the client matrix (:func:`orsbench.clients.profiles.profiles`), on
+  that matrix's scenario with its scaled knobs, named ``sparse-reward+stream-drop``;
+* a few cases of our own that provoke a client rule no profile does (:data:`EXTRA`).
+
+The script comes from the scenario (:func:`orsbench.clients.episodes.script`);
+``expect`` says what a correct client does with it: play it to the end
+(``"finish"``) or stop at a failure it reports as an error (``"error"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from secrets import token_urlsafe
+from typing import Any, Literal
+
+from orsbench.clients.cells import FAIL_CLEARLY
+from orsbench.clients.episodes import INDEX, SPLIT, Script, Step, scenarios, script
+from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
+from orsbench.clients.profiles import profiles
+from orsbench.config import ServerConfig
+from orsbench.registry import Registry
+from orsbench.scenarios import SCENARIOS, get_scenario, suite_params
+
+Expect = Literal["finish", "error"]
+
+#: Seconds a case's command may run unless the case or ``--timeout`` says otherwise.
+DEFAULT_DEADLINE_S = 20.0
+#: Fault profiles after which a correct client reports an error rather than finishing
+#: (the matrix's "fails clearly" profiles, and hazards whose answer never reaches the client).
+ERROR_PROFILES = frozenset(FAIL_CLEARLY | {"credits-402", "cut-before-task-id"})
+#: Profiles that are test aids for the server side, not trouble a client meets.
+NOT_CLIENT_CASES = frozenset({"none", "memory-leak"})
+
+
+@dataclass(frozen=True)
+class Case:
+    """One served situation a client command plays its script in."""
+
+    name: str
+    scenario: str
+    summary: str
+    faults: tuple[str, ...] = ()
+    #: :class:`ServerConfig` fields (a fault's scaled timing, a seed).
+    knobs: tuple[tuple[str, Any], ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()
+    split: str = SPLIT
+    index: int = INDEX
+    #: Secrets handed to the adapter (``ORSBENCH_SECRETS``), which it must pass to the session.
+    secrets: tuple[tuple[str, str], ...] = ()
+    deadline: float = DEFAULT_DEADLINE_S
+    expect: Expect = "finish"
+    tags: frozenset[str] = field(default_factory=frozenset)
+    #: The calls to make, when the scenario's own client episode does not fit the case (``()``: it does).
+    steps: tuple[Step, ...] = ()
+
+    def config(self, **changes: Any) -> ServerConfig:
+        """The server configuration of this case (with the request log on: the grader reads it)."""
+        return ServerConfig(faults=self.faults, request_log=True, **{**dict(self.knobs), **changes})
+
+    @property
+    def script(self) -> Script:
+        if self.steps:
+            return Script(self.scenario, self.steps, reward=None, finished=self.expect == "finish")
+        return script(self.scenario)
+
+    def with_deadline(self, seconds: float) -> Case:
+        return replace(self, deadline=seconds)
+
+
+CASES: Registry[Case] = Registry("client case", modules=("orsbench.clientcheck.cases",))
+
+
+def _summary(scenario: str) -> str:
+
+    cls = SCENARIOS.get(scenario) if scenario in SCENARIOS else None
+    return (cls.summary if cls is not None and cls.summary else f"the {scenario} scenario").rstrip(".")
+
+
+def _register_all() -> None:
+    from orsbench.servers.faults import FAULTS
+
+    for name in scenarios():
+        CASES.register(
+            Case(
+                name,
+                name,
+                _summary(name),
+                params=tuple(suite_params(name).items()),
+                tags=frozenset({"scenario"}),
+            )
+        )
+    for profile in profiles():
+        if profile.name in NOT_CLIENT_CASES:
+            continue
+        summary = FAULTS.get(profile.name).summary if profile.name in FAULTS else profile.name
+        CASES.register(
+            Case(
+                f"{PROFILE_SCENARIO}+{profile.name}",
+                PROFILE_SCENARIO,
+                summary,
+                faults=(profile.name,),
+                knobs=profile.knobs,
+                params=tuple(suite_params(PROFILE_SCENARIO).items()),
+                deadline=profile.deadline,
+                expect="error" if profile.name in ERROR_PROFILES else "finish",
+                tags=frozenset({"profile"}),
+            )
+        )
+    for case in (*EXTRA, *_hazard_cases()):
+        CASES.register(case)
+
+
+#: A secret made up per process for the ``secrets`` case: it must reach the environment and nothing else.
+_CASE_SECRET = token_urlsafe(12)
+
+
+def _hazard_cases() -> list[Case]:
+    """Hazard scenarios whose client episode needs more than the scenario's own script, when registered.
+
+    ``recover``: the first call is refused (``ok: false``) and the episode goes on to a winning call;
+    ``secrets``: the session needs a secret in ``X-Secrets``, and ``whoami()`` shows its fingerprint.
+    """
+
+    out = []
+    if "recover" in SCENARIOS and "recover" not in scenarios():
+        from orsbench.scenarios.hazards import BAD_GUESS
+
+        number = get_scenario("recover").list_tasks(SPLIT)[INDEX]["number"]
+        steps = (Step("guess", dict(BAD_GUESS)), Step("guess", {"number": number}, "right"))
+        out.append(Case("recover", "recover", _summary("recover"), steps=steps, tags=frozenset({"hazard"})))
+    if "secrets" in SCENARIOS and "secrets" not in scenarios():
+        from orsbench.scenarios.hazards import SECRET_NAME, secret_text
+
+        steps = (Step("whoami", {}, secret_text(_CASE_SECRET)),)
+        out.append(
+            Case("secrets", "secrets", _summary("secrets"), secrets=((SECRET_NAME, _CASE_SECRET),), steps=steps, tags=frozenset({"hazard"}))
+        )
+    return out
+
+
+#: Cases of our own: client rules no scenario or profile provokes.
+EXTRA: tuple[Case, ...] = (
+    Case(
+        "echo+reward-bool",
+        "echo",
+        "the server sends the reward as a JSON boolean (true): a client must not train on it as 1.0",
+        faults=("reward-bool",),
+        expect="error",
+        tags=frozenset({"violation"}),
+    ),
+    Case(
+        "echo+missing-task",
+        "echo",
+        "the task asked for does not exist: /create answers 400, which a client reports and never retries",
+        index=10_000,
+        expect="error",
+        tags=frozenset({"4xx"}),
+    ),
+)
+
+
+def cases() -> list[Case]:
+    """Every case, in catalogue order (scenarios, then fault profiles, then our own)."""
+    return CASES.values()
+
+
+def get_case(name: str) -> Case:
+    """The case called ``name`` (:class:`~orsbench.registry.UnknownName`, listing the known ones, otherwise)."""
+    return CASES.get(name)
+
+
+_register_all()

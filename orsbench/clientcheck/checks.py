@@ -1,0 +1,593 @@
+"""The client checks: named rules a client follows, graded from both ends of one case.
+
+Server side, from the request log and ``/_orsbench/stats`` (:mod:`.traffic`):
+each scripted tool runs once, the session is deleted, ``Retry-After`` is
+honoured, a 4xx is not retried, a cut stream is resumed by its ``task_id``, no
+call follows ``finished``, ``env_name`` and the secrets are sent, requests stay
+within a budget. Adapter side, from ``ORSBENCH_OUT`` (:mod:`.contract`): every
+text byte-identical to what the environment returned, rewards and
+``finished`` as sent, failures reported as errors. And the process: it ended
+in time, and a non-zero exit came with a reported error (not a crash).
+
+Each check is a :class:`ClientCheck` in :data:`CLIENT_CHECKS` (a
+:class:`~orsbench.registry.Registry`): id, title, severity, the section of
+``docs/protocol.md`` §12 it enforces, a fix line, and the checks it
+``requires`` — when one of those *failed*, this one is skipped naming it, so
+one fault makes one failure (a client that never resumes is told so once, not
+again as "the tool ran twice" and "the episode did not finish").
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from orsbench import protocol
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, warned
+from orsbench.clientcheck.contract import OutLine
+from orsbench.clientcheck.traffic import Call, Traffic, body_json, group, text_of
+from orsbench.registry import Registry
+
+if TYPE_CHECKING:
+    from orsbench.clientcheck.runner import CaseRun
+
+R, REC, ADV = Severity.REQUIRED, Severity.RECOMMENDED, Severity.ADVISORY
+
+#: Statuses a client may retry (after Retry-After); any other 4xx is final.
+RETRYABLE_4XX = frozenset({408, 425, 429})
+#: Slack on Retry-After: a retry this much sooner still counts as having waited (clock and scheduling).
+RETRY_AFTER_SLACK_S = 0.1
+#: Requests a case may take: a fixed allowance for the session, plus this many per scripted call.
+BUDGET_BASE, BUDGET_PER_CALL = 20, 10
+
+
+@dataclass
+class Context:
+    """What every check reads: the run, its traffic grouped, and the adapter's lines aligned to the calls."""
+
+    run: CaseRun
+    traffic: Traffic
+
+    @property
+    def lines(self) -> list[OutLine]:
+        return self.run.out.entries
+
+    def aligned(self) -> list[tuple[Call, OutLine | None]]:
+        """Each call made before ``finished``, with the adapter's line for it (by position)."""
+        lines = self.lines
+        # A leading error line with no call behind it (the session did not open) is not a call's line.
+        return [(call, lines[i] if i < len(lines) else None) for i, call in enumerate(self.traffic.made)]
+
+
+#: A check's verdict, or ``None`` when its case does not provoke what it judges (left out of the report).
+CheckFn = Callable[[Context], "CheckOutcome | None"]
+
+
+@dataclass(frozen=True)
+class ClientCheck:
+    id: str
+    title: str
+    severity: Severity
+    #: The section of ``docs/protocol.md`` it enforces, e.g. ``"§12.5"``.
+    spec: str
+    remediation: str
+    fn: CheckFn
+    requires: tuple[str, ...] = ()
+
+
+CLIENT_CHECKS: Registry[ClientCheck] = Registry("client check", modules=("orsbench.clientcheck.checks",), key=lambda c: c.id)
+
+
+def client_check(
+    id: str, *, title: str, severity: Severity, spec: str, remediation: str, requires: tuple[str, ...] = ()
+) -> Callable[[CheckFn], CheckFn]:
+    """Register ``fn`` as the client check ``id`` (decorator)."""
+
+    def decorate(fn: CheckFn) -> CheckFn:
+        CLIENT_CHECKS.register(ClientCheck(id, title, severity, spec, remediation, fn, requires))
+        return fn
+
+    return decorate
+
+
+def context(run: CaseRun) -> Context:
+    return Context(run, group(run.log))
+
+
+def _short(text: Any, limit: int = 120) -> str:
+    shown = text if isinstance(text, str) else json.dumps(text, default=repr)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+# == the process ================================================================================
+
+_PROCESS = ("client.exits_in_time", "client.exit_status")
+_ADAPTER = (*_PROCESS, "client.out_valid")
+
+
+@client_check(
+    "client.exits_in_time",
+    title="The command ends by itself, within the case's deadline and bounds",
+    severity=R,
+    spec="§12.1",
+    remediation="Bound every wait (a read timeout on each stream, a cap on retries and resumes) and exit when the script is played.",
+)
+def exits_in_time(ctx: Context) -> CheckOutcome | None:
+    run = ctx.run
+    if run.stopped_for == "deadline":
+        return failed(
+            f"still running at its {run.deadline:g} s deadline: orsbench stopped its process group (a hang)",
+            {"deadline_s": run.deadline, "stdout_tail": run.stdout[-1000:], "stderr_tail": run.stderr[-1000:]},
+        )
+    if run.stopped_for is not None:
+        return failed(f"stopped by orsbench for {run.stopped_for} after {run.duration_s:.1f} s", {"stopped_for": run.stopped_for})
+    return passed(f"ended after {run.duration_s:.2f} s", {"duration_s": round(run.duration_s, 3)})
+
+
+@client_check(
+    "client.exit_status",
+    title="A non-zero exit comes with a reported error (not a crash); an episode ending on an error exits non-zero",
+    severity=R,
+    spec="§12.1",
+    remediation="Catch your client's exceptions in the adapter, write {\"error\": ...} for the call, and exit 1; exit 0 only when every call succeeded.",
+    requires=("client.exits_in_time",),
+)
+def exit_status(ctx: Context) -> CheckOutcome | None:
+    run = ctx.run
+    errors = [line for line in run.out.lines if line.is_error]
+    tail = " ".join(run.stderr.strip().splitlines()[-3:])
+    if run.exit_code not in (0, None) and not errors:
+        return failed(
+            f"exited with status {run.exit_code} without reporting an error (a crash)" + (f": {_short(tail, 300)}" if tail else ""),
+            {"exit_code": run.exit_code, "stderr_tail": run.stderr[-2000:]},
+        )
+    last = run.out.entries[-1] if run.out.entries else None
+    if run.exit_code == 0 and last is not None and last.is_error:
+        return warned(f"exited 0 although the episode ended on a reported error: {_short(last.get('error'))}", {"exit_code": 0})
+    return passed(f"exit status {run.exit_code}" + (f" with {len(errors)} reported error(s)" if errors else ""), {"exit_code": run.exit_code})
+
+
+# == the adapter's output =========================================================================
+
+
+@client_check(
+    "client.out_valid",
+    title="ORSBENCH_OUT holds contract lines: {tool, text, reward, finished} or {error}",
+    severity=R,
+    spec="§12.1",
+    remediation='Append one JSON object per call to $ORSBENCH_OUT: {"tool", "text", "reward": number|null, "finished": bool}, or {"error": "..."}.',
+)
+def out_valid(ctx: Context) -> CheckOutcome | None:
+    out = ctx.run.out
+    if out.truncated:
+        return failed(f"ORSBENCH_OUT is larger than {out.size - 1} bytes; only its head was read", {"size": out.size})
+    bad = out.invalid
+    if bad:
+        shown = "; ".join(f"line {line.number}: {', '.join(line.problems)} ({_short(line.raw, 60)!r})" for line in bad[:3])
+        return failed(f"{len(bad)} of {len(out.lines)} line(s) break the contract — {shown}", {"invalid": len(bad), "lines": len(out.lines)})
+    return passed(f"{len(out.lines)} line(s), all in the contract's shape", {"lines": len(out.lines)})
+
+
+# == the session ==================================================================================
+
+
+@client_check(
+    "client.env_name",
+    title="POST /create names the environment (env_name)",
+    severity=R,
+    spec="§12.2",
+    remediation="Send env_name in the /create body: a server with several environments otherwise serves its default one.",
+)
+def env_name(ctx: Context) -> CheckOutcome | None:
+    creates = ctx.traffic.creates
+    if not creates:
+        return None  # not provoked: the client never sent POST /create
+    wanted = ctx.run.env.lower()
+    wrong = [(c, body_json(c).get("env_name")) for c in creates if str(body_json(c).get("env_name") or "").lower() != wanted]
+    if wrong:
+        exchange, sent = wrong[0]
+        what = "no env_name" if sent is None else f"env_name {sent!r}"
+        return failed(f"{len(wrong)} of {len(creates)} /create request(s) sent {what}; the case's environment is {ctx.run.env!r}", {"sent": sent}, exchange)
+    return passed(f"every /create named {ctx.run.env!r}", {"creates": len(creates)})
+
+
+@client_check(
+    "client.secrets",
+    title="The secrets given reach the session as X-Secrets",
+    severity=R,
+    spec="§12.2",
+    remediation="Send ORSBENCH_SECRETS to the session as the X-Secrets header of /create: base64 of {name: {\"value\": ...}}.",
+)
+def secrets(ctx: Context) -> CheckOutcome | None:
+    wanted = sorted(name for name, _ in ctx.run.case.secrets)
+    if not wanted:
+        return None  # not provoked: this case gives no secrets
+    creates = [(e, entry) for e, entry in zip(ctx.traffic.exchanges, ctx.run.log) if e.method == "POST" and e.url == protocol.CREATE]
+    if not creates:
+        return None  # not provoked: the client never sent POST /create
+    missing = [(e, sorted(set(wanted) - set(entry.get("secret_names") or ()))) for e, entry in creates]
+    missing = [(e, names) for e, names in missing if names]
+    if missing:
+        exchange, names = missing[0]
+        return failed(f"/create came without the secret(s) {', '.join(names)} in X-Secrets", {"missing": names}, exchange)
+    # The environment shows what it received (a fingerprint, never the value): the script knows what to expect.
+    for call, step in zip(ctx.traffic.made, ctx.run.script.steps):
+        output = call.output
+        if output is not None and step.expect is not None and call.tool == step.tool and text_of(output) != step.expect:
+            return failed(f"the secrets arrived under the right names, but the environment saw other values: {_short(text_of(output))}", {"names": wanted})
+    return passed(f"every /create carried X-Secrets with {', '.join(wanted)}", {"names": wanted})
+
+
+@client_check(
+    "client.session_deleted",
+    title="Every session the client created is deleted (POST /delete)",
+    severity=R,
+    spec="§12.3",
+    remediation="Delete the session when the episode ends, also after a failure (try/finally): an open session holds the environment until its TTL.",
+    requires=_PROCESS,
+)
+def session_deleted(ctx: Context) -> CheckOutcome | None:
+    created = ctx.traffic.created
+    if not created:
+        return None  # not provoked: no session was created
+    left = [sid for sid in created if sid not in ctx.traffic.deleted]
+    if left:
+        return failed(f"{len(left)} of {len(created)} session(s) never deleted: {', '.join(left[:3])}", {"left_open": len(left)})
+    return passed(f"{len(created)} session(s) created, all deleted", {"sessions": len(created)})
+
+
+# == retries =========================================================================================
+
+
+def _retry_after(headers: dict[str, str]) -> float | None:
+    value = headers.get(protocol.RETRY_AFTER_HEADER.lower())
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+@client_check(
+    "client.retry_after",
+    title="A request answered with Retry-After is not retried sooner",
+    severity=R,
+    spec="§12.4",
+    remediation="On 429/503 (and 502/504) wait the Retry-After seconds before retrying; retrying at once only adds to the overload.",
+)
+def retry_after(ctx: Context) -> CheckOutcome | None:
+    exchanges = ctx.traffic.exchanges
+    asked = [(i, e, wait) for i, e in enumerate(exchanges) if (wait := _retry_after(e.headers)) is not None and (e.status or 0) >= 400]
+    if not asked:
+        return None  # not provoked: no answer in this case carried Retry-After
+    early = []
+    for i, exchange, wait in asked:
+        retry = next((e for e in exchanges[i + 1 :] if e.method == exchange.method and e.url == exchange.url), None)
+        if retry is None:
+            continue
+        gap = retry.started_at - (exchange.started_at + exchange.elapsed)
+        if gap + RETRY_AFTER_SLACK_S < wait:
+            early.append((exchange, retry, gap, wait))
+    if early:
+        exchange, retry, gap, wait = early[0]
+        return failed(
+            f"{len(early)} of {len(asked)} retr(ies) came too soon: {exchange.method} {exchange.url} was answered "
+            f"{exchange.status} with Retry-After: {wait:g} and retried after {gap:.2f} s",
+            {"early": len(early), "gap_s": round(gap, 3), "retry_after_s": wait},
+            exchange,
+            retry,
+        )
+    return passed(f"{len(asked)} answer(s) with Retry-After, each waited out", {"answers": len(asked)})
+
+
+@client_check(
+    "client.no_4xx_retry",
+    title="A request refused with a 4xx (other than 408/425/429) is not sent again unchanged",
+    severity=R,
+    spec="§12.4",
+    remediation="Treat 4xx answers as final: report the error (its detail says what is wrong) instead of repeating the request.",
+)
+def no_4xx_retry(ctx: Context) -> CheckOutcome | None:
+    exchanges = ctx.traffic.exchanges
+    refused = [(i, e) for i, e in enumerate(exchanges) if e.status is not None and 400 <= e.status < 500 and e.status not in RETRYABLE_4XX]
+    if not refused:
+        return None  # not provoked: no request in this case was refused with a final 4xx
+
+    def key(e: Any) -> tuple[Any, ...]:
+        return (e.method, e.url, e.request_body, e.request_headers.get("x-session-id"))
+
+    repeated = []
+    for i, exchange in refused:
+        again = [e for e in exchanges[i + 1 :] if key(e) == key(exchange)]
+        if again:
+            repeated.append((exchange, len(again)))
+    if repeated:
+        exchange, times = repeated[0]
+        return failed(
+            f"{exchange.method} {exchange.url} was refused {exchange.status} and sent again unchanged {times} time(s)",
+            {"repeated": times, "status": exchange.status},
+            exchange,
+        )
+    return passed(f"{len(refused)} final 4xx answer(s), none repeated", {"refused": len(refused)})
+
+
+# == tool calls =======================================================================================
+
+
+@client_check(
+    "client.resume_by_task_id",
+    title="A /call stream cut after its task_id is resumed by that task_id, not run again",
+    severity=R,
+    spec="§12.5",
+    remediation="When a /call stream ends without end/error, POST /call again with the same body plus \"task_id\": the tool already ran.",
+)
+def resume_by_task_id(ctx: Context) -> CheckOutcome | None:
+    cuts = 0
+    problems = []
+    for call in ctx.traffic.calls:
+        for index, attempt in enumerate(call.attempts):
+            if not attempt.cut_after_task_id or attempt.resume:
+                continue
+            cuts += 1
+            following = call.attempts[index + 1] if index + 1 < len(call.attempts) else None
+            if following is None:
+                problems.append((call, attempt, "gave up without resuming"))
+            elif not following.resume:
+                problems.append((call, attempt, "called the tool afresh"))
+            elif following.task_id != attempt.task_id:
+                problems.append((call, attempt, f"resumed another task_id ({following.task_id})"))
+    if not cuts:
+        return None  # not provoked: no /call stream was cut after its task_id in this case
+    if problems:
+        call, attempt, what = problems[0]
+        return failed(
+            f"{len(problems)} of {cuts} cut stream(s) not resumed: after {call.tool}'s stream was cut "
+            f"(task_id {attempt.task_id}) the client {what}",
+            {"cuts": cuts, "not_resumed": len(problems)},
+            attempt.exchange,
+        )
+    return passed(f"{cuts} cut stream(s), each resumed by its task_id", {"cuts": cuts})
+
+
+@client_check(
+    "client.tool_runs",
+    title="Each scripted tool runs on the server no more often than the script calls it",
+    severity=R,
+    spec="§12.5",
+    remediation="Never repeat a /call whose stream may have started the tool (a cut, a timeout): resume it by task_id, or report the failure.",
+    requires=("client.resume_by_task_id",),
+)
+def tool_runs(ctx: Context) -> CheckOutcome | None:
+    ran = Counter({k: int(v) for k, v in (ctx.run.stats.get("calls") or {}).items()})
+    wanted = ctx.run.script.calls
+    extra = {tool: (count, wanted.get(tool, 0)) for tool, count in ran.items() if count > wanted.get(tool, 0)}
+    if extra:
+        tool, (count, script) = next(iter(extra.items()))
+        return failed(f"{tool} ran {count} time(s) on the server; the script calls it {script} time(s)", {"ran": dict(ran), "script": wanted})
+    return passed(f"{sum(ran.values())} tool run(s), none beyond the script", {"ran": dict(ran)})
+
+
+@client_check(
+    "client.stops_at_finished",
+    title="No tool call follows an answer with finished: true",
+    severity=R,
+    spec="§12.6",
+    remediation="End the episode loop as soon as a tool answers finished: true; the server refuses later calls (episode_finished).",
+)
+def stops_at_finished(ctx: Context) -> CheckOutcome | None:
+    late = [c for c in ctx.traffic.calls if c.after_finish]
+    finished = [c for c in ctx.traffic.calls if c.finished and not c.after_finish]
+    if not finished:
+        return None  # not provoked: no call answered finished: true in this case
+    if late:
+        return failed(f"{len(late)} call(s) after finished: true, the first {late[0].tool}", {"late_calls": len(late)}, late[0].attempts[0].exchange)
+    return passed("the episode loop stopped at finished: true")
+
+
+@client_check(
+    "client.script_followed",
+    title="The client makes the script's calls in order and stops only at finished or a reported failure",
+    severity=R,
+    spec="§12.6",
+    remediation="Make exactly the calls of $ORSBENCH_SCRIPT, in order, with their inputs; stop only when the client reports finished or fails.",
+    requires=_PROCESS,
+)
+def script_followed(ctx: Context) -> CheckOutcome | None:
+    steps = ctx.run.script.steps
+    made = ctx.traffic.made
+    for i, call in enumerate(made):
+        if i >= len(steps):
+            return failed(f"call {i + 1} ({call.tool}) is beyond the script's {len(steps)} call(s)", {"calls": len(made)})
+        step = steps[i]
+        if call.tool != step.tool or call.input != step.args:
+            return failed(
+                f"call {i + 1} was {call.tool}({_short(call.input, 60)}); the script says {step.tool}({_short(step.args, 60)})",
+                {"call": i + 1},
+                call.attempts[0].exchange,
+            )
+    if len(made) < len(steps):
+        last = made[-1] if made else None
+        opened = bool(ctx.traffic.created)
+        if last is not None and (last.finished or last.failure is not None):
+            pass  # stopped at finished or at a failure: as it should
+        elif not opened or (last is None and any(line.is_error for line in ctx.run.out.lines)):
+            pass  # the session did not open (or the client reported why it made no call)
+        else:
+            return failed(f"stopped after {len(made)} of {len(steps)} call(s) with no failure and no finished", {"calls": len(made)})
+    return passed(f"{len(made)} of {len(steps)} scripted call(s) made in order", {"calls": len(made)})
+
+
+@client_check(
+    "client.request_budget",
+    title="The client stays within a request budget (no request storm)",
+    severity=R,
+    spec="§12.7",
+    remediation="Cap retries and resumes (a handful each, with back-off); a loop of requests against a failing server is a denial of service.",
+)
+def request_budget(ctx: Context) -> CheckOutcome | None:
+    run = ctx.run
+    budget = BUDGET_BASE + BUDGET_PER_CALL * len(run.script.steps)
+    total = max(run.requests_total, len(run.log))
+    if run.stopped_for == "request storm" or total > budget:
+        span = (run.log[-1]["started_at"] - run.log[0]["started_at"]) if len(run.log) > 1 else 0.0
+        rate = f", {total / span:.0f}/s" if span > 0 else ""
+        return failed(f"{total} requests for a {len(run.script.steps)}-call script (budget {budget}{rate})", {"requests": total, "budget": budget})
+    return passed(f"{total} request(s) (budget {budget})", {"requests": total, "budget": budget})
+
+
+# == what the adapter reported ==========================================================================
+
+
+@client_check(
+    "client.text_verbatim",
+    title="The text the client returns is byte-identical to what the environment sent",
+    severity=R,
+    spec="§12.8",
+    remediation="Concatenate chunk data and end data exactly as sent (strip one space after 'data:', never more) and join text blocks unchanged.",
+    requires=_ADAPTER,
+)
+def text_verbatim(ctx: Context) -> CheckOutcome | None:
+    compared = 0
+    for call, line in ctx.aligned():
+        output = call.output
+        if output is None or line is None or not line.is_call:
+            continue
+        compared += 1
+        sent, shown = text_of(output), line.get("text")
+        if shown != sent:
+            at = next((i for i, (a, b) in enumerate(zip(sent, shown)) if a != b), min(len(sent), len(shown)))
+            return failed(
+                f"{call.tool}: the text differs from what the environment sent at character {at} "
+                f"(sent {len(sent)} chars {_short(sent[at:at + 30])!r}, returned {len(shown)} chars {_short(shown[at:at + 30])!r})",
+                {"tool": call.tool, "sent_chars": len(sent), "returned_chars": len(shown), "first_difference": at},
+                call.answer.exchange if call.answer else None,
+            )
+    if not compared:
+        return None  # not provoked: no successful call was reported
+    return passed(f"{compared} text(s) identical to what the environment sent", {"compared": compared})
+
+
+def _reward_matches(sent: Any, shown: Any) -> bool:
+    if sent is None or shown is None:
+        return sent is None and shown is None
+    return not isinstance(shown, bool) and isinstance(shown, (int, float)) and float(shown) == float(sent)
+
+
+@client_check(
+    "client.reward_as_sent",
+    title="Reward and finished are reported as the environment sent them (a JSON boolean is no reward)",
+    severity=R,
+    spec="§12.8",
+    remediation="Report the reward as sent (null stays null, never 0.0) and refuse a reward that is not a number (true is not 1.0).",
+    requires=_ADAPTER,
+)
+def reward_as_sent(ctx: Context) -> CheckOutcome | None:
+    compared = 0
+    for call, line in ctx.aligned():
+        output = call.output
+        if output is None or line is None or not line.is_call:
+            continue
+        compared += 1
+        sent, shown = output.get("reward"), line.get("reward")
+        if isinstance(sent, bool):
+            return failed(
+                f"{call.tool}: the environment sent reward {json.dumps(sent)} (a boolean, not a number) and the client "
+                f"reported {json.dumps(shown)} instead of an error",
+                {"sent": sent, "reported": shown},
+                call.answer.exchange if call.answer else None,
+            )
+        if not _reward_matches(sent, shown):
+            return failed(f"{call.tool}: reward sent {json.dumps(sent)}, reported {json.dumps(shown)}", {"sent": sent, "reported": shown})
+        if bool(output.get("finished") is True) != (line.get("finished") is True):
+            return failed(
+                f"{call.tool}: finished sent {json.dumps(output.get('finished'))}, reported {json.dumps(line.get('finished'))}",
+                {"sent": output.get("finished"), "reported": line.get("finished")},
+            )
+    if not compared:
+        return None  # not provoked: no successful call was reported
+    return passed(f"{compared} reward(s) and finished flag(s) as sent", {"compared": compared})
+
+
+@client_check(
+    "client.failure_as_error",
+    title="A failed call (ok:false, an error event, no result, an HTTP error) is reported as an error, not as tool text",
+    severity=R,
+    spec="§12.9",
+    remediation='Report a failed call as {"error": ...} (raise in your client): handing the failure on as if the tool had answered trains on it.',
+    requires=_ADAPTER,
+)
+def failure_as_error(ctx: Context) -> CheckOutcome | None:
+    failures = 0
+    for call, line in ctx.aligned():
+        failure = call.failure
+        if failure is None:
+            continue
+        failures += 1
+        if line is not None and line.is_call:
+            return failed(
+                f"{call.tool} failed ({failure}) but the client reported it as the tool's answer: text {_short(line.get('text'), 80)!r}",
+                {"tool": call.tool, "failure": failure},
+                call.final.exchange,
+            )
+    if not ctx.traffic.created and ctx.run.log and not any(line.is_error for line in ctx.run.out.lines):
+        return failed("the session never opened, and the client reported no error", {"opened": False})
+    if not failures and ctx.traffic.created:
+        return None  # not provoked: no call failed in this case
+    return passed(f"{failures} failed call(s), each reported as an error" if failures else "the failure to open the session was reported")
+
+
+@client_check(
+    "client.episode_completed",
+    title="In a case a correct client survives, the client plays the script to its end",
+    severity=R,
+    spec="§12.4",
+    remediation="Retry what the server says is transient (429/503 with Retry-After, 502/504) and resume cut streams, so an episode survives them.",
+    requires=(*_ADAPTER, "client.retry_after", "client.resume_by_task_id", "client.no_4xx_retry"),
+)
+def episode_completed(ctx: Context) -> CheckOutcome | None:
+    run = ctx.run
+    if run.case.expect != "finish":
+        return None  # in this case a correct client reports an error instead
+    steps = run.script.steps
+    made = ctx.traffic.made
+    lines = ctx.lines
+    if len(made) < len(steps) and not (made and made[-1].finished):
+        why = made[-1].failure if made and made[-1].failure else "no failure the server saw"
+        return failed(f"the episode stopped after {len(made)} of {len(steps)} call(s) ({why})", {"calls": len(made)})
+    last = lines[len(made) - 1] if made and len(lines) >= len(made) else None
+    if last is None or not last.is_call:
+        return failed("the last call has no successful line in ORSBENCH_OUT", {"calls": len(made)})
+    if run.script.finished and last.get("finished") is not True:
+        return failed("the episode ended without finished: true", {"finished": last.get("finished")})
+    return passed(f"played {len(made)} call(s) to the end (reward {json.dumps(last.get('reward'))})", {"reward": last.get("reward")})
+
+
+@client_check(
+    "client.reward_convention",
+    title="Which episode reward the client reports where the per-call rewards' sum and last differ",
+    severity=ADV,
+    spec="§12.10",
+    remediation="Either convention is valid (§12.10); say which one your client uses, and use it everywhere.",
+    requires=_ADAPTER,
+)
+def reward_convention(ctx: Context) -> CheckOutcome | None:
+    rewards = [c.output.get("reward") for c in ctx.traffic.made if c.output is not None]
+    numbers = [float(r) for r in rewards if isinstance(r, (int, float)) and not isinstance(r, bool)]
+    if len(numbers) < 2 or sum(numbers) == numbers[-1]:
+        return None  # not provoked: the sum and the last reward agree
+    episode = ctx.run.out.episode_reward
+    conventions = {"sum": sum(numbers), "last non-null": numbers[-1]}
+    measured = {"episode_reward": episode, **conventions}
+    if episode is None:
+        return passed(f"the client reports per-call rewards only (sum {sum(numbers):g}, last {numbers[-1]:g}); no episode reward", measured)
+    used = [name for name, value in conventions.items() if isinstance(episode, (int, float)) and abs(float(episode) - value) < 1e-9]
+    if used:
+        return passed(f"episode reward {episode:g}: the {used[0]} convention", {**measured, "convention": used[0]})
+    return warned(f"episode reward {episode!r} is neither the sum ({sum(numbers):g}) nor the last non-null reward ({numbers[-1]:g})", measured)
+
+
+def checks() -> list[ClientCheck]:
+    """Every client check, in catalogue order."""
+    return CLIENT_CHECKS.values()

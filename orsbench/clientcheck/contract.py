@@ -1,0 +1,163 @@
+"""The adapter contract: how ``orsbench check-client`` talks to any client, in any language.
+
+For each case orsbench runs the user's command with the variables below set
+(and the same names as ``{url}``-style placeholders in the command, each
+replaced shell-quoted). The adapter plays the script with its client and
+appends one JSON line per call to ``ORSBENCH_OUT``. ``docs/clients.md`` says
+it in prose; this module is the one definition of the names and of what a
+valid output line is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+URL, ENV, SPLIT, INDEX, SCRIPT, OUT, SECRETS = (
+    "ORSBENCH_URL",
+    "ORSBENCH_ENV",
+    "ORSBENCH_SPLIT",
+    "ORSBENCH_INDEX",
+    "ORSBENCH_SCRIPT",
+    "ORSBENCH_OUT",
+    "ORSBENCH_SECRETS",
+)
+
+#: Placeholder name → the variable it stands for. ``{secrets}`` is deliberately not one:
+#: a secret never goes on a command line (``ps`` shows command lines to every user).
+PLACEHOLDERS: dict[str, str] = {"url": URL, "env": ENV, "split": SPLIT, "index": INDEX, "script": SCRIPT, "out": OUT}
+
+#: The API key the openreward SDK is given for a case server (which checks none): not a secret.
+CASE_API_KEY = "orsbench-case-server"
+
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+
+
+def expand(command: str, values: Mapping[str, str]) -> str:
+    """``command`` with each ``{url}``-style placeholder replaced by its value, shell-quoted.
+
+    Other braces are left alone (``{port}``, a shell ``${VAR}``, JSON in the command).
+    """
+    return _PLACEHOLDER.sub(lambda m: shlex.quote(values[PLACEHOLDERS[m.group(1)]]), command)
+
+
+def refused_placeholders(command: str) -> list[str]:
+    """Placeholders ``command`` uses that the contract refuses on purpose: ``{secrets}`` (a usage error)."""
+    return ["{secrets}"] if "{secrets}" in command else []
+
+
+@dataclass
+class OutLine:
+    """One line of ``ORSBENCH_OUT`` as the adapter wrote it, checked against the contract."""
+
+    number: int
+    raw: str
+    #: The decoded object (``None`` when the line is not a JSON object).
+    data: dict[str, Any] | None = None
+    #: What is wrong with the line (empty: a valid contract line).
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def is_error(self) -> bool:
+        return self.data is not None and "error" in self.data
+
+    @property
+    def is_call(self) -> bool:
+        return self.data is not None and "error" not in self.data and "tool" in self.data
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return (self.data or {}).get(key, default)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def parse_line(number: int, raw: str) -> OutLine:
+    """One output line, with every way it breaks the contract listed in ``problems``."""
+    line = OutLine(number, raw)
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        line.problems.append("not JSON")
+        return line
+    if not isinstance(data, dict):
+        line.problems.append(f"a JSON {type(data).__name__}, not an object")
+        return line
+    line.data = data
+    if "error" in data:
+        if not isinstance(data["error"], str):
+            line.problems.append('"error" is not a string')
+        return line
+    if not isinstance(data.get("tool"), str):
+        line.problems.append('no "tool" string (and no "error")')
+    if not isinstance(data.get("text"), str):
+        line.problems.append('"text" is missing or not a string')
+    if "reward" not in data:
+        line.problems.append('"reward" is missing (write null for no reward)')
+    elif data["reward"] is not None and not _is_number(data["reward"]):
+        line.problems.append(f'"reward" is {json.dumps(data["reward"])}, not a finite number or null')
+    if not isinstance(data.get("finished"), bool):
+        line.problems.append('"finished" is missing or not true/false')
+    if "episode_reward" in data and data["episode_reward"] is not None and not _is_number(data["episode_reward"]):
+        line.problems.append('"episode_reward" is not a finite number or null')
+    return line
+
+
+@dataclass
+class OutFile:
+    """What the adapter wrote to ``ORSBENCH_OUT``, read back within a size bound."""
+
+    lines: list[OutLine] = field(default_factory=list)
+    size: int = 0
+    exists: bool = False
+    #: The file was larger than the bound; only its head was read.
+    truncated: bool = False
+
+    @property
+    def entries(self) -> list[OutLine]:
+        """The lines that report a call or an error (the ones graded against the server's log)."""
+        return [line for line in self.lines if line.is_call or line.is_error]
+
+    @property
+    def invalid(self) -> list[OutLine]:
+        return [line for line in self.lines if not line.valid]
+
+    @property
+    def episode_reward(self) -> Any:
+        """The last ``episode_reward`` an adapter reported (clients that sum or pick one for the episode)."""
+        found = None
+        for line in self.lines:
+            if line.data is not None and "episode_reward" in line.data:
+                found = line.data["episode_reward"]
+        return found
+
+
+def read_out(path: str | Path, limit: int) -> OutFile:
+    """Read ``path`` (at most ``limit`` bytes) as contract lines; blank lines are ignored."""
+    out = OutFile()
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except FileNotFoundError:
+        return out
+    out.exists = True
+    out.size = len(data)
+    if len(data) > limit:
+        out.truncated = True
+        data = data[:limit]
+    text = data.decode("utf-8", errors="replace")
+    for number, raw in enumerate(text.splitlines(), 1):
+        if raw.strip():
+            out.lines.append(parse_line(number, raw))
+    return out

@@ -1,0 +1,119 @@
+"""Grade case runs with the client checks, and run a command over many cases into one report.
+
+The results are :class:`~orsbench.checks.model.CheckResult` objects in a
+:class:`~orsbench.checks.runner.Report`, so the terminal table, the JSON
+document and the JUnit XML of ``orsbench check`` serve ``check-client``
+unchanged, with the same exit codes. In the combined report each result's id
+names its case: ``client.tool_runs[sparse-reward+stream-drop]``.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from orsbench.checks.evidence import Options
+from orsbench.checks.model import CheckResult, CheckOutcome, Status, evidence_summaries
+from orsbench.checks.registry import SPEC_DOCUMENT
+from orsbench.checks.runner import Report
+from orsbench.clientcheck.cases import Case
+from orsbench.clientcheck.checks import ClientCheck, checks, context
+from orsbench.clientcheck.runner import CaseRun, run_case
+
+CaseCallback = Callable[[CaseRun, list[CheckResult]], None]
+
+
+def _result(check: ClientCheck, outcome: CheckOutcome, seconds: float) -> CheckResult:
+    return CheckResult(
+        id=check.id,
+        title=check.title,
+        status=outcome.status,
+        severity=check.severity,
+        message=outcome.message,
+        measured=outcome.measured,
+        evidence=evidence_summaries(outcome.evidence),
+        remediation=check.remediation,
+        spec=f"{SPEC_DOCUMENT} {check.spec}",
+        depends_on=outcome.depends_on,
+        duration_s=seconds,
+    )
+
+
+def grade(run: CaseRun) -> list[CheckResult]:
+    """Every client check's verdict on one case run, in catalogue order (ids without the case).
+
+    A check the case does not provoke (no ``Retry-After`` was sent, no stream was cut) has no entry.
+
+    A check whose ``requires`` include one that *failed* is skipped, naming it.
+    A case whose server did not start or could not be read has no verdicts:
+    :attr:`CaseRun.server_error` says why (orsbench's problem, not the client's).
+    """
+    if run.server_error:
+        return []
+    ctx = context(run)
+    done: dict[str, CheckResult] = {}
+    for check in checks():
+        start = time.monotonic()
+        outcome: CheckOutcome | None
+        unmet = next((dep for dep in check.requires if dep in done and done[dep].status in (Status.FAIL, Status.ERROR)), None)
+        if unmet is not None:
+            outcome = CheckOutcome(Status.SKIP, f"not judged: {unmet} failed", depends_on=unmet)
+        else:
+            try:
+                outcome = check.fn(ctx)
+            except Exception as exc:  # noqa: BLE001 - a check bug is reported, never fatal to the run
+                where = traceback.extract_tb(exc.__traceback__)[-1]
+                outcome = CheckOutcome(
+                    Status.ERROR,
+                    f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
+                )
+        if outcome is not None:  # None: the case does not provoke what the check judges
+            done[check.id] = _result(check, outcome, time.monotonic() - start)
+    return list(done.values())
+
+
+def scoped(results: Iterable[CheckResult], case: str) -> list[CheckResult]:
+    """``results`` with each id naming its case (``client.tool_runs[echo]``) for a report over many cases."""
+    return [
+        replace(r, id=f"{r.id}[{case}]", depends_on=f"{r.depends_on}[{case}]" if r.depends_on else None) for r in results
+    ]
+
+
+def check_client(
+    command: str,
+    cases: list[Case],
+    *,
+    timeout: float | None = None,
+    jobs: int = 1,
+    on_case: CaseCallback | None = None,
+) -> Report:
+    """Run ``command`` on each case (``jobs`` at a time), grade each, and gather one report.
+
+    ``on_case(run, results)`` is called as each case ends (progress). A case whose
+    server failed is an internal error of the report (exit 3), not a client failure.
+    """
+    report = Report(target=command, options=Options(), started_at=datetime.now(UTC).isoformat(timespec="seconds"))
+    began = time.monotonic()
+
+    def one(case: Case) -> tuple[CaseRun, list[CheckResult]]:
+        run = run_case(command, case, timeout)
+        return run, grade(run)
+
+    runs: dict[str, tuple[CaseRun, list[CheckResult]]] = {}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for run, results in pool.map(one, cases):
+            runs[run.case.name] = (run, results)
+            if on_case is not None:
+                on_case(run, results)
+    for case in cases:
+        run, results = runs[case.name]
+        if run.server_error:
+            report.internal_errors.append(f"{case.name}: {run.server_error}")
+        report.results.extend(scoped(results, case.name))
+        report.exchanges += run.requests_total
+    report.duration_s = time.monotonic() - began
+    return report

@@ -1,0 +1,213 @@
+"""What the server saw, as an episode: sessions, logical tool calls and their attempts.
+
+The request log is a flat list of exchanges; the client checks reason about
+*calls* — "reveal(position=0), which took a 429, a cut stream and a resume" —
+so this module groups the log once, the same way for every check:
+
+* a fresh ``/call`` (no ``task_id`` in its body) starts a new logical call,
+  unless it repeats the tool and input of the session's last call and that
+  call has no answer yet (a 429, a 5xx, a cut stream): then it is another
+  attempt of the same call (a retry, or a re-run after a cut);
+* a ``/call`` carrying a ``task_id`` is a resume, filed under the call whose
+  stream handed out that ``task_id``.
+
+Each log entry becomes an :class:`~orsbench.wire.evidence.Exchange`, so the
+checker's own readers (``result_of``, ``task_id_of``) classify the answers and
+reports show them as evidence exactly as ``orsbench check`` does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsbench import protocol
+from orsbench.checks.evidence import result_of, task_id_of
+from orsbench.wire.evidence import Exchange
+from orsbench.wire.sse import parse
+
+SESSION = protocol.SESSION_HEADER.lower()
+
+
+def exchange_of(entry: dict[str, Any]) -> Exchange:
+    """A request-log entry as the checker's :class:`Exchange` (the event stream parsed)."""
+    body = entry.get("body", "").encode("utf-8")
+    headers = dict(entry.get("headers") or {})
+    exchange = Exchange(
+        method=entry["method"],
+        url=entry["path"],
+        request_headers=dict(entry.get("request_headers") or {}),
+        request_body=entry.get("request_body", "").encode("utf-8"),
+        status=entry.get("status"),
+        headers=headers,
+        body=body,
+        started_at=float(entry.get("started_at") or 0.0),
+        elapsed=float((entry.get("ended_at") or entry.get("started_at") or 0.0) - (entry.get("started_at") or 0.0)),
+    )
+    if headers.get("content-type", "").startswith("text/event-stream"):
+        exchange.sse = parse(body)
+    if entry.get("status") is None:
+        exchange.error = "no answer"
+    return exchange
+
+
+def body_json(exchange: Exchange) -> dict[str, Any]:
+    try:
+        value = json.loads(exchange.request_body or b"{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class Attempt:
+    """One ``/call`` request of a logical call."""
+
+    exchange: Exchange
+    #: A resume (the body named a ``task_id``) rather than a fresh call.
+    resume: bool
+    #: The task this attempt's stream is about (handed out, or asked for).
+    task_id: str | None
+    #: ``result_of``'s classification: ``result``, ``error``, ``bad-json``, ``no-end``, ``http``.
+    kind: str
+    value: Any
+    #: The response ended normally (``False``: the connection was cut).
+    complete: bool
+
+    @property
+    def answered(self) -> bool:
+        """Whether this attempt carried the call's answer (a result or an error event)."""
+        return self.kind in ("result", "error", "bad-json")
+
+    @property
+    def cut_after_task_id(self) -> bool:
+        """A 200 stream that handed out its ``task_id`` and then stopped without an answer."""
+        return self.exchange.status == 200 and self.task_id is not None and not self.answered
+
+
+@dataclass
+class Call:
+    """One logical tool call: the attempts a client made to get one answer."""
+
+    sid: str | None
+    tool: str
+    input: Any
+    attempts: list[Attempt] = field(default_factory=list)
+    #: Made after an earlier call of the session had answered ``finished: true``.
+    after_finish: bool = False
+
+    @property
+    def final(self) -> Attempt:
+        return self.attempts[-1]
+
+    @property
+    def answer(self) -> Attempt | None:
+        """The attempt that carried the answer (the last one that did), if any."""
+        return next((a for a in reversed(self.attempts) if a.answered), None)
+
+    @property
+    def output(self) -> dict[str, Any] | None:
+        """The ``output`` of an ``ok: true`` answer (``None``: the call did not succeed)."""
+        answer = self.answer
+        if answer is None or answer.kind != "result" or answer.value.get("ok") is not True:
+            return None
+        output = answer.value.get("output")
+        return output if isinstance(output, dict) else None
+
+    @property
+    def failure(self) -> str | None:
+        """How the call failed, in words (``None``: it succeeded)."""
+        if self.output is not None:
+            return None
+        answer = self.answer
+        if answer is None:
+            final = self.final
+            if final.kind == "http":
+                return f"HTTP {final.value}" if final.value is not None else "no answer"
+            return "the stream ended without a result"
+        if answer.kind == "error":
+            return f"an error event: {str(answer.value)[:200]}"
+        if answer.kind == "bad-json":
+            return "a result that is not a JSON object"
+        return f"ok:false ({answer.value.get('reason')}): {str(answer.value.get('error'))[:200]}"
+
+    @property
+    def finished(self) -> bool:
+        output = self.output
+        return bool(output is not None and output.get("finished") is True)
+
+    @property
+    def fresh_runs(self) -> int:
+        return sum(1 for a in self.attempts if not a.resume and a.exchange.status == 200)
+
+
+def text_of(output: dict[str, Any]) -> str:
+    """The text an output shows a model: its text blocks' ``text``, concatenated in order."""
+    blocks = output.get("blocks") or []
+    return "".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+
+@dataclass
+class Traffic:
+    """The request log of one case, grouped."""
+
+    exchanges: list[Exchange]
+    calls: list[Call]
+    #: Session ids the server created (``/create`` answered 200), in order.
+    created: list[str]
+    #: Session ids a ``/delete`` was sent for.
+    deleted: set[str]
+    creates: list[Exchange]
+
+    @property
+    def made(self) -> list[Call]:
+        """The calls that count for the episode (those made before ``finished``)."""
+        return [c for c in self.calls if not c.after_finish]
+
+
+def group(entries: list[dict[str, Any]]) -> Traffic:
+    exchanges = [exchange_of(e) for e in entries]
+    calls: list[Call] = []
+    by_task: dict[str, Call] = {}
+    last_in_session: dict[str | None, Call] = {}
+    finished_sessions: set[str | None] = set()
+    created: list[str] = []
+    deleted: set[str] = set()
+    creates: list[Exchange] = []
+    for exchange, entry in zip(exchanges, entries):
+        sid = exchange.request_headers.get(SESSION)
+        path = exchange.url
+        if exchange.method == "POST" and path == protocol.CREATE:
+            creates.append(exchange)
+            if exchange.status == 200 and sid:
+                created.append(sid)
+            continue
+        if exchange.method == "POST" and path == protocol.DELETE:
+            if sid:
+                deleted.add(sid)
+            continue
+        if not (exchange.method == "POST" and path.endswith("/" + protocol.CALL)):
+            continue
+        body = body_json(exchange)
+        asked = body.get("task_id")
+        kind, value = result_of(exchange)
+        task_id = asked if asked is not None else task_id_of(exchange)
+        attempt = Attempt(exchange, asked is not None, task_id, kind, value, bool(entry.get("complete")))
+        if asked is not None and asked in by_task:
+            call = by_task[asked]
+        else:
+            previous = last_in_session.get(sid)
+            same = previous is not None and previous.tool == body.get("name") and previous.input == body.get("input")
+            if same and previous is not None and previous.answer is None and not asked:
+                call = previous
+            else:
+                call = Call(sid, str(body.get("name")), body.get("input"), after_finish=sid in finished_sessions)
+                calls.append(call)
+                last_in_session[sid] = call
+        call.attempts.append(attempt)
+        if task_id is not None and not attempt.resume:
+            by_task[task_id] = call
+        if call.finished and not call.after_finish:
+            finished_sessions.add(sid)
+    return Traffic(exchanges, calls, created, deleted, creates)

@@ -1,0 +1,276 @@
+"""Self-contained HTML reports: a check run (``check``, ``proxy``, ``check-client``) and the client matrix.
+
+A person acting on a failure wants to *see* it: the verdict first, then the
+findings with the exchange that broke the rule, the section it breaks and the
+command that shows it again. One file, inline CSS, no script and nothing
+fetched, so it opens the same from ``file://``, a CI artifact or a mail
+attachment. Failures and warnings are open; passes are folded (``<details>``).
+
+The view model is built here (grouping, SSE events one per line, JSON
+pretty-printed); the Jinja2 templates under ``templates/`` only lay it out,
+with autoescaping on. Both entry points take either the report object or its
+JSON document (``Report.to_json()``; the matrix result is JSON already), so
+any front end with the same report model can call them.
+
+Secrets never reach the page: request headers arrive masked from
+:meth:`~orsbench.wire.evidence.Exchange.summary`, secret-named headers are
+masked again here, and every known secret value (the run's API key, and any
+passed as ``secrets``) is scrubbed from the finished text.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import escape
+
+from orsbench import __version__
+from orsbench.reports.links import spec_links
+from orsbench.reports.terminal import label_of
+from orsbench.wire.reproduce import SECRET_VARIABLES
+from orsbench.wire.sse import SSEComment, SSEParser
+
+REDACTED = "<redacted>"
+#: Secrets shorter than this are not scrubbed (replacing "a" everywhere would wreck the page).
+MIN_SECRET = 4
+_OPEN = {"fail", "warn", "error"}
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("orsbench.reports", "templates"),
+    autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+# -- the wire exchange ------------------------------------------------------------------
+def _pretty(text: str) -> str:
+    """JSON pretty-printed when it parses (a truncated body does not: shown as it came)."""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        return text
+
+
+#: How :meth:`~orsbench.wire.evidence.Exchange.summary` marks a body it cut.
+_CUT = re.compile(r"\.\.\. \[(\d+) more chars\]$")
+
+
+def _sse_lines(body: str, *, cut: bool = False) -> list[str]:
+    """Each event of a stream on one line (``event: end  data: {...}``), comments (``: ping``) where they came."""
+    parser = SSEParser()
+    items = [*parser.feed(body.encode("utf-8"))]
+    events, comments = len(parser.stream.events), len(parser.stream.comments)
+    stream = parser.close()  # completes a last event the body did not end with a blank line
+    items += [*stream.comments[comments:], *stream.events[events:]]
+    lines = []
+    for item in items:
+        if isinstance(item, SSEComment):
+            lines.append(f":{item.text}")
+        else:
+            lines.append(f"event: {item.event}  data: {item.data}".replace("\n", "\\n"))
+    if stream.incomplete and not cut:
+        lines.append(f"(the stream ended inside an event: {stream.incomplete})")
+    return lines
+
+
+def exchange_view(item: Mapping[str, Any]) -> dict[str, Any]:
+    """One evidence entry (``Exchange.summary()``) as the page shows it."""
+    method, _, url = str(item.get("request", "")).partition(" ")
+    headers = {
+        k: (REDACTED if k.lower() in SECRET_VARIABLES else str(v)) for k, v in (item.get("request_headers") or {}).items()
+    }
+    response_headers = {str(k): str(v) for k, v in (item.get("headers") or {}).items()}
+    body = str(item.get("body") or "")
+    cut = _CUT.search(body)
+    if cut:  # the report keeps the first characters of a body only (Exchange.summary)
+        body = body[: cut.start()]
+    content_type = response_headers.get("content-type", "")
+    is_sse = content_type.startswith("text/event-stream") or body.startswith(("event:", "data:", ":"))
+    return {
+        "method": method,
+        "url": url,
+        "request_headers": headers,
+        "request_body": _pretty(str(item.get("request_body") or "")),
+        "status": item.get("status"),
+        "headers": response_headers,
+        "is_sse": bool(body) and is_sse,
+        "events": _sse_lines(body, cut=bool(cut)) if body and is_sse else [],
+        "body": _pretty(body) if body and not is_sse else body,
+        "error": item.get("error"),
+        "elapsed": item.get("elapsed_s"),
+        "cut": int(cut.group(1)) if cut else 0,
+    }
+
+
+# -- a check run ------------------------------------------------------------------------
+def _check_view(result: Mapping[str, Any]) -> dict[str, Any]:
+    label, style = label_of(result["status"], result["severity"], result.get("baseline"))
+    measured = result.get("measured")
+    return {
+        **result,
+        "label": label,
+        "style": style,
+        "open": style in _OPEN,
+        "anchor": "check-" + result["id"].replace(".", "-"),
+        "links": spec_links(result.get("spec", "")),
+        "exchanges": [exchange_view(e) for e in result.get("evidence") or []],
+        "measured_text": None if measured is None else json.dumps(measured, indent=2, ensure_ascii=False, default=repr)[:4000],
+    }
+
+
+def _groups(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Checks by id prefix, in report order (as the terminal lists them); a group with a finding is open."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for check in checks:
+        groups.setdefault(check["id"].split(".", 1)[0], []).append(check)
+    out = []
+    for name, members in groups.items():
+        counts: dict[str, int] = {}
+        for check in members:
+            counts[check["style"]] = counts.get(check["style"], 0) + 1
+        out.append({"name": name, "checks": members, "counts": counts, "open": any(c["open"] for c in members)})
+    return out
+
+
+def _findings(checks: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The sections the terminal's summary prints, in its order (only the non-empty ones)."""
+    sections = [
+        ("Failed (required)", [c for c in checks if c["label"] == "FAIL" and c["style"] == "fail"]),
+        ("Stale baseline entries (they pass now)", [c for c in checks if c["label"] == "STALE"]),
+        ("Errors (orsbench itself)", [c for c in checks if c["label"] == "ERROR"]),
+        ("Failed (recommended / advisory)", [c for c in checks if c["label"] == "FAIL" and c["style"] == "warn"]),
+        ("Warnings", [c for c in checks if c["label"] == "WARN"]),
+        ("Expected failures (baseline)", [c for c in checks if c["label"] == "XFAIL"]),
+    ]
+    return [(title, members) for title, members in sections if members]
+
+
+def report_document(report: Any) -> tuple[dict[str, Any], list[str]]:
+    """The report's JSON document, and the secrets the run knew (its API key, its ``--secret`` values)."""
+    if isinstance(report, Mapping):
+        return dict(report), []
+    options = getattr(report, "options", None)
+    known = [getattr(options, "api_key", None), *(getattr(options, "secrets", None) or {}).values()]
+    return report.to_json(), [str(k) for k in known if k]
+
+
+#: What a report document may leave out (another front end's report, a minimal one).
+_DOCUMENT_DEFAULTS: dict[str, Any] = {
+    "target": "",
+    "env": None,
+    "split": None,
+    "verdict": "error",
+    "exit_code": None,
+    "reason": None,
+    "started_at": "",
+    "duration_s": 0,
+    "baseline": None,
+    "options": {},
+    "summary": {},
+    "spec": "docs/protocol.md",
+}
+
+
+def render_check(report: Any, *, title: str = "orsbench check", secrets: Iterable[str] = ()) -> str:
+    """The HTML page of a check run (a ``Report`` or its JSON document)."""
+    data, known = report_document(report)
+    data = {**_DOCUMENT_DEFAULTS, **data}
+    checks = [_check_view(r) for r in data.get("checks", [])]
+    summary = {**dict.fromkeys(("pass", "fail", "warn", "skip", "error", "exchanges"), 0), "required_not_run": [], **(data["summary"] or {})}
+    page = _ENV.get_template("check.html.j2").render(
+        title=title,
+        report=data,
+        summary=summary,
+        checks=checks,
+        groups=_groups(checks),
+        findings=_findings(checks),
+        generated=_now(),
+        version=data.get("orsbench_version") or __version__,
+    )
+    return scrub(page, [*known, *secrets])
+
+
+# -- the client matrix ------------------------------------------------------------------
+_VERDICT_STYLE = {"survives": "pass", "fails clearly": "warn", "fails silently": "fail", "hangs": "error"}
+
+
+def _cell_view(row: Mapping[str, Any], defects: Mapping[str, str]) -> dict[str, Any]:
+    extra = {k: v for k, v in row.items() if k not in {"client", "server", "scenario", "profile", "verdict", "expected", "defects", "elapsed", "problems", "error"}}
+    return {
+        "elapsed": None,
+        "problems": [],
+        "error": None,
+        **row,
+        "style": _VERDICT_STYLE.get(row["verdict"], "skip"),
+        "defect_items": [(d, defects.get(d, "")) for d in row.get("defects") or []],
+        "right": row["verdict"] == row.get("expected") == "fails clearly",
+        "transcript": json.dumps(extra, indent=2, ensure_ascii=False, default=repr) if extra else "",
+    }
+
+
+def render_matrix(result: Mapping[str, Any], *, title: str = "orsbench matrix", secrets: Iterable[str] = ()) -> str:
+    """The HTML page of ``orsbench matrix``'s result: one coloured grid per client, each cell opening to its episode."""
+    servers = list(result.get("servers") or [])
+    server_defects = {d["id"]: d["summary"] for ds in (result.get("server_defects") or {}).values() for d in ds}
+    clients = []
+    for name, info in (result.get("clients") or {}).items():
+        defects = {**{d["id"]: d["summary"] for d in info.get("defects") or []}, **server_defects}
+        rows_of = [r for r in result.get("cells", []) if r["client"] == name]
+        keys = list(dict.fromkeys((r["profile"] or r["scenario"], r["profile"] is not None) for r in rows_of))
+        rows = []
+        for label, is_profile in keys:
+            cells = []
+            for server in servers:
+                match = next(
+                    (
+                        r
+                        for r in rows_of
+                        if r["server"] == server and (r["profile"] or r["scenario"]) == label and (r["profile"] is not None) == is_profile
+                    ),
+                    None,
+                )
+                cells.append(None if match is None else _cell_view(match, defects))
+            rows.append({"label": label, "is_profile": is_profile, "cells": cells})
+        counts: dict[str, int] = {}
+        for r in rows_of:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        clients.append({"name": name, "info": info, "rows": rows, "counts": counts})
+    page = _ENV.get_template("matrix.html.j2").render(
+        title=title,
+        servers=servers,
+        clients=clients,
+        result=result,
+        server_defects=result.get("server_defects") or {},
+        verdicts=list(_VERDICT_STYLE) + ["not run"],
+        styles={**_VERDICT_STYLE, "not run": "skip"},
+        generated=_now(),
+        version=__version__,
+    )
+    return scrub(page, secrets)
+
+
+# -- shared -----------------------------------------------------------------------------
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def scrub(text: str, secrets: Iterable[str], replacement: str = "&lt;redacted&gt;") -> str:
+    """``text`` with every secret (as written, JSON-escaped, HTML-escaped or base64) replaced by ``<redacted>``."""
+    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET}, key=len, reverse=True):
+        forms = {secret, json.dumps(secret)[1:-1], str(escape(secret)), base64.b64encode(secret.encode()).decode()}
+        for form in sorted(forms, key=len, reverse=True):
+            text = text.replace(form, replacement)
+    return text
+
+
+def write_html(page: str, path: str | Path) -> None:
+    Path(path).write_text(page, encoding="utf-8")

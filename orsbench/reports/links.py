@@ -1,0 +1,96 @@
+"""Links from a finding to the protocol section it cites (``docs/protocol.md §4.2`` → a URL with an anchor).
+
+Checks cite sections by number; a reader of an HTML report wants to click
+through to the text. The anchor is the one GitHub derives from the heading
+(``### 4.2 Rewards`` → ``#42-rewards``), so the section titles are needed:
+they are read from ``docs/protocol.md`` when it is there (a checkout) and
+otherwise from the copy packaged beside this module
+(``protocol_sections.json``, refreshed with ``python -m orsbench.reports.refresh_sections``;
+a test keeps it in step with the document). A numbered item that is no heading
+(``§11.6``) links to its enclosing section; an unknown one to the document.
+
+Where the document lives: ``$ORSBENCH_DOCS_URL`` (the GitHub Action sets it to
+the orsbench repository it runs from, ``…/blob/<ref>``), else a path relative
+to the report (right when the report is written at the root of a checkout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+DOCUMENT = "docs/protocol.md"
+DOCS_URL_ENV = "ORSBENCH_DOCS_URL"
+_PACKAGED = Path(__file__).with_name("protocol_sections.json")
+_CHECKOUT = Path(__file__).resolve().parents[2] / DOCUMENT
+_HEADING = re.compile(r"^#{2,4}\s+(\d+(?:\.\d+)*)\.?\s+(.*\S)\s*$")
+_SECTION = re.compile(r"§\s*(\d+(?:\.\d+)*)")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def sections_of(markdown: str) -> dict[str, str]:
+    """Section number → the full heading text (``"4.2"`` → ``"4.2 Rewards"``), for numbered headings."""
+    out: dict[str, str] = {}
+    for line in markdown.splitlines():
+        match = _HEADING.match(line)
+        if match:
+            number, title = match.groups()
+            heading = line.lstrip("#").strip()
+            out.setdefault(number, heading if title else number)
+    return out
+
+
+@lru_cache(maxsize=1)
+def sections() -> dict[str, str]:
+    if _CHECKOUT.is_file():
+        return sections_of(_CHECKOUT.read_text(encoding="utf-8"))
+    try:
+        return dict(json.loads(_PACKAGED.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return {}
+
+
+def docs_url() -> str:
+    base = os.environ.get(DOCS_URL_ENV, "").rstrip("/")
+    return f"{base}/{DOCUMENT}" if base else DOCUMENT
+
+
+def spec_links(spec: str) -> list[tuple[str, str]]:
+    """``"docs/protocol.md §3, §11.6"`` → ``[("§3", url#anchor), ("§11.6", url#anchor)]`` (the document alone without a §)."""
+    url = docs_url()
+    found = _SECTION.findall(spec or "")
+    if not found:
+        return [(spec or DOCUMENT, url)] if spec else []
+    known = sections()
+    return [(f"§{n}", _anchored(url, n, known)) for n in found]
+
+
+def _anchored(url: str, number: str, known: dict[str, str]) -> str:
+    """The URL of section ``number``, or of its nearest enclosing heading (``§11.6`` is an item of ``§11``)."""
+    parts = number.split(".")
+    while parts:
+        key = ".".join(parts)
+        if key in known:
+            return f"{url}#{slug(known[key])}"
+        parts.pop()
+    return url
+
+
+def refresh() -> int:
+    """Rewrite the packaged copy of the section titles from the checkout's docs/protocol.md."""
+    if not _CHECKOUT.is_file():
+        print(f"no {DOCUMENT} beside this checkout", file=sys.stderr)
+        return 2
+    table = sections_of(_CHECKOUT.read_text(encoding="utf-8"))
+    _PACKAGED.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {len(table)} sections to {_PACKAGED}")
+    return 0

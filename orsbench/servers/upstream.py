@@ -1,0 +1,325 @@
+"""The proxy's upstream side: keep-alive HTTP/1.1 connections to one origin, parsed by httptools.
+
+Why not httpx (what the proxy used first): measured behind ``orsbench proxy``, two
+thirds of the proxy's CPU went into httpcore's pool and anyio streams, and the
+pool scans *every* connection on every request (``has_expired`` polls each
+socket), so with 1,000 held streams each request cost O(1,000): 44x the mock's CPU
+per held session. A proxy to one origin needs far less: an idle list, a
+connection that writes one request and hands back the answer as it arrives. This
+module is that, on asyncio's own transports and the C parser uvicorn uses
+(``httptools``, llhttp) — the parsing is the library's; only the plumbing is ours.
+
+* One request at a time per connection; a connection goes back to the idle list
+  only when its answer was read to the end and the upstream keeps it alive. An
+  idle connection the upstream closes is dropped the moment the loop sees the
+  close (no per-request poll of every socket).
+* The answer's body comes as it arrives: one upstream read (``data_received``) is
+  one piece, so an SSE keep-alive reaches the reader when it reached the proxy.
+  Reading pauses while more than :data:`HIGH_WATER` bytes wait for a slow reader.
+* No read timeout of its own (the proxy adds none); connecting is bounded.
+* Nothing is added to the request but ``Host`` and the body's ``Content-Length``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ssl
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+import httptools
+
+#: Bytes of an answer buffered for a reader before the upstream connection stops reading.
+HIGH_WATER = 1 << 16
+#: Idle connections kept for reuse (more are closed when their answer is read).
+MAX_IDLE = 1024
+#: Methods whose request always carries a Content-Length, even 0 (as HTTP clients send them).
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class UpstreamError(Exception):
+    """The upstream could not be reached, or broke off an answer."""
+
+
+class UpstreamConnectError(UpstreamError):
+    """No answer at all: the connection failed, or closed before the status line."""
+
+
+class UpstreamCut(UpstreamError):
+    """The answer started, then stopped before its end (closed, reset or malformed)."""
+
+
+class Aborted(UpstreamError):
+    """The reader gave up on the answer (:meth:`UpstreamResponse.abort`)."""
+
+
+class _Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection; the current answer's state lives here too (one request at a time)."""
+
+    def __init__(self, pool: UpstreamPool) -> None:
+        self.pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.idle = False
+        self._parser = httptools.HttpResponseParser(self)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.status = 0
+        self.head_done: asyncio.Future[None] | None = None
+        self.pieces: collections.deque[bytes] = collections.deque()
+        self._piece: list[bytes] = []
+        self.buffered = 0
+        self.complete = False
+        self.failure: UpstreamError | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.paused = False
+        self._framed = False  # a Content-Length or Transfer-Encoding came
+        self._keep_alive = False
+
+    # -- asyncio.Protocol ---------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self.idle or self.head_done is None:  # bytes nobody asked for: the connection is not reusable
+            self._close()
+            return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(UpstreamCut(f"malformed answer from the upstream ({exc})"))
+            self._close()
+            return
+        if self._piece:  # one upstream read, one piece
+            piece = self._piece[0] if len(self._piece) == 1 else b"".join(self._piece)
+            self._piece.clear()
+            self.pieces.append(piece)
+            self.buffered += len(piece)
+            if self.buffered > HIGH_WATER and not self.paused and self.transport is not None:
+                self.paused = True
+                self.transport.pause_reading()
+            self._wake()
+
+    def eof_received(self) -> bool | None:
+        if not self._framed and self.head_done is not None and self.head_done.done() and not self.complete and self.failure is None:
+            self.complete = True  # an answer delimited by the close (no length, not chunked) ends here
+        self._close()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.pool._lost(self)
+        if self.head_done is not None and not self.complete and self.failure is None:
+            reason = f"{type(exc).__name__}: {exc}" if exc else "the upstream closed the connection"
+            if not self.head_done.done():
+                self._fail(UpstreamConnectError(f"no answer: {reason}"))
+            else:
+                self._fail(UpstreamCut(f"the answer was cut: {reason}"))
+        self._wake()
+
+    # -- httptools callbacks ------------------------------------------------------
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+        if len(name) in (14, 17) and name.lower() in (b"content-length", b"transfer-encoding"):
+            self._framed = True
+
+    def on_headers_complete(self) -> None:
+        self.status = self._parser.get_status_code()
+        if 100 <= self.status < 200:  # an interim answer (100 Continue): the real one follows
+            self.headers = []
+            self._framed = False
+            return
+        self._keep_alive = self._parser.should_keep_alive()  # read here: llhttp forgets it once the message ends
+        if self.head_done is not None and not self.head_done.done():
+            self.head_done.set_result(None)
+
+    def on_body(self, body: bytes) -> None:
+        self._piece.append(body)
+
+    def on_message_complete(self) -> None:
+        if 100 <= self.status < 200:
+            return
+        self.complete = True
+        self._wake()
+
+    # -- plumbing -------------------------------------------------------------------
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    def _fail(self, error: UpstreamError) -> None:
+        self.failure = error
+        if self.head_done is not None and not self.head_done.done():
+            self.head_done.set_exception(error)
+            self.head_done.exception()  # retrieved: no "exception never retrieved" when nobody awaits it
+        self._wake()
+
+    def _close(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.close()
+        self.closed = True
+
+    @property
+    def reusable(self) -> bool:
+        return not self.closed and self.complete and self.failure is None and self._keep_alive
+
+
+class UpstreamResponse:
+    """An answer being read: status and raw headers at once, then the body piece by piece."""
+
+    def __init__(self, conn: _Connection, head_only: bool) -> None:
+        self._conn = conn
+        self._head_only = head_only
+        self._released = False
+        self.status = conn.status
+        #: As received, names in their original case.
+        self.headers = conn.headers
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of the body received and not yet read."""
+        return self._conn.buffered
+
+    @property
+    def reading_paused(self) -> bool:
+        """Whether the connection stopped reading because the reader lags (more than HIGH_WATER buffered)."""
+        return self._conn.paused
+
+    async def next_piece(self) -> bytes | None:
+        """The next piece of the body as the upstream sent it; ``None`` at its end.
+
+        Raises :class:`UpstreamCut` when the upstream broke the answer off, :class:`Aborted` after
+        :meth:`abort`.
+        """
+        conn = self._conn
+        if self._head_only:
+            return None
+        while True:
+            if conn.pieces:
+                piece = conn.pieces.popleft()
+                conn.buffered -= len(piece)
+                if conn.paused and conn.buffered <= HIGH_WATER // 4 and conn.transport is not None and not conn.closed:
+                    conn.paused = False
+                    conn.transport.resume_reading()
+                return piece
+            if conn.failure is not None:
+                raise conn.failure
+            if conn.complete:
+                return None
+            if conn.closed:
+                raise UpstreamCut("the answer was cut: the upstream closed the connection")
+            conn.waiter = asyncio.get_running_loop().create_future()
+            await conn.waiter
+            conn.waiter = None
+
+    def abort(self, reason: str) -> None:
+        """Stop reading (the reader's client went away): the connection is closed, a waiting read raises."""
+        conn = self._conn
+        if conn.failure is None and not conn.complete:
+            conn._fail(Aborted(reason))
+        conn._close()
+
+    def release(self) -> None:
+        """Done with the answer: the connection goes back to the pool if it can carry another request."""
+        if self._released:
+            return
+        self._released = True
+        self._conn.pool._release(self._conn, reusable=not self._head_only and self._conn.reusable)
+
+
+class UpstreamPool:
+    """Keep-alive connections to one ``http(s)://host:port`` origin."""
+
+    def __init__(self, origin: str, *, connect_timeout: float = 10.0, max_idle: int = MAX_IDLE) -> None:
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"upstream must be an http(s) URL like http://127.0.0.1:8000, got {origin!r}")
+        self.host = parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.host_header = parts.netloc.rsplit("@", 1)[-1].encode("latin-1")
+        self._ssl = ssl.create_default_context() if parts.scheme == "https" else None
+        self.connect_timeout = connect_timeout
+        self.max_idle = max_idle
+        self._idle: collections.deque[_Connection] = collections.deque()
+        self._dead_idle = 0  # idle connections the upstream closed since the last prune
+        self._open: set[_Connection] = set()
+
+    @property
+    def connections(self) -> int:
+        """Connections open now (idle or carrying a request)."""
+        return len(self._open)
+
+    @property
+    def idle(self) -> int:
+        """Open connections waiting for a request."""
+        return len(self._idle) - self._dead_idle
+
+    async def request(
+        self, method: str, target: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
+    ) -> UpstreamResponse:
+        """Send one request (``target``: path and query, as sent); return once the answer's head is in.
+
+        ``headers`` are sent as given (the caller drops hop-by-hop ones, ``Host`` and
+        ``Content-Length``); raises :class:`UpstreamConnectError` when no answer came.
+        """
+        conn = await self._acquire()
+        lines = [f"{method} {target} HTTP/1.1\r\nhost: ".encode("latin-1"), self.host_header, b"\r\n"]
+        for name, value in headers:
+            lines += (name, b": ", value, b"\r\n")
+        if body or method in _BODY_METHODS:
+            lines.append(b"content-length: %d\r\n" % len(body))
+        lines.append(b"\r\n")
+        conn.head_done = asyncio.get_running_loop().create_future()
+        assert conn.transport is not None
+        conn.transport.write(b"".join(lines) + body if body else b"".join(lines))
+        try:
+            await conn.head_done
+        except BaseException:  # no answer, or cancelled while waiting: the connection carries a half-done request
+            conn._close()
+            raise
+        return UpstreamResponse(conn, head_only=method == "HEAD")
+
+    async def _acquire(self) -> _Connection:
+        while self._idle:
+            conn = self._idle.pop()  # the most recently used: the likeliest to be warm
+            if conn.closed:
+                self._dead_idle -= 1
+            else:
+                conn.idle = False
+                conn._reset()
+                return conn
+        loop = asyncio.get_running_loop()
+        try:
+            _, conn = await asyncio.wait_for(
+                loop.create_connection(lambda: _Connection(self), self.host, self.port, ssl=self._ssl),
+                self.connect_timeout,
+            )
+        except (OSError, TimeoutError, ssl.SSLError) as exc:
+            raise UpstreamConnectError(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from exc
+        self._open.add(conn)
+        return conn
+
+    def _release(self, conn: _Connection, *, reusable: bool) -> None:
+        if reusable and len(self._idle) < self.max_idle:
+            conn.idle = True
+            self._idle.append(conn)
+        else:
+            conn._close()
+
+    def _lost(self, conn: _Connection) -> None:
+        """A connection closed (either side). Idle ones stay in the list until skipped or pruned."""
+        self._open.discard(conn)
+        if conn.idle:
+            self._dead_idle += 1
+            if self._dead_idle > 64 and self._dead_idle > len(self._idle) // 2:
+                self._idle = collections.deque(c for c in self._idle if not c.closed)
+                self._dead_idle = 0
+
+    async def aclose(self) -> None:
+        for conn in list(self._open):
+            conn._close()
+        self._idle.clear()
+        self._open.clear()

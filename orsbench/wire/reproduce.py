@@ -1,0 +1,181 @@
+"""A ``curl`` reproducer for a finding: the exchanges that showed it, replayable from a shell.
+
+A reader who has to act on a failure wants the one command that shows it on
+their own machine (schemathesis prints one per failure). A reproducer is a
+short POSIX shell script:
+
+* ``BASE`` holds the server's URL, so the script runs against the same server
+  (or another one, by editing one line);
+* a session the exchange needs is opened first, as the run opened it, and its
+  id is carried over in a shell variable (``$SID1``): ``/create_session``'s
+  ``task_id`` is read back, otherwise a fresh id is made up, since a real
+  session id is single-use;
+* the session's ``/create`` is replayed before the exchange itself (the
+  calls in between are not: see :func:`steps`);
+* secrets are never written out: ``X-Secrets``, ``X-API-Key`` and
+  ``Authorization`` become ``$ORS_SECRETS`` / ``$ORS_API_KEY`` references
+  the reader sets themselves.
+
+Only the wire layer is involved: the script is built from
+:class:`~orsbench.wire.evidence.Exchange` objects, never from a check.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from orsbench import protocol
+from orsbench.wire.evidence import Exchange
+
+#: At most this many of a finding's exchanges are replayed (the first ones; later ones tend to repeat them).
+MAX_EVIDENCE = 3
+
+#: Seconds each ``curl`` may take (a stream that never ends cannot hang the script).
+TIME_LIMIT = 30
+
+#: Request headers whose values are secrets: the reproducer names an environment variable instead.
+SECRET_VARIABLES = {
+    protocol.SECRETS_HEADER.lower(): "ORS_SECRETS",
+    protocol.API_KEY_HEADER.lower(): "ORS_API_KEY",
+    "authorization": "ORS_AUTHORIZATION",
+}
+
+#: Headers curl sets by itself, or that would only add noise.
+_DROPPED = {"user-agent", "content-length", "host", "accept-encoding", "connection"}
+
+
+def _base_and_path(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    base = f"{parts.scheme}://{parts.netloc}"
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return base, path
+
+
+def _quote(text: str, sids: dict[str, str]) -> str:
+    """Shell-quote ``text``, with every known session id replaced by its variable (expanded)."""
+    pieces: list[str] = [text]
+    for sid, var in sorted(sids.items(), key=lambda kv: -len(kv[0])):
+        spliced: list[str] = []
+        for piece in pieces:
+            if piece.startswith("$SID"):
+                spliced.append(piece)
+                continue
+            chunks = piece.split(sid)
+            for i, chunk in enumerate(chunks):
+                if i:
+                    spliced.append(f"${var}")
+                spliced.append(chunk)
+        pieces = spliced
+    out = "".join(f'"{p}"' if p.startswith("$SID") else (shlex.quote(p) if p else "") for p in pieces)
+    return out or "''"
+
+
+def _session_of(exchange: Exchange) -> str | None:
+    for name, value in exchange.request_headers.items():
+        if name.lower() == protocol.SESSION_HEADER.lower():
+            return value
+    return None
+
+
+def _opened_by(history: Sequence[Exchange], sid: str) -> Exchange | None:
+    """The ``/create_session`` exchange whose ``task_id`` was ``sid``, if the run made one."""
+    for ex in history:
+        if ex.url.endswith(protocol.CREATE_SESSION) and ex.task_id == sid:
+            return ex
+    return None
+
+
+def _is_session(history: Sequence[Exchange], sid: str) -> bool:
+    """Whether ``sid`` named a session the run itself created (as opposed to a made-up id it probed with)."""
+    return any(_session_of(ex) == sid and ex.url.endswith(protocol.CREATE) for ex in history)
+
+
+def _curl(exchange: Exchange, sids: dict[str, str], *, api_key: bool) -> str:
+    _, path = _base_and_path(exchange.url)
+    args = [f"curl -sS -i -N -m {TIME_LIMIT:g}", "-X", exchange.method, f'"$BASE"{_quote(path, sids)}']
+    seen_key = False
+    for name, value in exchange.request_headers.items():
+        lower = name.lower()
+        if lower in _DROPPED:
+            continue
+        if lower in SECRET_VARIABLES:
+            seen_key = seen_key or lower == protocol.API_KEY_HEADER.lower()
+            args += ["-H", f'"{name}: ${SECRET_VARIABLES[lower]}"']
+        else:
+            args += ["-H", _quote(f"{name}: {value}", sids)]
+    if api_key and not seen_key:
+        args += ["-H", f'"{protocol.API_KEY_HEADER}: ${SECRET_VARIABLES[protocol.API_KEY_HEADER.lower()]}"']
+    if exchange.request_body:
+        body = exchange.request_body.decode("utf-8", errors="replace")
+        args += ["--data-binary", _quote(body, sids)]
+    return " ".join(args)
+
+
+def steps(evidence: Sequence[Exchange], history: Sequence[Exchange]) -> tuple[list[Exchange], dict[str, str]]:
+    """The exchanges to replay, in the run's order, and the session ids that become variables.
+
+    A session the evidence used is set up again (its ``/create``); the requests the session made
+    in between are not replayed, since the exchange that shows a defect is what a reader wants to
+    see and a check that depends on an earlier call (a call after ``finished``) lists that call as
+    evidence too.
+    """
+    order = {id(ex): i for i, ex in enumerate(history)}
+    wanted: dict[int, Exchange] = {}
+    sids: dict[str, str] = {}
+    for target in evidence[:MAX_EVIDENCE]:
+        wanted[id(target)] = target
+        sid = _session_of(target)
+        if sid is None or not _is_session(history, sid):
+            continue
+        sids.setdefault(sid, f"SID{len(sids) + 1}")
+        end = order.get(id(target), len(history))
+        create = next((ex for ex in history[:end] if _session_of(ex) == sid and ex.url.endswith(protocol.CREATE)), None)
+        if create is not None:
+            wanted.setdefault(id(create), create)
+    ordered = sorted(wanted.values(), key=lambda ex: order.get(id(ex), len(history)))
+    return ordered, sids
+
+
+def reproducer(
+    evidence: Sequence[Exchange],
+    history: Sequence[Exchange] = (),
+    *,
+    api_key: bool = False,
+    note: str = "",
+) -> str | None:
+    """A shell script that sends ``evidence`` again (with the session set-up it needs); ``None`` without evidence.
+
+    ``history`` is every exchange of the run, in order (where the session set-up comes from);
+    ``api_key`` says the run sent an API key (the script then sends ``$ORS_API_KEY``).
+    """
+    if not evidence:
+        return None
+    replayed, sids = steps(evidence, history)
+    base, _ = _base_and_path(evidence[0].url)
+    lines = []
+    if note:
+        lines += [f"# {line}" for line in note.splitlines()]
+    lines.append(f"BASE={shlex.quote(base)}")
+    secrets = {var for ex in replayed for name, var in SECRET_VARIABLES.items() if name in {h.lower() for h in ex.request_headers}}
+    if api_key:
+        secrets.add(SECRET_VARIABLES[protocol.API_KEY_HEADER.lower()])
+    for var in sorted(secrets):
+        lines.append(f'# set ${var} first (orsbench never writes secrets out): export {var}=...')
+    for sid, var in sids.items():
+        opener = _opened_by(history, sid)
+        if opener is not None:
+            key = f' -H "{protocol.API_KEY_HEADER}: $ORS_API_KEY"' if api_key else ""
+            lines.append(
+                f"{var}=$(curl -sS -N -X POST \"$BASE\"{protocol.CREATE_SESSION}{key} "
+                "| sed -n 's/^data: *//p' | head -n 1 | tr -d '\\r')"
+            )
+        else:
+            lines.append(f'{var}="orsbench-repro-$$-{var.lower()}"')
+    rendered = [_curl(ex, sids, api_key=api_key) for ex in replayed]
+    for i, line in enumerate(rendered):
+        lines.append(line if i == len(rendered) - 1 else line + "; echo")
+    return "\n".join(lines)

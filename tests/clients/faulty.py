@@ -1,0 +1,160 @@
+"""Deliberately faulty ORS clients for the check-client tests: ``python faulty.py FAULT``.
+
+Each fault is the reference adapter (``orsbench/clientcheck/reference.py``,
+raw httpx) with exactly one rule broken, so a test can assert that
+``check-client`` fails exactly the check naming that rule. Four more misbehave
+as processes: they hang, crash, flood the server or write garbage.
+
+Loaded by path, like the reference adapter run as a file, so each run starts
+without importing the orsbench package.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_spec = importlib.util.spec_from_file_location("orsbench_reference", Path(__file__).resolve().parents[2] / "orsbench/clientcheck/reference.py")
+assert _spec is not None and _spec.loader is not None
+reference = importlib.util.module_from_spec(_spec)
+sys.modules["orsbench_reference"] = reference
+_spec.loader.exec_module(reference)
+Adapter, protocol = reference.Adapter, reference.protocol
+
+
+class NoResume(Adapter):
+    """A cut stream is called afresh instead of resumed by its task_id (the tool runs again)."""
+
+    def after_cut(self, tool: str, tool_input: dict[str, Any], task_id: str) -> Any:
+        return self.stream({"name": tool, "input": tool_input})
+
+
+class StripChunks(Adapter):
+    """Every chunk's data loses its leading whitespace (the openreward SDK's lstrip, §3.3)."""
+
+    def assemble(self, stream: Any) -> str | None:
+        parts = []
+        for event in stream.events:
+            if event.event in (protocol.EVENT_CHUNK, protocol.EVENT_END):
+                parts.append(event.data.lstrip())
+                if event.event == protocol.EVENT_END:
+                    return "".join(parts)
+        return None
+
+
+class Retry4xx(Adapter):
+    """Every error status is retried, a 400 included."""
+
+    def should_retry(self, response: Any) -> bool:
+        return response.status_code >= 400
+
+    def retry_delay(self, response: Any) -> float:
+        return 0.1
+
+
+class IgnoreRetryAfter(Adapter):
+    """Retries at once, whatever Retry-After says."""
+
+    def retry_delay(self, response: Any) -> float:
+        return 0.05
+
+
+class NoDelete(Adapter):
+    """Never deletes its session."""
+
+    def close(self) -> None:
+        pass
+
+
+class CallAfterFinished(Adapter):
+    """Ignores finished: true and makes one more call (an eager model's)."""
+
+    def should_stop(self, output: dict[str, Any]) -> bool:
+        return False
+
+    def play(self) -> int:
+        self.calls = [*self.calls, self.calls[-1]]
+        return super().play()
+
+
+class BoolReward(Adapter):
+    """Takes a JSON boolean reward as a number (true → 1.0)."""
+
+    def validate(self, output: dict[str, Any]) -> None:
+        if isinstance(output.get("reward"), bool):
+            output["reward"] = float(output["reward"])
+        super().validate(output)
+
+
+class DropEnvName(Adapter):
+    """Leaves env_name out of /create (the server's default environment answers)."""
+
+    def create_body(self) -> dict[str, Any]:
+        body = super().create_body()
+        del body["env_name"]
+        return body
+
+
+class ErrorAsText(Adapter):
+    """Hands a failed call on as the tool's text ("Error: ...") and carries on, as TRL does."""
+
+    def report_failure(self, tool: str, error: Exception) -> bool:
+        self.write({"tool": tool, "text": f"Error: {error}", "reward": None, "finished": False})
+        return False
+
+
+class Hang(Adapter):
+    """Opens its session, then waits forever."""
+
+    def play(self) -> int:
+        self.open()
+        time.sleep(3600)
+        return 0
+
+
+class Crash(Adapter):
+    """Opens its session, then dies with a traceback and nothing reported."""
+
+    def play(self) -> int:
+        self.open()
+        raise RuntimeError("the client fell over")
+
+
+class Flood(Adapter):
+    """Asks for the tool list in a tight loop (a polling bug): a request storm."""
+
+    def play(self) -> int:
+        while True:
+            self.http.get(protocol.env_path(self.env_name, protocol.TOOLS))
+
+
+class Garbage(Adapter):
+    """Plays the episode correctly but writes lines that are not the contract's."""
+
+    def write(self, line: dict[str, Any]) -> None:
+        with open(self.out_path, "a", encoding="utf-8") as handle:
+            handle.write("OK " + json.dumps(line)[:20] + "\n[1, 2]\n")
+
+
+FAULTS: dict[str, type[Adapter]] = {
+    "no-resume": NoResume,
+    "strip-chunks": StripChunks,
+    "retry-4xx": Retry4xx,
+    "ignore-retry-after": IgnoreRetryAfter,
+    "no-delete": NoDelete,
+    "call-after-finished": CallAfterFinished,
+    "bool-reward": BoolReward,
+    "drop-env-name": DropEnvName,
+    "error-as-text": ErrorAsText,
+    "hang": Hang,
+    "crash": Crash,
+    "flood": Flood,
+    "garbage": Garbage,
+}
+
+if __name__ == "__main__":
+    sys.exit(reference.main(FAULTS[sys.argv[1]]))

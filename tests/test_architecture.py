@@ -1,0 +1,120 @@
+"""``docs/architecture.md`` stays true: a dummy of each extension point, added by touching only what it says.
+
+Each dummy (``tests/architecture_dummies.py``) is added with ``Registry.temporarily`` and shown
+usable through the front ends a user runs — nothing else in orsbench names it — and the files the
+"to add one" table names exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from orsbench.checks import CHECKS, Options, Status, run_checks
+from orsbench.cli import SUBCOMMANDS, main
+from orsbench.cli.types import fault_names
+from orsbench.config import ServerConfig
+from orsbench.scenarios import SCENARIOS, generic_scenarios, get_scenario
+from orsbench.servers import launch
+from orsbench.servers.app import build_app
+from orsbench.servers.faults import FAULTS, wrap_app
+from orsbench.servers.implementations import IMPLEMENTATIONS, ors_servers
+from tests.architecture_dummies import (
+    DUMMY_CHECK,
+    DUMMY_EXIT,
+    DUMMY_FAULT,
+    DUMMY_IMPLEMENTATION,
+    DUMMY_SUBCOMMAND,
+    FAULTED,
+    SERVED_BY,
+    DummyScenario,
+    build_dummy,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = (ROOT / "docs" / "architecture.md").read_text()
+
+
+def _get(app: object, paths: list[str]) -> list[httpx.Response]:
+    async def run() -> list[httpx.Response]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://orsbench") as client:  # type: ignore[arg-type]
+            return [await client.get(path) for path in paths]
+
+    return asyncio.run(run())
+
+
+def test_a_dummy_scenario_is_listed_and_served(capsys: pytest.CaptureFixture[str]) -> None:
+    name = DummyScenario.name
+    with SCENARIOS.temporarily(DummyScenario):
+        assert main(["scenarios"]) == 0
+        assert re.search(rf"^{name}\s+{re.escape(DummyScenario.summary)}$", capsys.readouterr().out, re.M)
+        assert name in generic_scenarios()
+        environments, tools = _get(build_app([get_scenario(name)], ServerConfig()), ["/list_environments", f"/{name}/tools"])
+        assert environments.json() == [name]
+        assert [t["name"] for t in tools.json()["tools"]] == ["say"]
+    assert name not in SCENARIOS
+
+
+def test_a_dummy_fault_applies_on_the_engine_and_around_any_app() -> None:
+    with FAULTS.temporarily(DUMMY_FAULT):
+        assert fault_names(DUMMY_FAULT.name) == [DUMMY_FAULT.name]  # `--fault` accepts it
+        on_engine = build_app([get_scenario("echo")], ServerConfig(faults=(DUMMY_FAULT.name,)))
+        around = wrap_app(build_dummy([get_scenario("echo")], ServerConfig()), (DUMMY_FAULT.name,), seed=0)
+        for app in (on_engine, around):
+            (health,) = _get(app, ["/health"])
+            assert health.status_code == 200 and health.headers[FAULTED[0].decode()] == FAULTED[1].decode()
+    (plain,) = _get(build_app([get_scenario("echo")], ServerConfig()), ["/health"])
+    assert FAULTED[0].decode() not in plain.headers
+    assert DUMMY_FAULT.name not in FAULTS
+
+
+def test_a_dummy_subcommand_runs_through_orsbench() -> None:
+    with SUBCOMMANDS.temporarily(DUMMY_SUBCOMMAND):
+        assert main([DUMMY_SUBCOMMAND.name]) == DUMMY_EXIT
+    assert DUMMY_SUBCOMMAND.name not in SUBCOMMANDS
+
+
+def test_a_dummy_implementation_serves_a_dummy_scenario_and_a_dummy_check_passes_on_it() -> None:
+    with IMPLEMENTATIONS.temporarily(DUMMY_IMPLEMENTATION):
+        assert DUMMY_IMPLEMENTATION.name in ors_servers()  # every ORS-server choice lists it
+    # The server process registers the dummy scenario and implementation itself and runs `orsbench serve`.
+    server = launch.start_command(
+        [sys.executable, str(ROOT / "tests" / "architecture_dummies.py"), "{port}"], env={"PYTHONPATH": str(ROOT)}
+    )
+    try:
+        assert server.env_name == DummyScenario.name
+        assert httpx.get(server.url + "/health", timeout=10).headers[SERVED_BY[0].decode()] == SERVED_BY[1].decode()
+        with CHECKS.temporarily(DUMMY_CHECK):
+            report = run_checks(server.url, Options(env=server.env_name), only=[DUMMY_CHECK.id, "discovery.*", "session.create"])
+        assert report.result(DUMMY_CHECK.id).status is Status.PASS
+        assert report.exit_code == 0, [(r.id, r.status, r.message) for r in report.results if r.status is not Status.PASS]
+    finally:
+        server.stop()
+    assert DUMMY_CHECK.id not in CHECKS
+
+
+def test_every_file_the_add_table_names_exists() -> None:
+    table = DOC.split("## To add one, touch these files")[1].split("## Data paths")[0]
+    named = set(re.findall(r"`((?:orsbench|docs|tests)/[\w/.-]+)`", table))
+    assert len(named) >= 10
+    missing = sorted(path for path in named if not (ROOT / path).exists())
+    assert not missing, missing
+    for kind in ("check", "scenario", "fault", "server implementation", "CLI subcommand", "client target"):
+        assert re.search(rf"^\| {kind} \|", table, re.M), kind
+
+
+def test_every_registry_the_doc_names_is_a_registry_where_it_says() -> None:
+    from orsbench.registry import Registry
+
+    rows = re.findall(r"^\| `(\w+)`(?:, `(\w+)`)? \| `([\w/.]+)`(?:, `[^`]+`)? \|", DOC, re.M)
+    assert len(rows) >= 5
+    for first, second, path in rows:
+        module = __import__(path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"), fromlist=["_"])
+        assert isinstance(getattr(module, first), Registry), (first, path)
+        if second:
+            assert isinstance(getattr(sys.modules["orsbench.servers.faults.violations"], second), Registry), second

@@ -1,0 +1,189 @@
+"""``orsbench check-client``: the reference client passes every case; each faulty client fails its one check.
+
+The faulty clients (``tests/clients/faulty.py``) are the reference adapter
+with one rule broken each; four more hang, crash, flood the server or write
+garbage. Each must get a clear verdict for its case, and none may stall a run.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from orsbench import protocol
+from orsbench.checks.model import Status
+from orsbench.cli import main
+from orsbench.clientcheck import cases, check_client, get_case, grade, run_case, runner
+from orsbench.clientcheck.contract import expand, parse_line
+from orsbench.clientcheck.reference import command as reference_command
+from orsbench.config import ServerConfig
+from orsbench.servers.launch import serve
+
+FAULTY = Path(__file__).parent / "clients" / "faulty.py"
+
+
+def faulty(fault: str) -> str:
+    return shlex.join([sys.executable, str(FAULTY), fault])
+
+
+def failing(results) -> set[str]:  # type: ignore[no-untyped-def]
+    return {r.id for r in results if r.status in (Status.FAIL, Status.ERROR)}
+
+
+# -- the contract ------------------------------------------------------------------------------
+
+
+def test_placeholders_are_shell_quoted_and_other_braces_left_alone():
+    values = {"ORSBENCH_URL": "http://127.0.0.1:1", "ORSBENCH_ENV": "my env", "ORSBENCH_SPLIT": "train",
+              "ORSBENCH_INDEX": "0", "ORSBENCH_SCRIPT": "/t/s.json", "ORSBENCH_OUT": "/t/o; rm -rf /"}  # fmt: skip
+    assert expand("c --env {env} --out {out} {port} ${HOME} '{\"a\": 1}'", values) == (
+        "c --env 'my env' --out '/t/o; rm -rf /' {port} ${HOME} '{\"a\": 1}'"
+    )
+
+
+@pytest.mark.parametrize(
+    "raw, problem",
+    [
+        ('{"tool": "t", "text": "x", "reward": true, "finished": true}', '"reward" is true'),
+        ('{"tool": "t", "text": "x", "reward": null}', '"finished" is missing'),
+        ('{"tool": "t", "text": 3, "reward": 1, "finished": false}', '"text" is missing or not a string'),
+        ('{"tool": "t", "text": "x", "finished": false}', '"reward" is missing'),
+        ("[1]", "a JSON list"),
+        ("OK", "not JSON"),
+    ],
+)
+def test_a_line_breaking_the_contract_says_how(raw, problem):
+    line = parse_line(1, raw)
+    assert not line.valid and any(problem in p for p in line.problems), line.problems
+
+
+def test_valid_lines():
+    assert parse_line(1, '{"tool": "t", "text": "", "reward": null, "finished": false, "extra": 1}').valid
+    assert parse_line(2, '{"error": "boom"}').is_error
+
+
+# -- the request log -----------------------------------------------------------------------------
+
+
+def test_the_request_log_keeps_secret_names_never_values():
+    header = base64.b64encode(json.dumps({"TOKEN": {"value": "s3cr3t-value"}}).encode()).decode()
+    with serve("echo", config=ServerConfig(request_log=True)) as server:
+        sid = httpx.post(server.url + protocol.CREATE_SESSION).text.split("data: ")[1].split("\r\n")[0]
+        created = httpx.post(
+            server.url + protocol.CREATE,
+            headers={protocol.SESSION_HEADER: sid, protocol.SECRETS_HEADER: header, protocol.API_KEY_HEADER: "key-value"},
+            json={"env_name": "echo", "split": "train", "index": 0},
+        )
+        assert created.status_code == 200
+        text = httpx.get(server.url + protocol.REQUEST_LOG).text
+    log = json.loads(text)
+    create = next(e for e in log["entries"] if e["path"] == protocol.CREATE)
+    assert create["secret_names"] == ["TOKEN"] and create["status"] == 200 and create["complete"]
+    assert "s3cr3t-value" not in text and header not in text and "key-value" not in text
+    assert log["total"] == 2
+
+
+# -- the reference client --------------------------------------------------------------------------
+
+
+def test_the_reference_client_passes_every_case():
+    report = check_client(reference_command(), cases(), jobs=2)
+    assert report.exit_code == 0, [(r.id, r.message) for r in report.results if r.status is not Status.PASS]
+    assert not [r for r in report.results if r.status is not Status.PASS]
+    judged = {r.id.split("[")[0] for r in report.results}
+    assert {"client.resume_by_task_id", "client.retry_after", "client.no_4xx_retry", "client.failure_as_error"} <= judged
+
+
+# -- one broken rule, one failing check -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fault, case, check",
+    [
+        ("no-resume", "sparse-reward+stream-drop", "client.resume_by_task_id"),
+        ("strip-chunks", "schema-zoo", "client.text_verbatim"),
+        ("retry-4xx", "echo+missing-task", "client.no_4xx_retry"),
+        ("ignore-retry-after", "sparse-reward+rate-limit", "client.retry_after"),
+        ("no-delete", "echo", "client.session_deleted"),
+        ("call-after-finished", "echo", "client.stops_at_finished"),
+        ("bool-reward", "echo+reward-bool", "client.reward_as_sent"),
+        ("drop-env-name", "echo", "client.env_name"),
+        ("error-as-text", "sparse-reward+tool-raises", "client.failure_as_error"),
+        ("garbage", "sparse-reward", "client.out_valid"),
+    ],
+)
+def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, check):
+    results = grade(run_case(faulty(fault), get_case(case), timeout=15))
+    assert failing(results) == {check}, [(r.id, r.status.value, r.message) for r in results]
+    found = next(r for r in results if r.id == check)
+    assert found.spec.startswith("docs/protocol.md §12.") and found.remediation
+
+
+def test_a_hanging_client_is_stopped_at_its_deadline():
+    began = time.monotonic()
+    run = run_case(faulty("hang"), get_case("echo"), timeout=3)
+    assert time.monotonic() - began < 3 + 15  # the deadline, the grace period, a server start and stop
+    assert run.stopped_for == "deadline" and run.exit_code != 0
+    assert failing(grade(run)) == {"client.exits_in_time"}
+
+
+def test_a_crashing_client_is_a_crash_not_a_report():
+    run = run_case(faulty("crash"), get_case("echo"), timeout=15)
+    results = grade(run)
+    assert failing(results) == {"client.exit_status"}
+    assert "the client fell over" in next(r for r in results if r.id == "client.exit_status").message
+
+
+def test_a_flooding_client_is_stopped_as_a_request_storm(monkeypatch):
+    monkeypatch.setattr(runner, "STORM_LIMIT", 150)
+    run = run_case(faulty("flood"), get_case("echo"), timeout=30)
+    assert run.stopped_for == "request storm" and run.duration_s < 25
+    assert failing(grade(run)) == {"client.exits_in_time", "client.request_budget"}
+
+
+# -- the command line and pytest ---------------------------------------------------------------------
+
+
+def test_the_cli_reports_a_faulty_client_with_exit_1_and_names_the_case(tmp_path, capsys):
+    out = tmp_path / "report.json"
+    code = main(["check-client", "--cmd", faulty("drop-env-name"), "--cases", "echo", "--json", str(out), "--junit", str(tmp_path / "j.xml")])
+    assert code == 1
+    report = json.loads(out.read_text())
+    assert report["summary"]["failed_required"] == ["client.env_name[echo]"]
+    assert 'name="client.env_name[echo]"' in (tmp_path / "j.xml").read_text()
+    assert "client.env_name" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["check-client"], "give the client command"),
+        (["check-client", "--cmd", "x", "--cases", "nope"], "unknown client case 'nope'"),
+        (["check-client", "--cmd", "x --token {secrets}"], "secrets never go on a command line"),
+        (["check-client", "--cmd", "x", "--timeout", "0"], "must be greater than 0"),
+    ],
+)
+def test_usage_errors_exit_2_naming_the_fix(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_pytest_runs_each_case_as_a_test(tmp_path):
+    def pytest_run(cmd: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                "--ors-client-cmd", cmd, "--ors-client-cases", "echo"]  # fmt: skip
+        return subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    good = pytest_run(reference_command())
+    assert good.returncode == 0 and "1 passed" in good.stdout, good.stdout[-2000:]
+    bad = pytest_run(faulty("no-delete"))
+    assert bad.returncode == 1 and "client.session_deleted" in bad.stdout and "test_client_case[echo]" in bad.stdout

@@ -50,9 +50,17 @@ def _record_script(server, scenario: str, path) -> dict:
 #: broken-session calls a tool on a session whose tool listing it never asked for, and a replay serves the tools
 #: the recording listed.
 NOT_REPLAYABLE = {"slow", "broken-session"}
+#: Hazard scenarios a cassette does not replay yet (docs/cassettes.md, "What a replay cannot show"):
+#: a replay's sessions are the mock engine's, so a session the live env refused for want of a secret
+#: opens on the replay; and the replay serves the first recorded environment, where two-envs serves a
+#: decoy beside its own. Both are known gaps, named here rather than skipped silently.
+NOT_REPLAYED_HAZARDS = {
+    "secrets": "session admission (a /create refused for a missing X-Secrets) is not replayed",
+    "two-envs": "a replay serves one environment; two-envs serves its decoy beside it",
+}
 
 
-@pytest.mark.parametrize("scenario", [s for s in SCRIPTS if s not in NOT_REPLAYABLE])
+@pytest.mark.parametrize("scenario", [s for s in SCRIPTS if s not in NOT_REPLAYABLE | NOT_REPLAYED_HAZARDS.keys()])
 def test_record_then_replay_gives_the_same_client_visible_transcript(ors_server_factory, tmp_path, scenario):
     live = ors_server_factory(scenario, params=PARAMS.get(scenario))
     path = tmp_path / f"{scenario}.cassette.json"
@@ -190,7 +198,7 @@ def test_replay_through_the_ors_server_fixture_and_the_sdk_client(ors_server_fac
     assert outputs and outputs[-1].finished is True and outputs[-1].reward == 1.0
 
 
-@pytest.mark.parametrize("scenario", [n for n in SCENARIOS if n != "cassette"])
+@pytest.mark.parametrize("scenario", [n for n in SCENARIOS if n != "cassette" and n not in NOT_REPLAYED_HAZARDS])
 def test_every_scenario_replays_discovery_dataset_and_every_recorded_call_identically(ors_server_factory, tmp_path, scenario):
     from orsbench.scenarios import suite_params
 

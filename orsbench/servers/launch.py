@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import http.client
 import json
 import os
 import shlex
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Mapping, Sequence
@@ -412,11 +414,22 @@ def _first_env(server: RunningServer) -> str:
 
 
 def _healthy(url: str) -> bool:
-    """Whether ``GET /health`` answers 200 now; a refused or timed-out connection is "not yet", not an error."""
+    """Whether ``GET /health`` answers 200 now; a refused or timed-out connection is "not yet", not an error.
+
+    The standard library's ``http.client``, not httpx: the probe runs up to 50 times a second
+    while a server starts, and it also runs inside Locust's gevent-patched processes, where an
+    httpx client imports httpcore, which imports trio where trio is installed — and trio needs
+    the ``select.epoll`` that gevent removes.
+    """
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=2)
     try:
-        return local_http().get(url + protocol.HEALTH, timeout=2).status_code == 200
-    except httpx.HTTPError:
+        connection.request("GET", parts.path.rstrip("/") + protocol.HEALTH)
+        return connection.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
         return False
+    finally:
+        connection.close()
 
 
 def _wait_healthy(server: RunningServer, deadline: float) -> None:

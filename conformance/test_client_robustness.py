@@ -128,7 +128,7 @@ class Case:
     server_per_client: bool = False
 
     def server_config(self) -> ServerConfig:
-        return ServerConfig(faults=self.faults, **dict(self.config))
+        return ServerConfig(faults=self.faults, request_log=True, **dict(self.config))
 
 
 #: Scaled-down timings: TTL 1.5 s with 2.5 s idle; keep-alives every 0.25 s (a 1 s stall); setup 1 s.
@@ -252,7 +252,7 @@ def test_the_sdk_real_ping_cadence_keeps_a_session_past_a_12s_ttl(
     """Real time, no patching: TTL 12 s, 14 s idle; the SDK pings every 10 s and the session lives."""
     if "slow" not in (request.config.option.markexpr or ""):
         pytest.skip("real time (about 20 s): runs with -m slow")
-    server = ors_server_factory(ENV, ttl=12.0)
+    server = ors_server_factory(ENV, ttl=12.0, request_log=True)
     outcome = run_client("openreward", server, Plan(idle_before_submit=14.0, deadline=60))
     assert outcome.requests.get("POST /ping", 0) >= 2, outcome.describe()
     assert_survived(outcome)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench.clients.schema_view import required_example
-from orsbench.clients.transcript import Call
 from orsbench.scenarios import generic_scenarios, get_scenario, suite_params
 
 JSON = dict[str, Any]
@@ -47,10 +46,6 @@ class Script:
     #: The reward and ``finished`` a correct client ends with (``None``: the script does not aim for one).
     reward: float | None = 1.0
     finished: bool = True
-
-    def adapter_calls(self) -> list[Call]:
-        """The script as an adapter receives it (``ORSBENCH_SCRIPT``): the calls, without the expectations."""
-        return [Call(step.tool, dict(step.args), step.pause_s) for step in self.steps]
 
     @property
     def calls(self) -> dict[str, int]:

@@ -9,7 +9,8 @@ JSON contract::
 
     {"clients": {name: {"version": ..., "defects": [{"id", "summary"}, ...]}},
      "servers": [names], "cells": [{"client", "server", "scenario", "profile",
-     "verdict", "expected", "defects": [ids], "elapsed", "problems", "error"}, ...]}
+     "verdict", "expected", "defects": [ids], "rule_defects": {check: id},
+     "elapsed", "problems", "rules", "error"}, ...]}
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from orsbench.clients import cells as C
 from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun
 from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.config import ServerConfig
 from orsbench.scenarios import suite_params
 from orsbench.servers.launch import start
 
@@ -62,6 +64,7 @@ def cell_json(cell: C.Cell, verdict: str, **extra: Any) -> JSON:
         "verdict": verdict,
         "expected": C.expected(cell),
         "defects": [d.id for d in C.cell_defects(cell)],
+        "rule_defects": {check: d.id for check, d in C.rule_defects(cell).items()},
         **extra,
     }
 
@@ -105,7 +108,8 @@ def run(
 
     def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
         busy[cell.client] += 1
-        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell)), replay)
+        expect = "error" if C.expected(cell) == "fails clearly" else "finish"
+        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect), replay)
 
     def close(key: tuple[str, str, str, str]) -> None:
         lanes.pop(key).stop()
@@ -115,7 +119,7 @@ def run(
             while pending and len(lanes) < parallel and time.monotonic() < deadline:
                 key = pending.pop(0)
                 impl, scenario, profile, _ = key
-                config = C.profile_of(queues[key][0]).config() if profile else None
+                config = C.profile_of(queues[key][0]).config() if profile else ServerConfig(request_log=True)
                 lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else suite_params(scenario))
             if time.monotonic() >= deadline:
                 pending.clear()
@@ -143,7 +147,9 @@ def run(
                     progress(f"{cell.id}: hung at {run.deadline:g} s; playing it once more to confirm")
                     launch(key, cell, replay=True)
                     continue
-                results[cell] = cell_json(cell, outcome.verdict, elapsed=round(outcome.elapsed, 2), problems=outcome.problems, error=outcome.error)
+                results[cell] = cell_json(
+                    cell, outcome.verdict, elapsed=round(outcome.elapsed, 2), problems=outcome.problems, rules=outcome.rules, error=outcome.error
+                )
                 on_outcome(cell, outcome)
                 flag = "" if outcome.verdict == C.predicted(cell) else f"  (predicted: {C.predicted(cell)})"
                 progress(f"[{len(results)}/{len(cells)}] {cell.id}: {outcome.verdict}{flag} {outcome.elapsed:.1f}s")
@@ -178,9 +184,12 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
     lines = [f"# {title}", ""]
     lines += [
         "Which ORS client survives which server. Each cell is one scripted episode (the winning calls of the "
-        "scenario's first train task), judged from both ends: what the client showed the model, and the server's "
-        "`/_orsbench/stats` (each tool run once, no session left open). ✅ survives · 🟨 fails clearly (an error "
-        "that says what happened) · ❌ fails silently (wrong data taken as right, a session left open) · ⛔ hangs. "
+        "scenario's first train task), played by the client's built-in adapter (`python -m orsbench.clients.adapter "
+        "NAME`) and graded by the client checks of `orsbench check-client` (docs/clients.md): what the client "
+        "reported for each call, and the server's request log (each tool run once, the session deleted). "
+        "✅ survives · 🟨 fails clearly (an error that says what happened) · ❌ fails silently (wrong data taken as "
+        "right, a session left open) · ⛔ hangs. Rules a client breaks without changing the episode (no `env_name` on "
+        "`/create`, a retry sooner than `Retry-After`) are pinned defects too, listed under each client. "
         "Fault profiles run on the mock engine (`sparse-reward`); for "
         + ", ".join(f"`{p}`" for p in sorted(C.FAIL_CLEARLY))
         + " failing clearly is the right outcome. The hazard cases are explained in docs/protocol.md §13. "

@@ -1,7 +1,8 @@
 """The adapter contract, from inside an adapter: the episode a client plays and the JSON lines it leaves.
 
 ``orsbench check-client`` and ``orsbench matrix`` run an adapter with the
-variables below set (``docs/clients.md``); an :class:`AdapterEpisode` reads them and
+contract's variables set (their names: :mod:`orsbench.clientcheck.contract`;
+the prose: ``docs/clients.md``); an :class:`AdapterEpisode` reads them and
 appends one JSON line per call to ``ORSBENCH_OUT``::
 
     {"tool": NAME, "text": "...", "reward": 1.0, "finished": true}
@@ -16,17 +17,12 @@ or reported the failure its own way (TRL's ``"Error: ..."`` text).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from orsbench import protocol
-
-#: The adapter contract's environment variables (docs/clients.md).
-URL, ENV, SPLIT, INDEX = "ORSBENCH_URL", "ORSBENCH_ENV", "ORSBENCH_SPLIT", "ORSBENCH_INDEX"
-SCRIPT, OUT, SECRETS = "ORSBENCH_SCRIPT", "ORSBENCH_OUT", "ORSBENCH_SECRETS"
+from orsbench.clientcheck.contract import ENV, INDEX, OUT, SCRIPT, SECRETS, SPLIT, URL
 
 JSON = dict[str, Any]
 
@@ -38,40 +34,6 @@ class Call:
     tool: str
     input: JSON = field(default_factory=dict)
     pause_s: float = 0.0
-
-    def to_json(self) -> JSON:
-        return {"tool": self.tool, "input": self.input, **({"pause_s": self.pause_s} if self.pause_s else {})}
-
-
-def script_json(calls: Sequence[Call]) -> str:
-    """The ``ORSBENCH_SCRIPT`` file's text for ``calls``."""
-    return json.dumps({"calls": [c.to_json() for c in calls]})
-
-
-def environment(
-    url: str, env: str, split: str, index: int, script_path: str, out_path: str, secrets: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """Every variable an adapter reads: the contract's and the openreward SDK's, pointed at ``url``.
-
-    Secrets travel as ``ORSBENCH_SECRETS`` in the environment, never on a command line.
-    """
-    return {
-        URL: url,
-        ENV: env,
-        SPLIT: split,
-        INDEX: str(index),
-        SCRIPT: script_path,
-        OUT: out_path,
-        SECRETS: json.dumps(dict(secrets or {})),
-        protocol.ENV_API_URL: url,
-        protocol.ENV_SESSION_URL: url,
-        protocol.ENV_DISABLE_UPDATE_CHECK: "1",
-        # The openreward SDK wants some key; a local server ignores it.
-        "OPENREWARD_API_KEY": os.environ.get("OPENREWARD_API_KEY") or "orsbench-local",
-        "INSPECT_LOG_DIR": os.path.join(os.environ.get("TMPDIR", "/tmp"), "orsbench-inspect-logs"),
-        "TRL_EXPERIMENTAL_SILENCE": "1",
-        "HF_HUB_OFFLINE": "1",
-    }
 
 
 class UsageError(ValueError):

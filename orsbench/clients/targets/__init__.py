@@ -41,6 +41,7 @@ MODULES = (
     "orsbench.clients.targets.ors_sdk",
     "orsbench.clients.targets.trl_spec",
     "orsbench.clients.targets.inspect_eval",
+    "orsbench.clients.targets.firehorse_mcp",
 )
 
 

@@ -53,11 +53,12 @@ def bridge_environment(episode: AdapterEpisode, task: Any, result_file: str) -> 
 
 
 async def _play(episode: AdapterEpisode) -> None:
-    from orsbench.clients.transcript import ClientReported
-    from firehorse.mcp.convert import parse_or_reward_marker, strip_bridge_markers
+    """``run_trial`` with the agent replaced by the script: its own session, then the bridge's, over MCP stdio."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from openreward import AsyncOpenReward
+
+    from orsbench.clients.transcript import ClientReported
 
     environment = AsyncOpenReward().environments.get(episode.env)
     episode.stage = "task"
@@ -68,25 +69,38 @@ async def _play(episode: AdapterEpisode) -> None:
         await trial.get_prompt()
         await trial.list_tools()
         with tempfile.TemporaryDirectory(prefix="orsbench-firehorse-") as tmp:
-            params = StdioServerParameters(
-                command=sys.executable, args=["-m", "firehorse.mcp"], env=bridge_environment(episode, task, os.path.join(tmp, "result.json"))
-            )
+            bridge_env = bridge_environment(episode, task, os.path.join(tmp, "result.json"))
+            params = StdioServerParameters(command=sys.executable, args=["-m", "firehorse.mcp"], env=bridge_env)
             episode.stage = "bridge"
-            async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as mcp:
-                await asyncio.wait_for(mcp.initialize(), CALL_TIMEOUT_S)
-                await asyncio.wait_for(mcp.list_tools(), CALL_TIMEOUT_S)
-                episode.stage = "call"
-                for call in episode.steps():
-                    result = await asyncio.wait_for(mcp.call_tool(call.tool, call.input), CALL_TIMEOUT_S)
-                    raw = "".join(getattr(block, "text", "") for block in result.content if block.type == "text")
-                    if result.isError:
-                        raise ClientReported(f"the bridge answered isError: {raw}")
-                    reward, finished = parse_or_reward_marker(raw)
-                    episode.record(call.tool, strip_bridge_markers(raw), reward, finished)
-                    if finished:
-                        break
-                episode.stage = "delete"
+            # The bridge's progress prints go to a file beside its result file, not into our output.
+            with open(os.path.join(tmp, "bridge.log"), "w") as errlog:
+                async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as mcp:
+                    failure = await _converse(mcp, episode)
+            if failure is not None:  # raised out here: inside the MCP task group it would come wrapped in a group
+                raise ClientReported(failure)
     episode.stage = None
+
+
+async def _converse(mcp: Any, episode: AdapterEpisode) -> str | None:
+    """The scripted policy over MCP: list the tools, make each call; the bridge's error text, if a call failed."""
+    from firehorse.mcp.convert import parse_or_reward_marker, strip_bridge_markers
+
+    await asyncio.wait_for(mcp.initialize(), CALL_TIMEOUT_S)
+    await asyncio.wait_for(mcp.list_tools(), CALL_TIMEOUT_S)
+    episode.stage = "call"
+    shown: list[str] = episode.extras.setdefault("shown", [])
+    for call in episode.steps():
+        result = await asyncio.wait_for(mcp.call_tool(call.tool, call.input), CALL_TIMEOUT_S)
+        raw = "".join(getattr(block, "text", "") for block in result.content if block.type == "text")
+        shown.append(raw)  # what a model reading the MCP result sees, markers and all
+        if result.isError:
+            return f"the bridge answered isError: {raw}"
+        reward, finished = parse_or_reward_marker(raw)
+        episode.record(call.tool, strip_bridge_markers(raw), reward, finished)
+        if finished:
+            break
+    episode.stage = "delete"
+    return None
 
 
 def play(episode: AdapterEpisode) -> None:

@@ -84,7 +84,7 @@ register(
         play,
         modules=("openreward", "inspect_ai", "inspect_ai.model", "inspect_openreward"),
         extra="inspect",
-        startup_s=10.0,
+        startup_s=20.0,
         concurrency=2,
     ),
     origin=__name__,

@@ -271,13 +271,25 @@ HAZARDS = ("images", "schema-keywords", "dense-reward", "two-envs", "secrets", "
 
 @pytest.mark.parametrize("scenario", HAZARDS)
 def test_check_fails_only_what_the_scenario_fails_by_design(ors_server_factory, scenario: str) -> None:
-    """``orsbench check --serve X`` on the mock: every required check passes but the ones the scenario names."""
+    """``orsbench check --serve X`` on the mock (``--secret`` for ``secrets``): every required check passes but
+    the ones the scenario names."""
     from orsbench.checks import Options, Severity, Status, run_checks
 
     server = ors_server_factory(scenario)
-    report = run_checks(server.url, Options(env=server.env_name, fuzz=3))
+    secrets = SECRET if scenario == "secrets" else {}
+    report = run_checks(server.url, Options(env=server.env_name, fuzz=3, secrets=secrets))
+    assert report.usage_error is None, report.usage_error
     failed = set(report.ids(Status.FAIL, Severity.REQUIRED)) | set(report.ids(Status.ERROR))
     assert failed == set(get_scenario(scenario).fails_by_design), [(r.id, r.message) for r in report.results if r.id in failed]
+
+
+def test_check_without_the_secret_is_a_usage_error_naming_it(ors_server_factory) -> None:
+    """Not a protocol failure: the checker says which secret to pass (docs/protocol.md §13.7, §14)."""
+    from orsbench.checks import Options, run_checks
+
+    server = ors_server_factory("secrets")
+    report = run_checks(server.url, Options(env=server.env_name, fuzz=0))
+    assert report.exit_code == 2 and H.SECRET_NAME in (report.usage_error or "")
 
 
 def test_scenarios_listing_shows_every_hazard(capsys) -> None:

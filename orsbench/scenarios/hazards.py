@@ -298,9 +298,6 @@ class Secrets(_Hazard):
 
     name = "secrets"
     summary = f"/create refuses (400) a session without secret {SECRET_NAME} in X-Secrets; whoami() shows its SHA-256 prefix, never the value"
-    fails_by_design = {
-        "session.create": f"orsbench check sends no {SECRET_NAME} unless given one, and /create refuses the session (400)",
-    }
     dedicated = "every session needs its secret in X-Secrets; conformance/test_hazards.py passes it the way each client documents"
 
     def list_tasks(self, split: str) -> list[JSON]:

@@ -13,9 +13,12 @@ hidden digit, ``submit`` their sum — and the outcome is pinned:
   want, with the behaviour we observed as the reason, so a fixed upstream
   release turns the test red and the table gets updated.
 
-Every client runs in a forked child with a hard deadline and is killed at it,
-so a client that retries forever cannot hang the suite. The parent imports
-``openreward`` and ``trl`` once so the children start at once.
+Every client plays through its built-in adapter (``orsbench.clients.targets``)
+in a forked child with a hard deadline (``orsbench.clients.run``, the matrix's
+runner) and is killed at it, so a client that retries forever cannot hang the
+suite. The parent imports ``openreward`` and ``trl`` once so the children start
+at once. TRL's ``"Error: ..."`` texts reach the outcome as errors its adapter
+reported (``raised`` False), an exception as a raised one.
 
 Two client timings are scaled down *in the child only*, by patching the SDK,
 so that a stall or a TTL can be shown in seconds: the SDK's 30 s SSE read
@@ -31,12 +34,9 @@ The outcome table is in ``docs/robustness.md``.
 from __future__ import annotations
 
 import os
-import time
-import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
+from dataclasses import dataclass
 from typing import Any
 
 os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
@@ -44,28 +44,29 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 # Imported here, before any fork: the children skip the ~5 s import of openreward (and trl).
-import openreward
+import openreward  # noqa: F401
 import pytest
+import trl.experimental.openreward  # noqa: F401
 from openreward.api._session import http as sdk_http
 from openreward.api._session import session as sdk_session
-from trl.experimental.openreward import OpenRewardSpec
 
 from orsbench import protocol
-from orsbench.clients.fork import ForkedEpisode, forget_parent_ping_thread
+from orsbench.clients.episodes import Script, Step, script
+from orsbench.clients.run import ClientOutcome, ClientRun
 from orsbench.config import ServerConfig
 from orsbench.scenarios import get_scenario
-from orsbench.scenarios.sparse_reward import digits
 from orsbench.servers.faults import profiles as P
 from orsbench.servers.launch import RunningServer, start
 
 ENV = "sparse-reward"
 TASK = get_scenario(ENV).list_tasks("train")[0]
 REVEALS = int(TASK["length"])
-TOTAL = sum(digits(TASK))
 #: What a survived episode ran on the server, each tool exactly once.
 EPISODE_CALLS = {"reveal": REVEALS, "submit": 1}
-CLIENTS = ("sdk", "trl")
+#: The client targets (``orsbench.clients.targets``) played here.
+CLIENTS = ("openreward", "trl")
 ServerFactory = Callable[..., RunningServer]
+Outcome = ClientOutcome
 
 #: Under ``-n`` (``loadgroup``, set in conftest) every test here runs on one worker, which plays the batch once.
 pytestmark = pytest.mark.xdist_group("client-robustness")
@@ -85,132 +86,34 @@ class Plan:
     #: The child is killed after this many seconds.
     deadline: float = 30.0
 
+    def script(self) -> Script:
+        """sparse-reward's winning episode (reveal each digit, submit the sum), idle before submit as planned."""
+        steps = script(ENV).steps
+        last = steps[-1]
+        return Script(ENV, (*steps[:-1], Step(last.tool, last.args, last.expect, self.idle_before_submit)))
 
-@dataclass
-class Outcome:
-    """What one client did in one episode, and what the server saw meanwhile."""
+    def scale_sdk(self) -> None:
+        """In the child only: shorten the SDK's read timeout and ping cadence as the plan says."""
+        if self.read_timeout is not None:
+            sdk_http.resumable_sse.__kwdefaults__["heartbeat_timeout"] = self.read_timeout
+        if self.ping_every is not None:
+            original = sdk_session.BaseAsyncSession._run_ping
+            every = self.ping_every
 
-    client: str
-    outputs: list[str] = field(default_factory=list)
-    reward: float | None = None
-    finished: bool = False
-    #: ``"<ExceptionType>: <message>"`` of the exception that ended the episode, if any.
-    error: str | None = None
-    #: Where it was raised: "reset", "call", ...
-    failed_at: str | None = None
-    hung: bool = False
-    #: Seconds the episode took (the deadline, when it hung).
-    elapsed: float = 0.0
-    #: Server-side deltas over the run.
-    calls: dict[str, int] = field(default_factory=dict)
-    requests: dict[str, int] = field(default_factory=dict)
-    statuses: dict[str, int] = field(default_factory=dict)
-    active_sessions: int = 0
+            async def run_ping(self: Any, url: str, sid: str, api_key: Any, sleep_time: float, deployment: Any, **kw: Any) -> None:
+                await original(self, url, sid, api_key, every, deployment, **kw)
 
-    @property
-    def survived(self) -> bool:
-        return self.error is None and not self.hung and self.reward == 1.0 and self.finished
-
-    def describe(self) -> str:
-        return (
-            f"{self.client}: reward={self.reward} finished={self.finished} error={self.error!r} at {self.failed_at} "
-            f"hung={self.hung} {self.elapsed:.1f}s outputs={[o[:90] for o in self.outputs]} calls={self.calls} "
-            f"requests={self.requests}"
-        )
+            sdk_session.BaseAsyncSession._run_ping = run_ping  # type: ignore[method-assign]
 
 
-def _scale_sdk(plan: Plan) -> None:
-    """In the child only: shorten the SDK's read timeout and ping cadence as the plan says."""
-    if plan.read_timeout is not None:
-        sdk_http.resumable_sse.__kwdefaults__["heartbeat_timeout"] = plan.read_timeout
-    if plan.ping_every is not None:
-        original = sdk_session.BaseAsyncSession._run_ping
-        every = plan.ping_every
-
-        async def run_ping(self: Any, url: str, sid: str, api_key: Any, sleep_time: float, deployment: Any, **kw: Any) -> None:
-            await original(self, url, sid, api_key, every, deployment, **kw)
-
-        sdk_session.BaseAsyncSession._run_ping = run_ping  # type: ignore[method-assign]
-
-
-def _text(output: Any) -> str:
-    return "\n".join(getattr(b, "text", "") for b in output.blocks)
-
-
-def _sdk_episode(plan: Plan, out: dict[str, Any]) -> None:
-    env = openreward.OpenReward().environments.get(ENV)
-    out["failed_at"] = "session"
-    with env.session(split="train", index=0) as session:
-        out["failed_at"] = "prompt"
-        session.get_prompt()
-        out["failed_at"] = "call"
-        for position in range(REVEALS):
-            out["outputs"].append(_text(session.call_tool("reveal", {"position": position})))
-        time.sleep(plan.idle_before_submit)
-        result = session.call_tool("submit", {"total": TOTAL})
-        out["outputs"].append(_text(result))
-        out["reward"], out["finished"] = result.reward, result.finished
-        out["failed_at"] = None
-
-
-def _trl_episode(plan: Plan, out: dict[str, Any]) -> None:
-    url = os.environ[protocol.ENV_SESSION_URL]
-    out["failed_at"] = "spec"
-    rollout = OpenRewardSpec(url, env_name=ENV).environment_factory()
-    out["failed_at"] = "reset"
-    rollout.reset(task_index=0)  # GRPOTrainer never calls _close(); a failed reset is not cleaned up here either
-    try:
-        out["failed_at"] = "call"
-        for position in range(REVEALS):
-            out["outputs"].append(rollout.reveal(position=position))
-        time.sleep(plan.idle_before_submit)
-        out["outputs"].append(rollout.submit(total=TOTAL))
-        out["reward"], out["finished"] = rollout.reward, rollout.finished
-        out["failed_at"] = None
-    finally:
-        rollout._close()
-
-
-def _child(client: str, server_env: dict[str, str], plan: Plan, conn: Connection) -> None:
-    started = time.monotonic()
-    os.environ.update(server_env)
-    forget_parent_ping_thread()
-    _scale_sdk(plan)
-    out: dict[str, Any] = {"outputs": [], "reward": None, "finished": False, "error": None}
-    try:
-        (_sdk_episode if client == "sdk" else _trl_episode)(plan, out)
-    except BaseException as exc:  # noqa: BLE001 - the outcome is the point
-        out["error"] = f"{type(exc).__name__}: {exc}"
-        out["traceback"] = traceback.format_exc()[-3000:]
-    out["seconds"] = time.monotonic() - started
-    conn.send(out)
-    conn.close()
-
-
-class Running(ForkedEpisode):
-    """A client playing in a forked child; :meth:`finish` collects it at its deadline at the latest."""
-
-    def __init__(self, client: str, server: RunningServer, plan: Plan) -> None:
-        self.client, self.plan = client, plan
-        super().__init__(server, _child, (client, server.env(), plan), plan.deadline)
-
-    def finish(self) -> Outcome:
-        got = self.collect(join_s=10)
-        outcome = Outcome(self.client, elapsed=got.elapsed, hung=got.result is None)
-        result = got.result
-        if result is not None:
-            outcome.outputs = list(result.get("outputs", []))
-            outcome.reward, outcome.finished = result.get("reward"), bool(result.get("finished"))
-            outcome.error, outcome.failed_at = result.get("error"), result.get("failed_at")
-            outcome.elapsed = result.get("seconds", got.elapsed)
-        outcome.calls, outcome.requests, outcome.statuses = got.calls, got.requests, got.statuses
-        outcome.active_sessions = got.sessions_left_open
-        return outcome
+def running(client: str, server: RunningServer, plan: Plan) -> ClientRun:
+    """``client`` playing the plan's episode through its adapter, in a forked child (:mod:`orsbench.clients.run`)."""
+    return ClientRun(client, server, plan.script(), plan.deadline, prepare=plan.scale_sdk)
 
 
 def run_client(client: str, server: RunningServer, plan: Plan = Plan()) -> Outcome:
     """Play one episode with ``client`` in a forked child; kill it at ``plan.deadline``."""
-    return Running(client, server, plan).finish()
+    return running(client, server, plan).finish()
 
 
 # -- the cases, played all at once ------------------------------------------------------------
@@ -225,7 +128,7 @@ class Case:
     server_per_client: bool = False
 
     def server_config(self) -> ServerConfig:
-        return ServerConfig(faults=self.faults, **dict(self.config))
+        return ServerConfig(faults=self.faults, request_log=True, **dict(self.config))
 
 
 #: Scaled-down timings: TTL 1.5 s with 2.5 s idle; keep-alives every 0.25 s (a 1 s stall); setup 1 s.
@@ -263,8 +166,8 @@ def outcomes() -> Iterator[dict[tuple[str, str], Outcome]]:
                 raise future.exception()  # type: ignore[misc]
         results: dict[tuple[str, str], Outcome] = {}
         for client in CLIENTS:
-            running = {name: Running(client, started[server_key[name, client]], CASES[name].plan) for name in CASES}
-            for name, run in sorted(running.items(), key=lambda item: item[1].plan.deadline):  # kill on time
+            runs = {name: running(client, started[server_key[name, client]], CASES[name].plan) for name in CASES}
+            for name, run in sorted(runs.items(), key=lambda item: item[1].deadline):  # kill on time
                 results[name, client] = run.finish()
         yield results
     finally:
@@ -281,14 +184,10 @@ def assert_failed_clearly(outcome: Outcome, *fragments: str, at: str | None = No
     """The episode ended early, and what ended it says what happened (an exception, or TRL's error text)."""
     assert not outcome.hung, outcome.describe()
     assert outcome.reward is None and not outcome.finished, outcome.describe()
-    if outcome.error is not None:
-        evidence = outcome.error
-        if at is not None:
-            assert outcome.failed_at == at, outcome.describe()
-    else:  # OpenRewardSpec returns errors to the model as text
-        errors = [o for o in outcome.outputs if o.startswith("Error: ")]
-        assert errors, outcome.describe()
-        evidence = errors[0]
+    assert outcome.error is not None, outcome.describe()  # raised, or TRL's "Error: ..." text (the adapter reports it)
+    evidence = outcome.error
+    if at is not None:
+        assert outcome.failed_at == at, outcome.describe()
     for fragment in fragments:
         assert fragment in evidence, f"expected {fragment!r} in {evidence!r}"
 
@@ -353,8 +252,8 @@ def test_the_sdk_real_ping_cadence_keeps_a_session_past_a_12s_ttl(
     """Real time, no patching: TTL 12 s, 14 s idle; the SDK pings every 10 s and the session lives."""
     if "slow" not in (request.config.option.markexpr or ""):
         pytest.skip("real time (about 20 s): runs with -m slow")
-    server = ors_server_factory(ENV, ttl=12.0)
-    outcome = run_client("sdk", server, Plan(idle_before_submit=14.0, deadline=60))
+    server = ors_server_factory(ENV, ttl=12.0, request_log=True)
+    outcome = run_client("openreward", server, Plan(idle_before_submit=14.0, deadline=60))
     assert outcome.requests.get("POST /ping", 0) >= 2, outcome.describe()
     assert_survived(outcome)
 
@@ -372,14 +271,14 @@ def test_sessions_longer_than_the_ttl_are_lost_without_pings_often_enough(outcom
 def test_setup_failure_fails_clearly_on_the_prompt(outcomes: Outcomes, client: str) -> None:
     """A sticky 500 is not retried: the SDK's get_prompt and OpenRewardSpec's reset() raise it."""
     outcome = outcomes["setup-failure", client]
-    assert outcome.error is not None, f"raised, not returned as text: {outcome.describe()}"
-    assert_failed_clearly(outcome, "500", "SetupFailed: environment setup failed", at="prompt" if client == "sdk" else "reset")
+    assert outcome.raised, f"raised, not returned as text: {outcome.describe()}"
+    assert_failed_clearly(outcome, "500", "SetupFailed: environment setup failed", at="prompt" if client == "openreward" else "reset")
     assert outcome.elapsed < 15, "a 500 is not retried for long"
 
 
 def test_the_sdk_closes_its_session_when_the_prompt_fails(outcomes: Outcomes) -> None:
-    outcome = outcomes["setup-failure", "sdk"]
-    assert outcome.failed_at == "prompt" and outcome.active_sessions == 0, outcome.describe()
+    outcome = outcomes["setup-failure", "openreward"]
+    assert outcome.failed_at == "prompt" and outcome.sessions_left_open == 0, outcome.describe()
 
 
 @pytest.mark.xfail(
@@ -391,18 +290,18 @@ def test_the_sdk_closes_its_session_when_the_prompt_fails(outcomes: Outcomes) ->
 def test_a_failed_reset_leaves_no_session_open(outcomes: Outcomes) -> None:
     outcome = outcomes["setup-failure", "trl"]
     assert outcome.failed_at == "reset", outcome.describe()
-    assert outcome.active_sessions == 0, f"{outcome.active_sessions} session(s) left open"
+    assert outcome.sessions_left_open == 0, f"{outcome.sessions_left_open} session(s) left open"
 
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_tool_that_raises_ends_the_episode_clearly(outcomes: Outcomes, client: str) -> None:
-    """The 2nd call's ``error`` event: the SDK raises ToolFailed and marks the session dead; TRL returns it as text."""
+    """The 2nd call's ``error`` event: the SDK raises ToolFailed; TRL returns it to the model as text."""
     outcome = outcomes["tool-raises", client]
     assert_failed_clearly(outcome, "tool 'reveal' raised: injected failure")
-    if client == "sdk":
-        assert outcome.error is not None and outcome.error.startswith("ToolFailed:"), outcome.describe()
-    else:  # the client-side session is dead: submit is refused without reaching the server
-        assert outcome.outputs[-1].startswith("Error: environment session terminated"), outcome.describe()
+    if client == "openreward":
+        assert outcome.raised and outcome.error.startswith("ToolFailed:"), outcome.describe()
+    else:
+        assert not outcome.raised and outcome.error.startswith("Error: "), outcome.describe()
     assert outcome.calls == {"reveal": 1}, outcome.describe()
 
 
@@ -423,7 +322,7 @@ def test_a_restart_mid_episode_fails_clearly_after_riding_out_the_502s(outcomes:
 )
 def test_openrewardspec_surfaces_a_lost_session_as_an_exception(outcomes: Outcomes) -> None:
     outcome = outcomes["restart", "trl"]
-    assert outcome.error is not None and protocol.DETAIL_NOT_FOUND_SESSION in outcome.error, outcome.describe()
+    assert outcome.raised and protocol.DETAIL_NOT_FOUND_SESSION in (outcome.error or ""), outcome.describe()
 
 
 # -- known upstream defect: a 200 stream without `end` --------------------------------------------

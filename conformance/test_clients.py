@@ -1,6 +1,6 @@
 """Every client target plays every scenario on every server implementation, and every fault profile on the mock.
 
-The clients (``orsbench.clients.drivers.CLIENTS``: the openreward SDK client,
+The client targets (``orsbench.clients.targets.CLIENT_TARGETS``: the openreward SDK client,
 ors-sdk's client, TRL's OpenRewardSpec, inspect-openreward under a real
 ``inspect_ai.eval`` with a scripted offline ``mockllm/model``) each play the
 scenario's scripted episode in a forked child with a deadline; the verdict is
@@ -29,11 +29,11 @@ import pytest
 
 from conformance.targets import SuiteTarget, group
 from orsbench.clients import cells as C
-from orsbench.clients.drivers import CLIENTS
 from orsbench.clients.profiles import profiles
 from orsbench.clients import matrix as M
 from orsbench.clients.episodes import script
-from orsbench.clients.run import Outcome
+from orsbench.clients.run import ClientOutcome
+from orsbench.clients.targets import CLIENT_TARGETS
 
 # Imported before any fork: the children skip the imports.
 import openreward  # noqa: E402,F401
@@ -41,6 +41,8 @@ import inspect_ai  # noqa: E402,F401
 import inspect_openreward  # noqa: E402,F401
 import ors.client  # noqa: E402,F401
 import trl.experimental.openreward  # noqa: E402,F401
+import mcp  # noqa: E402,F401
+import firehorse.mcp.convert  # noqa: E402,F401
 
 _PROFILE_HALVES = 2
 #: Servers playing at once inside one batch (most of an episode is waiting).
@@ -69,24 +71,24 @@ _PROFILE_CELLS = [c for c in C.plan(server_names=["mock"]) if c.profile is not N
 
 
 @pytest.fixture(scope="session")
-def outcome_of() -> Callable[[C.Cell], Outcome]:
+def outcome_of() -> Callable[[C.Cell], ClientOutcome]:
     """A cell's outcome; the first use plays the cell's whole batch (its servers, several at once)."""
-    played: dict[C.Cell, Outcome] = {}
+    played: dict[C.Cell, ClientOutcome] = {}
 
-    def store(cell: C.Cell, outcome: Outcome) -> None:
+    def store(cell: C.Cell, outcome: ClientOutcome) -> None:
         played[cell] = outcome
 
-    def get(cell: C.Cell) -> Outcome:
+    def get(cell: C.Cell) -> ClientOutcome:
         if cell not in played:
             batch = [c for c in C.plan() if _batch(c) == _batch(cell)]
-            M.run(batch, list(CLIENTS), C.servers(), budget=600, parallel=_PARALLEL, on_outcome=store)
+            M.run(batch, CLIENT_TARGETS.names(), C.servers(), budget=600, parallel=_PARALLEL, on_outcome=store)
         assert cell in played, f"{cell.id} was not played within the batch's budget"
         return played[cell]
 
     return get
 
 
-def _assert_expected(cell: C.Cell, outcome: Outcome) -> None:
+def _assert_expected(cell: C.Cell, outcome: ClientOutcome) -> None:
     assert outcome.verdict == C.expected(cell), outcome.describe()
     assert outcome.sessions_left_open <= 0, outcome.describe()
     over = {t: n for t, n in outcome.calls.items() if n > cell.script.calls.get(t, 0)}
@@ -94,43 +96,75 @@ def _assert_expected(cell: C.Cell, outcome: Outcome) -> None:
 
 
 @pytest.mark.parametrize("cell", _params(_SCENARIO_CELLS))
-def test_client_plays_the_scenario(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
+def test_client_plays_the_scenario(cell: C.Cell, outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
     """The winning episode: reward 1.0, finished, every text as written, each tool once, no session left."""
     _assert_expected(cell, outcome_of(cell))
 
 
 @pytest.mark.parametrize("cell", _params(_PROFILE_CELLS))
-def test_client_under_a_fault_profile(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
+def test_client_under_a_fault_profile(cell: C.Cell, outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
     """Survives the recoverable profiles without running a tool twice; fails clearly on the others."""
     _assert_expected(cell, outcome_of(cell))
 
 
 # -- a pinned defect shows as described (so an xfail never hides another failure) -----------------
-_SIGNATURES: dict[str, Callable[[Outcome], bool]] = {
+def _reran(outcome: ClientOutcome) -> bool:
+    """A tool ran more often than called (judged by client.tool_runs, or by client.resume_by_task_id before it)."""
+    return bool({"client.tool_runs", "client.resume_by_task_id"} & set(outcome.failed_checks))
+
+
+_SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "inspect-finished-error": lambda o: o.error is not None and "episode_finished" in o.error and o.reward is None,
     "inspect-list-tasks-only": lambda o: o.failed_at == "dataset" and "list_tasks is not supported" in (o.error or ""),
+    "firehorse-5xx-fails-trial": lambda o: o.failed_at == "prompt" and any(s in (o.error or "") for s in ("502", "503", "504")),
     "inspect-5xx-fails-eval": lambda o: o.reward is None and any(s in (o.error or "") for s in ("502", "503", "504", "Upstream unavailable")),
     "keyword-crash": lambda o: o.failed_at == "spec" and (o.error or "").startswith("SyntaxError"),
-    "chunk-lstrip": lambda o: any("showed" in p for p in o.problems) or "episode_finished" in (o.error or ""),
-    "ors-chunk-lstrip": lambda o: any("showed" in p for p in o.problems),
+    "chunk-lstrip": lambda o: "client.text_verbatim" in o.failed_checks or "episode_finished" in (o.error or ""),
+    "ors-chunk-lstrip": lambda o: "client.text_verbatim" in o.failed_checks,
     "no-end-retried-forever": lambda o: o.hung and o.requests.get("fault stream-no-end", 0) >= 3,
     "ors-no-end-retried-forever": lambda o: o.hung and o.requests.get("fault stream-no-end", 0) >= 3,
     "reset-leaks-session": lambda o: o.failed_at == "reset" and o.sessions_left_open == 1,
-    "ors-sdk-no-finish-latch": lambda o: o.error is None and any("run more often" in p for p in o.problems),
-    "sanitizer-drops-keyword-params": lambda o: o.error is None and any(p.startswith("server ran {}") for p in o.problems),
-    "env-name-not-sent": lambda o: o.error is None and any("wrong environment" in p for p in o.problems),
-    "ors-create-without-env-name": lambda o: o.error is None and any("wrong environment" in p for p in o.problems),
-    "cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and any("run more often" in p for p in o.problems),
-    "ors-cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and any("run more often" in p for p in o.problems),
+    "ors-sdk-no-finish-latch": lambda o: o.error is None and "client.tool_runs" in o.failed_checks,
+    "sanitizer-drops-keyword-params": lambda o: o.error is None and not o.calls,
+    "env-name-not-sent": lambda o: o.error is None and "client.env_name" in o.failed_checks,
+    "ors-create-without-env-name": lambda o: o.error is None and "client.env_name" in o.failed_checks,
+    "cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and _reran(o),
+    "ors-cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and _reran(o),
 }
 
 
 @pytest.mark.parametrize("cell", _params([c for c in C.plan() if C.cell_defects(c)], xfail=False))
-def test_pinned_defect_shows_as_described(cell: C.Cell, outcome_of: Callable[[C.Cell], Outcome]) -> None:
+def test_pinned_defect_shows_as_described(cell: C.Cell, outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
     outcome = outcome_of(cell)
     defect = C.cell_defects(cell)[0]
     assert _SIGNATURES[defect.id](outcome), f"[{defect.id}] expected: {defect.behaviour}\nobserved: {outcome.describe()}"
     assert outcome.verdict == C.predicted(cell), f"docs/compatibility.md predicts {C.predicted(cell)}: {outcome.describe()}"
+
+
+# -- the protocol rules a client keeps (client checks that do not decide the verdict) ------------------
+def _rule_params() -> list[Any]:
+    out = []
+    for cell in C.plan():
+        group = pytest.mark.xdist_group(_batch(cell))
+        out.append(pytest.param(cell, None, id=cell.id, marks=[group]))
+        for check, defect in C.rule_defects(cell).items():
+            out.append(pytest.param(cell, check, id=f"{cell.id}:{check}", marks=[group, defect.mark()]))
+    return out
+
+
+@pytest.mark.parametrize(("cell", "check"), _rule_params())
+def test_client_keeps_the_protocol_rules(cell: C.Cell, check: str | None, outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
+    """check-client's rule checks (env_name, Retry-After, the script as given, no call after finished) pass.
+
+    Without ``check``: no rule fails that no pinned defect predicts. With it: that rule passes (a strict
+    xfail naming the defect that breaks it).
+    """
+    outcome = outcome_of(cell)
+    if check is None:
+        unexpected = set(outcome.rules) - set(C.rule_defects(cell))
+        assert not unexpected, f"rules broken that no pinned defect predicts: {sorted(unexpected)}: {outcome.describe()}"
+    else:
+        assert check not in outcome.rules, outcome.describe()
 
 
 def test_every_cell_defect_has_a_signature() -> None:
@@ -154,7 +188,7 @@ def _zoo_tool_params() -> list[Any]:
 
 
 @pytest.mark.parametrize("spec", _zoo_tool_params())
-def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outcome_of: Callable[[C.Cell], Outcome]) -> None:
+def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
     """Inspect's ToolInfo (what mockllm, like any model, receives) types every parameter the server typed."""
     from orsbench.clients import schema_view
 
@@ -210,7 +244,7 @@ def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server
 
     win = script("echo").steps[0]
     overshoot = Script("echo", (win, Step("echo", {"text": win.args["text"] + "-again"})))
-    outcome = play("trl", serve("echo", server).server, overshoot)
+    outcome = play("trl", serve("echo", server, request_log=True).server, overshoot)
     assert outcome.outputs[:1] == ["match"], outcome.describe()
     assert (outcome.reward, outcome.calls) == (1.0, {"echo": 1}), outcome.describe()
 
@@ -222,7 +256,35 @@ def test_ors_client_rides_out_an_8s_setup(serve: Callable[..., SuiteTarget]) -> 
     """slow-setup with an 8 s setup(): /prompt answers 503 starting with Retry-After until it is ready."""
     from orsbench.clients.run import play
 
-    target = serve("sparse-reward", "mock", faults=("slow-setup",), setup_delay=8.0)
+    target = serve("sparse-reward", "mock", faults=("slow-setup",), setup_delay=8.0, request_log=True)
     outcome = play("ors", target.server, script("sparse-reward"), 40)
     assert outcome.statuses.get("503", 0) >= 1, outcome.describe()
     assert outcome.verdict == "survives", outcome.describe()
+
+
+# -- firehorse-cli's MCP bridge: what the model reads, and how many sessions a trial opens ------------------
+_FIREHORSE_ECHO = C.Cell("firehorse", "mock", "echo")
+
+
+@pytest.mark.xdist_group(_batch(_FIREHORSE_ECHO))
+def test_observed_firehorse_adds_the_reward_to_the_text_and_opens_two_sessions(outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
+    """What happens today (the two strict xfails below say what should): markers in the text, two /create."""
+    outcome = outcome_of(_FIREHORSE_ECHO)
+    [shown] = outcome.extras["shown"]
+    assert shown.startswith("match") and '[OR_REWARD:{"r": 1.0, "f": true}]' in shown and "[EPISODE COMPLETE]" in shown, shown
+    assert outcome.requests.get("POST /create") == 2, outcome.describe()
+    assert outcome.verdict == "survives", outcome.describe()  # the adapter strips the markers as firehorse's logger does
+
+
+@pytest.mark.xdist_group(_batch(_FIREHORSE_ECHO))
+@C.D.DEFECTS["firehorse-reward-shown"].mark()
+def test_firehorse_shows_the_model_only_what_the_environment_sent(outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
+    outcome = outcome_of(_FIREHORSE_ECHO)
+    assert outcome.extras["shown"] == ["match"], outcome.extras["shown"]
+
+
+@pytest.mark.xdist_group(_batch(_FIREHORSE_ECHO))
+@C.D.DEFECTS["firehorse-two-sessions"].mark()
+def test_firehorse_plays_a_trial_in_one_session(outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
+    outcome = outcome_of(_FIREHORSE_ECHO)
+    assert outcome.requests.get("POST /create") == 1, outcome.describe()

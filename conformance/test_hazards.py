@@ -19,7 +19,7 @@ from unittest import mock
 
 import pytest
 
-from conformance.targets import Target, group
+from conformance.targets import SuiteTarget, group
 from orsbench.clients import defects as D
 from orsbench.scenarios import get_scenario
 from orsbench.scenarios import hazards as H
@@ -31,12 +31,12 @@ SECRET_VALUE = "conformance-hazard-token"
 PROVIDERS = ("openai", "openrouter", "anthropic", "google")
 
 
-def _stats_delta(target: Target, key: str, before: dict[str, Any]) -> dict[str, int]:
+def _stats_delta(target: SuiteTarget, key: str, before: dict[str, Any]) -> dict[str, int]:
     after = target.stats()[key]
     return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
 
 
-def _openreward_env(target: Target, env: str) -> Any:
+def _openreward_env(target: SuiteTarget, env: str) -> Any:
     import openreward
 
     with mock.patch.dict(os.environ, target.server.env()):
@@ -56,7 +56,7 @@ def _provider_params() -> list[Any]:
 
 
 @pytest.mark.parametrize("provider", _provider_params())
-def test_list_tools_for_a_provider_keeps_every_required_parameter(provider: str, serve: Callable[..., Target]) -> None:
+def test_list_tools_for_a_provider_keeps_every_required_parameter(provider: str, serve: Callable[..., SuiteTarget]) -> None:
     """``session.list_tools(format=provider)``: every required parameter is still a property (§13.2)."""
     target = serve("schema-keywords", "mock")
     environment = _openreward_env(target, "schema-keywords")
@@ -73,7 +73,7 @@ def _number() -> int:
 
 
 @pytest.mark.xdist_group(group("recover", "mock"))
-def test_openreward_client_raises_ok_false_and_keeps_the_session(serve: Callable[..., Target]) -> None:
+def test_openreward_client_raises_ok_false_and_keeps_the_session(serve: Callable[..., SuiteTarget]) -> None:
     from openreward.api.environments.types import ToolCallError
 
     target = serve("recover", "mock")
@@ -88,7 +88,7 @@ def test_openreward_client_raises_ok_false_and_keeps_the_session(serve: Callable
 
 
 @pytest.mark.xdist_group(group("recover", "mock"))
-def test_ors_client_raises_ok_false_and_keeps_the_session(serve: Callable[..., Target]) -> None:
+def test_ors_client_raises_ok_false_and_keeps_the_session(serve: Callable[..., SuiteTarget]) -> None:
     from ors.client import ORS
 
     target = serve("recover", "mock")
@@ -107,7 +107,7 @@ def test_ors_client_raises_ok_false_and_keeps_the_session(serve: Callable[..., T
 
 @pytest.mark.xdist_group(group("recover", "mock"))
 def test_trl_shows_ok_false_to_the_model_and_plays_on(
-    serve: Callable[..., Target], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    serve: Callable[..., SuiteTarget], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     """TRL hands an ok:false to the model as text (P8): no reward, not finished, and the next call wins."""
     target = serve("recover", "mock")
@@ -125,7 +125,7 @@ def _proves_receipt(text: str) -> None:
 
 
 @pytest.mark.xdist_group(group("secrets", "mock"))
-def test_openreward_client_sends_the_secret_as_x_secrets(serve: Callable[..., Target]) -> None:
+def test_openreward_client_sends_the_secret_as_x_secrets(serve: Callable[..., SuiteTarget]) -> None:
     target = serve("secrets", "mock")
     secrets = {H.SECRET_NAME: (SECRET_VALUE, ["127.0.0.1"])}  # a name that is not well known needs its domains
     with _openreward_env(target, "secrets").session(split="train", index=0, secrets=secrets) as session:
@@ -133,7 +133,7 @@ def test_openreward_client_sends_the_secret_as_x_secrets(serve: Callable[..., Ta
 
 
 @pytest.mark.xdist_group(group("secrets", "mock"))
-def test_openreward_client_without_the_secret_fails_with_the_servers_detail(serve: Callable[..., Target]) -> None:
+def test_openreward_client_without_the_secret_fails_with_the_servers_detail(serve: Callable[..., SuiteTarget]) -> None:
     target = serve("secrets", "mock")
     with pytest.raises(Exception, match=H.SECRET_NAME):
         with _openreward_env(target, "secrets").session(split="train", index=0) as session:
@@ -141,7 +141,7 @@ def test_openreward_client_without_the_secret_fails_with_the_servers_detail(serv
 
 
 @pytest.mark.xdist_group(group("secrets", "mock"))
-def test_ors_client_sends_the_secret_as_x_secrets(serve: Callable[..., Target]) -> None:
+def test_ors_client_sends_the_secret_as_x_secrets(serve: Callable[..., SuiteTarget]) -> None:
     from ors.client import ORS
 
     target = serve("secrets", "mock")
@@ -156,7 +156,7 @@ def test_ors_client_sends_the_secret_as_x_secrets(serve: Callable[..., Target]) 
 @pytest.mark.xdist_group(group("secrets", "mock"))
 @pytest.mark.xfail(strict=True, reason=f"[secret-names] {D.DEFECTS['secret-names'].summary}")
 def test_trl_passes_its_documented_secrets_dict(
-    serve: Callable[..., Target], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    serve: Callable[..., SuiteTarget], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     """``OpenRewardSpec(secrets={NAME: value})`` as documented: the environment must receive it."""
     target = serve("secrets", "mock")
@@ -178,7 +178,7 @@ def _carries_image(value: Any) -> bool:
 @pytest.mark.xdist_group(group("images", "mock"))
 @pytest.mark.xfail(strict=True, reason=f"[images-dropped] {D.DEFECTS['images-dropped'].summary}")
 def test_trl_shows_the_prompt_image(
-    serve: Callable[..., Target], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    serve: Callable[..., SuiteTarget], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     target = serve("images", "mock")
     adapter = make_adapter(new_spec(target, discover_task_tools=False), target)
@@ -188,7 +188,7 @@ def test_trl_shows_the_prompt_image(
 @pytest.mark.xdist_group(group("images", "mock"))
 @pytest.mark.xfail(strict=True, reason=f"[images-dropped] {D.DEFECTS['images-dropped'].summary}")
 def test_trl_shows_a_result_image(
-    serve: Callable[..., Target], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
+    serve: Callable[..., SuiteTarget], new_spec: Callable[..., Any], make_adapter: Callable[..., Any]
 ) -> None:
     target = serve("images", "mock")
     adapter = make_adapter(new_spec(target, discover_task_tools=False), target)
@@ -197,7 +197,7 @@ def test_trl_shows_a_result_image(
     assert H.look_text() in str(shown) and _carries_image(shown)
 
 
-def _inspect_view(target: Target, what: str) -> Any:
+def _inspect_view(target: SuiteTarget, what: str) -> Any:
     """What inspect-openreward's solver gives the model: the prompt's content, or what tool ``look`` returns."""
     import asyncio
     from types import SimpleNamespace
@@ -218,14 +218,14 @@ def _inspect_view(target: Target, what: str) -> Any:
 
 
 @pytest.mark.xdist_group(group("images", "mock"))
-def test_inspect_shows_the_prompt_image(serve: Callable[..., Target]) -> None:
+def test_inspect_shows_the_prompt_image(serve: Callable[..., SuiteTarget]) -> None:
     pytest.importorskip("inspect_openreward")
     assert _carries_image(_inspect_view(serve("images", "mock"), "prompt"))
 
 
 @pytest.mark.xdist_group(group("images", "mock"))
 @pytest.mark.xfail(strict=True, reason=f"[inspect-result-images-dropped] {D.DEFECTS['inspect-result-images-dropped'].summary}")
-def test_inspect_shows_a_result_image(serve: Callable[..., Target]) -> None:
+def test_inspect_shows_a_result_image(serve: Callable[..., SuiteTarget]) -> None:
     pytest.importorskip("inspect_openreward")
     shown = _inspect_view(serve("images", "mock"), "look")
     assert H.look_text() in str(shown) and _carries_image(shown)

@@ -38,9 +38,9 @@ def broken(ors_server_factory):
 def predicted_matrix():
     from orsbench.clients import cells as C
     from orsbench.clients import matrix as M
-    from orsbench.clients.drivers import CLIENTS
+    from orsbench.clients.targets import CLIENT_TARGETS
 
-    clients, servers = list(CLIENTS), C.servers()
+    clients, servers = CLIENT_TARGETS.names(), C.servers()
     return M.predicted(C.plan(clients, servers, None), clients, servers)
 
 

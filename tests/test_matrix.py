@@ -10,14 +10,14 @@ import pytest
 from orsbench.cli import main
 from orsbench.clients import cells as C
 from orsbench.clients import matrix as M
-from orsbench.clients.drivers import CLIENTS
+from orsbench.clients.targets import CLIENT_TARGETS
 
 DOC = Path(__file__).parent.parent / "docs" / "compatibility.md"
 
 
 def test_compatibility_doc_is_the_generated_matrix() -> None:
     """Regenerate with ``orsbench matrix --predicted --markdown docs/compatibility.md``."""
-    clients, servers = list(CLIENTS), C.servers()
+    clients, servers = CLIENT_TARGETS.names(), C.servers()
     expected = M.markdown(M.predicted(C.plan(clients, servers), clients, servers))
     assert DOC.read_text() == expected, "run: orsbench matrix --predicted --markdown docs/compatibility.md"
 
@@ -30,7 +30,7 @@ def test_server_axis_comes_from_the_implementations_registry() -> None:
 
 
 def test_every_client_defect_lists_under_the_clients_it_reaches() -> None:
-    result = M.predicted(C.plan(), list(CLIENTS), C.servers())
+    result = M.predicted(C.plan(), CLIENT_TARGETS.names(), C.servers())
     for row in result["cells"]:
         listed = {d["id"] for d in result["clients"][row["client"]]["defects"]}
         listed |= {d["id"] for d in result["server_defects"][row["server"]]}
@@ -64,3 +64,20 @@ def test_reduced_matrix_runs_and_keeps_the_json_contract(tmp_path: Path, capsys:
         assert row["verdict"] == C.predicted(cell), row
     assert "[1/" in capsys.readouterr().err, "progress lines"
     assert md.read_text().startswith("# Client compatibility")
+
+
+@pytest.mark.parametrize(("client", "case"), [("openreward", "echo"), ("trl", "sparse-reward+setup-failure")])
+def test_a_builtin_adapter_through_check_client_gets_the_matrix_verdict(client: str, case: str) -> None:
+    """One grading path: ``python -m orsbench.clients.adapter NAME`` run by check-client's runner (a subprocess,
+    not the matrix's fork) and graded by the same checks gives the verdict the matrix predicts for that cell."""
+    pytest.importorskip("trl")
+    from orsbench.clientcheck import get_case, grade, run_case
+    from orsbench.clients.run import verdict
+
+    run = run_case(f"python -m orsbench.clients.adapter {client}", get_case(case), timeout=180)
+    results = grade(run)
+    profile = case.split("+", 1)[1] if "+" in case else None
+    cell = C.Cell(client, "mock", case.split("+", 1)[0], profile)
+    assert verdict(run, results) == C.predicted(cell), [(r.id, r.status, r.message) for r in results]
+    failed_rules = {r.id for r in results if r.status == "fail" and r.id in C.rule_defects(cell)}
+    assert failed_rules == set(C.rule_defects(cell)), failed_rules

@@ -37,10 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from orsbench.clients import cells as C
     from orsbench.clients import matrix as M
-    from orsbench.clients.drivers import CLIENTS
+    from orsbench.clients.targets import CLIENT_TARGETS
     from orsbench.clients.profiles import profiles
 
-    known = {"--clients": list(CLIENTS), "--servers": C.servers(), "--profiles": [p.name for p in profiles()] + ["no"]}
+    known = {"--clients": CLIENT_TARGETS.names(), "--servers": C.servers(), "--profiles": [p.name for p in profiles()] + ["no"]}
     for flag, given in (("--clients", args.clients), ("--servers", args.servers), ("--profiles", args.profiles)):
         unknown = sorted(set(given or []) - set(known[flag]))
         if unknown:
@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     if args.parallel < 1 or args.budget <= 0:  # checked here, not by argparse: main() returns 2 instead of exiting
         print("orsbench matrix: error: --parallel must be >= 1 and --budget > 0", file=sys.stderr)
         return 2
-    clients = args.clients or list(CLIENTS)
+    # By default every client target that is installed here (all of them for --predicted: the docs list every one).
+    clients = args.clients or [n for n in CLIENT_TARGETS.names() if args.predicted or CLIENT_TARGETS[n].installed]
     servers = args.servers or C.servers()
     profile_names = [] if args.profiles == ["no"] else args.profiles
     cells = C.plan(clients, servers, profile_names)

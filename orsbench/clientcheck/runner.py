@@ -114,8 +114,8 @@ class CaseRun:
 
 
 def script_json(script: Script) -> dict[str, Any]:
-    """The ``ORSBENCH_SCRIPT`` document: ``{"calls": [{"tool", "input"}, ...]}``."""
-    return {"calls": [{"tool": step.tool, "input": step.args} for step in script.steps]}
+    """The ``ORSBENCH_SCRIPT`` document: ``{"calls": [{"tool", "input"}, ...]}`` (``pause_s`` where a step idles first)."""
+    return {"calls": [{"tool": step.tool, "input": step.args, **({"pause_s": step.pause_s} if step.pause_s else {})} for step in script.steps]}
 
 
 def case_environment(case: Case, url: str, env: str, script_path: Path, out_path: Path) -> dict[str, str]:

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from functools import cache
 
 from orsbench.clients import defects as D
-from orsbench.clients.drivers import CLIENTS
 from orsbench.clients.episodes import INDEX, SPLIT, Script, scenarios, script
 from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clients.profiles import Profile, profiles
+from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.scenarios import get_scenario, suite_params
 from orsbench.servers.implementations import ors_servers
 
@@ -53,7 +53,7 @@ def plan(
     clients: list[str] | None = None, server_names: list[str] | None = None, profile_names: list[str] | None = None
 ) -> list[Cell]:
     """Every cell, narrowed to the given clients/servers/profiles (``[]`` profiles: none)."""
-    clients = clients or list(CLIENTS)
+    clients = clients or CLIENT_TARGETS.names()
     server_names = server_names or servers()
     cells = [Cell(c, s, sc) for s in server_names for sc in scenarios() for c in clients]
     if "mock" in server_names:
@@ -103,6 +103,8 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["inspect-list-tasks-only"]]
     if client == "inspect" and profile == "flaky-5xx":
         return [D.DEFECTS["inspect-5xx-fails-eval"]]
+    if client == "firehorse" and profile == "flaky-5xx":
+        return [D.DEFECTS["firehorse-5xx-fails-trial"]]
     if profile == "cut-before-task-id":  # the cut call is re-sent blind: the tool runs twice (§13.5)
         return [D.DEFECTS["ors-cut-call-rerun" if client == "ors" else "cut-call-rerun"]]
     if client == "inspect" and profile is None and any(D.sanitized_params(t) for t in _task0_tools(cell.scenario)):
@@ -125,6 +127,38 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
     return found
 
 
+def _omits_a_default(cell: Cell) -> bool:
+    """A scripted call leaves out an optional parameter that has a JSON default."""
+    tools = {t["name"]: t for t in _task0_tools(cell.scenario)}
+    for step in cell.script.steps:
+        props = ((tools.get(step.tool) or {}).get("input_schema") or {}).get("properties") or {}
+        if any(name not in step.args and prop.get("default") is not None for name, prop in props.items()):
+            return True
+    return False
+
+
+def rule_defects(cell: Cell) -> dict[str, D.Defect]:
+    """Client checks of rules (not of the episode's outcome) the pinned defects make fail, by check id.
+
+    The verdict does not depend on them (:data:`orsbench.clients.run.OUTCOME_CHECKS`); the conformance
+    suite pins each one, so a fixed upstream shows up as a strict xfail that passes.
+    """
+    found: dict[str, D.Defect] = {}
+    client, profile = cell.client, cell.profile
+    if client in ("openreward", "trl"):
+        found["client.env_name"] = D.DEFECTS["env-name-not-sent"]
+    if client == "ors":
+        found["client.env_name"] = D.DEFECTS["ors-create-without-env-name"]
+        if profile in ("flaky-5xx", "rate-limit", "slow-setup"):
+            found["client.retry_after"] = D.DEFECTS["ors-retry-after-ignored"]
+    if client == "trl" and not D.factory_defect(_task0_tools(cell.scenario)) and _omits_a_default(cell):
+        found["client.script_followed"] = D.DEFECTS["defaults-sent"]
+    latched = {d.id for d in cell_defects(cell)} & {"inspect-finished-error", "ors-sdk-no-finish-latch"}
+    if client == "inspect" and latched:
+        found["client.stops_at_finished"] = D.DEFECTS["inspect-finished-error"]
+    return found
+
+
 def server_defects(server: str) -> list[D.Defect]:
     """Pinned defects of a server implementation (only ors-sdk's has its own upstream)."""
     return [d for d in D.DEFECTS.values() if not d.clients and d.upstream.startswith(server + " ")]
@@ -140,6 +174,7 @@ DEFECT_VERDICT: dict[str, str] = {
     "inspect-finished-error": "fails clearly",
     "inspect-list-tasks-only": "fails clearly",
     "inspect-5xx-fails-eval": "fails clearly",
+    "firehorse-5xx-fails-trial": "fails clearly",
     "keyword-crash": "fails clearly",
     "chunk-lstrip": "fails silently",
     "ors-chunk-lstrip": "fails silently",

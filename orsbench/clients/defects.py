@@ -48,7 +48,7 @@ class Defect:
 
     @property
     def clients(self) -> tuple[str, ...]:
-        """The client targets (:data:`orsbench.clients.drivers.CLIENTS` names) that inherit this defect."""
+        """The client targets (:data:`orsbench.clients.targets.CLIENT_TARGETS` names) that inherit this defect."""
         return UPSTREAM_CLIENTS[self.upstream]
 
     @property
@@ -66,13 +66,15 @@ SDK = "openreward 0.1.167 client"
 ORS = "ors-sdk 0.1.0 client"
 INSPECT = "inspect-openreward 0.3.0"
 ORS_SERVER = "ors-sdk 0.1.0 server"
+FIREHORSE = "firehorse-cli 0.1.4"
 
 #: Which client targets run each upstream's code: TRL and inspect-openreward drive the openreward client.
 UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
     TRL: ("trl",),
-    SDK: ("openreward", "trl", "inspect"),
+    SDK: ("openreward", "trl", "inspect", "firehorse"),
     ORS: ("ors",),
     INSPECT: ("inspect",),
+    FIREHORSE: ("firehorse",),
     ORS_SERVER: (),  # a server defect: every client on that server meets it
 }
 
@@ -278,6 +280,18 @@ DEFECTS: dict[str, Defect] = {
             "P2",
         ),
         Defect(
+            "ors-retry-after-ignored",
+            ORS,
+            "request_retryable waits its own 0.5 s, 1 s backoff whatever Retry-After says: a 429 or 503 with Retry-After: 1 or 2 is retried too soon (the retry usually still succeeds, so the episode survives)",
+            "P2",
+        ),
+        Defect(
+            "defaults-sent",
+            TRL,
+            "the generated tool method forwards every parameter, so a call that leaves out an optional parameter sends its JSON default explicitly (step() arrives as step(note='')): the server sees a different call than the model made",
+            "P6",
+        ),
+        Defect(
             "inspect-finished-error",
             INSPECT,
             "generate(tool_calls='loop') does not stop on finished; the next call's episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
@@ -318,6 +332,24 @@ DEFECTS: dict[str, Defect] = {
             INSPECT,
             "under the flaky-5xx profile (a quarter of requests 502/503/504 with Retry-After: 1, at most 2 in a row) the eval fails: the 5xx surfaces from openreward_dataset()'s list_tasks() or, in the sample, from the async client's calls (observed: 'sample error: Upstream unavailable'), while the sync openreward client and TRL ride the same profile out",
             "P8",
+        ),
+        Defect(
+            "firehorse-5xx-fails-trial",
+            FIREHORSE,
+            "under the flaky-5xx profile the trial fails before the agent starts: run_trial's own session set-up (get_prompt, list_tools on the async openreward client) raises the 502/503/504 it was answered with Retry-After (observed: SessionResponseError 504 on /task_tools), where the sync openreward client and TRL ride the same profile out",
+            "P8",
+        ),
+        Defect(
+            "firehorse-reward-shown",
+            FIREHORSE,
+            "the MCP bridge appends [OR_REWARD:{\"r\": reward, \"f\": finished}] to every tool result, and '[EPISODE COMPLETE] ... Final reward: R. Stop making tool calls.' to the finishing one: the model reads each call's reward, text the environment never sent",
+            "P7",
+        ),
+        Defect(
+            "firehorse-two-sessions",
+            FIREHORSE,
+            "each trial opens two sessions for one task: run_trial's own (the prompt the model reads comes from it) and the MCP bridge's (where the tools run); an environment that draws per-session state shows the model a prompt from another episode than the one it plays",
+            "P1",
         ),
     )
 }

@@ -28,11 +28,15 @@ LONG_TEXT = 6000
 
 @dataclass(frozen=True)
 class Step:
-    """One tool call; ``expect`` is the exact text the environment returns (``None``: not checked)."""
+    """One tool call; ``expect`` is the exact text the environment returns (``None``: not checked).
+
+    ``pause_s``: seconds the client sits idle before the call (a session outliving a TTL).
+    """
 
     tool: str
     args: JSON = field(default_factory=dict)
     expect: str | None = None
+    pause_s: float = 0.0
 
 
 @dataclass(frozen=True)

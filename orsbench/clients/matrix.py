@@ -9,7 +9,8 @@ JSON contract::
 
     {"clients": {name: {"version": ..., "defects": [{"id", "summary"}, ...]}},
      "servers": [names], "cells": [{"client", "server", "scenario", "profile",
-     "verdict", "expected", "defects": [ids], "elapsed", "problems", "error"}, ...]}
+     "verdict", "expected", "defects": [ids], "rule_defects": {check: id},
+     "elapsed", "problems", "rules", "error"}, ...]}
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from orsbench.clients import cells as C
-from orsbench.clients.drivers import CLIENTS
-from orsbench.clients.run import VERDICTS, Outcome, Running
+from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun
+from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.config import ServerConfig
 from orsbench.scenarios import suite_params
 from orsbench.servers.launch import start
 
@@ -42,8 +44,8 @@ def header(clients: list[str], servers: list[str]) -> JSON:
     return {
         "clients": {
             name: {
-                "version": CLIENTS[name].version,
-                "title": CLIENTS[name].title,
+                "version": CLIENT_TARGETS[name].version,
+                "title": CLIENT_TARGETS[name].title,
                 "defects": [{"id": d.id, "summary": d.summary} for d in C.client_defects(name)],
             }
             for name in clients
@@ -62,6 +64,7 @@ def cell_json(cell: C.Cell, verdict: str, **extra: Any) -> JSON:
         "verdict": verdict,
         "expected": C.expected(cell),
         "defects": [d.id for d in C.cell_defects(cell)],
+        "rule_defects": {check: d.id for check, d in C.rule_defects(cell).items()},
         **extra,
     }
 
@@ -79,33 +82,34 @@ def run(
     budget: float = 900.0,
     parallel: int = 3,
     progress: Callable[[str], None] = lambda line: None,
-    on_outcome: Callable[[C.Cell, Outcome], None] = lambda cell, outcome: None,
+    on_outcome: Callable[[C.Cell, ClientOutcome], None] = lambda cell, outcome: None,
 ) -> JSON:
     """Play ``cells``: one server per configuration, ``parallel`` servers at once, client after client on each.
 
     Everything happens on the calling thread: episodes are forked children, and a fork taken while
     another thread holds a lock (an import, a connection pool) can leave the child waiting forever.
-    A client's :attr:`~orsbench.clients.drivers.Client.concurrency` caps how many of its episodes
+    A client's :attr:`~orsbench.clients.targets.ClientTarget.concurrency` caps how many of its episodes
     play at once (Inspect evals starve each other on two cores). A cell that hangs although no
     defect predicts it is played once more: on a loaded machine a child can miss its deadline.
     """
-    preload()
+    preload(clients)
     queues: dict[tuple[str, str, str, str], list[C.Cell]] = {}
     for cell in cells:
         queues.setdefault(_server_key(cell), []).append(cell)
     pending = list(queues)
     lanes: dict[tuple[str, str, str, str], Any] = {}  # key -> RunningServer
-    active: dict[tuple[str, str, str, str], tuple[C.Cell, Running, bool]] = {}
+    active: dict[tuple[str, str, str, str], tuple[C.Cell, ClientRun, bool]] = {}
     results: dict[C.Cell, JSON] = {}
     deadline = time.monotonic() + budget
-    busy = {name: 0 for name in CLIENTS}
+    busy = {name: 0 for name in CLIENT_TARGETS}
 
     def limit_of(cell: C.Cell) -> float:
         return C.profile_of(cell).deadline if cell.profile else 30.0
 
     def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
         busy[cell.client] += 1
-        active[key] = (cell, Running(cell.client, lanes[key], cell.script, limit_of(cell)), replay)
+        expect = "error" if C.expected(cell) == "fails clearly" else "finish"
+        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect), replay)
 
     def close(key: tuple[str, str, str, str]) -> None:
         lanes.pop(key).stop()
@@ -115,7 +119,7 @@ def run(
             while pending and len(lanes) < parallel and time.monotonic() < deadline:
                 key = pending.pop(0)
                 impl, scenario, profile, _ = key
-                config = C.profile_of(queues[key][0]).config() if profile else None
+                config = C.profile_of(queues[key][0]).config() if profile else ServerConfig(request_log=True)
                 lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else suite_params(scenario))
             if time.monotonic() >= deadline:
                 pending.clear()
@@ -127,7 +131,7 @@ def run(
                     queue.clear()
                     close(key)
                     continue
-                if busy[queue[0].client] < CLIENTS[queue[0].client].concurrency:
+                if busy[queue[0].client] < CLIENT_TARGETS[queue[0].client].concurrency:
                     launch(key, queue.pop(0))
             if not active:
                 continue
@@ -143,7 +147,9 @@ def run(
                     progress(f"{cell.id}: hung at {run.deadline:g} s; playing it once more to confirm")
                     launch(key, cell, replay=True)
                     continue
-                results[cell] = cell_json(cell, outcome.verdict, elapsed=round(outcome.elapsed, 2), problems=outcome.problems, error=outcome.error)
+                results[cell] = cell_json(
+                    cell, outcome.verdict, elapsed=round(outcome.elapsed, 2), problems=outcome.problems, rules=outcome.rules, error=outcome.error
+                )
                 on_outcome(cell, outcome)
                 flag = "" if outcome.verdict == C.predicted(cell) else f"  (predicted: {C.predicted(cell)})"
                 progress(f"[{len(results)}/{len(cells)}] {cell.id}: {outcome.verdict}{flag} {outcome.elapsed:.1f}s")
@@ -154,13 +160,13 @@ def run(
     return {**header(clients, servers), "cells": rows}
 
 
-def preload() -> None:
+def preload(clients: list[str] | None = None) -> None:
     """Import every installed client in this process before any fork, so no child imports them (seconds each)."""
-    for module in ("openreward", "ors.client", "trl.experimental.openreward", "inspect_ai", "inspect_ai.model", "inspect_openreward"):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
+    for name in clients or CLIENT_TARGETS.names():
+        target = CLIENT_TARGETS.get(name)
+        if target.installed:
+            for module in target.modules:
+                importlib.import_module(module)
 
 
 def summary(result: JSON) -> dict[str, dict[str, int]]:
@@ -178,9 +184,12 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
     lines = [f"# {title}", ""]
     lines += [
         "Which ORS client survives which server. Each cell is one scripted episode (the winning calls of the "
-        "scenario's first train task), judged from both ends: what the client showed the model, and the server's "
-        "`/_orsbench/stats` (each tool run once, no session left open). ✅ survives · 🟨 fails clearly (an error "
-        "that says what happened) · ❌ fails silently (wrong data taken as right, a session left open) · ⛔ hangs. "
+        "scenario's first train task), played by the client's built-in adapter (`python -m orsbench.clients.adapter "
+        "NAME`) and graded by the client checks of `orsbench check-client` (docs/clients.md): what the client "
+        "reported for each call, and the server's request log (each tool run once, the session deleted). "
+        "✅ survives · 🟨 fails clearly (an error that says what happened) · ❌ fails silently (wrong data taken as "
+        "right, a session left open) · ⛔ hangs. Rules a client breaks without changing the episode (no `env_name` on "
+        "`/create`, a retry sooner than `Retry-After`) are pinned defects too, listed under each client. "
         "Fault profiles run on the mock engine (`sparse-reward`); for "
         + ", ".join(f"`{p}`" for p in sorted(C.FAIL_CLEARLY))
         + " failing clearly is the right outcome. The hazard cases are explained in docs/protocol.md §13. "

@@ -30,7 +30,8 @@ class Profile:
     per_client: bool = False
 
     def config(self) -> ServerConfig:
-        return ServerConfig(faults=(self.name,) if self.name != "none" else (), **dict(self.knobs))
+        """The server configuration, with the request log the client checks grade from."""
+        return ServerConfig(faults=(self.name,) if self.name != "none" else (), request_log=True, **dict(self.knobs))
 
 
 #: Scaled knobs per profile (seed 3: the first request of the episode is refused).

@@ -1,44 +1,70 @@
-"""Play one client's episode in a forked child with a hard deadline, and judge it from both ends.
+"""Play one client's episode through its adapter, in a forked child with a hard deadline, and grade it with the client checks.
 
-The child gets the client's view (what each call showed the model, reward,
-finished, the exception that ended it); the parent reads the server's
-``/_orsbench/stats`` before and after (tools run, sessions left open, statuses).
-The verdict is one of:
+The child runs exactly what ``python -m orsbench.clients.adapter NAME`` runs
+(the adapter contract's variables set, the script in a file, one JSON line
+per call appended to the out file), only forked from a parent that already
+imported the client, so an episode starts in milliseconds instead of seconds.
+The parent then builds the :class:`~orsbench.clientcheck.CaseRun` that
+``orsbench check-client`` builds for a command — the out file, the server's
+request log (the slice this episode sent) and its counters — and grades it with
+the same client checks (:func:`orsbench.clientcheck.grade`): one grading path
+for the built-in clients and any user's adapter. The verdict is read from
+which checks failed (:func:`verdict`):
 
-* ``survives`` — the script's reward and ``finished``, every text as the
-  environment wrote it, each tool run exactly once, no session left open;
-* ``fails clearly`` — an exception (or TRL's ``"Error: ..."`` text) that says
-  what went wrong, and no wrong data taken as right;
-* ``fails silently`` — no error, but the client ends with something the
-  environment never said: a wrong or missing reward, a changed text, a tool run
-  twice, a session left open;
-* ``hangs`` — still going at the deadline; killed.
+* ``hangs`` — still going at the deadline; killed (``client.exits_in_time``);
+* ``fails silently`` — a check of the data failed: a changed text, a reward or
+  ``finished`` other than sent, a tool run more often than called, a session
+  left open, a failure handed on as an answer — or, with no error reported, any
+  required check failed;
+* ``fails clearly`` — the client reported an error (or exited non-zero), and no
+  tool ran twice nor was a session left open;
+* ``survives`` — no required check failed.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
 import time
-import traceback
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
-from orsbench.clients.drivers import CLIENTS, point_at
+import httpx
+
+from orsbench import protocol
+from orsbench.checks.model import CheckResult, Severity, Status
+from orsbench.clientcheck import CaseRun, grade
+from orsbench.clientcheck.cases import Case
+from orsbench.clientcheck.contract import read_out
+from orsbench.clientcheck.runner import OUT_LIMIT, case_environment, script_json
+from orsbench.clients import adapter
 from orsbench.clients.episodes import Script
 from orsbench.clients.fork import ForkedEpisode, forget_parent_ping_thread
-from orsbench.servers.launch import RunningServer
+from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.clients.transcript import AdapterEpisode
+from orsbench.servers.launch import RunningServer, local_http
 
 VERDICTS = ("survives", "fails clearly", "fails silently", "hangs")
 
 
 @dataclass
-class Outcome:
+class ClientOutcome:
+    """One client's episode: what it reported under the adapter contract, what the server saw, and the checks' verdicts."""
+
     client: str
+    #: The client's view, from its out file: what each call showed the model.
     outputs: list[str] = field(default_factory=list)
+    #: The last non-null reward the client reported (the trainers' outcome convention).
     reward: Any = None
     finished: bool = False
     error: str | None = None
+    #: Whether the client raised the error (False: it reported it its own way, as TRL's "Error: ..." text).
+    raised: bool = False
     failed_at: str | None = None
     hung: bool = False
     elapsed: float = 0.0
@@ -49,97 +75,196 @@ class Outcome:
     sessions_left_open: int = 0
     #: What the client showed the model as tools (inspect only: Inspect's ToolInfo dumps).
     tools_seen: list[Any] = field(default_factory=list)
-    #: Why the episode is not a clean survival (empty when it is).
+    #: What the adapter observed beyond the contract (Inspect: ``tools_seen``; firehorse: ``shown``, the raw MCP texts).
+    extras: dict[str, Any] = field(default_factory=dict)
+    #: The client checks' results on the episode (:func:`orsbench.clientcheck.grade`).
+    checks: list[CheckResult] = field(default_factory=list)
+    #: ``"<check id>: <message>"`` of each failed required check of the outcome or the process (empty for a clean survival).
     problems: list[str] = field(default_factory=list)
+    #: Ids of the failed required checks of rules the episode's outcome did not depend on (``client.env_name``, ...).
+    rules: list[str] = field(default_factory=list)
     verdict: str = "survives"
+
+    @property
+    def survived(self) -> bool:
+        return self.verdict == "survives"
+
+    @property
+    def failed_checks(self) -> list[str]:
+        return [p.split(":", 1)[0] for p in self.problems] + self.rules
 
     def describe(self) -> str:
         return (
-            f"{self.client}: {self.verdict} {self.problems} reward={self.reward!r} finished={self.finished} "
+            f"{self.client}: {self.verdict} {self.problems} rules broken: {self.rules} reward={self.reward!r} finished={self.finished} "
             f"error={self.error!r} at {self.failed_at} {self.elapsed:.1f}s calls={self.calls} "
-            f"left_open={self.sessions_left_open} outputs={[o[:80] for o in self.outputs]}"
+            f"requests={self.requests} left_open={self.sessions_left_open} outputs={[o[:80] for o in self.outputs]}"
         )
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["outputs"] = [o[:200] for o in self.outputs]
-        data.pop("tools_seen")
-        return data
+    def read(self, run: CaseRun) -> None:
+        """Fill the client's view from the adapter's lines."""
+        for line in run.out.lines:
+            if line.is_error:
+                self.error, self.failed_at = str(line.get("error")), line.get("stage")
+                self.raised = bool(line.get("raised", True))
+                break
+            if not line.is_call:
+                continue
+            self.outputs.append(str(line.get("text", "")))
+            if line.get("reward") is not None:
+                self.reward = line.get("reward")
+            self.finished = self.finished or line.get("finished") is True
 
 
-def _child(client: str, url: str, env: str, script: Script, conn: Connection) -> None:
+def _request_log(server: RunningServer) -> tuple[list[dict[str, Any]], int]:
+    """The server's request log entries and total; the server must run with ``ServerConfig(request_log=True)``."""
+    try:
+        response = local_http().get(server.url + protocol.REQUEST_LOG, timeout=30)
+        response.raise_for_status()
+        log = response.json()
+        return list(log["entries"]), int(log["total"])
+    except (httpx.HTTPError, ValueError, KeyError) as exc:
+        raise RuntimeError(
+            f"the client runner grades from the server's request log, and {server.url} has none ({exc}): "
+            "start it with ServerConfig(request_log=True)"
+        ) from None
+
+
+def _child(client: str, environ: dict[str, str], prepare: Callable[[], None] | None, conn: Connection) -> None:
     started = time.monotonic()
-    os.environ.update(point_at(url))
+    os.environ.update(environ)
     forget_parent_ping_thread()
-    out: dict[str, Any] = {"outputs": [], "reward": None, "finished": False, "failed_at": None}
+    if prepare is not None:
+        prepare()
+    episode = AdapterEpisode.from_environment(os.environ)
+    code = adapter.play(client, episode)
+    episode.close()
+    extras = {k: v for k, v in episode.extras.items() if k != "traceback"}
+    report = {"exit": code, "seconds": time.monotonic() - started, "extras": extras}
     try:
-        CLIENTS[client].play(url, env, script, out)
-    except BaseException as exc:  # noqa: BLE001 - the outcome is the point
-        out["error"] = f"{type(exc).__name__}: {exc}"[:2000]
-        out["traceback"] = traceback.format_exc()[-3000:]
-    out["seconds"] = time.monotonic() - started
-    try:
-        conn.send(out)
-    except Exception as exc:  # noqa: BLE001 - an unpicklable value must not lose the outcome
-        conn.send({k: v for k, v in out.items() if k in ("outputs", "failed_at", "seconds")} | {"error": repr(exc)})
+        conn.send(report)
+    except Exception:  # noqa: BLE001 - an unpicklable value must not lose the outcome
+        conn.send({"exit": code, "seconds": report["seconds"]})
     conn.close()
     os._exit(0)  # skip atexit: the SDK's loop threads would otherwise delay the exit
 
 
-class Running(ForkedEpisode):
-    """One episode under way in a forked child; :meth:`finish` collects it (at its deadline at the latest)."""
+def case_for(server: RunningServer, expect: str = "finish") -> Case:
+    """The check-client case a running server (its scenario and faults) stands for; the script is the run's own."""
+    faults = tuple(server.config.faults)
+    name = "+".join((server.scenario, *faults))
+    return Case(name, server.scenario, name, faults=faults, expect=expect)  # type: ignore[arg-type]
 
-    def __init__(self, client: str, server: RunningServer, script: Script, deadline: float = 30.0) -> None:
+
+class ClientRun(ForkedEpisode):
+    """One client episode under way in a forked child; :meth:`finish` collects and grades it (at its deadline at the latest).
+
+    The server must keep a request log (``ServerConfig(request_log=True)``): the episode is graded from
+    the entries it added. ``expect``: ``"finish"`` where a correct client plays the script to its end,
+    ``"error"`` where it reports a failure. ``prepare`` runs in the child before the client starts
+    (a test scaling a client's own timers).
+    """
+
+    def __init__(
+        self,
+        client: str,
+        server: RunningServer,
+        script: Script,
+        deadline: float = 30.0,
+        *,
+        expect: str = "finish",
+        secrets: Mapping[str, str] | None = None,
+        prepare: Callable[[], None] | None = None,
+    ) -> None:
         self.client, self.script = client, script
-        args = (client, server.url, server.env_name, script)
-        super().__init__(server, _child, args, deadline + CLIENTS[client].startup_s)
+        self.case = case_for(server, expect)
+        if secrets:
+            self.case = replace(self.case, secrets=tuple(secrets.items()))
+        self.workdir = Path(tempfile.mkdtemp(prefix="orsbench-client-"))
+        script_path, self.out_path = self.workdir / "script.json", self.workdir / "out.jsonl"
+        script_path.write_text(json.dumps(script_json(script)))
+        environ = case_environment(self.case, server.url, server.env_name, script_path, self.out_path)
+        self.log_before = _request_log(server)[1]
+        limit = deadline + CLIENT_TARGETS.get(client).startup_s
+        super().__init__(server, _child, (client, environ, prepare), limit)
 
-    def finish(self, settle: float = 0.0) -> Outcome:
+    def finish(self, settle: float = 0.0) -> ClientOutcome:
         got = self.collect(join_s=5.0, settle=settle)
-        outcome = Outcome(self.client, elapsed=got.elapsed, hung=got.result is None)
-        result = got.result
-        if result is not None:
-            outcome.outputs = [str(o) for o in result.get("outputs", [])]
-            outcome.reward, outcome.finished = result.get("reward"), bool(result.get("finished"))
-            outcome.error, outcome.failed_at = result.get("error"), result.get("failed_at")
-            outcome.elapsed = result.get("seconds", got.elapsed)
-            outcome.tools_seen = result.get("tools_seen", [])
+        entries, total = _request_log(self.server)
+        skipped = max(0, total - len(entries))  # entries past the log's bound are counted, not kept
+        run = CaseRun(
+            self.case,
+            self.script,
+            f"python -m orsbench.clients.adapter {self.client}",
+            url=self.server.url,
+            env=self.server.env_name,
+            exit_code=None if got.result is None else int(got.result.get("exit", 1)),
+            deadline=self.deadline,
+            stopped_for="deadline" if got.result is None else None,
+            duration_s=got.elapsed,
+            out=read_out(self.out_path, OUT_LIMIT),
+            log=entries[max(0, self.log_before - skipped) :],
+            requests_total=total - self.log_before,
+            stats={"calls": got.calls, "requests": got.requests, "statuses": got.statuses},
+        )
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        outcome = ClientOutcome(self.client, elapsed=got.elapsed, hung=got.result is None)
+        outcome.read(run)
+        if got.result is not None:
+            if "error" in got.result and outcome.error is None:  # the child died before it could write a line
+                outcome.error = str(got.result["error"])
+            outcome.elapsed = got.result.get("seconds", got.elapsed)
+            outcome.extras = got.result.get("extras", {})
+            outcome.tools_seen = outcome.extras.get("tools_seen", [])
         outcome.calls, outcome.requests, outcome.statuses = got.calls, got.requests, got.statuses
         outcome.sessions_left_open = got.sessions_left_open
-        judge(outcome, self.script)
+        outcome.checks = grade(run)
+        outcome.verdict = verdict(run, outcome.checks)
+        failed = failed_required(outcome.checks)
+        shown = OUTCOME_CHECKS | PROCESS_CHECKS
+        outcome.problems = [f"{r.id}: {r.message}" for r in failed if r.id in shown]
+        outcome.rules = [r.id for r in failed if r.id not in shown]
         return outcome
 
 
-def judge(outcome: Outcome, script: Script) -> None:
-    """Fill ``problems`` and ``verdict`` (see the module docstring)."""
-    problems: list[str] = []
-    if outcome.sessions_left_open > 0:
-        problems.append(f"{outcome.sessions_left_open} session(s) left open")
-    over = {t: n for t, n in outcome.calls.items() if n > script.calls.get(t, 0)}
-    if over:
-        problems.append(f"tools run more often than called: {over} (script: {script.calls})")
-    errors = [o for o in outcome.outputs if o.startswith("Error: ")]
-    if outcome.hung:
-        outcome.verdict = "hangs"
-    elif outcome.error is not None or errors:
-        if outcome.reward is not None and outcome.reward != script.reward:
-            problems.append(f"reward {outcome.reward!r} kept after the failure")
-        outcome.verdict = "fails silently" if over else "fails clearly"
-    else:
-        for step, text in zip(script.steps, outcome.outputs):
-            if step.expect is not None and text != step.expect:
-                problems.append(f"{step.tool} showed {text[:60]!r}... ({len(text)} chars), the environment said {step.expect[:60]!r}... ({len(step.expect)} chars)")
-        if script.reward is not None and (type(outcome.reward) is bool or outcome.reward != script.reward):
-            problems.append(f"reward {outcome.reward!r}, the environment gave {script.reward!r}")
-        if outcome.finished != script.finished:
-            problems.append(f"finished={outcome.finished}, the environment said {script.finished}")
-        if outcome.calls != script.calls:
-            problems.append(f"server ran {outcome.calls}, the script called {script.calls}")
-        outcome.verdict = "fails silently" if problems else "survives"
-    if outcome.verdict == "fails clearly" and outcome.sessions_left_open > 0:
-        outcome.verdict = "fails silently"
-    outcome.problems = problems
+#: Checks of this episode's outcome: a failure means the client took wrong data for right, left the
+#: server worse off, or quietly stopped short.
+OUTCOME_CHECKS = frozenset(
+    {
+        "client.text_verbatim",
+        "client.reward_as_sent",
+        "client.tool_runs",
+        "client.resume_by_task_id",
+        "client.session_deleted",
+        "client.failure_as_error",
+        "client.episode_completed",
+    }
+)
+#: Checks of the adapter process itself (a hang, a crash, garbage written): always shown with the verdict.
+PROCESS_CHECKS = frozenset({"client.exits_in_time", "client.exit_status", "client.out_valid"})
+#: Of the outcome checks, the ones that make even a clearly reported failure silent (the server was left worse off).
+SILENT_EVEN_AFTER_ERROR = frozenset({"client.tool_runs", "client.resume_by_task_id", "client.session_deleted"})
 
 
-def play(client: str, server: RunningServer, script: Script, deadline: float = 30.0) -> Outcome:
-    return Running(client, server, script, deadline).finish()
+def failed_required(results: list[CheckResult]) -> list[CheckResult]:
+    return [r for r in results if r.status in (Status.FAIL, Status.ERROR) and r.severity is Severity.REQUIRED]
+
+
+def verdict(run: CaseRun, results: list[CheckResult]) -> str:
+    """survives / fails clearly / fails silently / hangs, from the client checks' results on ``run``.
+
+    Only the checks of the episode's outcome (:data:`OUTCOME_CHECKS`) and the process decide it; a rule
+    the client broke without changing this episode (``client.env_name`` on a one-environment server,
+    ``client.retry_after`` where the retry still succeeded) is listed beside the verdict
+    (:attr:`ClientOutcome.rules`) and pinned like any defect, but does not turn a survival into a failure.
+    """
+    failed = {r.id for r in failed_required(results)}
+    if run.stopped_for is not None or "client.exits_in_time" in failed:
+        return "hangs"
+    reported = any(line.is_error for line in run.out.lines) or (run.exit_code not in (0, None))
+    if reported:
+        return "fails silently" if failed & SILENT_EVEN_AFTER_ERROR else "fails clearly"
+    return "fails silently" if failed & OUTCOME_CHECKS else "survives"
+
+
+def play(client: str, server: RunningServer, script: Script, deadline: float = 30.0, **options: Any) -> ClientOutcome:
+    return ClientRun(client, server, script, deadline, **options).finish()

@@ -1,0 +1,88 @@
+"""The built-in client adapters: ``python -m orsbench.clients.adapter NAME``.
+
+Each built-in client target plays under the same adapter contract as any
+user's command (``docs/clients.md``): where and which task from
+``ORSBENCH_URL``/``ORSBENCH_ENV``/``ORSBENCH_SPLIT``/``ORSBENCH_INDEX``, the
+calls from the ``ORSBENCH_SCRIPT`` file, secrets from ``ORSBENCH_SECRETS``,
+and one JSON line per call appended to ``ORSBENCH_OUT``::
+
+    {"tool": NAME, "text": "...", "reward": 1.0, "finished": true}
+    {"error": "ToolFailed: ...", "raised": true, "stage": "call"}
+
+Why the built-in clients go through the contract too: the matrix then grades
+them by the very checks ``orsbench check-client`` applies to a user's
+command — one grading path — and the adapters are the suite's self-test.
+
+The openreward SDK's own variables (``OPENREWARD_API_URL``,
+``OPENREWARD_SESSION_URL``) must point at the server as well; :func:`environment`
+(:mod:`orsbench.clients.transcript`) builds the whole set. Exit status: 0 when the client played the script to
+its end (or to ``finished``), 1 when it raised, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.clients.transcript import ClientReported, AdapterEpisode, UsageError
+
+
+def play(name: str, episode: AdapterEpisode) -> int:
+    """Run target ``name`` through ``episode``; 0 when it played on, 1 when its client raised.
+
+    Used by the command line below and, in a forked child, by the matrix: both leave the same lines.
+    """
+    target = CLIENT_TARGETS.get(name)
+    try:
+        target.play(episode)
+    except Exception as exc:  # noqa: BLE001 - what the client raised is the result
+        if isinstance(exc, ClientReported):
+            episode.error(str(exc), raised=False)
+        else:
+            episode.error(f"{type(exc).__name__}: {exc}")
+        episode.extras["traceback"] = traceback.format_exc()[-3000:]
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    names = CLIENT_TARGETS.names()
+    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+        print(
+            "usage: python -m orsbench.clients.adapter NAME\n\n"
+            "Play one episode with a built-in ORS client under the adapter contract of docs/clients.md\n"
+            f"(run it through `orsbench check-client --cmd`). NAME: {', '.join(names)}",
+            file=sys.stderr,
+        )
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    if argv[0] not in names:
+        print(f"orsbench adapter: error: unknown client target {argv[0]!r}; known: {', '.join(names)}", file=sys.stderr)
+        return 2
+    target = CLIENT_TARGETS.get(argv[0])
+    if not target.installed:
+        print(f'orsbench adapter: error: {target.title} is not installed: pip install "orsbench[{target.extra}]"', file=sys.stderr)
+        return 2
+    try:
+        episode = AdapterEpisode.from_environment(os.environ)
+    except UsageError as exc:
+        print(f"orsbench adapter: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        code = play(argv[0], episode)
+        if code:
+            print(episode.extras.get("traceback", ""), file=sys.stderr)
+        return code
+    finally:
+        episode.close()
+
+
+if __name__ == "__main__":
+    sys.stdout.flush()
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip atexit: the SDK's loop threads would otherwise delay the exit

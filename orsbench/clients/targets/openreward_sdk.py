@@ -1,0 +1,22 @@
+"""The openreward SDK client (``OpenReward().environments``), sync, found by its own environment variables."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orsbench.clients.targets import ClientTarget, register, sync_session
+
+if TYPE_CHECKING:
+    from orsbench.clients.transcript import AdapterEpisode
+
+
+def play(episode: AdapterEpisode) -> None:
+    import openreward
+
+    sync_session.play(openreward.OpenReward().environments.get(episode.env), episode)
+
+
+register(
+    ClientTarget("openreward", "openreward", "openreward SDK client", play, modules=("openreward",), extra="sdk"),
+    origin=__name__,
+)

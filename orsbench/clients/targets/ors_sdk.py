@@ -1,0 +1,26 @@
+"""ors-sdk's client (``ors.ORS``, aiohttp under a sync API), given the server's URL."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orsbench.clients.targets import ClientTarget, register, sync_session
+
+if TYPE_CHECKING:
+    from orsbench.clients.transcript import AdapterEpisode
+
+
+def play(episode: AdapterEpisode) -> None:
+    from ors.client import ORS
+
+    client = ORS(base_url=episode.url)
+    try:
+        sync_session.play(client.environments.get(episode.env), episode)
+    finally:
+        client.close()
+
+
+register(
+    ClientTarget("ors", "ors-sdk", "ors-sdk client (ors.ORS)", play, modules=("ors.client",), extra="ors-sdk"),
+    origin=__name__,
+)

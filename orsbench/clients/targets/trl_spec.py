@@ -1,0 +1,57 @@
+"""TRL's ``OpenRewardSpec``: ``environment_factory()``, ``reset(task_index=...)``, then the generated tool methods.
+
+Played as GRPOTrainer plays a rollout: GRPO stops only when the model stops
+calling tools, so the script runs to its end whatever ``finished`` says (the
+server's finish latch is what protects the reward). TRL hands every failure to
+the model as ``"Error: ..."`` text (its ``_call_ors_tool`` catches everything);
+the adapter reports such a text as the error it is and stops, as a trainer
+reading TRL's convention would — the defect itself (``errors-as-text``) is
+pinned in ``conformance/test_client_robustness.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orsbench.clients.targets import ClientTarget, register
+
+if TYPE_CHECKING:
+    from orsbench.clients.transcript import AdapterEpisode
+
+#: How TRL 1.16's ``_call_ors_tool`` prefixes a failure it returns as the tool's text.
+ERROR_PREFIX = "Error: "
+
+
+def play(episode: AdapterEpisode) -> None:
+    from orsbench.clients.transcript import ClientReported
+    from trl.experimental.openreward import OpenRewardSpec
+
+    episode.stage = "spec"
+    spec = OpenRewardSpec(
+        episode.url, env_name=episode.env, split=episode.split, task_tools_discovery_index=episode.index,
+        secrets=episode.secrets or None,
+    )
+    rollout = spec.environment_factory()
+    episode.stage = "reset"
+    rollout.reset(task_index=episode.index)
+    try:
+        episode.stage = "call"
+        for call in episode.steps():
+            method = getattr(rollout, call.tool, None)
+            if not callable(method):
+                raise LookupError(f"OpenRewardSpec exposes no method {call.tool!r}")
+            seen = len(rollout.rewards)
+            text = str(method(**call.input))
+            if text.startswith(ERROR_PREFIX):
+                raise ClientReported(text)
+            reward = rollout.rewards[-1] if len(rollout.rewards) > seen else None
+            episode.record(call.tool, text, reward, bool(rollout.finished))
+        episode.stage = None
+    finally:
+        rollout._close()
+
+
+register(
+    ClientTarget("trl", "trl", "TRL OpenRewardSpec", play, modules=("trl.experimental.openreward",)),
+    origin=__name__,
+)

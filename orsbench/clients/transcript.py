@@ -1,0 +1,107 @@
+"""The adapter contract, from inside an adapter: the episode a client plays and the JSON lines it leaves.
+
+``orsbench check-client`` and ``orsbench matrix`` run an adapter with the
+contract's variables set (their names: :mod:`orsbench.clientcheck.contract`;
+the prose: ``docs/clients.md``); an :class:`AdapterEpisode` reads them and
+appends one JSON line per call to ``ORSBENCH_OUT``::
+
+    {"tool": NAME, "text": "...", "reward": 1.0, "finished": true}
+    {"error": "ToolFailed: ...", "raised": true, "stage": "call"}
+
+Lines are flushed as they are written, so a client killed at its deadline
+still leaves what it did. ``stage`` (an extra key the contract allows) says
+where a built-in client was when it failed; ``raised`` whether the client raised
+or reported the failure its own way (TRL's ``"Error: ..."`` text).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from orsbench.clientcheck.contract import ENV, INDEX, OUT, SCRIPT, SECRETS, SPLIT, URL
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One scripted call. ``pause_s``: seconds to sit idle before it (an optional key of ours; a TTL test)."""
+
+    tool: str
+    input: JSON = field(default_factory=dict)
+    pause_s: float = 0.0
+
+
+class UsageError(ValueError):
+    """A contract variable missing or malformed."""
+
+
+class ClientReported(RuntimeError):
+    """A failure the client reported its own way (TRL's ``"Error: ..."`` text, an MCP ``isError`` result).
+
+    A target raises it to end the episode as an error with the client's own words.
+    """
+
+
+class AdapterEpisode:
+    """One episode as a client target's ``play`` sees it, writing the contract's JSON lines as it goes.
+
+    ``stage`` says where the client is (``session``, ``prompt``, ``call``, ...): an error line names it.
+    ``extras`` carries what a target observed beyond the contract (Inspect: the tools shown to the model).
+    """
+
+    def __init__(
+        self, url: str, env: str, split: str, index: int, calls: Sequence[Call], secrets: Mapping[str, str], out: IO[str]
+    ) -> None:
+        self.url, self.env, self.split, self.index = url, env, split, index
+        self.calls = tuple(calls)
+        self.secrets = dict(secrets)
+        self.stage: str | None = None
+        self.extras: JSON = {}
+        self.finished = False
+        self._out = out
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str], out: IO[str] | None = None) -> AdapterEpisode:
+        """Read the contract's variables; :class:`UsageError` naming the first one missing or malformed."""
+        missing = [name for name in (URL, ENV, SCRIPT, OUT) if not environ.get(name)]
+        if missing:
+            raise UsageError(f"{', '.join(missing)} not set: an adapter runs under orsbench check-client or matrix")
+        try:
+            index = int(environ.get(INDEX) or 0)
+            raw = json.loads(open(environ[SCRIPT], encoding="utf-8").read())
+            calls = [Call(c["tool"], dict(c.get("input") or {}), float(c.get("pause_s") or 0)) for c in raw["calls"]]
+            secrets = json.loads(environ.get(SECRETS) or "{}")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"cannot read the episode: {type(exc).__name__}: {exc}") from None
+        if not isinstance(secrets, dict):
+            raise UsageError(f"{SECRETS} must be a JSON object")
+        stream = out if out is not None else open(environ[OUT], "a", encoding="utf-8")
+        return cls(environ[URL], environ[ENV], environ.get(SPLIT) or "train", index, calls, secrets, stream)
+
+    def steps(self) -> Iterator[Call]:
+        """The script's calls in order, each after its pause; the target makes each call, then :meth:`record`."""
+        for call in self.calls:
+            if call.pause_s:
+                time.sleep(call.pause_s)
+            yield call
+
+    def _write(self, line: JSON) -> None:
+        self._out.write(json.dumps(line) + "\n")
+        self._out.flush()  # a client killed at its deadline still leaves what it did
+
+    def record(self, tool: str, text: str, reward: Any, finished: bool) -> None:
+        """What the client returned for one call, as it would hand it on (to a model, to a trainer)."""
+        self.finished = self.finished or bool(finished)
+        self._write({"tool": tool, "text": text, "reward": reward, "finished": bool(finished)})
+
+    def error(self, message: str, *, raised: bool = True) -> None:
+        """The client raised (``raised``) or reported a failure its own way (``raised=False``): the episode ends here."""
+        self._write({"error": message[:2000], "raised": raised, **({"stage": self.stage} if self.stage else {})})
+
+    def close(self) -> None:
+        self._out.close()

@@ -218,9 +218,9 @@ class UpstreamResponse:
     def abort(self, reason: str) -> None:
         """Stop reading (the reader's client went away): the connection is closed, a waiting read raises."""
         conn = self._conn
-        if conn.failure is None and not conn.complete:
+        if conn.failure is None and not conn.complete:  # a finished answer keeps its connection reusable
             conn._fail(Aborted(reason))
-        conn._close()
+            conn._close()
 
     def release(self) -> None:
         """Done with the answer: the connection goes back to the pool if it can carry another request."""

@@ -117,7 +117,7 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["reset-leaks-session"]]
     if profile is None and _split_spaces(s):
         found.append(D.DEFECTS["ors-chunk-lstrip" if client == "ors" else "chunk-lstrip"])
-    if profile is None and len(get_scenario(cell.scenario).served()) > 1 and client != "inspect":
+    if profile is None and _several_envs(cell.scenario) and client not in ("inspect", "firehorse"):
         # The script names a non-default environment; the client's session lands in the default one (§13.6).
         found.append(D.DEFECTS["ors-create-without-env-name" if client == "ors" else "env-name-not-sent"])
     if client == "inspect" and s.finished and profile not in FAIL_CLEARLY:
@@ -137,6 +137,10 @@ def _omits_a_default(cell: Cell) -> bool:
     return False
 
 
+def _several_envs(scenario: str) -> bool:
+    return len(get_scenario(scenario).served()) > 1
+
+
 def rule_defects(cell: Cell) -> dict[str, D.Defect]:
     """Client checks of rules (not of the episode's outcome) the pinned defects make fail, by check id.
 
@@ -153,6 +157,8 @@ def rule_defects(cell: Cell) -> dict[str, D.Defect]:
             found["client.retry_after"] = D.DEFECTS["ors-retry-after-ignored"]
     if client == "trl" and not D.factory_defect(_task0_tools(cell.scenario)) and _omits_a_default(cell):
         found["client.script_followed"] = D.DEFECTS["defaults-sent"]
+    if client == "firehorse" and profile is None and _several_envs(cell.scenario):
+        found["client.env_name"] = D.DEFECTS["firehorse-task-env-name"]
     latched = {d.id for d in cell_defects(cell)} & {"inspect-finished-error", "ors-sdk-no-finish-latch"}
     if client == "inspect" and latched:
         found["client.stops_at_finished"] = D.DEFECTS["inspect-finished-error"]

@@ -346,6 +346,12 @@ DEFECTS: dict[str, Defect] = {
             "P7",
         ),
         Defect(
+            "firehorse-task-env-name",
+            FIREHORSE,
+            "on a server with two environments (the two-envs hazard) both of a trial's POST /create requests carry the env_name of the task as get_task returned it ('two-envs-decoy'), not the environment the trial was started for ('two-envs'); observed with the episode's answers still as the script expects",
+            "P12",
+        ),
+        Defect(
             "firehorse-two-sessions",
             FIREHORSE,
             "each trial opens two sessions for one task: run_trial's own (the prompt the model reads comes from it) and the MCP bridge's (where the tools run); an environment that draws per-session state shows the model a prompt from another episode than the one it plays",

@@ -117,7 +117,7 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["reset-leaks-session"]]
     if profile is None and _split_spaces(s):
         found.append(D.DEFECTS["ors-chunk-lstrip" if client == "ors" else "chunk-lstrip"])
-    if profile is None and _several_envs(cell.scenario) and client not in ("inspect", "firehorse"):
+    if profile is None and _several_envs(cell.scenario) and client != "inspect":
         # The script names a non-default environment; the client's session lands in the default one (§13.6).
         found.append(D.DEFECTS["ors-create-without-env-name" if client == "ors" else "env-name-not-sent"])
     if client == "inspect" and s.finished and profile not in FAIL_CLEARLY:
@@ -149,9 +149,10 @@ def rule_defects(cell: Cell) -> dict[str, D.Defect]:
     """
     found: dict[str, D.Defect] = {}
     client, profile = cell.client, cell.profile
-    if client in ("openreward", "trl"):
+    creates = profile != "credits-402"  # refused at /create_session: no /create to judge
+    if client in ("openreward", "trl") and creates:
         found["client.env_name"] = D.DEFECTS["env-name-not-sent"]
-    if client == "ors":
+    if client == "ors" and creates:
         found["client.env_name"] = D.DEFECTS["ors-create-without-env-name"]
         if profile in ("flaky-5xx", "rate-limit", "slow-setup"):
             found["client.retry_after"] = D.DEFECTS["ors-retry-after-ignored"]

@@ -348,7 +348,7 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "firehorse-task-env-name",
             FIREHORSE,
-            "on a server with two environments (the two-envs hazard) both of a trial's POST /create requests carry the env_name of the task as get_task returned it ('two-envs-decoy'), not the environment the trial was started for ('two-envs'); observed with the episode's answers still as the script expects",
+            "both of a trial's sessions are opened from the Task that get_task returned, and the SDK fetched it from the server's default environment (its bare path, see env-name-not-sent): on a server with several environments /create names the default one ('two-envs-decoy' where the trial was started for 'two-envs') and the episode plays there",
             "P12",
         ),
         Defect(

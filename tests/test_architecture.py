@@ -131,11 +131,13 @@ def test_every_file_the_add_table_names_exists() -> None:
 def test_every_registry_the_doc_names_is_a_registry_where_it_says() -> None:
     from orsbench.registry import Registry
 
-    rows = re.findall(r"^\| `(\w+)`(?:, `(\w+)`)? \| `([\w/.]+)`(?:, `[^`]+`)? \|", DOC, re.M)
+    def module_of(path: str) -> object:
+        return __import__(path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"), fromlist=["_"])
+
+    rows = re.findall(r"^\| `(\w+)`(?:, `(\w+)`)? \| `([\w/.]+)`(?:, `([^`]+)`)? \|", DOC, re.M)
     assert len(rows) >= 5
-    for first, second, path in rows:
-        module = __import__(path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"), fromlist=["_"])
-        assert isinstance(getattr(module, first), Registry), (first, path)
-        if second:
-            violations = __import__("orsbench.servers.faults.violations", fromlist=["_"])  # loaded by name, not by order
-            assert isinstance(getattr(violations, second), Registry), second
+    for first, second, path, second_path in rows:
+        assert isinstance(getattr(module_of(path), first), Registry), (first, path)
+        if second:  # "`…/name.py`": beside the first path
+            where = path.rsplit("/", 1)[0] + "/" + second_path.removeprefix("…/") if second_path else path
+            assert isinstance(getattr(module_of(where), second), Registry), (second, where)

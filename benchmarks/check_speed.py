@@ -25,7 +25,7 @@ import sys
 import time
 
 from orsbench.checks import Options, run_checks
-from orsbench.servers.app import SERVERS
+from orsbench.servers.implementations import ors_servers
 from orsbench.servers.launch import start
 
 
@@ -36,7 +36,7 @@ def _stats(values: list[float]) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", default="echo")
-    parser.add_argument("--impl", default="mock", choices=SERVERS)
+    parser.add_argument("--impl", default="mock", choices=ors_servers())
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--target", type=float, default=5.0, help="end-to-end target in seconds (default 5)")
     parser.add_argument("--json", dest="json_path", help="write the figures here as JSON")

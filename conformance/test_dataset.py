@@ -19,6 +19,7 @@ from orsbench.clients import defects
 from conformance.params import targets
 from conformance.targets import Declared, RequestDelta, SuiteTarget
 from orsbench import protocol
+from orsbench.scenarios import get_scenario
 
 RESERVED = ("prompt", "task_index")
 EMPTY_PROMPT = [{"role": "user", "content": ""}]
@@ -35,6 +36,9 @@ def expected_rows(tasks: list[dict[str, Any]], indexes: list[int]) -> list[dict[
 
 
 def _ragged(d: Declared) -> defects.Defect | None:
+    """Why the spec's rows differ from the server's tasks: tasks in a non-default environment (§13.6), or ragged objects."""
+    if len(get_scenario(d.scenario).served()) > 1:
+        return defects.DEFECTS["env-name-not-sent"]  # the rows come from the server's default environment
     return defects.DEFECTS["ragged-metadata"] if d.ragged_objects else None
 
 

@@ -6,12 +6,12 @@ and tested on a laptop with a fake ``GITHUB_STEP_SUMMARY`` / ``GITHUB_OUTPUT``:
 
 1. read the inputs from ``INPUT_*`` variables (``INPUT_URL``, ``INPUT_SERVE``,
    ``INPUT_APP``, ``INPUT_CMD``, ``INPUT_EXPECTED_FAILURES``, ``INPUT_STRICT``,
-   ``INPUT_CLIENT_CMD``, ``INPUT_ARGS``, ``INPUT_OUTPUT_DIR``) — the names
+   ``INPUT_CLIENT_CMD``, ``INPUT_CLIENT_ARGS``, ``INPUT_ARGS``, ``INPUT_OUTPUT_DIR``) — the names
    GitHub itself gives inputs of JavaScript actions, set explicitly by the
    composite action;
 2. run ``orsbench check`` on the one target named, writing JSON, JUnit, HTML
    and Markdown into the output folder; with ``client-cmd``, run
-   ``orsbench check-client --cmd`` too and render its JSON the same way;
+   ``orsbench check-client --cmd`` too, with the same reports;
 3. append the Markdown to ``$GITHUB_STEP_SUMMARY`` and the paths and verdict
    to ``$GITHUB_OUTPUT``;
 4. exit with the worst exit code of the runs (0 pass, 1 fail, 2 unreachable or
@@ -49,6 +49,7 @@ class Inputs:
     expected_failures: str = ""
     strict: bool = False
     client_cmd: str = ""
+    client_args: list[str] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
     output_dir: Path = Path("orsbench-report")
 
@@ -70,6 +71,7 @@ class Inputs:
             expected_failures=get("expected-failures"),
             strict=strict == "true",
             client_cmd=get("client-cmd"),
+            client_args=shlex.split(get("client-args")),
             args=shlex.split(get("args")),
             output_dir=Path(get("output-dir") or "orsbench-report"),
         )
@@ -103,9 +105,11 @@ def check_command(inputs: Inputs, out: Path) -> list[str]:
 
 
 def client_command(inputs: Inputs, out: Path) -> list[str]:
-    """The ``orsbench check-client`` command line (its JSON is rendered to HTML/Markdown here)."""
+    """The ``orsbench check-client`` command line (the same report formats as ``check``)."""
     cmd = _orsbench("check-client", "--cmd", inputs.client_cmd)
-    return cmd + ["--json", str(out / "client-report.json"), "--junit", str(out / "client-junit.xml")]
+    cmd += ["--json", str(out / "client-report.json"), "--junit", str(out / "client-junit.xml")]
+    cmd += ["--html", str(out / "client-report.html"), "--markdown", str(out / "client-summary.md"), "--verbose"]
+    return cmd + inputs.client_args
 
 
 def _docs_url(env: dict[str, str]) -> str | None:
@@ -128,20 +132,6 @@ def _run(cmd: list[str], env: dict[str, str]) -> int:
         return subprocess.run(cmd, env=env, check=False).returncode
     finally:
         print("::endgroup::", flush=True)
-
-
-def client_reports(out: Path) -> str:
-    """HTML and Markdown of ``check-client``'s JSON (the same report model as ``check``'s)."""
-    from orsbench.reports import render_check, render_markdown, write_html
-
-    path = out / "client-report.json"
-    if not path.is_file():
-        return ""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    write_html(render_check(data, title="orsbench check-client"), out / "client-report.html")
-    text = render_markdown(data, title="orsbench check-client")
-    (out / "client-summary.md").write_text(text, encoding="utf-8")
-    return text
 
 
 def main(env: dict[str, str] | None = None) -> int:
@@ -181,12 +171,15 @@ def main(env: dict[str, str] | None = None) -> int:
     if inputs.client_cmd:
         code = _run(client_command(inputs, out), child_env)
         codes.append(code)
-        summary += ("\n" if summary else "") + (client_reports(out) or f"### orsbench check-client: exit {code}, no report written\n")
+        markdown = out / "client-summary.md"
+        text = markdown.read_text(encoding="utf-8") if markdown.is_file() else f"### orsbench check-client: exit {code}, no report written\n"
+        summary += ("\n" if summary else "") + text
         client_report = out / "client-report.json"
         if client_report.is_file():
             outputs["client-verdict"] = json.loads(client_report.read_text(encoding="utf-8")).get("verdict", "error")
         outputs["client-report-json"] = str(client_report)
         outputs["client-html"] = str(out / "client-report.html")
+        outputs["client-markdown"] = str(markdown)
     exit_code = max(codes)
     outputs["exit-code"] = str(exit_code)
     outputs.setdefault("verdict", "pass" if exit_code == 0 else "fail")

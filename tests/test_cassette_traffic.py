@@ -44,7 +44,8 @@ def run_suite(url: str, junit: Path) -> dict[str, str]:
         "HF_HUB_OFFLINE": "1",
     }
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", str(SUITE), f"--junitxml={junit}"]
-    subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, timeout=300, check=False)
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert junit.is_file(), f"the client suite wrote no report (exit {done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}"
     outcomes = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         kinds = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]

@@ -28,6 +28,8 @@ from orsbench.config import ServerConfig
 from orsbench.servers.launch import serve
 
 FAULTY = Path(__file__).parent / "clients" / "faulty.py"
+#: Deadline for clients that end by themselves: generous, so a busy machine does not turn slowness into a hang.
+SLACK_S = 90.0
 
 
 def faulty(fault: str) -> str:
@@ -95,7 +97,7 @@ def test_the_request_log_keeps_secret_names_never_values():
 
 
 def test_the_reference_client_passes_every_case():
-    report = check_client(reference_command(), cases(), jobs=2)
+    report = check_client(reference_command(), cases(), timeout=SLACK_S, jobs=2)
     assert report.exit_code == 0, [(r.id, r.message) for r in report.results if r.status is not Status.PASS]
     assert not [r for r in report.results if r.status is not Status.PASS]
     judged = {r.id.split("[")[0] for r in report.results}
@@ -118,25 +120,48 @@ def test_the_reference_client_passes_every_case():
         ("drop-env-name", "echo", "client.env_name"),
         ("error-as-text", "sparse-reward+tool-raises", "client.failure_as_error"),
         ("garbage", "sparse-reward", "client.out_valid"),
+        # the hazard cases (docs/protocol.md §13)
+        ("rerun-uncut", "sparse-reward+cut-before-task-id", "client.tool_runs"),
+        ("stop-on-refusal", "recover", "client.episode_completed"),
+        ("no-secrets", "secrets", "client.secrets"),
+        ("first-block-only", "images", "client.text_verbatim"),
+        ("drop-env-name", "two-envs", "client.env_name"),
+        ("retry-4xx", "sparse-reward+credits-402", "client.no_4xx_retry"),
     ],
 )
 def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, check):
-    results = grade(run_case(faulty(fault), get_case(case), timeout=15))
+    results = grade(run_case(faulty(fault), get_case(case), timeout=SLACK_S))
     assert failing(results) == {check}, [(r.id, r.status.value, r.message) for r in results]
     found = next(r for r in results if r.id == check)
     assert found.spec.startswith("docs/protocol.md §12.") and found.remediation
 
 
+@pytest.mark.parametrize("variant, convention", [("episode-reward-sum", "sum"), ("episode-reward-last", "last non-null")])
+def test_the_report_names_the_reward_convention_a_client_used(variant, convention):
+    results = grade(run_case(faulty(variant), get_case("dense-reward"), timeout=SLACK_S))
+    assert not failing(results)
+    found = next(r for r in results if r.id == "client.reward_convention")
+    assert found.measured["convention"] == convention and found.measured["sum"] != found.measured["last non-null"]
+
+
+def test_the_made_up_secret_reaches_the_environment_and_no_report(tmp_path):
+    report = check_client(reference_command(), [get_case("secrets")], timeout=SLACK_S)
+    assert report.exit_code == 0 and report.result("client.secrets[secrets]").status is Status.PASS
+    secret = dict(get_case("secrets").secrets)
+    text = json.dumps(report.to_json(), default=str)
+    assert secret and not any(value in text for value in secret.values())
+
+
 def test_a_hanging_client_is_stopped_at_its_deadline():
     began = time.monotonic()
     run = run_case(faulty("hang"), get_case("echo"), timeout=3)
-    assert time.monotonic() - began < 3 + 15  # the deadline, the grace period, a server start and stop
-    assert run.stopped_for == "deadline" and run.exit_code != 0
+    assert time.monotonic() - began < 3 + 60  # the deadline, the grace period, a server start and stop: not the hour it sleeps
+    assert run.stopped_for == "deadline" and run.exit_code != 0 and 3 <= run.duration_s < 3 + 10
     assert failing(grade(run)) == {"client.exits_in_time"}
 
 
 def test_a_crashing_client_is_a_crash_not_a_report():
-    run = run_case(faulty("crash"), get_case("echo"), timeout=15)
+    run = run_case(faulty("crash"), get_case("echo"), timeout=SLACK_S)
     results = grade(run)
     assert failing(results) == {"client.exit_status"}
     assert "the client fell over" in next(r for r in results if r.id == "client.exit_status").message
@@ -144,8 +169,8 @@ def test_a_crashing_client_is_a_crash_not_a_report():
 
 def test_a_flooding_client_is_stopped_as_a_request_storm(monkeypatch):
     monkeypatch.setattr(runner, "STORM_LIMIT", 150)
-    run = run_case(faulty("flood"), get_case("echo"), timeout=30)
-    assert run.stopped_for == "request storm" and run.duration_s < 25
+    run = run_case(faulty("flood"), get_case("echo"), timeout=SLACK_S)
+    assert run.stopped_for == "request storm" and run.duration_s < SLACK_S
     assert failing(grade(run)) == {"client.exits_in_time", "client.request_budget"}
 
 
@@ -154,8 +179,12 @@ def test_a_flooding_client_is_stopped_as_a_request_storm(monkeypatch):
 
 def test_the_cli_reports_a_faulty_client_with_exit_1_and_names_the_case(tmp_path, capsys):
     out = tmp_path / "report.json"
-    code = main(["check-client", "--cmd", faulty("drop-env-name"), "--cases", "echo", "--json", str(out), "--junit", str(tmp_path / "j.xml")])
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    argv = ["check-client", "--cmd", faulty("drop-env-name"), "--cases", "echo", "--timeout", str(SLACK_S)]
+    code = main([*argv, "--json", str(out), "--junit", str(tmp_path / "j.xml"), "--html", str(html), "--markdown", str(md)])
     assert code == 1
+    assert 'id="check-client-env_name-echo" open' in html.read_text()  # the same report model, the same page
+    assert "orsbench check-client: FAIL" in md.read_text() and "`client.env_name[echo]`" in md.read_text()
     report = json.loads(out.read_text())
     assert report["summary"]["failed_required"] == ["client.env_name[echo]"]
     assert 'name="client.env_name[echo]"' in (tmp_path / "j.xml").read_text()
@@ -180,7 +209,7 @@ def test_usage_errors_exit_2_naming_the_fix(argv, message, capsys):
 def test_pytest_runs_each_case_as_a_test(tmp_path):
     def pytest_run(cmd: str) -> subprocess.CompletedProcess[str]:
         argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-                "--ors-client-cmd", cmd, "--ors-client-cases", "echo"]  # fmt: skip
+                "--ors-client-cmd", cmd, "--ors-client-cases", "echo", "--ors-client-timeout", str(SLACK_S)]  # fmt: skip
         return subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
     good = pytest_run(reference_command())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -144,25 +145,22 @@ def test_bad_inputs_are_a_usage_error_naming_the_fix(tmp_path: Path, capsys: pyt
     assert "::error" in printed and says in printed
 
 
-def test_client_cmd_runs_check_client_and_renders_its_json(tmp_path: Path) -> None:
-    """check-client writes the same JSON report model; the action renders its HTML and Markdown from it."""
-    from orsbench.ci_action import Inputs, client_command, client_reports
+def test_client_cmd_runs_check_client_with_every_report(tmp_path: Path) -> None:
+    """client-cmd runs ``orsbench check-client --cmd`` on a faulty client: exit 1, its summary and HTML written."""
+    client = ROOT / "tests" / "clients" / "faulty.py"  # tests/test_check_client.py's faulty client
+    code, summary, outputs, out = _run(tmp_path, client_cmd=f"{sys.executable} {client} drop-env-name", client_args="--cases echo")
+    assert code == 1
+    assert "orsbench check-client: FAIL" in summary and "client.env_name" in summary
+    assert outputs["client-verdict"] == "fail" and Path(outputs["client-html"]).is_file()
 
-    cmd = client_command(Inputs(client_cmd="python my_adapter.py"), tmp_path)
-    assert cmd[1:5] == ["-m", "orsbench", "check-client", "--cmd"] and cmd[5] == "python my_adapter.py"
-    assert "--json" in cmd and "--junit" in cmd
-    document = {
-        "target": "python my_adapter.py",
-        "verdict": "fail",
-        "exit_code": 1,
-        "summary": {"total": 1, "fail": 1},
-        "checks": [
-            {"id": "client.deletes_session", "title": "deletes its session", "status": "fail", "severity": "required",
-             "message": "the session was left open", "measured": None, "evidence": [], "remediation": "call /delete",
-             "spec": "docs/protocol.md §8", "depends_on": None, "baseline": None, "duration_s": 0.1, "reproduce": None},
-        ],
-    }  # fmt: skip
-    (tmp_path / "client-report.json").write_text(json.dumps(document))
-    summary = client_reports(tmp_path)
-    assert "orsbench check-client: FAIL" in summary and "`client.deletes_session`" in summary
-    assert 'id="check-client-deletes_session" open' in (tmp_path / "client-report.html").read_text()
+
+@pytest.mark.parametrize("path", sorted((ROOT / ".github" / "workflows").glob("*.yml")), ids=lambda p: p.name)
+def test_the_repositorys_workflows_are_valid(path: Path) -> None:
+    """ci.yml uses the action on a healthy and a broken server; every workflow must at least be well-formed."""
+    workflow = yaml.safe_load(path.read_text())
+    workflow["on"] = workflow.pop(True)
+    assert [e.message for e in _schema("github-workflows").iter_errors(workflow)] == []
+    for job in workflow["jobs"].values():
+        for step in job.get("steps", []):
+            if step.get("uses") == "./":
+                assert set(step.get("with", {})) <= set(_action()["inputs"]), step

@@ -16,6 +16,7 @@ from orsbench.checks import Options, Report, Status, run_checks
 from orsbench.checks.gameplay import Player, command_field, command_verbs, objects
 from orsbench.schema_examples import boundary_inputs
 from orsbench.servers import launch
+from orsbench.servers.user_app import AppTarget
 
 TIMEOUT = 3.0
 
@@ -27,7 +28,7 @@ def _zygote() -> Iterator[None]:
 
 
 def check(target: str, **options: object) -> Report:
-    with launch.serve(f"app:tests/envs/{target}") as server:
+    with launch.serve(AppTarget.parse(f"tests/envs/{target}")) as server:
         return run_checks(server.url, Options(env=server.env_name, timeout=TIMEOUT, **options))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import httpx
 import pytest
@@ -48,3 +49,44 @@ def test_a_knob_set_to_its_default_still_reaches_a_started_scenario(asked: float
     with targets.running(plan.target, impl=plan.impl, config=plan.config, wait=60) as server:
         assert server is not None
         assert server.stats()["config"]["ping_interval"] == served
+
+
+def test_servers_forked_by_the_zygote_die_with_it(tmp_path: Path) -> None:
+    """A launcher that goes away without stopping its servers (a killed pytest worker) leaves none behind.
+
+    The zygote leaves when its stdin closes; each server it forked asks the kernel for SIGTERM
+    when the zygote dies, so nothing is left running under init.
+    """
+    import json
+    import subprocess
+    import sys
+    import time
+
+    zygote = subprocess.Popen(
+        [sys.executable, "-m", "orsbench.servers.zygote", "orsbench.cli"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert "ready" in json.loads(zygote.stdout.readline())
+        request = {"argv": ["serve", "echo", "--port", "0"], "env": dict(os.environ), "log": str(tmp_path / "server.log")}
+        zygote.stdin.write(json.dumps(request) + "\n")
+        zygote.stdin.flush()
+        pid = json.loads(zygote.stdout.readline())["pid"]
+        os.kill(pid, 0)  # forked and running
+        zygote.stdin.close()  # the launcher goes away
+        zygote.wait(30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, 9)
+            raise AssertionError(f"the server {pid} outlived its zygote by 30 s")
+    finally:
+        if zygote.poll() is None:
+            zygote.kill()

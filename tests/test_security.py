@@ -446,6 +446,27 @@ def test_the_proxy_adds_its_secrets_to_the_clients_own(ors_server_factory: Serve
     assert json.loads(cassette.read_text())["environments"], "the traffic was recorded"
 
 
+def test_record_and_bench_url_send_the_secret_and_keep_it_out_of_their_output(
+    ors_server_factory: ServerFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("aiohttp")
+    name, value = _gated_secret()
+    server = ors_server_factory(app=GATED)
+    cassette = tmp_path / "gated.cassette.json"
+    assert main(["record", server.url, "--out", str(cassette), "--secret", f"{name}={value}"]) == 0, capsys.readouterr().err[-2000:]
+    recorded = cassette.read_text()
+    assert value not in recorded and json.loads(recorded)["environments"]
+    assert main(["record", server.url, "--out", str(tmp_path / "no.json")]) == 2
+    assert f"secret {name} is missing" in capsys.readouterr().err
+    bench = ["bench", "--url", server.url, "--window", "1", "--rounds", "1", "--warmup", "0", "--concurrency", "2", "--max-episodes", "4", "--quiet"]
+    report = tmp_path / "bench.json"
+    assert main([*bench, "--secret", f"{name}={value}", "--json", str(report)]) == 0, capsys.readouterr().err[-2000:]
+    out = capsys.readouterr()
+    assert value not in out.out + out.err + report.read_text()
+    assert main(bench) == 1  # every episode's /create refused without it
+    assert value not in capsys.readouterr().err
+
+
 # -- the reports people read: HTML, Markdown, reproducers ----------------------------------------
 def _keyed_broken_run(ors_server_factory: ServerFactory) -> Any:
     """A check run with an API key against a server that needs it and has a defect (so reproducers exist)."""
@@ -519,3 +540,25 @@ def test_the_proxys_html_report_never_shows_the_key(tmp_path: Path) -> None:
     assert "orsbench proxy" in page and "X-API-Key" in page
     for form in _key_forms():
         assert form not in page
+
+
+def test_a_key_in_a_failing_exchange_or_message_never_reaches_its_reproducer() -> None:
+    """A request body or a check message that quotes the key (a server echoing it) is scrubbed from ``reproduce``."""
+    import dataclasses
+
+    from orsbench.checks import Options, load_checks
+    from orsbench.checks.evidence import Evidence
+    from orsbench.checks.model import failed
+    from orsbench.checks.runner import grade
+    from orsbench.wire.evidence import Exchange
+
+    exchange = Exchange("POST", "http://127.0.0.1:9/echo/call", {protocol.API_KEY_HEADER: KEY}, json.dumps({"input": KEY}).encode())
+    exchange.status, exchange.body = 500, json.dumps({"detail": f"bad key {KEY}"}).encode()
+    ev = Evidence("http://127.0.0.1:9", Options(api_key=KEY, secrets={"TOKEN": SECRET}))
+    ev.history = [exchange]
+    check = dataclasses.replace(load_checks()["reward.well_formed"], fn=lambda _ev: failed(f"server said {KEY} and {SECRET}", None, exchange))
+    result = grade(check, ev, {})
+    assert result.reproduce and "curl " in result.reproduce
+    for form in {*_key_forms(), SECRET}:
+        assert form not in result.reproduce
+    assert '"X-API-Key: $ORS_API_KEY"' in result.reproduce

@@ -20,6 +20,8 @@ def test_target_parse_file_and_module() -> None:
 def test_command_runs_the_user_app_server() -> None:
     assert command(AppTarget.parse("app:x.py:X"), ready_file="r")[2:4] == ["orsbench.servers.user_app", "x.py:X"]
     assert command("echo", ready_file="r")[2:4] == ["orsbench", "serve"]
+    with pytest.raises(ValueError, match=r"pass AppTarget.parse"):
+        start("app:x.py:X")  # a string is a scenario's name: an app is typed
 
 
 def test_serves_a_file_target_on_loopback_and_stops_by_pid() -> None:

@@ -63,7 +63,7 @@ _HELP = re.compile(r"\bhelp\b", re.I)
 #: Words that name no object of a command (besides the stopwords).
 _NOT_OBJECTS = frozenset(
     "commands command help available try here there see sees seen can cannot will what which who how you're i "
-    "nothing something have has had was were unknown understand don't".split()
+    "nothing something have has had was were unknown understand does do did get got".split()
 )
 
 
@@ -329,7 +329,10 @@ class Player:
                 while plan.cursor < len(candidates):
                     candidate = candidates[plan.cursor]
                     plan.cursor += 1
-                    key = json.dumps([plan.name, candidate, self.previous, self.state], sort_keys=True, default=repr)
+                    # A command line is judged by the screen it answers (the state alone): after "look" shows the
+                    # same room again, a command already tried in that room is not tried again.
+                    previous = "" if plan.command is not None else self.previous
+                    key = json.dumps([plan.name, candidate, previous, self.state], sort_keys=True, default=repr)
                     if key in self.tried or schema_examples.errors(candidate, plan.schema):
                         continue
                     self.tried.add(key)
@@ -381,7 +384,7 @@ def objects(text: str, *, exclude: Iterable[str] = ()) -> list[str]:
     named = [b for a, b in zip(words, words[1:]) if a in ("a", "an", "the", "some")]
     out: list[str] = []
     for word in named + words:
-        if word not in skip and word not in placeholders and word not in out:
+        if word not in skip and word not in placeholders and word not in out and "'" not in word:  # can't, don't
             out.append(word)
     return out
 

@@ -39,6 +39,7 @@ from orsbench.checks.runner import Report, dependency_order, grade, report_order
 from orsbench.wire.evidence import Exchange
 
 NO_EVIDENCE = "the traffic gave no evidence for this check"
+_SESSION_HEADER = protocol.SESSION_HEADER.lower()
 
 _NEEDS = {
     CALLS: "a tool call",
@@ -82,9 +83,9 @@ class PassiveGrader:
     def _classify(self, ex: Exchange) -> str | None:
         ev, facts = self.evidence, self.facts
         path = urlsplit(ex.url).path
-        sid = next((v.strip() for k, v in ex.request_headers.items() if k.lower() == protocol.SESSION_HEADER.lower()), None)
-        _, body = json_of_request(ex)
-        ok, answer = json_of(ex)
+        sid = next((v.strip() for k, v in ex.request_headers.items() if k.lower() == _SESSION_HEADER), None)
+        # Bodies are parsed only on the routes whose filing depends on them: most traffic is calls and
+        # session routes, and a stream's body is not JSON at all (a failed parse costs an exception).
         if ex.status == 503 and sid and path.rsplit("/", 1)[-1] in (protocol.PROMPT, protocol.CALL, protocol.MESSAGES):
             ev.exchanges.setdefault("starting", ex)  # as the collector files it: the first 503 of a session route
         if path == protocol.HEALTH:
@@ -96,7 +97,7 @@ class PassiveGrader:
         if path == protocol.CREATE_SESSION:
             return self._first("session.create_session") or self._first("session.create_session.second")
         if path == protocol.CREATE:
-            return self._create(ex, sid, body)
+            return self._create(ex, sid)
         if path in (protocol.DELETE, protocol.DELETE_SESSION):
             return self._delete(ex, sid, path)
         if path == protocol.PING:
@@ -110,25 +111,28 @@ class PassiveGrader:
         if route == protocol.TOOLS:
             if ex.status == 200 and "tools" not in ev.exchanges:
                 ev.env = env
+                ok, answer = json_of(ex)
                 if ok and isinstance(answer, dict) and isinstance(answer.get("tools"), list):
                     facts["tools"] = [t for t in answer["tools"] if isinstance(t, dict) and isinstance(t.get("name"), str)]
                 return "tools"
             return None
         if route == protocol.SPLITS:
+            ok, answer = json_of(ex)
             if ok and isinstance(answer, list):
                 self._split_names = {s.get("name") if isinstance(s, dict) else s for s in answer}
             return self._first("splits")
         if route in (protocol.NUM_TASKS, protocol.TASKS, protocol.TASK, protocol.TASK_RANGE):
-            return self._dataset(ex, route, body, ok, answer)
+            return self._dataset(ex, route, json_of_request(ex)[1], *json_of(ex))
         if route in (protocol.TASK_TOOLS, protocol.PROMPT, protocol.MESSAGES, protocol.SCORE_GROUP):
             name = self._session_route(ex, sid, route)
-            if route == protocol.TASK_TOOLS and sid in self._live and ok and isinstance(answer, dict):
-                tools = answer.get("tools")
+            if route == protocol.TASK_TOOLS and sid in self._live:
+                ok, answer = json_of(ex)
+                tools = answer.get("tools") if ok and isinstance(answer, dict) else None
                 if isinstance(tools, list):
                     self._live[sid]["tools"] = {t.get("name") for t in tools if isinstance(t, dict)}
             return name
         if route == protocol.CALL:
-            return self._call(ex, sid, body)
+            return self._call(ex, sid, json_of_request(ex)[1])
         return None
 
     def _dataset(self, ex: Exchange, route: str, body: Any, ok: bool, answer: Any) -> str | None:
@@ -168,7 +172,7 @@ class PassiveGrader:
             return self._first("dataset.range.all")
         return None
 
-    def _create(self, ex: Exchange, sid: str | None, body: Any) -> str | None:
+    def _create(self, ex: Exchange, sid: str | None) -> str | None:
         if not sid:
             return self._first("session.no_sid.create")
         if sid in self._live:

@@ -23,6 +23,7 @@ from orsbench.checks.collector import Collector, probe_names
 from orsbench.checks.registry import SPEC_DOCUMENT, Check, closure, load_checks, select
 from orsbench.wire.cassette import miss_of
 from orsbench.wire.client import WireClient
+from orsbench.wire.redact import scrub
 from orsbench.wire.reproduce import reproducer
 
 #: The exit codes of ``orsbench check`` (documented in docs/checks.md).
@@ -216,6 +217,8 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
                 api_key=bool(ev.options.api_key),
                 note=f"{check.id} ({SPEC_DOCUMENT} {check.spec}): {outcome.message}",
             )
+            if reproduce is not None:  # a value the server echoed into a body or the message stays out
+                reproduce = scrub(reproduce, [ev.options.api_key, *ev.options.secrets.values()])
         except Exception as exc:  # noqa: BLE001 - a reproducer bug must not cost the run its verdict
             reproduce = f"# no reproducer: orsbench could not build one ({type(exc).__name__}: {exc})"
     return CheckResult(

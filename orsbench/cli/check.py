@@ -177,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
     plan = _plan(args, parser)
+    if args.json == "-" and args.markdown == "-":
+        parser.error("--json - and --markdown - both want stdout: write one of them to a file")
     only = _patterns(args.only)
     if only and not select(only):
         parser.error(f"--only {','.join(only)} matches no check (see --list)")

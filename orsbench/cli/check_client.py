@@ -19,6 +19,7 @@ examples:
   orsbench check-client --cmd "python my_adapter.py"
   orsbench check-client --cmd "node adapter.js {url} {env}" --cases echo,sparse-reward+stream-drop
   orsbench check-client --cmd "python -m orsbench.clientcheck.reference" --json client.json --junit junit.xml
+  orsbench check-client --cmd "python my_adapter.py" --html client.html --markdown "$GITHUB_STEP_SUMMARY"
 
 The command runs once per case with ORSBENCH_URL, ORSBENCH_ENV, ORSBENCH_SPLIT, ORSBENCH_INDEX,
 ORSBENCH_SCRIPT, ORSBENCH_OUT and ORSBENCH_SECRETS set ({url} {env} {split} {index} {script} {out}
@@ -57,6 +58,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out = parser.add_argument_group("reports")
     out.add_argument("--json", type=types.output_file, metavar="FILE", help="write the JSON report here ('-' for stdout)")
     out.add_argument("--junit", type=types.output_file, metavar="FILE", help="write JUnit XML here (one testcase per check and case)")
+    out.add_argument("--html", type=types.output_file, metavar="FILE", help="write a self-contained HTML report here")
+    out.add_argument(
+        "--markdown", type=types.output_file, metavar="FILE",
+        help="write a compact Markdown summary here (a PR comment, $GITHUB_STEP_SUMMARY; '-' for stdout)",
+    )  # fmt: skip
     out.add_argument("-v", "--verbose", action="store_true", help="show remediation and evidence under every finding")
     out.add_argument("-q", "--quiet", action="store_true", help="print only findings and the summary")
     parser.set_defaults(func=run, _parser=parser)
@@ -106,12 +112,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace, chosen: list | None) -> int:
     from orsbench.clientcheck import cases, check_client
-    from orsbench.reports import TerminalReporter, write_json, write_junit
+    from orsbench.reports import TerminalReporter, render_check, write_html, write_json, write_junit, write_markdown
     from orsbench.servers import launch
 
     launch.use_zygote()  # one preloaded process forks every case server: ~0.2 s each instead of ~2 s
     selected = chosen if chosen is not None else cases()
-    terminal = TerminalReporter(sys.stderr if args.json == "-" else None, verbose=args.verbose, quiet=args.quiet)
+    # With --json - (or --markdown -) that report owns stdout, so the table goes to stderr.
+    to_stdout = "-" in (args.json, args.markdown)
+    terminal = TerminalReporter(sys.stderr if to_stdout else None, verbose=args.verbose, quiet=args.quiet)
     print(f"orsbench check-client {args.cmd}  ({len(selected)} case(s), {args.jobs} at a time)", file=terminal.out, flush=True)
 
     def on_case(run, results) -> None:  # type: ignore[no-untyped-def]
@@ -128,4 +136,8 @@ def _check(args: argparse.Namespace, chosen: list | None) -> int:
         write_json(report, args.json)
     if args.junit:
         write_junit(report, args.junit)
+    if args.html:
+        write_html(render_check(report, title="orsbench check-client"), args.html)
+    if args.markdown:
+        write_markdown(report, args.markdown, title="orsbench check-client")
     return report.exit_code

@@ -55,6 +55,14 @@ class Context:
     def lines(self) -> list[OutLine]:
         return self.run.out.entries
 
+    def successes(self) -> list[tuple[Call, dict[str, Any], OutLine]]:
+        """``(call, output, line)`` for each call that succeeded and that the adapter reported as a success."""
+        return [
+            (call, output, line)
+            for call, line in self.aligned()
+            if (output := call.output) is not None and line is not None and line.is_call
+        ]
+
     def aligned(self) -> list[tuple[Call, OutLine | None]]:
         """Each call made before ``finished``, with the adapter's line for it (by position)."""
         lines = self.lines
@@ -449,12 +457,8 @@ def request_budget(ctx: Context) -> CheckOutcome | None:
     requires=_ADAPTER,
 )
 def text_verbatim(ctx: Context) -> CheckOutcome | None:
-    compared = 0
-    for call, line in ctx.aligned():
-        output = call.output
-        if output is None or line is None or not line.is_call:
-            continue
-        compared += 1
+    compared = ctx.successes()
+    for call, output, line in compared:
         sent, shown = text_of(output), line.get("text")
         if shown != sent:
             at = next((i for i, (a, b) in enumerate(zip(sent, shown)) if a != b), min(len(sent), len(shown)))
@@ -466,7 +470,7 @@ def text_verbatim(ctx: Context) -> CheckOutcome | None:
             )
     if not compared:
         return None  # not provoked: no successful call was reported
-    return passed(f"{compared} text(s) identical to what the environment sent", {"compared": compared})
+    return passed(f"{len(compared)} text(s) identical to what the environment sent", {"compared": len(compared)})
 
 
 def _reward_matches(sent: Any, shown: Any) -> bool:
@@ -484,12 +488,8 @@ def _reward_matches(sent: Any, shown: Any) -> bool:
     requires=_ADAPTER,
 )
 def reward_as_sent(ctx: Context) -> CheckOutcome | None:
-    compared = 0
-    for call, line in ctx.aligned():
-        output = call.output
-        if output is None or line is None or not line.is_call:
-            continue
-        compared += 1
+    compared = ctx.successes()
+    for call, output, line in compared:
         sent, shown = output.get("reward"), line.get("reward")
         if isinstance(sent, bool):
             return failed(
@@ -507,7 +507,7 @@ def reward_as_sent(ctx: Context) -> CheckOutcome | None:
             )
     if not compared:
         return None  # not provoked: no successful call was reported
-    return passed(f"{compared} reward(s) and finished flag(s) as sent", {"compared": compared})
+    return passed(f"{len(compared)} reward(s) and finished flag(s) as sent", {"compared": len(compared)})
 
 
 @client_check(
@@ -544,7 +544,7 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.4",
     remediation="Retry what the server says is transient (429/503 with Retry-After, 502/504) and resume cut streams, so an episode survives them.",
-    requires=(*_ADAPTER, "client.retry_after", "client.resume_by_task_id", "client.no_4xx_retry"),
+    requires=(*_ADAPTER, "client.env_name", "client.secrets", "client.retry_after", "client.resume_by_task_id", "client.no_4xx_retry"),
 )
 def episode_completed(ctx: Context) -> CheckOutcome | None:
     run = ctx.run

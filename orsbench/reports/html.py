@@ -20,7 +20,6 @@ passed as ``secrets``) is scrubbed from the finished text.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -29,17 +28,17 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import escape
 
-from orsbench import __version__
+from orsbench.version import __version__
 from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
 from orsbench.wire.reproduce import SECRET_VARIABLES
+from orsbench.wire.redact import scrub
 from orsbench.wire.sse import SSEComment, SSEParser
 
 REDACTED = "<redacted>"
-#: Secrets shorter than this are not scrubbed (replacing "a" everywhere would wreck the page).
-MIN_SECRET = 4
+#: What a secret value found in the page becomes (escaped: the page is HTML).
+_SCRUBBED = "&lt;redacted&gt;"
 _OPEN = {"fail", "warn", "error"}
 
 _ENV = jinja2.Environment(
@@ -49,6 +48,14 @@ _ENV = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+
+
+def anchor(check_id: str) -> str:
+    """The page's id for a check (``call.end_json`` → ``check-call-end_json``; ``[case]`` suffixes too)."""
+    return "check-" + re.sub(r"[^A-Za-z0-9_-]+", "-", check_id).strip("-")
+
+
+_ENV.filters["anchor"] = anchor
 
 
 # -- the wire exchange ------------------------------------------------------------------
@@ -120,7 +127,7 @@ def _check_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "label": label,
         "style": style,
         "open": style in _OPEN,
-        "anchor": "check-" + result["id"].replace(".", "-"),
+        "anchor": anchor(result["id"]),
         "links": spec_links(result.get("spec", "")),
         "exchanges": [exchange_view(e) for e in result.get("evidence") or []],
         "measured_text": None if measured is None else json.dumps(measured, indent=2, ensure_ascii=False, default=repr)[:4000],
@@ -196,7 +203,7 @@ def render_check(report: Any, *, title: str = "orsbench check", secrets: Iterabl
         generated=_now(),
         version=data.get("orsbench_version") or __version__,
     )
-    return scrub(page, [*known, *secrets])
+    return scrub(page, [*known, *secrets], _SCRUBBED)
 
 
 # -- the client matrix ------------------------------------------------------------------
@@ -255,21 +262,12 @@ def render_matrix(result: Mapping[str, Any], *, title: str = "orsbench matrix", 
         generated=_now(),
         version=__version__,
     )
-    return scrub(page, secrets)
+    return scrub(page, secrets, _SCRUBBED)
 
 
 # -- shared -----------------------------------------------------------------------------
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def scrub(text: str, secrets: Iterable[str], replacement: str = "&lt;redacted&gt;") -> str:
-    """``text`` with every secret (as written, JSON-escaped, HTML-escaped or base64) replaced by ``<redacted>``."""
-    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET}, key=len, reverse=True):
-        forms = {secret, json.dumps(secret)[1:-1], str(escape(secret)), base64.b64encode(secret.encode()).decode()}
-        for form in sorted(forms, key=len, reverse=True):
-            text = text.replace(form, replacement)
-    return text
 
 
 def write_html(page: str, path: str | Path) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orsbench.reports.html import report_document, scrub
+from orsbench.reports.html import report_document
+from orsbench.wire.redact import scrub
 from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
 
@@ -62,7 +63,7 @@ def render_markdown(report: Any, *, title: str = "orsbench check", secrets: tupl
     blocking = [r for label, style, r in findings if style == "fail" and r.get("reproduce")]
     for r in blocking[:10]:
         lines += [f"<details><summary>reproduce <code>{r['id']}</code></summary>", "", "```sh", r["reproduce"], "```", "", "</details>", ""]
-    return scrub("\n".join(lines).rstrip() + "\n", [*known, *secrets], replacement="[redacted]")
+    return scrub("\n".join(lines).rstrip() + "\n", [*known, *secrets])
 
 
 def write_markdown(report: Any, path: str | Path, **kwargs: Any) -> None:

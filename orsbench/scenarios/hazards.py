@@ -38,8 +38,11 @@ from orsbench.scenarios.base import JSON, Episode, Scenario, SessionRefused, Spl
 TASKS = 4
 
 
-def _splits() -> list[Split]:
-    return [Split("train", "train"), Split("test", "test")]
+class _Hazard(Scenario):
+    """What every hazard scenario shares: a train and a test split of :data:`TASKS` tasks each."""
+
+    def splits(self) -> list[Split]:
+        return [Split("train", "train"), Split("test", "test")]
 
 
 # -- images ------------------------------------------------------------------------------
@@ -74,15 +77,12 @@ class ColourTask(BaseModel):
 
 
 @register
-class Images(Scenario):
+class Images(_Hazard):
     """The prompt carries an image block; ``look()`` answers text and an image; ``answer(colour)`` wins."""
 
     name = "images"
     task_model = ColourTask
     summary = "an image block in the prompt and first in look()'s result; answer(colour) names the colour (reward 1, finished)"
-
-    def splits(self) -> list[Split]:
-        return _splits()
 
     def list_tasks(self, split: str) -> list[JSON]:
         names = list(COLOURS)
@@ -131,15 +131,12 @@ def record_text(title: str, default: str, examples: list[str]) -> str:
 
 
 @register
-class SchemaKeywords(Scenario):
+class SchemaKeywords(_Hazard):
     """``record(title, default, examples)``: all three required; a client that strips them fails validation."""
 
     name = "schema-keywords"
     task_model = KeywordTask
     summary = "record(title, default, examples): parameters named like schema keywords, all required (a stripping sanitiser is caught)"
-
-    def splits(self) -> list[Split]:
-        return _splits()
 
     def list_tasks(self, split: str) -> list[JSON]:
         return [
@@ -175,15 +172,12 @@ def reward_conventions(rewards: list[float | None]) -> dict[str, float | None]:
 
 
 @register
-class DenseReward(Scenario):
+class DenseReward(_Hazard):
     """``step()`` pays the task's next reward (some null); the last step finishes. Sum ≠ last non-null reward."""
 
     name = "dense-reward"
     task_model = DenseTask
     summary = "step() pays a reward on most calls (some null); the sum and the last non-null reward differ (both in the final metadata)"
-
-    def splits(self) -> list[Split]:
-        return _splits()
 
     def list_tasks(self, split: str) -> list[JSON]:
         tasks = []
@@ -227,25 +221,23 @@ class WordTask(BaseModel):
 _WORDS = ("harbor", "meadow", "quartz", "lantern")
 
 
-def _word_tasks(prefix: str, split: str) -> list[JSON]:
-    offset = 0 if split == "train" else 2
-    return [{"id": f"{prefix}-{split}-{i}", "word": _WORDS[(i + offset) % len(_WORDS)]} for i in range(TASKS)]
+class _GuestBook(_Hazard):
+    """Both environments of the ``two-envs`` server: the same tasks (a word to sign with) and tool name."""
+
+    task_model = WordTask
+
+    def list_tasks(self, split: str) -> list[JSON]:
+        offset = 0 if split == "train" else 2
+        return [{"id": f"{self.name}-{split}-{i}", "word": _WORDS[(i + offset) % len(_WORDS)]} for i in range(TASKS)]
 
 
 @register
-class TwoEnvsDecoy(Scenario):
+class TwoEnvsDecoy(_GuestBook):
     """The default environment of the ``two-envs`` server: the one a client that drops ``env_name`` lands in."""
 
     name = "two-envs-decoy"
-    task_model = WordTask
     summary = "the decoy default environment of `serve two-envs`: same tool and tasks, every answer says it is the wrong one"
     dedicated = "served as the default environment beside two-envs, where the hazard is; on its own it is a plain environment"
-
-    def splits(self) -> list[Split]:
-        return _splits()
-
-    def list_tasks(self, split: str) -> list[JSON]:
-        return _word_tasks(self.name, split)
 
     def prompt(self, episode: Episode) -> list[JSON]:
         return [text(f"This is {self.name!r}, the default environment. Sign with sign(word).")]
@@ -261,19 +253,12 @@ def wrong_env_text(env: str) -> str:
 
 
 @register
-class TwoEnvs(Scenario):
+class TwoEnvs(_GuestBook):
     """Served *after* a decoy default environment: a client must name this one in ``/create`` and in its paths."""
 
     name = "two-envs"
-    task_model = WordTask
     companions = ("two-envs-decoy",)
     summary = "two environments on one server; the default is a decoy, so a client that drops env_name lands there (stats: sessions_by_env)"
-
-    def splits(self) -> list[Split]:
-        return _splits()
-
-    def list_tasks(self, split: str) -> list[JSON]:
-        return _word_tasks(self.name, split)
 
     def prompt(self, episode: Episode) -> list[JSON]:
         return [text(f"This is {self.name!r}. Sign with sign(word={episode.task['word']!r}).")]
@@ -308,7 +293,7 @@ def missing_secret_detail(name: str = SECRET_NAME) -> str:
 
 
 @register
-class Secrets(Scenario):
+class Secrets(_Hazard):
     """``/create`` needs secret ``ORSBENCH_HAZARD_TOKEN`` in ``X-Secrets``; ``whoami()`` proves it arrived."""
 
     name = "secrets"
@@ -317,9 +302,6 @@ class Secrets(Scenario):
         "session.create": f"orsbench check sends no {SECRET_NAME} unless given one, and /create refuses the session (400)",
     }
     dedicated = "every session needs its secret in X-Secrets; conformance/test_hazards.py passes it the way each client documents"
-
-    def splits(self) -> list[Split]:
-        return _splits()
 
     def list_tasks(self, split: str) -> list[JSON]:
         return [{"id": f"secrets-{split}-{i}"} for i in range(TASKS)]
@@ -363,7 +345,7 @@ BAD_GUESS: dict[str, Any] = {"number": 0}
 
 
 @register
-class Recover(Scenario):
+class Recover(_Hazard):
     """``guess(number)`` in 1..10: the episode's first call is out of range (``ok:false``), the next one wins."""
 
     name = "recover"
@@ -373,9 +355,6 @@ class Recover(Scenario):
         "its first call is meant to fail, and the scripted drivers stop at a raised error as their users' loops do; "
         "conformance/test_hazards.py plays it per client"
     )
-
-    def splits(self) -> list[Split]:
-        return _splits()
 
     def list_tasks(self, split: str) -> list[JSON]:
         offset = 0 if split == "train" else 5

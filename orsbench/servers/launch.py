@@ -37,6 +37,7 @@ from orsbench import protocol
 from orsbench.config import ServerConfig, write_private
 from orsbench.servers.stats import StatsSnapshot
 from orsbench.servers.user_app import APP_PATH_ENV, AppTarget
+from orsbench.servers.user_app import PREFIX as APP_PREFIX
 
 _RUNNING: dict[int, "RunningServer"] = {}
 _LOCAL_HTTP: httpx.Client | None = None
@@ -263,6 +264,8 @@ def start(
     For an app, ``impl`` is ``"app"`` and ``env_name`` is the first environment the server
     lists. ``env``: extra environment variables for the server.
     """
+    if isinstance(scenario, str) and scenario.startswith(APP_PREFIX):
+        raise ValueError(f"{scenario!r} names an app, not a scenario: pass AppTarget.parse({scenario!r})")
     config = config or ServerConfig()
     if params:
         config = config.replace(params={**config.params, **params})

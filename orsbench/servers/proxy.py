@@ -2,8 +2,9 @@
 
 ``orsbench proxy UPSTREAM`` serves :class:`ProxyApp`. Every request is
 forwarded to the upstream over a keep-alive connection of
-:class:`~orsbench.servers.upstream.UpstreamPool` and its answer is streamed back as it arrives — each upstream read is one ASGI body message,
-so SSE keep-alives, chunk boundaries and their timing reach the client as the
+:class:`~orsbench.servers.upstream.UpstreamPool` and its answer is streamed
+back as it arrives — each upstream read is one ASGI body message, so SSE
+keep-alives, chunk boundaries and their timing reach the client as the
 upstream sent them. A stream the upstream cuts is cut for the client too (the
 app returns without completing the response), and a stream that stalls
 stalls: the proxy adds no timeout of its own to a read.
@@ -31,8 +32,8 @@ from urllib.parse import urlsplit
 import orjson
 
 from orsbench import protocol
-from orsbench.wire.client import add_secrets
 from orsbench.servers.upstream import Aborted, UpstreamError, UpstreamPool, UpstreamResponse
+from orsbench.wire.client import add_secrets
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEParser
 
@@ -63,6 +64,11 @@ _HOP_BY_HOP_BYTES = frozenset(n.encode() for n in HOP_BY_HOP)
 #: Request headers the proxy writes itself: the body's length (it has read the whole body; the
 #: client may have sent it chunked), and ``expect`` (a 100-continue was the proxy's to answer).
 _FRAMING = frozenset({b"content-length", b"expect"})
+
+#: Header names and values up to this long are decoded once and shared (:meth:`ProxyApp._text`).
+_SHARED_TEXT_MAX = 128
+#: At most this many shared strings (the table starts over when full).
+_SHARED_TEXTS = 4096
 
 #: Headers the proxy's own HTTP server writes (uvicorn adds date and server to every answer).
 OWN_HEADERS = frozenset({"date", "server"})
@@ -113,6 +119,8 @@ class ProxyApp:
         self.on_shutdown = list(on_shutdown)
         self._connect_timeout = connect_timeout
         self._pool: UpstreamPool | None = None
+        self._texts: dict[bytes, str] = {}
+        self._urls: dict[str, str] = {}  # the same: one string per URL (bounded, never cleared: URLs repeat)
         #: Exchanges forwarded so far (the live report says how much traffic it judged).
         self.forwarded = 0
 
@@ -160,6 +168,7 @@ class ProxyApp:
         suffix = ("?" + query.decode("latin-1")) if query else ""
         target = self._base_path + path.decode("latin-1") + suffix
         client_host = "127.0.0.1"
+        text = self._text
         headers: list[tuple[bytes, bytes]] = []  # to the upstream
         seen: dict[str, str] = {}  # in the evidence: what the client sent, less the connection's own
         for key, value in scope["headers"]:
@@ -169,11 +178,14 @@ class ProxyApp:
                 continue
             if name in _HOP_BY_HOP_BYTES:
                 continue
-            seen[key.decode("latin-1")] = value.decode("latin-1")
+            seen[text(key)] = text(value)
             if name not in _FRAMING:
                 headers.append((key, value))
         proxy_origin = f"{scope.get('scheme', 'http')}://{client_host}"
-        exchange = Exchange(scope["method"], proxy_origin + scope["path"] + suffix, seen, body)
+        url = proxy_origin + scope["path"] + suffix
+        if len(self._urls) < _SHARED_TEXTS:
+            url = self._urls.setdefault(url, url)
+        exchange = Exchange(scope["method"], url, seen, body)
         start = exchange.started_at = time.monotonic()
         if self._secrets and scope["path"] == protocol.CREATE:
             headers = _with_secrets(headers, self._secrets)
@@ -192,12 +204,12 @@ class ProxyApp:
             out_headers: list[tuple[bytes, bytes]] = []
             seen = exchange.headers
             for key, value in response.headers:
-                name = key.decode("latin-1").lower()
+                name = text(key.lower())
                 if name in HOP_BY_HOP or name in OWN_HEADERS:
                     continue
                 if name == "location":
                     value = self._rewrite_location(value.decode("latin-1"), proxy_origin).encode("latin-1")
-                seen[name] = value.decode("latin-1")
+                seen[name] = text(value)
                 out_headers.append((key, value))
             await send({"type": "http.response.start", "status": response.status, "headers": out_headers})
             if exchange.is_sse:
@@ -208,6 +220,22 @@ class ProxyApp:
             response.release()
             exchange.elapsed = time.monotonic() - start
             self._observe(exchange)
+
+    def _text(self, raw: bytes) -> str:
+        """``raw`` decoded, one shared string per distinct short header name or value.
+
+        Every exchange is kept as evidence for the report, and its headers are mostly the same few
+        names and values (content-type, the client's user-agent, a session's id on each of its
+        requests): sharing them halves what the kept headers cost. The table is bounded.
+        """
+        found = self._texts.get(raw)
+        if found is None:
+            found = raw.decode("latin-1")
+            if len(raw) <= _SHARED_TEXT_MAX:
+                if len(self._texts) >= _SHARED_TEXTS:
+                    self._texts.clear()
+                self._texts[raw] = found
+        return found
 
     def _rewrite_location(self, location: str, proxy_origin: str) -> str:
         prefix = self.upstream_origin + self._base_path

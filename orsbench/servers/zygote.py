@@ -12,7 +12,8 @@ on its command line by whoever starts it (``python -m orsbench.servers.zygote
 orsbench.cli``), so the server layer never depends on the CLI.
 
 Children are reaped by the kernel (``SIGCHLD`` ignored), so a caller that is not
-their parent still stops them by PID and sees them gone. Used by the pytest
+their parent still stops them by PID and sees them gone; they die with the zygote,
+which leaves when its launcher does (stdin closed). Used by the pytest
 plugin; :func:`orsbench.servers.launch.start` falls back to a fresh interpreter
 whenever the zygote is unavailable.
 """
@@ -50,11 +51,33 @@ def preload(extra: list[str]) -> None:
         pass
 
 
-def _child(request: dict) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel for ``SIGTERM`` when the zygote dies (Linux ``PR_SET_PDEATHSIG``).
+
+    Why: the zygote leaves when its launcher goes away (stdin closes), and the
+    launcher is the only one that knows these PIDs. A launcher killed before it
+    stopped its servers (a pytest worker that died, a SIGKILL) used to leave
+    every forked server running under init — hundreds of them, gigabytes of
+    memory, after a few interrupted test runs. The zygote is single-threaded,
+    so the signal cannot fire early when some other thread ends.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return  # not Linux: the launcher's atexit is the only net
+    if os.getppid() != parent:  # the zygote died between fork and prctl
+        os._exit(0)
+
+
+def _child(request: dict, parent: int) -> None:
     """In the forked child: become ``python -m MODULE ARGV`` with output to the request's log."""
     code = 1
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        _die_with_parent(parent)
         log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -87,11 +110,12 @@ def main() -> None:
     while True:
         line = sys.stdin.readline()
         if not line:
-            return  # the launcher went away: leave; servers already forked live on until stopped
+            return  # the launcher went away: leave, and the servers it forked go with it (_die_with_parent)
         request = json.loads(line)
+        zygote = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _child(request)
+            _child(request, zygote)
         print(json.dumps({"pid": pid}), flush=True)
 
 

@@ -241,6 +241,8 @@ class CassetteRecorder:
             self._by_task_id[call.task_id] = call
 
     def _env(self, name: str) -> JSON:
+        # Environment names route case-insensitively (§6.2): "Echo" and "echo" are one environment's answers.
+        name = next((known for known in self.envs if known.lower() == name.lower()), name)
         if name not in self.envs:
             self.envs[name] = {
                 "tools": None,

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+#: Looked up once: a proxy builds a parser per stream, and the codec registry lookup is not free.
+_UTF8_DECODER = codecs.getincrementaldecoder("utf-8")
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class SSEParser:
     """Incremental parser: :meth:`feed` bytes as they arrive, then :meth:`close`."""
 
     def __init__(self, clock: "callable[[], float] | None" = None) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._decoder = _UTF8_DECODER(errors="replace")
         self._buffer = ""
         self._first = True
         self._clock = clock or time.monotonic

@@ -107,6 +107,61 @@ class ErrorAsText(Adapter):
         return False
 
 
+class RerunUncut(Adapter):
+    """A stream cut before its task_id is sent again as a fresh call (the tool may already have run)."""
+
+    def stream(self, body: dict[str, Any]) -> Any:
+        got = super().stream(body)
+        if not got.events and "task_id" not in body:
+            return super().stream(body)
+        return got
+
+
+class StopOnRefusal(Adapter):
+    """Ends the episode at an ok:false refusal, as if the session were dead."""
+
+    def report_failure(self, tool: str, error: Exception) -> bool:
+        super().report_failure(tool, error)
+        return True
+
+
+class NoSecrets(Adapter):
+    """Never sends X-Secrets."""
+
+    def secrets_header(self) -> dict[str, str]:
+        return {}
+
+
+class FirstBlockOnly(Adapter):
+    """Shows the model only the first block's text (an image first: nothing)."""
+
+    @staticmethod
+    def text_of(output: dict[str, Any]) -> str:
+        blocks = output.get("blocks") or [{}]
+        return str(blocks[0].get("text", ""))
+
+
+class EpisodeRewardSum(Adapter):
+    """Not a fault: reports an episode reward, the sum of the per-call rewards (one of two conventions)."""
+
+    total = 0.0
+
+    def line(self, tool: str, output: dict[str, Any]) -> dict[str, Any]:
+        self.total += output.get("reward") or 0.0
+        return {**super().line(tool, output), "episode_reward": self.total}
+
+
+class EpisodeRewardLast(Adapter):
+    """Not a fault: reports an episode reward, the last non-null per-call reward (the other convention)."""
+
+    last = None
+
+    def line(self, tool: str, output: dict[str, Any]) -> dict[str, Any]:
+        if output.get("reward") is not None:
+            self.last = output["reward"]
+        return {**super().line(tool, output), "episode_reward": self.last}
+
+
 class Hang(Adapter):
     """Opens its session, then waits forever."""
 
@@ -150,6 +205,12 @@ FAULTS: dict[str, type[Adapter]] = {
     "bool-reward": BoolReward,
     "drop-env-name": DropEnvName,
     "error-as-text": ErrorAsText,
+    "rerun-uncut": RerunUncut,
+    "stop-on-refusal": StopOnRefusal,
+    "no-secrets": NoSecrets,
+    "first-block-only": FirstBlockOnly,
+    "episode-reward-sum": EpisodeRewardSum,
+    "episode-reward-last": EpisodeRewardLast,
     "hang": Hang,
     "crash": Crash,
     "flood": Flood,

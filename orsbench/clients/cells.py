@@ -160,9 +160,13 @@ def rule_defects(cell: Cell) -> dict[str, D.Defect]:
         found["client.script_followed"] = D.DEFECTS["defaults-sent"]
     if client == "firehorse" and profile is None and _several_envs(cell.scenario):
         found["client.env_name"] = D.DEFECTS["firehorse-task-env-name"]
-    latched = {d.id for d in cell_defects(cell)} & {"inspect-finished-error", "ors-sdk-no-finish-latch"}
-    if client == "inspect" and latched:
-        found["client.stops_at_finished"] = D.DEFECTS["inspect-finished-error"]
+    shown = {d.id for d in cell_defects(cell)}
+    if client == "inspect" and (shown & {"inspect-finished-error", "ors-sdk-no-finish-latch"} or profile == "cut-before-task-id"):
+        found["client.stops_at_finished"] = D.DEFECTS["inspect-finished-error"]  # its loop calls once more after finished
+    if client == "inspect" and "sanitizer-drops-keyword-params" in shown:
+        found["client.script_followed"] = D.DEFECTS["sanitizer-drops-keyword-params"]  # the call lacks the parameter
+    if client == "inspect" and profile is None and _several_envs(cell.scenario):
+        found["client.env_name"] = D.DEFECTS["env-name-not-sent"]
     return found
 
 

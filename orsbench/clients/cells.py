@@ -103,6 +103,8 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["inspect-list-tasks-only"]]
     if client == "inspect" and profile == "flaky-5xx":
         return [D.DEFECTS["inspect-5xx-fails-eval"]]
+    if client == "firehorse" and profile is None and cell.server == "ors-sdk":
+        return [D.DEFECTS["firehorse-get-task-env-name"]]
     if client == "firehorse" and profile == "flaky-5xx":
         return [D.DEFECTS["firehorse-5xx-fails-trial"]]
     if profile == "cut-before-task-id":  # the cut call is re-sent blind: the tool runs twice (§13.5)
@@ -158,7 +160,7 @@ def rule_defects(cell: Cell) -> dict[str, D.Defect]:
             found["client.retry_after"] = D.DEFECTS["ors-retry-after-ignored"]
     if client == "trl" and not D.factory_defect(_task0_tools(cell.scenario)) and _omits_a_default(cell):
         found["client.script_followed"] = D.DEFECTS["defaults-sent"]
-    if client == "firehorse" and profile is None and _several_envs(cell.scenario):
+    if client == "firehorse" and profile is None and _several_envs(cell.scenario) and cell.server != "ors-sdk":
         found["client.env_name"] = D.DEFECTS["firehorse-task-env-name"]
     shown = {d.id for d in cell_defects(cell)}
     if client == "inspect" and (shown & {"inspect-finished-error", "ors-sdk-no-finish-latch"} or profile == "cut-before-task-id"):
@@ -186,6 +188,7 @@ DEFECT_VERDICT: dict[str, str] = {
     "inspect-list-tasks-only": "fails clearly",
     "inspect-5xx-fails-eval": "fails clearly",
     "firehorse-5xx-fails-trial": "fails clearly",
+    "firehorse-get-task-env-name": "fails clearly",
     "keyword-crash": "fails clearly",
     "chunk-lstrip": "fails silently",
     "ors-chunk-lstrip": "fails silently",

@@ -116,6 +116,7 @@ def _reran(outcome: ClientOutcome) -> bool:
 _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "inspect-finished-error": lambda o: o.error is not None and "episode_finished" in o.error and o.reward is None,
     "inspect-list-tasks-only": lambda o: o.failed_at == "dataset" and "list_tasks is not supported" in (o.error or ""),
+    "firehorse-get-task-env-name": lambda o: o.failed_at == "task" and "KeyError: 'env_name'" in (o.error or ""),
     "firehorse-5xx-fails-trial": lambda o: o.failed_at == "prompt" and any(s in (o.error or "") for s in ("502", "503", "504")),
     "inspect-5xx-fails-eval": lambda o: o.reward is None and any(s in (o.error or "") for s in ("502", "503", "504", "Upstream unavailable")),
     "keyword-crash": lambda o: o.failed_at == "spec" and (o.error or "").startswith("SyntaxError"),

@@ -27,6 +27,7 @@ from orsbench.checks.evidence import Evidence
 from orsbench.checks.model import CheckOutcome, Severity, failed, passed
 from orsbench.checks.registry import Check
 from orsbench.cli import Subcommand
+from orsbench.clients.targets import ClientTarget
 from orsbench.config import ServerConfig
 from orsbench.scenarios import SCENARIOS, Episode, Scenario, Split, ToolResult, text, tool
 from orsbench.servers.faults import Fault, FaultContext, engine_context
@@ -138,6 +139,19 @@ def add_dummy_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 DUMMY_SUBCOMMAND = Subcommand("dummy-architecture", add_dummy_parser)
+
+
+# -- a client target ---------------------------------------------------------------------------------
+def play_dummy_client(episode: Any) -> None:
+    """The dummy client: the openreward SDK's sync session API, as any SDK-based target drives it."""
+    import openreward
+
+    from orsbench.clients.targets import sync_session
+
+    sync_session.play(openreward.OpenReward().environments.get(episode.env), episode)
+
+
+DUMMY_CLIENT = ClientTarget("dummy-architecture", "openreward", "a dummy client target", play_dummy_client, modules=("openreward",), extra="sdk")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from orsbench.servers.faults import FAULTS, wrap_app
 from orsbench.servers.implementations import IMPLEMENTATIONS, ors_servers
 from tests.architecture_dummies import (
     DUMMY_CHECK,
+    DUMMY_CLIENT,
     DUMMY_EXIT,
     DUMMY_FAULT,
     DUMMY_IMPLEMENTATION,
@@ -98,6 +99,25 @@ def test_a_dummy_implementation_serves_a_dummy_scenario_and_a_dummy_check_passes
     assert DUMMY_CHECK.id not in CHECKS
 
 
+def test_a_dummy_client_target_is_a_matrix_choice_and_plays_to_a_graded_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("openreward")
+    from orsbench.clients import cells as C
+    from orsbench.clients import matrix as M
+    from orsbench.clients.targets import CLIENT_TARGETS
+
+    name = DUMMY_CLIENT.name
+    with CLIENT_TARGETS.temporarily(DUMMY_CLIENT):
+        assert main(["matrix", "--clients", name, "--servers", "mock", "--profiles", "no", "--predicted"]) == 0
+        assert re.search(rf"^{name}\s+survives: \d+", capsys.readouterr().out, re.M)
+        cells = [c for c in C.plan([name], ["mock"], []) if c.scenario == "echo"]
+        assert [c.id for c in cells] == [f"{name}@mock:echo"]
+        result = M.run(cells, [name], ["mock"], budget=120, parallel=1)
+    [row] = result["cells"]
+    assert row["verdict"] == "survives", row
+    assert result["clients"][name]["title"] == DUMMY_CLIENT.title
+    assert name not in CLIENT_TARGETS
+
+
 def test_every_file_the_add_table_names_exists() -> None:
     table = DOC.split("## To add one, touch these files")[1].split("## Data paths")[0]
     named = set(re.findall(r"`((?:orsbench|docs|tests)/[\w/.-]+)`", table))
@@ -111,10 +131,13 @@ def test_every_file_the_add_table_names_exists() -> None:
 def test_every_registry_the_doc_names_is_a_registry_where_it_says() -> None:
     from orsbench.registry import Registry
 
-    rows = re.findall(r"^\| `(\w+)`(?:, `(\w+)`)? \| `([\w/.]+)`(?:, `[^`]+`)? \|", DOC, re.M)
+    def module_of(path: str) -> object:
+        return __import__(path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"), fromlist=["_"])
+
+    rows = re.findall(r"^\| `(\w+)`(?:, `(\w+)`)? \| `([\w/.]+)`(?:, `([^`]+)`)? \|", DOC, re.M)
     assert len(rows) >= 5
-    for first, second, path in rows:
-        module = __import__(path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"), fromlist=["_"])
-        assert isinstance(getattr(module, first), Registry), (first, path)
-        if second:
-            assert isinstance(getattr(sys.modules["orsbench.servers.faults.violations"], second), Registry), second
+    for first, second, path, second_path in rows:
+        assert isinstance(getattr(module_of(path), first), Registry), (first, path)
+        if second:  # "`…/name.py`": beside the first path
+            where = path.rsplit("/", 1)[0] + "/" + second_path.removeprefix("…/") if second_path else path
+            assert isinstance(getattr(module_of(where), second), Registry), (second, where)

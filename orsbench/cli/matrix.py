@@ -16,13 +16,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "matrix",
         help="play every client against every server, scenario and fault profile",
-        description="Play a scripted episode with each ORS client (openreward SDK, ors-sdk, TRL OpenRewardSpec, "
-        "inspect-openreward) on each server implementation and scenario, and on the mock under each fault profile. "
-        "Each cell: survives / fails clearly / fails silently / hangs, with the pinned upstream defects. "
+        description="Play a scripted episode with each installed ORS client target (openreward SDK, ors-sdk, TRL "
+        "OpenRewardSpec, inspect-openreward, firehorse-cli's MCP bridge) on each server implementation and scenario, "
+        "and on the mock under each fault profile, through the client's built-in adapter; each episode is graded by "
+        "the client checks of `orsbench check-client`. Each cell: survives / fails clearly / fails silently / hangs, "
+        "with the pinned upstream defects. "
         "Servers bind 127.0.0.1; every episode runs in a child killed at its deadline.",
         epilog="example: orsbench matrix --clients trl,inspect --servers mock --profiles none,flaky-5xx --markdown m.md",
     )
-    parser.add_argument("--clients", type=types.names, default=None, metavar="A,B", help="clients to run (default: all)")
+    parser.add_argument("--clients", type=types.names, default=None, metavar="A,B", help="client targets to run (default: every installed one)")
     parser.add_argument("--servers", type=types.names, default=None, metavar="A,B", help="server implementations (default: all)")
     parser.add_argument("--profiles", type=types.names, default=None, metavar="A,B", help="fault profiles on the mock; 'no' for none (default: all)")
     parser.add_argument("--budget", type=float, default=900.0, metavar="S", help="stop starting cells after this many seconds (default 900)")

@@ -103,6 +103,8 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["inspect-list-tasks-only"]]
     if client == "inspect" and profile == "flaky-5xx":
         return [D.DEFECTS["inspect-5xx-fails-eval"]]
+    if client == "firehorse" and profile is None and cell.server == "ors-sdk":
+        return [D.DEFECTS["firehorse-get-task-env-name"]]
     if client == "firehorse" and profile == "flaky-5xx":
         return [D.DEFECTS["firehorse-5xx-fails-trial"]]
     if profile == "cut-before-task-id":  # the cut call is re-sent blind: the tool runs twice (§13.5)
@@ -117,7 +119,7 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["reset-leaks-session"]]
     if profile is None and _split_spaces(s):
         found.append(D.DEFECTS["ors-chunk-lstrip" if client == "ors" else "chunk-lstrip"])
-    if profile is None and len(get_scenario(cell.scenario).served()) > 1 and client != "inspect":
+    if profile is None and _several_envs(cell.scenario) and client != "inspect":
         # The script names a non-default environment; the client's session lands in the default one (§13.6).
         found.append(D.DEFECTS["ors-create-without-env-name" if client == "ors" else "env-name-not-sent"])
     if client == "inspect" and s.finished and profile not in FAIL_CLEARLY:
@@ -137,6 +139,10 @@ def _omits_a_default(cell: Cell) -> bool:
     return False
 
 
+def _several_envs(scenario: str) -> bool:
+    return len(get_scenario(scenario).served()) > 1
+
+
 def rule_defects(cell: Cell) -> dict[str, D.Defect]:
     """Client checks of rules (not of the episode's outcome) the pinned defects make fail, by check id.
 
@@ -145,17 +151,24 @@ def rule_defects(cell: Cell) -> dict[str, D.Defect]:
     """
     found: dict[str, D.Defect] = {}
     client, profile = cell.client, cell.profile
-    if client in ("openreward", "trl"):
+    creates = profile != "credits-402"  # refused at /create_session: no /create to judge
+    if client in ("openreward", "trl") and creates:
         found["client.env_name"] = D.DEFECTS["env-name-not-sent"]
-    if client == "ors":
+    if client == "ors" and creates:
         found["client.env_name"] = D.DEFECTS["ors-create-without-env-name"]
         if profile in ("flaky-5xx", "rate-limit", "slow-setup"):
             found["client.retry_after"] = D.DEFECTS["ors-retry-after-ignored"]
     if client == "trl" and not D.factory_defect(_task0_tools(cell.scenario)) and _omits_a_default(cell):
         found["client.script_followed"] = D.DEFECTS["defaults-sent"]
-    latched = {d.id for d in cell_defects(cell)} & {"inspect-finished-error", "ors-sdk-no-finish-latch"}
-    if client == "inspect" and latched:
-        found["client.stops_at_finished"] = D.DEFECTS["inspect-finished-error"]
+    if client == "firehorse" and profile is None and _several_envs(cell.scenario) and cell.server != "ors-sdk":
+        found["client.env_name"] = D.DEFECTS["firehorse-task-env-name"]
+    shown = {d.id for d in cell_defects(cell)}
+    if client == "inspect" and (shown & {"inspect-finished-error", "ors-sdk-no-finish-latch"} or profile == "cut-before-task-id"):
+        found["client.stops_at_finished"] = D.DEFECTS["inspect-finished-error"]  # its loop calls once more after finished
+    if client == "inspect" and "sanitizer-drops-keyword-params" in shown:
+        found["client.script_followed"] = D.DEFECTS["sanitizer-drops-keyword-params"]  # the call lacks the parameter
+    if client == "inspect" and profile is None and _several_envs(cell.scenario):
+        found["client.env_name"] = D.DEFECTS["env-name-not-sent"]
     return found
 
 
@@ -175,6 +188,7 @@ DEFECT_VERDICT: dict[str, str] = {
     "inspect-list-tasks-only": "fails clearly",
     "inspect-5xx-fails-eval": "fails clearly",
     "firehorse-5xx-fails-trial": "fails clearly",
+    "firehorse-get-task-env-name": "fails clearly",
     "keyword-crash": "fails clearly",
     "chunk-lstrip": "fails silently",
     "ors-chunk-lstrip": "fails silently",

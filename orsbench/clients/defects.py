@@ -346,6 +346,18 @@ DEFECTS: dict[str, Defect] = {
             "P7",
         ),
         Defect(
+            "firehorse-get-task-env-name",
+            FIREHORSE,
+            "a trial starts from get_task(split, index) on the async openreward client, which reads env_name from the /task answer: against ors-sdk's server (whose /task answer has none) every trial ends with KeyError: 'env_name' before a session is opened",
+            "P11",
+        ),
+        Defect(
+            "firehorse-task-env-name",
+            FIREHORSE,
+            "both of a trial's sessions are opened from the Task that get_task returned, and the SDK fetched it from the server's default environment (its bare path, see env-name-not-sent): on a server with several environments /create names the default one ('two-envs-decoy' where the trial was started for 'two-envs') and the episode plays there",
+            "P12",
+        ),
+        Defect(
             "firehorse-two-sessions",
             FIREHORSE,
             "each trial opens two sessions for one task: run_trial's own (the prompt the model reads comes from it) and the MCP bridge's (where the tools run); an environment that draws per-session state shows the model a prompt from another episode than the one it plays",

@@ -222,7 +222,11 @@ class ClientRun(ForkedEpisode):
         failed = failed_required(outcome.checks)
         shown = OUTCOME_CHECKS | PROCESS_CHECKS
         outcome.problems = [f"{r.id}: {r.message}" for r in failed if r.id in shown]
-        outcome.rules = [r.id for r in failed if r.id not in shown]
+        # A client stopped at its deadline is told that (client.exits_in_time), not also that it sent many requests meanwhile.
+        during_hang = {"client.request_budget"} if run.stopped_for else set()
+        outcome.rules = [r.id for r in failed if r.id not in shown and r.id not in during_hang]
+        if outcome.verdict == "fails silently" and not outcome.problems:
+            outcome.problems = [f"script: {why}" for why in unmet_expectations(run)]
         return outcome
 
 
@@ -263,7 +267,26 @@ def verdict(run: CaseRun, results: list[CheckResult]) -> str:
     reported = any(line.is_error for line in run.out.lines) or (run.exit_code not in (0, None))
     if reported:
         return "fails silently" if failed & SILENT_EVEN_AFTER_ERROR else "fails clearly"
-    return "fails silently" if failed & OUTCOME_CHECKS else "survives"
+    return "fails silently" if failed & OUTCOME_CHECKS or unmet_expectations(run) else "survives"
+
+
+def unmet_expectations(run: CaseRun) -> list[str]:
+    """Where the client's reports differ from what the script expects of a winning episode.
+
+    The client checks compare the client with what the server *sent*; a client that played another
+    environment than it was told to (two environments on one server) reports faithfully what that one
+    sent. The script knows what the right environment answers: each step's ``expect`` text, the reward.
+    """
+    lines = [line for line in run.out.lines if line.is_call]
+    unmet = [
+        f"{step.tool} returned {str(line.get('text'))[:60]!r}, the scenario answers {step.expect[:60]!r}"
+        for step, line in zip(run.script.steps, lines)
+        if step.expect is not None and line.get("text") != step.expect
+    ]
+    rewards = [line.get("reward") for line in lines if line.get("reward") is not None]
+    if run.script.reward is not None and lines and (rewards[-1:] != [run.script.reward]):
+        unmet.append(f"the episode's last reward is {rewards[-1] if rewards else None!r}, the scenario's winning reward {run.script.reward!r}")
+    return unmet
 
 
 def play(client: str, server: RunningServer, script: Script, deadline: float = 30.0, **options: Any) -> ClientOutcome:

@@ -27,8 +27,8 @@ from typing import Any
 from trl.experimental.openreward import OpenRewardSpec
 from trl.experimental.openreward.environment import _RolloutEnvironment
 
-from orsbench.clients.defects import ADAPTER_STATE, GRPO_RESERVED
-from orsbench.clients.schema_view import JSON
+from orsbench.upstream.defects import ADAPTER_STATE, GRPO_RESERVED
+from orsbench.upstream.schema_view import JSON
 from orsbench.clients.grpo_tools import grpo_tool_surface
 
 TRL_LOGGER = "trl.experimental.openreward"

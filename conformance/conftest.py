@@ -9,7 +9,7 @@ run on one worker and each server starts once for the whole run.
 
 Parametrisation is explicit in each test module through
 :func:`conformance.params.targets` and :func:`conformance.params.tool_cases`;
-both attach the known-defect ``xfail`` marks from :mod:`orsbench.clients.defects`.
+both attach the known-defect ``xfail`` marks from :mod:`orsbench.upstream.defects`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from orsbench.clients import defects
+from orsbench.upstream import defects
 from conformance.adapter import Binding, bind_one, rollout_factory
 from conformance.params import TargetParam, ToolCase, ToolParam
 from conformance.targets import SuiteTarget

@@ -4,7 +4,7 @@ Test modules parametrise the ``target`` or ``case`` fixture (``conftest.py``)
 indirectly with :func:`targets` or :func:`tool_cases`. Every parameter carries
 an ``xdist_group`` mark naming its server, so all tests of one server run on
 one worker, and the ``xfail(strict=True)`` of the known defect it trips, if
-any (:mod:`orsbench.clients.defects`).
+any (:mod:`orsbench.upstream.defects`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from orsbench.clients import defects
+from orsbench.upstream import defects
 from conformance.adapter import Binding
 from conformance.targets import IMPLS, Declared, SuiteTarget, declared, group, slug
 from orsbench.scenarios import generic_scenarios

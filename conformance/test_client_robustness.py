@@ -51,7 +51,7 @@ from openreward.api._session import http as sdk_http
 from openreward.api._session import session as sdk_session
 
 from orsbench import protocol
-from orsbench.clients.episodes import Script, Step, script
+from orsbench.clientcheck.episodes import Script, Step, script
 from orsbench.clients.run import ClientOutcome, ClientRun
 from orsbench.config import ServerConfig
 from orsbench.scenarios import get_scenario

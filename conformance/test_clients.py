@@ -29,9 +29,9 @@ import pytest
 
 from conformance.targets import SuiteTarget, group
 from orsbench.clients import cells as C
-from orsbench.clients.profiles import profiles
+from orsbench.clientcheck.profiles import profiles
 from orsbench.clients import matrix as M
-from orsbench.clients.episodes import script
+from orsbench.clientcheck.episodes import script
 from orsbench.clients.run import ClientOutcome
 from orsbench.clients.targets import CLIENT_TARGETS
 
@@ -175,7 +175,7 @@ def test_every_cell_defect_has_a_signature() -> None:
 
 # -- what inspect-openreward shows the model, per tool ----------------------------------------------
 def _zoo_tool_params() -> list[Any]:
-    from orsbench.clients import defects as D
+    from orsbench.upstream import defects as D
     from orsbench.scenarios import get_scenario
 
     out = []
@@ -191,7 +191,7 @@ def _zoo_tool_params() -> list[Any]:
 @pytest.mark.parametrize("spec", _zoo_tool_params())
 def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
     """Inspect's ToolInfo (what mockllm, like any model, receives) types every parameter the server typed."""
-    from orsbench.clients import schema_view
+    from orsbench.upstream import schema_view
 
     outcome = outcome_of(C.Cell("inspect", "mock", "schema-zoo"))
     seen = {t["name"]: t for t in outcome.tools_seen}
@@ -240,7 +240,7 @@ def _latch_params() -> list[Any]:
 @pytest.mark.parametrize("server", _latch_params())
 def test_trl_keeps_the_winning_reward_when_the_model_calls_after_finished(server: str, serve: Callable[..., SuiteTarget]) -> None:
     """GRPO stops only when the model stops calling tools: the server must refuse the extra call so TRL keeps 1.0."""
-    from orsbench.clients.episodes import Script, Step
+    from orsbench.clientcheck.episodes import Script, Step
     from orsbench.clients.run import play
 
     win = script("echo").steps[0]

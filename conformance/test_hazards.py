@@ -7,7 +7,7 @@ way each client documents it (``secrets``), an ``ok:false`` answer followed by
 a good call (``recover``), and the tool schema the openreward client hands a
 model (``schema-keywords``). Each test asserts the right behaviour; an
 upstream client that does otherwise carries ``xfail(strict=True)`` naming the
-defect (:mod:`orsbench.clients.defects`).
+defect (:mod:`orsbench.upstream.defects`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from unittest import mock
 import pytest
 
 from conformance.targets import SuiteTarget, group
-from orsbench.clients import defects as D
+from orsbench.upstream import defects as D
 from orsbench.scenarios import get_scenario
 from orsbench.scenarios import hazards as H
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from orsbench.clients import defects, schema_view
+from orsbench.upstream import defects, schema_view
 from conformance.adapter import grpo_tool_surface
 from conformance.params import targets
 from conformance.targets import SPLIT, SuiteTarget

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orsbench.clients.defects import DEFECTS
+from orsbench.upstream.defects import DEFECTS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "conformance.md"
 

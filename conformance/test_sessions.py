@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from orsbench.clients import defects
+from orsbench.upstream import defects
 from conformance.params import targets
 from conformance.targets import SuiteTarget, group
 from orsbench import protocol

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from orsbench.clients import defects, schema_view
+from orsbench.upstream import defects, schema_view
 from conformance.adapter import grpo_tool_surface, model_schema, trl_warnings
 from conformance.params import ToolCase, targets, tool_cases
 from conformance.targets import RequestDelta, SuiteTarget

@@ -8,7 +8,7 @@ from orsbench.checks import Options, run_checks
 from orsbench.checks.binding import BINDING_CHECKS, PROVIDER_NAME
 from orsbench.checks.model import Status
 from orsbench.checks import CHECKS, Severity
-from orsbench.clients import defects as D
+from orsbench.upstream import defects as D
 from orsbench.scenarios import get_scenario
 from orsbench.servers.launch import serve
 

@@ -3,7 +3,7 @@
 An environment author's tools reach the model through a client's binder,
 and each binder loses something different. These checks run the same schema
 predicates the conformance suite pins its ``xfail(strict=True)`` cases with
-(:mod:`orsbench.clients.defects`), over the server's ``/tools`` listing, so
+(:mod:`orsbench.upstream.defects`), over the server's ``/tools`` listing, so
 the author reads "TRL will crash on ``class``" before a training run does.
 Findings are warnings (the server is right; the client is wrong), named
 ``binding.<client>.<rule>``; a server whose tools every client binds
@@ -19,7 +19,7 @@ from typing import Any
 from orsbench.checks.evidence import Evidence, json_of
 from orsbench.checks.model import CheckOutcome, Severity, passed, skipped, warned
 from orsbench.checks.registry import check
-from orsbench.clients import defects as D
+from orsbench.upstream import defects as D
 
 JSON = dict[str, Any]
 #: OpenAI's function-name rule (Anthropic's is the same with 1-128 characters).

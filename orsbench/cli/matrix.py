@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from orsbench.clients import cells as C
     from orsbench.clients import matrix as M
     from orsbench.clients.targets import CLIENT_TARGETS
-    from orsbench.clients.profiles import profiles
+    from orsbench.clientcheck.profiles import profiles
 
     known = {"--clients": CLIENT_TARGETS.names(), "--servers": C.servers(), "--profiles": [p.name for p in profiles()] + ["no"]}
     for flag, given in (("--clients", args.clients), ("--servers", args.servers), ("--profiles", args.profiles)):

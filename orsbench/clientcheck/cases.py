@@ -4,13 +4,13 @@ Cases are not written out one by one: they are derived from the registries
 every other front end uses, so a scenario or fault profile registered later
 (a hazard) is a case with no edit here —
 
-* every scenario a client episode is played on (:func:`orsbench.clients.episodes.scenarios`),
+* every scenario a client episode is played on (:func:`orsbench.clientcheck.episodes.scenarios`),
   named after it (``echo``, ``schema-zoo``);
-* every fault profile of the client matrix (:func:`orsbench.clients.profiles.profiles`), on
+* every fault profile of the client matrix (:func:`orsbench.clientcheck.profiles.profiles`), on
   that matrix's scenario with its scaled knobs, named ``sparse-reward+stream-drop``;
 * a few cases of our own that provoke a client rule no profile does (:data:`EXTRA`).
 
-The script comes from the scenario (:func:`orsbench.clients.episodes.script`);
+The script comes from the scenario (:func:`orsbench.clientcheck.episodes.script`);
 ``expect`` says what a correct client does with it: play it to the end
 (``"finish"``) or stop at a failure it reports as an error (``"error"``).
 """
@@ -21,10 +21,9 @@ from dataclasses import dataclass, field, replace
 from secrets import token_urlsafe
 from typing import Any, Literal
 
-from orsbench.clients.cells import FAIL_CLEARLY
-from orsbench.clients.episodes import INDEX, SPLIT, Script, Step, scenarios, script
-from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
-from orsbench.clients.profiles import profiles
+from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, Step, scenarios, script
+from orsbench.clientcheck.profiles import SCENARIO as PROFILE_SCENARIO
+from orsbench.clientcheck.profiles import FAIL_CLEARLY, profiles
 from orsbench.config import ServerConfig
 from orsbench.registry import Registry
 from orsbench.scenarios import SCENARIOS, get_scenario, suite_params

@@ -35,7 +35,7 @@ from orsbench import protocol
 from orsbench.clientcheck import contract
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import OutFile
-from orsbench.clients.episodes import Script
+from orsbench.clientcheck.episodes import Script
 from orsbench.servers.launch import RunningServer, ServerStartError, local_http, start
 
 #: Bytes of stdout and of stderr kept (the tail).

@@ -12,16 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from orsbench.clients import defects as D
-from orsbench.clients.episodes import INDEX, SPLIT, Script, scenarios, script
-from orsbench.clients.profiles import SCENARIO as PROFILE_SCENARIO
-from orsbench.clients.profiles import Profile, profiles
+from orsbench.upstream import defects as D
+from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, scenarios, script
+from orsbench.clientcheck.profiles import SCENARIO as PROFILE_SCENARIO
+from orsbench.clientcheck.profiles import FAIL_CLEARLY, Profile, profiles
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.scenarios import get_scenario, suite_params
 from orsbench.servers.implementations import ors_servers
 
-#: Profiles where the right outcome is a clear failure, not survival.
-FAIL_CLEARLY = frozenset({"setup-failure", "tool-raises", "restart", "stream-no-end", "credits-402", "cut-before-task-id"})
 #: Default server chunk size (``ServerConfig.chunk_size``).
 _CHUNK = 4096
 

@@ -10,7 +10,7 @@ source stops saying so.
 Both the training smoke (which hands the same tools to its warm-up) and the
 conformance suite (which inspects what the model would see) import it from
 here, beside the other facts about how clients bind tools
-(:mod:`orsbench.clients.defects`); neither front end imports the other. It
+(:mod:`orsbench.upstream.defects`); neither front end imports the other. It
 imports nothing heavy, so importing it does not pull in torch or TRL.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from orsbench.clients.defects import GRPO_RESERVED  # names GRPOTrainer treats specially instead of as tools
+from orsbench.upstream.defects import GRPO_RESERVED  # names GRPOTrainer treats specially instead of as tools
 
 
 def grpo_tool_surface(instance: Any) -> dict[str, Any]:

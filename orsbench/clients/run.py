@@ -43,7 +43,7 @@ from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import read_out
 from orsbench.clientcheck.runner import OUT_LIMIT, case_environment, script_json
 from orsbench.clients import adapter
-from orsbench.clients.episodes import Script
+from orsbench.clientcheck.episodes import Script
 from orsbench.clients.fork import ForkedEpisode, forget_parent_ping_thread
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.clients.transcript import AdapterEpisode

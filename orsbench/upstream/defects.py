@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orsbench.clients import schema_view
+from orsbench.upstream import schema_view
 from orsbench.protocol import JSON
 
 if TYPE_CHECKING:

@@ -17,6 +17,8 @@ from orsbench.config import ServerConfig
 from orsbench.servers.faults import FAULTS
 
 SCENARIO = "sparse-reward"
+#: Profiles where the right outcome is a clear failure, not survival.
+FAIL_CLEARLY = frozenset({"setup-failure", "tool-raises", "restart", "stream-no-end", "credits-402", "cut-before-task-id"})
 DEADLINE_S = 20.0
 
 

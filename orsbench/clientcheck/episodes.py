@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from orsbench.clients.schema_view import required_example
+from orsbench.upstream.schema_view import required_example
 from orsbench.scenarios import generic_scenarios, get_scenario, suite_params
 
 JSON = dict[str, Any]

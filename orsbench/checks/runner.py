@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from orsbench.checks.baseline import Baseline
 from orsbench.checks.evidence import Evidence, Options
@@ -221,6 +221,21 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
                 reproduce = scrub(reproduce, [ev.options.api_key, *ev.options.secrets.values()])
         except Exception as exc:  # noqa: BLE001 - a reproducer bug must not cost the run its verdict
             reproduce = f"# no reproducer: orsbench could not build one ({type(exc).__name__}: {exc})"
+    return result_of(check, outcome, time.monotonic() - start, reproduce)
+
+
+class _Graded(Protocol):
+    """What :func:`result_of` reads of a check: a server check or a client check."""
+
+    id: str
+    title: str
+    severity: Severity
+    remediation: str
+    spec: str
+
+
+def result_of(check: _Graded, outcome: CheckOutcome, duration_s: float, reproduce: str | None = None) -> CheckResult:
+    """One check's outcome as a result in the report model every front end renders (check and check-client)."""
     return CheckResult(
         id=check.id,
         title=check.title,
@@ -232,7 +247,7 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
         remediation=check.remediation,
         spec=f"{SPEC_DOCUMENT} {check.spec}",
         depends_on=outcome.depends_on,
-        duration_s=time.monotonic() - start,
+        duration_s=duration_s,
         reproduce=reproduce,
     )
 

@@ -17,30 +17,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from orsbench.checks.evidence import Options
-from orsbench.checks.model import CheckResult, CheckOutcome, Status, evidence_summaries
-from orsbench.checks.registry import SPEC_DOCUMENT
-from orsbench.checks.runner import Report
+from orsbench.checks.model import CheckResult, CheckOutcome, Status
+from orsbench.checks.runner import Report, result_of
 from orsbench.clientcheck.cases import Case
-from orsbench.clientcheck.checks import ClientCheck, checks, context
+from orsbench.clientcheck.checks import checks, context
 from orsbench.clientcheck.runner import CaseRun, run_case
 
 CaseCallback = Callable[[CaseRun, list[CheckResult]], None]
-
-
-def _result(check: ClientCheck, outcome: CheckOutcome, seconds: float) -> CheckResult:
-    return CheckResult(
-        id=check.id,
-        title=check.title,
-        status=outcome.status,
-        severity=check.severity,
-        message=outcome.message,
-        measured=outcome.measured,
-        evidence=evidence_summaries(outcome.evidence),
-        remediation=check.remediation,
-        spec=f"{SPEC_DOCUMENT} {check.spec}",
-        depends_on=outcome.depends_on,
-        duration_s=seconds,
-    )
 
 
 def grade(run: CaseRun) -> list[CheckResult]:
@@ -72,7 +55,7 @@ def grade(run: CaseRun) -> list[CheckResult]:
                     f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
                 )
         if outcome is not None:  # None: the case does not provoke what the check judges
-            done[check.id] = _result(check, outcome, time.monotonic() - start)
+            done[check.id] = result_of(check, outcome, time.monotonic() - start)
     return list(done.values())
 
 

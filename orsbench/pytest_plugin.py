@@ -40,6 +40,7 @@ refused, because syrupy loses snapshots written from several xdist workers
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import os
 from pathlib import Path
@@ -56,6 +57,32 @@ from orsbench.servers.user_app import AppTarget, AppTargetError
 
 ServerFactory = Callable[..., RunningServer]
 _CONFIG_FIELDS = {f.name for f in dataclasses.fields(ServerConfig)}
+
+#: At most this many shared servers that only tests (function-scoped fixtures, test bodies) asked
+#: for stay alive in one process; beyond it the one asked for longest ago is stopped, and started
+#: again if a later test asks. Why: a suite that serves every scenario under many configurations
+#: kept hundreds of servers for the whole session (~45 MB each), and two workers ran the machine out
+#: of memory. Servers a module-, class- or session-scoped fixture asked for are never stopped early.
+MAX_LIVE_SERVERS = int(os.environ.get("ORSBENCH_MAX_LIVE_SERVERS", "32"))
+#: The scope of the fixture being set up right now (None: a test body).
+_FIXTURE_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("orsbench_fixture_scope", default=None)
+#: Incremented before each test: a server asked for during the current test is never stopped early.
+_TEST_GENERATION = 0
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Any:
+    token = _FIXTURE_SCOPE.set(fixturedef.scope)
+    try:
+        return (yield)
+    finally:
+        _FIXTURE_SCOPE.reset(token)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    global _TEST_GENERATION
+    _TEST_GENERATION += 1
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -184,6 +211,24 @@ def ors_server_factory() -> Iterator[ServerFactory]:
     Knobs (``ttl``, ``ping_interval``, ...) apply to scenarios and apps.
     """
     servers: dict[str, RunningServer] = {}
+    #: key -> the test generation that last asked for it, for servers only tests asked for (LRU order).
+    evictable: dict[str, int] = {}
+
+    #: Keys a module-, class- or session-scoped fixture asked for: they live for the session.
+    pinned: set[str] = set()
+
+    def remember(key: str) -> None:
+        evictable.pop(key, None)
+        if _FIXTURE_SCOPE.get() not in (None, "function"):
+            pinned.add(key)
+        if key not in pinned:
+            evictable[key] = _TEST_GENERATION
+        while len(evictable) > MAX_LIVE_SERVERS:
+            oldest, generation = next(iter(evictable.items()))
+            if generation >= _TEST_GENERATION:
+                break  # every evictable server serves the current test
+            del evictable[oldest]
+            servers.pop(oldest).stop()
 
     def get(
         scenario: str = "echo",
@@ -213,6 +258,7 @@ def ors_server_factory() -> Iterator[ServerFactory]:
             else:
                 server = start(scenario, impl=impl, config=config, timeout=wait)
             servers[key] = server
+        remember(key)
         return server
 
     try:

@@ -27,8 +27,8 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from orsbench.bench.target import TargetError, local_target
 from orsbench.checks import binding
 from orsbench.checks.collector import Collector
 from orsbench.checks.evidence import Episode, Evidence, Options, json_of
@@ -36,7 +36,6 @@ from orsbench.checks.explore import play_one
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.runner import case_environment, execute
 from orsbench.clients.targets import CLIENT_TARGETS
-from orsbench.servers.app import is_loopback
 from orsbench.wire.client import WireClient
 
 #: The client targets that train (their episodes feed a trainer, so they need a reward); the others evaluate.
@@ -52,16 +51,11 @@ class LiveUsageError(ValueError):
 
 
 def check_url(url: str) -> str:
-    """``url`` without its trailing slash, when it is http(s) on this machine (127.0.0.1, localhost, [::1])."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise LiveUsageError(f"--url must look like http://127.0.0.1:8000, got {url!r}")
-    if not is_loopback(parts.hostname):
-        raise LiveUsageError(
-            f"--url {url!r} is not on this machine: matrix --url plays only 127.0.0.1, localhost or [::1]. "
-            "Run orsbench matrix --url on the server's own machine."
-        )
-    return url.rstrip("/")
+    """``url`` without its trailing slash, when it is http(s) on this machine (the rule of ``bench --url``)."""
+    try:
+        return local_target(url, command="orsbench matrix").url
+    except TargetError as exc:
+        raise LiveUsageError(str(exc)) from None
 
 
 def _player_episode(url: str, options: Options) -> tuple[Evidence, Episode, list[dict[str, Any]]]:

@@ -16,11 +16,11 @@ CLIENTS = [name for name in ("openreward", "ors") if CLIENT_TARGETS[name].instal
 LIVE_OK = {"trains", "evaluates"}
 
 
-@pytest.mark.parametrize("scenario", ["echo", "pick"])
-def test_live_verdicts_match_the_prediction(scenario: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("scenario", "impl"), [("echo", "mock"), ("pick", "mock"), ("echo", "sdk"), ("echo", "ors-sdk")])
+def test_live_verdicts_match_the_prediction(scenario: str, impl: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if not CLIENTS:
         pytest.skip("neither the openreward SDK nor ors-sdk is installed")
-    server = start(scenario)
+    server = start(scenario, impl=impl)
     try:
         out = tmp_path / "m.json"
         md = tmp_path / "m.md"
@@ -35,7 +35,7 @@ def test_live_verdicts_match_the_prediction(scenario: str, tmp_path: Path, capsy
     rows = {row["client"]: row for row in result["rows"]}
     assert sorted(rows) == sorted(CLIENTS)
     for client, row in rows.items():
-        predicted = C.predicted(C.Cell(client, "mock", scenario))
+        predicted = C.predicted(C.Cell(client, impl, scenario))
         live_ok = row["verdict"] in LIVE_OK
         assert live_ok == (predicted == "survives"), (client, row, predicted)
         assert row["verdict"] == "evaluates"  # neither is the trainer target
@@ -59,6 +59,21 @@ def test_a_client_error_is_the_reason(capsys: pytest.CaptureFixture[str]) -> Non
     assert code == 0
     assert "openreward  fails — because ValueError: Secret key 'MY_ENV_KEY' is not in WELL_KNOWN_SECRETS" in printed.out
     assert "s3cr3t-value" not in printed.out + printed.err
+
+
+@pytest.mark.skipif(not CLIENT_TARGETS["inspect"].installed, reason="inspect-openreward is not installed")
+def test_a_predicted_failure_fails_live() -> None:
+    """Inspect's loop calls once more after ``finished`` (the matrix predicts it fails on echo): so it does live."""
+    from orsbench.clients import live
+
+    server = start("echo")
+    try:
+        result = live.play_on_url(server.url, clients=["inspect"], timeout=60)
+    finally:
+        server.stop()
+    row = result["rows"][0]
+    assert C.predicted(C.Cell("inspect", "mock", "echo")) != "survives"
+    assert row["verdict"] == "fails" and "finished" in row["why"], row
 
 
 def test_not_installed_is_listed_not_run(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,15 +29,18 @@ class LoadTarget:
     name: str = "url"
 
 
-def local_target(url: str, pid: int | None = None) -> LoadTarget:
-    """Validate ``url`` (http(s), loopback host) and ``pid`` (a live process here)."""
+def local_target(url: str, pid: int | None = None, *, command: str = "orsbench bench") -> LoadTarget:
+    """Validate ``url`` (http(s), loopback host) and ``pid`` (a live process here).
+
+    ``command`` names the front end in the message (``matrix --url`` applies the same rule).
+    """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TargetError(f"--url must look like http://127.0.0.1:8000, got {url!r}")
     if not is_loopback(parts.hostname):
         raise TargetError(
-            f"--url {url!r} is not on this machine: load is only sent to 127.0.0.1, localhost or [::1]. "
-            "Run orsbench bench on the server's own machine instead."
+            f"--url {url!r} is not on this machine: {command} --url only talks to 127.0.0.1, localhost or [::1]. "
+            f"Run {command} on the server's own machine instead."
         )
     if pid is not None:
         if pid <= 0 or not os.path.exists(f"/proc/{pid}"):

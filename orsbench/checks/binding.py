@@ -48,8 +48,27 @@ def _defect_text(defect: D.Defect | None) -> str | None:
     return None if defect is None else f"[{defect.id}] {defect.behaviour.split(';')[0]}"
 
 
+#: Every binding rule, ``(client, rule, finding)``, in registration order (read by :func:`predict`).
+_RULES: list[tuple[str, str, Callable[[JSON], str | None]]] = []
+
+
+def predict(tools: list[JSON]) -> dict[str, list[str]]:
+    """Per client, what its binder will do wrong with these tools (``binding.<client>.<rule>: 'tool': ...``).
+
+    The same findings the checks report, over a ``/tools`` listing in hand: ``matrix --url`` shows
+    them beside each client's live verdict. A client with no rule, or none firing, is absent.
+    """
+    out: dict[str, list[str]] = {}
+    for client, rule, finding in _RULES:
+        for spec in tools:
+            if isinstance(spec, dict) and isinstance(spec.get("name"), str) and (text := finding(spec)):
+                out.setdefault(client, []).append(f"binding.{client}.{rule}: {spec['name']!r}: {text}")
+    return out
+
+
 def _register(client: str, rule: str, severity: Severity, title: str, finding: Callable[[JSON], str | None]) -> None:
     """Register one binding rule: never required (the environment is right; a client mishandles it)."""
+    _RULES.append((client, rule, finding))
 
     @check(
         f"binding.{client}.{rule}",

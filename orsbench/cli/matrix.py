@@ -22,8 +22,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the client checks of `orsbench check-client`. Each cell: survives / fails clearly / fails silently / hangs, "
         "with the pinned upstream defects. "
         "Servers bind 127.0.0.1; every episode runs in a child killed at its deadline.",
-        epilog="example: orsbench matrix --clients trl,inspect --servers mock --profiles none,flaky-5xx --markdown m.md",
+        epilog="examples:\n  orsbench matrix --clients trl,inspect --servers mock --profiles none,flaky-5xx --markdown m.md\n"
+        "  orsbench matrix --url http://127.0.0.1:8000 --secret API_KEY=... --markdown clients.md   # your own server",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    mine = parser.add_argument_group(
+        "your own server (--url): which installed clients can use it",
+        "The checker's own player plays one episode on the server (a winning one where it finds one); every installed "
+        "client then replays those calls through its adapter. One row per client: trains (TRL) / evaluates / fails — "
+        "because ..., beside the binding problems predicted from /tools. Loopback URLs only; secrets reach the clients "
+        "by environment, never a command line.",
+    )
+    mine.add_argument("--url", default=None, help="your ORS server on this machine, e.g. http://127.0.0.1:8000")
+    mine.add_argument("--env", default=None, metavar="E", help="with --url: the environment to play (default: the server's first)")
+    mine.add_argument("--timeout", type=float, default=60.0, metavar="S", help="with --url: seconds each client's episode may take (default 60)")
+    types.add_secret_arguments(mine)
     parser.add_argument("--clients", type=types.names, default=None, metavar="A,B", help="client targets to run (default: every installed one)")
     parser.add_argument("--servers", type=types.names, default=None, metavar="A,B", help="server implementations (default: all)")
     parser.add_argument("--profiles", type=types.names, default=None, metavar="A,B", help="fault profiles on the mock; 'no' for none (default: all)")
@@ -48,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             print(f"orsbench matrix: error: {flag}: unknown {', '.join(unknown)}; choose from {', '.join(known[flag])}", file=sys.stderr)
             return 2
+    if args.url is not None:
+        return _run_url(args)
+    if args.env is not None or types.secrets_of(args):
+        print("orsbench matrix: error: --env and --secret/--secrets-file need --url (the matrix's own servers need neither)", file=sys.stderr)
+        return 2
     if args.parallel < 1 or args.budget <= 0:  # checked here, not by argparse: main() returns 2 instead of exiting
         print("orsbench matrix: error: --parallel must be >= 1 and --budget > 0", file=sys.stderr)
         return 2
@@ -74,4 +92,32 @@ def run(args: argparse.Namespace) -> int:
     for name, counts in M.summary(result).items():
         print(f"{name:<11} " + "  ".join(f"{v}: {n}" for v, n in counts.items() if n))
     print(f"{len(cells)} cells in {result['seconds']} s")
+    return 0
+
+
+def _run_url(args: argparse.Namespace) -> int:
+    """``--url``: the installed clients on the user's own server (the logic: :mod:`orsbench.clients.live`)."""
+    from orsbench.clients import live
+
+    def usage(text: str) -> int:
+        print(f"orsbench matrix: error: {text}", file=sys.stderr)
+        return 2
+
+    if args.servers or args.profiles or args.predicted or args.html:
+        return usage("--url plays your server: leave out --servers, --profiles, --predicted and --html")
+    if args.timeout <= 0:
+        return usage("--timeout must be > 0")
+    try:
+        live.check_url(args.url)
+        result = live.play_on_url(
+            args.url, args.env, args.clients, types.secrets_of(args), args.timeout, progress=lambda line: print(line, file=sys.stderr, flush=True)
+        )
+    except live.LiveUsageError as exc:
+        return usage(str(exc))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    if args.markdown:
+        args.markdown.write_text(live.markdown(result))
+    for row in result["rows"]:
+        print(live.line_of(row))
     return 0

@@ -177,10 +177,39 @@ def _play(run: CaseRun, server: RunningServer, workdir: Path, deadline: float, e
     out_path.touch(mode=0o600)
     variables = case_environment(run.case, server.url, server.env_name, script_path, out_path)
     run.command = contract.expand(run.command, variables)
-    environ = {**os.environ, **extra_env, **variables}
-    run.started_at = time.monotonic()
+    done = execute(run.command, {**extra_env, **variables}, out_path, deadline, server)
+    run.started_at, run.duration_s, run.stopped_for = done.started_at, done.duration_s, done.stopped_for
+    run.exit_code, run.stdout, run.stderr, run.out = done.exit_code, done.stdout, done.stderr, done.out
+    _read_server(run, server)
+
+
+@dataclass
+class Executed:
+    """How one command run under :func:`execute` ended."""
+
+    exit_code: int | None
+    #: Why orsbench stopped it (``"deadline"``, ``"request storm"``, ``"output flood"``), ``None`` when it ended.
+    stopped_for: str | None
+    started_at: float
+    duration_s: float
+    stdout: str
+    stderr: str
+    out: OutFile
+
+
+def execute(
+    command: str, variables: Mapping[str, str], out_path: Path, deadline: float, server: RunningServer | None = None
+) -> Executed:
+    """Run ``command`` (``/bin/sh -c``, its own process group) with ``variables`` added to this environment.
+
+    It is stopped at ``deadline`` seconds, on an output flood, and — when ``server`` is orsbench's own —
+    on a request storm; ``out_path`` (``ORSBENCH_OUT``) is read back within :data:`OUT_LIMIT`. Shared by
+    ``check-client`` (a case server) and ``matrix --url`` (the user's server: no storm count to read).
+    """
+    environ = {**os.environ, **variables}
+    started = time.monotonic()
     process = subprocess.Popen(
-        ["/bin/sh", "-c", run.command],
+        ["/bin/sh", "-c", command],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -189,17 +218,14 @@ def _play(run: CaseRun, server: RunningServer, workdir: Path, deadline: float, e
     )
     stdout, stderr = _Tail(process.stdout), _Tail(process.stderr)
     try:
-        run.stopped_for = _watch(process, server, out_path, run.started_at + deadline)
+        stopped_for = _watch(process, server, out_path, started + deadline)
     finally:
         _stop_group(process)
-        run.duration_s = time.monotonic() - run.started_at
-    run.exit_code = process.returncode
-    run.stdout, run.stderr = stdout.text(), stderr.text()
-    run.out = contract.read_out(out_path, OUT_LIMIT)
-    _read_server(run, server)
+        duration = time.monotonic() - started
+    return Executed(process.returncode, stopped_for, started, duration, stdout.text(), stderr.text(), contract.read_out(out_path, OUT_LIMIT))
 
 
-def _watch(process: subprocess.Popen[bytes], server: RunningServer, out_path: Path, deadline: float) -> str | None:
+def _watch(process: subprocess.Popen[bytes], server: RunningServer | None, out_path: Path, deadline: float) -> str | None:
     """Wait for the command; the reason orsbench stopped it early, or ``None`` when it ended by itself."""
     next_look = 0.0
     while process.poll() is None:
@@ -208,7 +234,7 @@ def _watch(process: subprocess.Popen[bytes], server: RunningServer, out_path: Pa
             return "deadline"
         if now >= next_look:
             next_look = now + WATCH_SERVER_S
-            if _requests_seen(server) > STORM_LIMIT:
+            if server is not None and _requests_seen(server) > STORM_LIMIT:
                 return "request storm"
             try:
                 if out_path.stat().st_size > OUT_LIMIT:

@@ -295,14 +295,14 @@ def robustness():
     return pytest.importorskip("conformance.test_client_robustness")
 
 
-@pytest.mark.parametrize("client", ["sdk", "trl"])
+@pytest.mark.parametrize("client", ["openreward", "trl"])
 @pytest.mark.parametrize("case", ["latency-jitter", "flaky-5xx", "rate-limit", "stream-drop", "stream-stall", "stream-no-end"])
 def test_a_fault_injected_by_the_proxy_gives_the_engines_client_outcome(robustness, case, client):
     spec = robustness.CASES[case]
     knobs = dict(spec.config)
     assert set(spec.faults) <= set(http_fault_names())
     engine = start(robustness.ENV, config=spec.server_config())
-    upstream = start(robustness.ENV, config=ServerConfig(**{k: v for k, v in knobs.items() if k != "seed"}))
+    upstream = start(robustness.ENV, config=ServerConfig(request_log=True, **{k: v for k, v in knobs.items() if k != "seed"}))
     proxy = start_proxy(
         upstream.url, faults=spec.faults, seed=knobs.get("seed", 0), ping_interval=knobs.get("ping_interval", 10.0)
     )

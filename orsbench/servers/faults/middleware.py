@@ -7,8 +7,9 @@ It knows the protocol's paths and headers (:mod:`orsbench.protocol`), reads
 event streams with the one SSE parser (:mod:`orsbench.wire.sse`) and writes
 them with the server-side framer (:mod:`orsbench.servers.sse`).
 
-``/health`` and ``/_orsbench/stats`` (:data:`EXEMPT_PATHS`) pass every
-middleware untouched: launchers wait on the first, tests read the second.
+``/health``, ``/_orsbench/stats`` and ``/_orsbench/requests`` (:data:`EXEMPT_PATHS`) pass every
+middleware untouched: launchers wait on the first, tests read the second, the client checks
+grade from the third (through a fault-injecting proxy too).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from orsbench.servers.http import (
 from orsbench.wire.sse import SSEComment, SSEEvent, SSEParser
 
 #: Paths no fault ever touches.
-EXEMPT_PATHS = frozenset({protocol.HEALTH, protocol.STATS})
+EXEMPT_PATHS = frozenset({protocol.HEALTH, protocol.STATS, protocol.REQUEST_LOG})
 
 Answer = tuple[int, Any, Headers]
 Decision = Callable[[Scope], Awaitable[Answer | None]]

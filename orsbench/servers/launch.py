@@ -547,3 +547,5 @@ def _stop_leftovers() -> None:
             server.stop(timeout=3)
     if _ZYGOTE is not None:
         _ZYGOTE.close()
+    if _LOCAL_HTTP is not None:  # its kept-alive sockets would be reported unclosed at exit
+        _LOCAL_HTTP.close()

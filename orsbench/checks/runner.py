@@ -199,15 +199,7 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
     elif check.probe in ev.probe_errors:
         outcome = CheckOutcome(Status.ERROR, f"the {check.probe} probe crashed: {ev.probe_errors[check.probe]}")
     else:
-        try:
-            outcome = check.fn(ev)
-        except Exception as exc:  # noqa: BLE001 - a check bug is reported, never fatal to the run
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            outcome = CheckOutcome(
-                Status.ERROR,
-                f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
-            )
-        outcome = _unrecorded(outcome)
+        outcome = _unrecorded(call_check(check.fn, ev))
     reproduce = None
     if outcome.status in (Status.FAIL, Status.WARN) and outcome.evidence:
         try:
@@ -222,6 +214,18 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
         except Exception as exc:  # noqa: BLE001 - a reproducer bug must not cost the run its verdict
             reproduce = f"# no reproducer: orsbench could not build one ({type(exc).__name__}: {exc})"
     return result_of(check, outcome, time.monotonic() - start, reproduce)
+
+
+def call_check(fn: Callable[[Any], CheckOutcome | None], evidence: Any) -> CheckOutcome | None:
+    """``fn(evidence)``; an exception in the check is an ERROR outcome naming where, never fatal to the run."""
+    try:
+        return fn(evidence)
+    except Exception as exc:  # noqa: BLE001 - a check bug is reported, never fatal to the run
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return CheckOutcome(
+            Status.ERROR,
+            f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
+        )
 
 
 class _Graded(Protocol):

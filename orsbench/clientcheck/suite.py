@@ -10,7 +10,6 @@ names its case: ``client.tool_runs[sparse-reward+stream-drop]``.
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -18,7 +17,7 @@ from datetime import UTC, datetime
 
 from orsbench.checks.evidence import Options
 from orsbench.checks.model import CheckResult, CheckOutcome, Status
-from orsbench.checks.runner import Report, result_of
+from orsbench.checks.runner import Report, call_check, result_of
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.checks import checks, context
 from orsbench.clientcheck.runner import CaseRun, run_case
@@ -46,14 +45,7 @@ def grade(run: CaseRun) -> list[CheckResult]:
         if unmet is not None:
             outcome = CheckOutcome(Status.SKIP, f"not judged: {unmet} failed", depends_on=unmet)
         else:
-            try:
-                outcome = check.fn(ctx)
-            except Exception as exc:  # noqa: BLE001 - a check bug is reported, never fatal to the run
-                where = traceback.extract_tb(exc.__traceback__)[-1]
-                outcome = CheckOutcome(
-                    Status.ERROR,
-                    f"internal error in the check: {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})",
-                )
+            outcome = call_check(check.fn, ctx)
         if outcome is not None:  # None: the case does not provoke what the check judges
             done[check.id] = result_of(check, outcome, time.monotonic() - start)
     return list(done.values())

@@ -216,3 +216,29 @@ def test_pytest_runs_each_case_as_a_test(tmp_path):
     assert good.returncode == 0 and "1 passed" in good.stdout, good.stdout[-2000:]
     bad = pytest_run(faulty("no-delete"))
     assert bad.returncode == 1 and "client.session_deleted" in bad.stdout and "test_client_case[echo]" in bad.stdout
+
+
+# -- a retry is the same request again ---------------------------------------------------------------
+
+
+def _ping(sid: str, started: float, status: int) -> dict:
+    headers = {"retry-after": "1"} if status == 503 else {}
+    return {
+        "method": "POST", "path": protocol.PING, "request_headers": {protocol.SESSION_HEADER.lower(): sid},
+        "status": status, "headers": headers, "started_at": started, "ended_at": started + 0.001,
+    }
+
+
+@pytest.mark.parametrize(
+    "second_sid, verdict",
+    [("B", Status.PASS), ("A", Status.FAIL)],
+    ids=["another-session-is-no-retry", "same-session-too-soon"],
+)
+def test_retry_after_judges_only_the_same_request_sent_again(second_sid: str, verdict: Status) -> None:
+    """Seen under load with TRL: session B's ping 20 ms after session A's 503 was counted as A's early retry."""
+    from orsbench.clientcheck.checks import Context, retry_after
+    from orsbench.clientcheck.traffic import group
+
+    traffic = group([_ping("A", 10.0, 503), _ping(second_sid, 10.02, 200), _ping("A", 11.2, 200)])
+    outcome = retry_after(Context(run=None, traffic=traffic))  # type: ignore[arg-type]
+    assert outcome is not None and outcome.status is verdict, outcome

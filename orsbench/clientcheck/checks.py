@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 from orsbench import protocol
 from orsbench.checks.model import CheckOutcome, Severity, failed, passed, warned
 from orsbench.clientcheck.contract import OutLine
-from orsbench.clientcheck.traffic import Call, Traffic, body_json, group, text_of
+from orsbench.clientcheck.traffic import Call, Traffic, body_json, group, session_of, text_of
 from orsbench.registry import Registry
 
 if TYPE_CHECKING:
     from orsbench.clientcheck.runner import CaseRun
+    from orsbench.wire.evidence import Exchange
 
 R, REC, ADV = Severity.REQUIRED, Severity.RECOMMENDED, Severity.ADVISORY
 
@@ -258,6 +259,20 @@ def _retry_after(headers: dict[str, str]) -> float | None:
         return None
 
 
+def _same_request(a: Exchange, b: Exchange) -> bool:
+    """Whether ``a`` repeats ``b``: same method, URL, body and session.
+
+    The session header matters: two sessions' pings (or calls with one body) are different requests,
+    and one sent 20 ms after the other's 503 is not a retry of it.
+    """
+    return (
+        a.method == b.method
+        and a.url == b.url
+        and a.request_body == b.request_body
+        and session_of(a) == session_of(b)
+    )
+
+
 @client_check(
     "client.retry_after",
     title="A request answered with Retry-After is not retried sooner",
@@ -272,7 +287,7 @@ def retry_after(ctx: Context) -> CheckOutcome | None:
         return None  # not provoked: no answer in this case carried Retry-After
     early = []
     for i, exchange, wait in asked:
-        retry = next((e for e in exchanges[i + 1 :] if e.method == exchange.method and e.url == exchange.url), None)
+        retry = next((e for e in exchanges[i + 1 :] if _same_request(e, exchange)), None)
         if retry is None:
             continue
         gap = retry.started_at - (exchange.started_at + exchange.elapsed)
@@ -303,12 +318,9 @@ def no_4xx_retry(ctx: Context) -> CheckOutcome | None:
     if not refused:
         return None  # not provoked: no request in this case was refused with a final 4xx
 
-    def key(e: Any) -> tuple[Any, ...]:
-        return (e.method, e.url, e.request_body, e.request_headers.get("x-session-id"))
-
     repeated = []
     for i, exchange in refused:
-        again = [e for e in exchanges[i + 1 :] if key(e) == key(exchange)]
+        again = [e for e in exchanges[i + 1 :] if _same_request(e, exchange)]
         if again:
             repeated.append((exchange, len(again)))
     if repeated:

@@ -30,6 +30,12 @@ from orsbench.wire.sse import parse
 SESSION = protocol.SESSION_HEADER.lower()
 
 
+def session_of(exchange: Exchange) -> str | None:
+    """The session a request was sent in (its session header), or None."""
+    headers = exchange.request_headers
+    return headers.get(SESSION) or next((v for k, v in headers.items() if k.lower() == SESSION), None)
+
+
 def exchange_of(entry: dict[str, Any]) -> Exchange:
     """A request-log entry as the checker's :class:`Exchange` (the event stream parsed)."""
     body = entry.get("body", "").encode("utf-8")
@@ -176,7 +182,7 @@ def group(entries: list[dict[str, Any]]) -> Traffic:
     deleted: set[str] = set()
     creates: list[Exchange] = []
     for exchange, entry in zip(exchanges, entries):
-        sid = exchange.request_headers.get(SESSION)
+        sid = session_of(exchange)
         path = exchange.url
         if exchange.method == "POST" and path == protocol.CREATE:
             creates.append(exchange)

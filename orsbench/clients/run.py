@@ -95,10 +95,15 @@ class ClientOutcome:
 
     def describe(self) -> str:
         return (
-            f"{self.client}: {self.verdict} {self.problems} rules broken: {self.rules} reward={self.reward!r} finished={self.finished} "
+            f"{self.client}: {self.verdict} {self.problems} rules broken: {self.rules_explained()} reward={self.reward!r} finished={self.finished} "
             f"error={self.error!r} at {self.failed_at} {self.elapsed:.1f}s calls={self.calls} "
             f"requests={self.requests} left_open={self.sessions_left_open} outputs={[o[:80] for o in self.outputs]}"
         )
+
+    def rules_explained(self) -> list[str]:
+        """Each broken rule with its check's message, so a failing test says what the client did."""
+        said = {r.id: r.message for r in self.checks}
+        return [f"{rule}: {said[rule]}" if rule in said else rule for rule in self.rules]
 
     def read(self, run: CaseRun) -> None:
         """Fill the client's view from the adapter's lines."""

@@ -123,3 +123,50 @@ def test_usage_errors(argv: list[str], needle: str, capsys: pytest.CaptureFixtur
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+# -- your own client beside the installed ones (--cmd) ----------------------------------------------
+FAULTY = Path(__file__).parent / "clients" / "faulty.py"
+
+
+def test_adapter_commands_get_rows_and_the_html_page_shows_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--cmd`` plays check-client-style adapters: the reference adapter evaluates, a crashing one fails with its error."""
+    import shlex
+    import sys
+
+    from orsbench.clientcheck.reference import command as reference_command
+
+    crash = shlex.join([sys.executable, str(FAULTY), "crash"])
+    html, out = tmp_path / "m.html", tmp_path / "m.json"
+    server = start("echo")
+    try:
+        code = main(["matrix", "--url", server.url, "--clients", "ors", "--cmd", reference_command(), "--cmd", crash,
+                     "--secret", "OPENAI_API_KEY=s3cr3t-value", "--timeout", "60", "--json", str(out), "--html", str(html)])
+    finally:
+        server.stop()
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    rows = {row["client"]: row for row in json.loads(out.read_text())["rows"]}
+    assert list(rows) == ["ors", "cmd 1", "cmd 2"]
+    assert rows["cmd 1"]["verdict"] == "evaluates" and rows["cmd 1"]["command"] == reference_command(), rows["cmd 1"]
+    assert rows["cmd 2"]["verdict"] == "fails" and "the client fell over" in rows["cmd 2"]["why"], rows["cmd 2"]
+    assert f"command: {crash}" in printed.out
+    page = html.read_text()
+    assert "cmd 2" in page and "the client fell over" in page and 'class="cell s-fail"' in page and 'class="cell s-pass"' in page
+    assert "<script" not in page
+    for text in (page, out.read_text(), printed.out, printed.err):
+        assert "s3cr3t-value" not in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["matrix", "--cmd", "python a.py"], "--cmd needs --url"),
+        (["matrix", "--url", "http://127.0.0.1:9", "--cmd", "python a.py {secrets}"], "secrets never go on a command line"),
+        (["matrix", "--url", "http://127.0.0.1:9", "--cmd", "  "], "--cmd is empty"),
+    ],
+)
+def test_adapter_command_usage_errors(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err

@@ -23,19 +23,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "with the pinned upstream defects. "
         "Servers bind 127.0.0.1; every episode runs in a child killed at its deadline.",
         epilog="examples:\n  orsbench matrix --clients trl,inspect --servers mock --profiles none,flaky-5xx --markdown m.md\n"
-        "  orsbench matrix --url http://127.0.0.1:8000 --secret API_KEY=... --markdown clients.md   # your own server",
+        "  orsbench matrix --url http://127.0.0.1:8000 --secret API_KEY=... --markdown clients.md   # your own server\n"
+        '  orsbench matrix --url http://127.0.0.1:8000 --cmd "node my_adapter.js" --html clients.html   # and your own client',
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     mine = parser.add_argument_group(
         "your own server (--url): which installed clients can use it",
         "The checker's own player plays one episode on the server (a winning one where it finds one); every installed "
-        "client then replays those calls through its adapter. One row per client: trains (TRL) / evaluates / fails — "
+        "client (and each --cmd adapter command) then replays those calls through its adapter. One row per client: trains (TRL) / evaluates / fails — "
         "because ..., beside the binding problems predicted from /tools. Loopback URLs only; secrets reach the clients "
         "by environment, never a command line.",
     )
     mine.add_argument("--url", default=None, help="your ORS server on this machine, e.g. http://127.0.0.1:8000")
     mine.add_argument("--env", default=None, metavar="E", help="with --url: the environment to play (default: the server's first)")
     mine.add_argument("--timeout", type=float, default=60.0, metavar="S", help="with --url: seconds each client's episode may take (default 60)")
+    mine.add_argument(
+        "--cmd",
+        action="append",
+        default=[],
+        metavar="COMMAND",
+        help="with --url: also play your own client, given as a check-client adapter command (docs/clients.md); repeatable",
+    )
     types.add_secret_arguments(mine)
     parser.add_argument("--clients", type=types.names, default=None, metavar="A,B", help="client targets to run (default: every installed one)")
     parser.add_argument("--servers", type=types.names, default=None, metavar="A,B", help="server implementations (default: all)")
@@ -65,6 +73,13 @@ def run(args: argparse.Namespace) -> int:
         return _run_url(args)
     if args.env is not None or types.secrets_of(args):
         print("orsbench matrix: error: --env and --secret/--secrets-file need --url (the matrix's own servers need neither)", file=sys.stderr)
+        return 2
+    if args.cmd:
+        print(
+            "orsbench matrix: error: --cmd needs --url (your server); to grade your client on orsbench's own cases run "
+            'orsbench check-client --cmd "..."',
+            file=sys.stderr,
+        )
         return 2
     if args.parallel < 1 or args.budget <= 0:  # checked here, not by argparse: main() returns 2 instead of exiting
         print("orsbench matrix: error: --parallel must be >= 1 and --budget > 0", file=sys.stderr)
@@ -103,14 +118,20 @@ def _run_url(args: argparse.Namespace) -> int:
         print(f"orsbench matrix: error: {text}", file=sys.stderr)
         return 2
 
-    if args.servers or args.profiles or args.predicted or args.html:
-        return usage("--url plays your server: leave out --servers, --profiles, --predicted and --html")
+    if args.servers or args.profiles or args.predicted:
+        return usage("--url plays your server: leave out --servers, --profiles and --predicted")
     if args.timeout <= 0:
         return usage("--timeout must be > 0")
     try:
         live.check_url(args.url)
         result = live.play_on_url(
-            args.url, args.env, args.clients, types.secrets_of(args), args.timeout, progress=lambda line: print(line, file=sys.stderr, flush=True)
+            args.url,
+            args.env,
+            args.clients,
+            types.secrets_of(args),
+            args.timeout,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+            commands=args.cmd,
         )
     except live.LiveUsageError as exc:
         return usage(str(exc))
@@ -118,6 +139,10 @@ def _run_url(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     if args.markdown:
         args.markdown.write_text(live.markdown(result))
+    if args.html:
+        from orsbench.reports import render_live, write_html
+
+        write_html(render_live(result, secrets=types.secrets_of(args).values()), args.html)
     for row in result["rows"]:
         print(live.line_of(row))
     return 0

@@ -24,7 +24,8 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +35,15 @@ from orsbench.checks.collector import Collector
 from orsbench.checks.evidence import Episode, Evidence, Options, json_of
 from orsbench.checks.explore import play_one
 from orsbench.clientcheck.cases import Case
+from orsbench.clientcheck.contract import expand, refused_placeholders
 from orsbench.clientcheck.runner import case_environment, execute
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.wire.client import WireClient
 
 #: The client targets that train (their episodes feed a trainer, so they need a reward); the others evaluate.
 TRAINERS = frozenset({"trl"})
+#: Seconds an adapter command may take to start, beyond ``--timeout`` (a built-in target says its own).
+COMMAND_STARTUP_S = 10.0
 #: Probes the player needs first: the tools listing and environment, then the splits and the task to play.
 _PROBES = ("discovery", "dataset")
 #: What :func:`explore._answer_of` writes for a call that did not answer (not scripted for the clients).
@@ -48,6 +52,32 @@ _FAILED_ANSWERS = ("raise", "hang", "stream", "http", "reaped")
 
 class LiveUsageError(ValueError):
     """The URL or the environment cannot be played; the message names the fix (exit 2)."""
+
+
+@dataclass(frozen=True)
+class _Player:
+    """One row's client: an installed target's built-in adapter, or the user's own adapter command."""
+
+    name: str
+    version: str
+    #: The command run once (placeholders expanded); the target's adapter module for a built-in target.
+    run: str
+    startup_s: float
+    #: The user's command as given (a ``--cmd`` row), else None.
+    command: str | None = None
+    #: Why it cannot play (not installed), else None.
+    missing: str | None = None
+
+    @classmethod
+    def of_target(cls, name: str) -> _Player:
+        target = CLIENT_TARGETS[name]
+        missing = None if target.installed else f'pip install "orsbench[{target.extra}]"'
+        run = f"{shlex.quote(sys.executable)} -m orsbench.clients.adapter {shlex.quote(name)}"
+        return cls(name, target.version, run, target.startup_s, missing=missing)
+
+    @classmethod
+    def of_command(cls, number: int, command: str) -> _Player:
+        return cls(f"cmd {number}", "—", command, COMMAND_STARTUP_S, command=command)
 
 
 def check_url(url: str) -> str:
@@ -140,9 +170,20 @@ def play_on_url(
     secrets: Mapping[str, str] | None = None,
     timeout: float = 60.0,
     progress: Callable[[str], None] | None = None,
+    commands: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Play the player's episode on ``url`` with each client target; one row per client (secrets in none)."""
+    """Play the player's episode on ``url`` with each client target and each adapter command; one row each.
+
+    ``commands`` are check-client-style adapter commands (``docs/clients.md``): run by ``/bin/sh`` with the
+    contract's variables and ``{url}``-style placeholders, judged like the built-in targets. Secrets are in
+    no row.
+    """
     url = check_url(url)
+    for command in commands:
+        if not command.strip():
+            raise LiveUsageError('--cmd is empty: give the adapter command, e.g. --cmd "python my_adapter.py"')
+        if refused := refused_placeholders(command):
+            raise LiveUsageError(f"--cmd uses {', '.join(refused)}: secrets never go on a command line; the adapter reads ORSBENCH_SECRETS")
     say = progress or (lambda _line: None)
     secrets = dict(secrets or {})
     options = Options(env=env, secrets=secrets, timeout=min(timeout, 30.0))
@@ -160,25 +201,28 @@ def play_on_url(
         "rows": [],
     }
     case = Case("url", "", "the user's server", split=evidence.split or "", index=evidence.index or 0, secrets=tuple(secrets.items()))
-    for name in clients or CLIENT_TARGETS.names():
-        target = CLIENT_TARGETS[name]
-        row: dict[str, Any] = {"client": name, "version": target.version, "predicted": predictions.get(name, [])}
+    players = [_Player.of_target(name) for name in (CLIENT_TARGETS.names() if clients is None else clients)]
+    players += [_Player.of_command(n, command) for n, command in enumerate(commands or (), start=1)]
+    for player in players:
+        row: dict[str, Any] = {"client": player.name, "version": player.version, "predicted": predictions.get(player.name, [])}
+        if player.command is not None:
+            row["command"] = player.command
         result["rows"].append(row)
-        if not target.installed:
-            row.update(verdict="not installed", why=f'pip install "orsbench[{target.extra}]"')
+        if player.missing is not None:
+            row.update(verdict="not installed", why=player.missing)
             continue
-        say(f"{name}: playing {len(calls)} call(s)")
+        say(f"{player.name}: playing {len(calls)} call(s)")
         workdir = Path(tempfile.mkdtemp(prefix="orsbench-live-"))  # 0700: only this user reads the script
         try:
             script_path, out_path = workdir / "script.json", workdir / "out.jsonl"
             script_path.write_text(json.dumps({"calls": calls}))
             out_path.touch(mode=0o600)
             variables = case_environment(case, url, evidence.env or "", script_path, out_path)
-            deadline = timeout + target.startup_s
-            run = execute(f"{shlex.quote(sys.executable)} -m orsbench.clients.adapter {shlex.quote(name)}", variables, out_path, deadline)
+            deadline = timeout + player.startup_s
+            run = execute(expand(player.run, variables), variables, out_path, deadline)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        verdict, why = judge(name, run, answers, reward, deadline)
+        verdict, why = judge(player.name, run, answers, reward, deadline)
         row.update(verdict=verdict, why=why, seconds=round(run.duration_s, 1))
     return result
 
@@ -187,6 +231,7 @@ def line_of(row: Mapping[str, Any]) -> str:
     """One row as text: ``openreward  evaluates — reward 1.0  (predicted: ...)``."""
     verdict = row["verdict"] if row["verdict"] != "fails" else "fails — because"
     text = f"{row['client']:<11} {verdict} {'' if verdict.endswith('because') else '— '}{row['why']}"
+    text += f"\n{'':<11}   command: {row['command']}" if row.get("command") else ""
     return text + (f"\n{'':<11}   predicted: " + "; ".join(row["predicted"]) if row["predicted"] else "")
 
 
@@ -200,8 +245,12 @@ def markdown(result: Mapping[str, Any]) -> str:
         "| client | version | verdict | because | predicted binding problems |\n|---|---|---|---|---|\n"
     )
     cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+
+    def client(row: Mapping[str, Any]) -> str:
+        return f"{row['client']}: `{cell(row['command'])}`" if row.get("command") else str(row["client"])
+
     rows = [
-        f"| {r['client']} | {r['version']} | {r['verdict']} | {cell(r['why'])} | {cell('; '.join(r['predicted']) or '—')} |"
+        f"| {client(r)} | {r['version']} | {r['verdict']} | {cell(r['why'])} | {cell('; '.join(r['predicted']) or '—')} |"
         for r in result["rows"]
     ]
     return head + "\n".join(rows) + "\n"

@@ -5,7 +5,7 @@ All of them read only :class:`~orsbench.checks.runner.Report` and
 :class:`~orsbench.checks.model.CheckResult`; none of them judges anything.
 """
 
-from orsbench.reports.html import render_check, render_matrix, write_html
+from orsbench.reports.html import render_check, render_live, render_matrix, write_html
 from orsbench.reports.json_report import write_json
 from orsbench.reports.junit import junit_xml, write_junit
 from orsbench.reports.markdown import render_markdown, write_markdown
@@ -15,6 +15,7 @@ __all__ = [
     "TerminalReporter",
     "junit_xml",
     "render_check",
+    "render_live",
     "render_markdown",
     "render_matrix",
     "write_html",

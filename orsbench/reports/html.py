@@ -1,4 +1,5 @@
-"""Self-contained HTML reports: a check run (``check``, ``proxy``, ``check-client``) and the client matrix.
+"""Self-contained HTML reports: a check run (``check``, ``proxy``, ``check-client``), the client matrix and
+``matrix --url``.
 
 A person acting on a failure wants to *see* it: the verdict first, then the
 findings with the exchange that broke the rule, the section it breaks and the
@@ -259,6 +260,29 @@ def render_matrix(result: Mapping[str, Any], *, title: str = "orsbench matrix", 
         server_defects=result.get("server_defects") or {},
         verdicts=list(_VERDICT_STYLE) + ["not run"],
         styles={**_VERDICT_STYLE, "not run": "skip"},
+        generated=_now(),
+        version=__version__,
+    )
+    return scrub(page, secrets, _SCRUBBED)
+
+
+# -- which clients can use your server (matrix --url) -----------------------------------
+_LIVE_STYLE = {"trains": "pass", "evaluates": "pass", "fails": "fail", "not installed": "skip"}
+
+
+def render_live(result: Mapping[str, Any], *, title: str = "orsbench matrix --url", secrets: Iterable[str] = ()) -> str:
+    """The HTML page of ``orsbench matrix --url``: one row per client, its live verdict beside the predicted problems."""
+    rows = [{"command": None, "seconds": None, **row, "style": _LIVE_STYLE.get(row["verdict"], "error")} for row in result.get("rows", [])]
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+    page = _ENV.get_template("live.html.j2").render(
+        title=title,
+        result=result,
+        episode=result["episode"],
+        rows=rows,
+        counts=counts,
+        styles={**_LIVE_STYLE, **{v: "error" for v in counts if v not in _LIVE_STYLE}},
         generated=_now(),
         version=__version__,
     )

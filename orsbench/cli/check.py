@@ -13,7 +13,7 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from orsbench.cli import subcommand, types
+from orsbench.cli import reporting, subcommand, types
 from orsbench.servers.implementations import IMPLEMENTATIONS, ors_servers  # records only; imports no server
 
 if TYPE_CHECKING:
@@ -130,19 +130,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     what.add_argument(
         "--expected-failures", metavar="FILE", help="YAML baseline of known failures (a listed check that passes fails the run)"
     )
-    out = parser.add_argument_group("reports")
-    out.add_argument("--json", type=types.output_file, metavar="FILE", help="write the JSON report here ('-' for stdout)")
-    out.add_argument("--junit", type=types.output_file, metavar="FILE", help="write JUnit XML here")
-    out.add_argument(
-        "--html", type=types.output_file, metavar="FILE",
-        help="write a self-contained HTML report here: findings open with their exchange and a curl reproducer",
-    )  # fmt: skip
-    out.add_argument(
-        "--markdown", type=types.output_file, metavar="FILE",
-        help="write a compact Markdown summary here (a PR comment, $GITHUB_STEP_SUMMARY; '-' for stdout)",
-    )  # fmt: skip
-    out.add_argument("-v", "--verbose", action="store_true", help="show remediation, evidence and a curl reproducer under every finding")
-    out.add_argument("-q", "--quiet", action="store_true", help="print only findings and the summary")
+    out = reporting.add_report_arguments(
+        parser,
+        html_help="write a self-contained HTML report here: findings open with their exchange and a curl reproducer",
+        verbose_help="show remediation, evidence and a curl reproducer under every finding",
+    )
     out.add_argument("--list", action="store_true", help="list every check with its severity and exit")
     parser.set_defaults(func=run, _parser=parser)
 
@@ -177,8 +169,8 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
     plan = _plan(args, parser)
-    if args.json == "-" and args.markdown == "-":
-        parser.error("--json - and --markdown - both want stdout: write one of them to a file")
+    if conflict := reporting.stdout_conflict(args):
+        parser.error(conflict)
     only = _patterns(args.only)
     if only and not select(only):
         parser.error(f"--only {','.join(only)} matches no check (see --list)")
@@ -235,12 +227,7 @@ def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> CheckPla
 
 
 def _check(plan: CheckPlan, args: argparse.Namespace, only: list[str], baseline: Baseline | None) -> int:
-    from orsbench.reports import TerminalReporter, write_html, write_json, write_junit, write_markdown
-    from orsbench.reports.html import render_check
-
-    # With --json - (or --markdown -) that report owns stdout, so the table goes to stderr.
-    to_stdout = "-" in (args.json, args.markdown)
-    terminal = TerminalReporter(sys.stderr if to_stdout else None, verbose=args.verbose, quiet=args.quiet)
+    terminal = reporting.terminal_of(args)
 
     def start(url: str, options: Options) -> None:
         detail = ", ".join(f"{k} {v}" for k, v in (("env", options.env), ("split", options.split)) if v)
@@ -252,12 +239,5 @@ def _check(plan: CheckPlan, args: argparse.Namespace, only: list[str], baseline:
         print(f"orsbench check: error: {report.usage_error}", file=sys.stderr)
     else:
         terminal.finish(report)
-    if args.json:
-        write_json(report, args.json)
-    if args.junit:
-        write_junit(report, args.junit)
-    if args.html:
-        write_html(render_check(report), args.html)
-    if args.markdown:
-        write_markdown(report, args.markdown)
+    reporting.write_reports(report, args, title="orsbench check")
     return report.exit_code

@@ -11,7 +11,7 @@ import argparse
 import sys
 import traceback
 
-from orsbench.cli import subcommand, types
+from orsbench.cli import reporting, subcommand, types
 
 EPILOG = """\
 examples:
@@ -55,16 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--jobs", type=types.positive(int), default=2, metavar="N", help="cases played at once (default 2; each starts a server and your command)"
     )
-    out = parser.add_argument_group("reports")
-    out.add_argument("--json", type=types.output_file, metavar="FILE", help="write the JSON report here ('-' for stdout)")
-    out.add_argument("--junit", type=types.output_file, metavar="FILE", help="write JUnit XML here (one testcase per check and case)")
-    out.add_argument("--html", type=types.output_file, metavar="FILE", help="write a self-contained HTML report here")
-    out.add_argument(
-        "--markdown", type=types.output_file, metavar="FILE",
-        help="write a compact Markdown summary here (a PR comment, $GITHUB_STEP_SUMMARY; '-' for stdout)",
-    )  # fmt: skip
-    out.add_argument("-v", "--verbose", action="store_true", help="show remediation and evidence under every finding")
-    out.add_argument("-q", "--quiet", action="store_true", help="print only findings and the summary")
+    reporting.add_report_arguments(parser, junit_help="write JUnit XML here (one testcase per check and case)")
     parser.set_defaults(func=run, _parser=parser)
 
 
@@ -94,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
             f"--cmd uses {', '.join(refused)}: secrets never go on a command line (ps shows it to every user); "
             f"read $ORSBENCH_SECRETS instead. Placeholders: {known}"
         )
+    if conflict := reporting.stdout_conflict(args):
+        parser.error(conflict)
     try:
         chosen = [get_case(name) for name in dict.fromkeys(args.cases)] if args.cases else None
     except UnknownName as exc:
@@ -112,14 +105,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace, chosen: list | None) -> int:
     from orsbench.clientcheck import cases, check_client
-    from orsbench.reports import TerminalReporter, render_check, write_html, write_json, write_junit, write_markdown
     from orsbench.servers import launch
 
     launch.use_zygote()  # one preloaded process forks every case server: ~0.2 s each instead of ~2 s
     selected = chosen if chosen is not None else cases()
-    # With --json - (or --markdown -) that report owns stdout, so the table goes to stderr.
-    to_stdout = "-" in (args.json, args.markdown)
-    terminal = TerminalReporter(sys.stderr if to_stdout else None, verbose=args.verbose, quiet=args.quiet)
+    terminal = reporting.terminal_of(args)
     print(f"orsbench check-client {args.cmd}  ({len(selected)} case(s), {args.jobs} at a time)", file=terminal.out, flush=True)
 
     def on_case(run, results) -> None:  # type: ignore[no-untyped-def]
@@ -132,12 +122,5 @@ def _check(args: argparse.Namespace, chosen: list | None) -> int:
 
     report = check_client(args.cmd, selected, timeout=args.timeout, jobs=args.jobs, on_case=on_case)
     terminal.finish(report)
-    if args.json:
-        write_json(report, args.json)
-    if args.junit:
-        write_junit(report, args.junit)
-    if args.html:
-        write_html(render_check(report, title="orsbench check-client"), args.html)
-    if args.markdown:
-        write_markdown(report, args.markdown, title="orsbench check-client")
+    reporting.write_reports(report, args, title="orsbench check-client")
     return report.exit_code

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.wire.evidence import Exchange
+from orsbench.wire.redact import MIN_SECRET, scrub
 
 #: A replay's answer to a request its recording lacks starts with this text, and (an HTTP answer) carries
 #: :data:`MISS_HEADER`: the checker skips a check whose evidence is a miss instead of failing it.
@@ -38,9 +39,6 @@ MISS_HEADER = "X-ORSBench-Cassette-Miss"
 
 FORMAT = "orsbench-cassette"
 VERSION = 1
-REDACTED = "[redacted]"
-#: Shorter strings are never treated as secrets (scrubbing "a" would wreck the file).
-MIN_SECRET_LEN = 4
 
 JSON = dict[str, Any]
 
@@ -291,7 +289,7 @@ class CassetteRecorder:
                         self._secret(entry.get("value") if isinstance(entry, dict) else entry)
 
     def _secret(self, value: Any) -> None:
-        if isinstance(value, str) and len(value.strip()) >= MIN_SECRET_LEN:
+        if isinstance(value, str) and len(value.strip()) >= MIN_SECRET:
             self._secrets.add(value.strip())
 
     # -- writing ------------------------------------------------------------------
@@ -365,11 +363,8 @@ class CassetteRecorder:
     def _scrub(self, data: JSON) -> JSON:
         if not self._secrets:
             return data
-        text = json.dumps(data, ensure_ascii=False)
-        for secret in sorted(self._secrets, key=len, reverse=True):
-            # Replace the secret as it appears inside a JSON string (escaped).
-            text = text.replace(json.dumps(secret, ensure_ascii=False)[1:-1], REDACTED)
-        return json.loads(text)
+        # ASCII JSON: every secret appears in one of redact.forms (JSON-escaped or as written), never across quotes.
+        return json.loads(scrub(json.dumps(data), self._secrets))
 
     def save(self, path: str | os.PathLike[str]) -> JSON:
         """Write the cassette; returns what was written."""

@@ -17,6 +17,11 @@ from typing import Any, Protocol
 
 from orsbench import protocol
 
+#: ``orsbench proxy --evidence-limit``: exchanges of the families that grow with traffic (unnamed, played
+#: calls, cut calls) the passive grader keeps before it folds the rest into counts. About 1.4 KiB each
+#: on echo episodes, so the default bounds kept evidence near 30 MiB whatever the traffic.
+DEFAULT_EVIDENCE_LIMIT = 20_000
+
 
 @dataclass(frozen=True)
 class ServerConfig:

@@ -30,7 +30,7 @@ from orsbench.checks import (
     run_checks,
     schema_input,
 )
-from orsbench.checks.call import _framing
+from orsbench.checks.verdicts import framing_problems as _framing
 from orsbench.wire.sse import parse
 from orsbench.checks.evidence import result_of
 from orsbench.checks.registry import check, closure, select

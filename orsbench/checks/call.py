@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from itertools import pairwise
 from typing import Any
 
 from orsbench import protocol
+from orsbench.checks import verdicts
 from orsbench.checks.evidence import (
     Evidence,
     answer,
-    block_problems,
     call_label,
     call_results,
     call_streams,
@@ -22,17 +21,8 @@ from orsbench.checks.evidence import (
 from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import CALLS, FINISHER, check
 from orsbench.wire.evidence import Exchange
-from orsbench.wire.sse import SSEStream
 
-_TERMINAL = (protocol.EVENT_END, protocol.EVENT_ERROR)
-_KNOWN_EVENTS = {protocol.EVENT_TASK_ID, protocol.EVENT_CHUNK, protocol.EVENT_END, protocol.EVENT_ERROR}
-#: ok:false answers the collector provoked, and the reason each must carry.
-EXPECTED_REASONS = {
-    "call.unknown_tool": protocol.REASON_NOT_FOUND,
-    "call.invalid_input": protocol.REASON_INPUT_VALIDATION,
-    "call.large": protocol.REASON_INPUT_VALIDATION,
-    "latch.known": protocol.REASON_EPISODE_FINISHED,
-}
+EXPECTED_REASONS = verdicts.EXPECTED_REASONS
 
 
 Finding = tuple[str, Exchange | None, str]
@@ -84,13 +74,14 @@ def sse_content_type(ev: Evidence) -> CheckOutcome:
     fresh = list(ev.facts.fresh_calls)
     valid = [n for n in fresh if n == "call.primary" or n.startswith("play.")]
     answered = [(n, ev.get(n)) for n in fresh + ["call.resume", "call.unknown_task_id"] if ev.get(n) is not None]
-    refused = [(n, ev.get(n), answer(ev.get(n))) for n in valid if ev.get(n) is not None and ev.get(n).status != 200]
+    refused = [(n, ev.get(n), answer(ev.get(n))) for n in valid if ev.get(n) is not None and verdicts.call_refused(n, ev.get(n))]
     if refused:
         return _findings(refused, "valid calls were refused: ")
-    bad_type = [(n, ex, ex.content_type or "no content type") for n, ex in answered if ex.status == 200 and not ex.is_sse]
+    bad_type = [(n, ex, why) for n, ex in answered if (why := verdicts.not_event_stream(ex))]
     if bad_type:
         return _findings(bad_type)
-    return passed(f"{len(answered)} answer(s); every 200 is text/event-stream", len(answered))
+    count = len(answered) + ev.folded.counts["call.sse_content_type"]
+    return passed(f"{count} answer(s); every 200 is text/event-stream", count)
 
 
 @check(
@@ -131,15 +122,11 @@ def first_event_task_id(ev: Evidence) -> CheckOutcome:
     streams = call_streams(ev)
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
-    wrong = []
-    for name, ex in streams:
-        stream = stream_of(ex)
-        events = stream.events if stream else []
-        if not events or events[0].event != protocol.EVENT_TASK_ID or not events[0].data.strip():
-            wrong.append((name, ex, f"events {[e.event for e in events]}"))
+    wrong = [(name, ex, why) for name, ex in streams if (why := verdicts.task_id_first(ex))]
     if wrong:
         return _findings(wrong)
-    return passed(f"{len(streams)} stream(s) start with task_id", len(streams))
+    count = len(streams) + ev.folded.counts["call.first_event_task_id"]
+    return passed(f"{count} stream(s) start with task_id", count)
 
 
 @check(
@@ -157,22 +144,11 @@ def end_event(ev: Evidence) -> CheckOutcome:
     streams = call_streams(ev, resumes=True)
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
-    wrong = []
-    for name, ex in streams:
-        stream = stream_of(ex)
-        names = stream.names() if stream else []
-        terminal = [i for i, n in enumerate(names) if n in _TERMINAL]
-        if ex.error:
-            wrong.append((name, ex, f"the stream did not close ({ex.error})"))
-        elif not terminal:
-            wrong.append((name, ex, f"no end or error event (events {names})"))
-        elif len(terminal) > 1 or terminal[0] != len(names) - 1:
-            wrong.append((name, ex, f"events after the terminal one: {names}"))
-        elif stream is not None and stream.incomplete:
-            wrong.append((name, ex, f"an unterminated event after the end: {stream.incomplete}"))
+    wrong = [(name, ex, why) for name, ex in streams if (why := verdicts.end_event(ex))]
     if wrong:
         return _findings(wrong)
-    return passed(f"{len(streams)} stream(s) end with one terminal event", len(streams))
+    count = len(streams) + ev.folded.counts["call.end_event"]
+    return passed(f"{count} stream(s) end with one terminal event", count)
 
 
 @check(
@@ -187,37 +163,19 @@ def end_event(ev: Evidence) -> CheckOutcome:
 )
 def end_json(ev: Evidence) -> CheckOutcome:
     wrong = []
-    count = 0
+    count = ev.folded.counts["call.end_json"]
     for name, ex in call_streams(ev, resumes=True):
-        kind, body = result_of(ex)
-        if kind == "error":
+        why = verdicts.end_json(ex)
+        if why is None:
             continue
         count += 1
-        if kind != "result":
-            wrong.append((name, ex, f"end data is not a JSON object: {short(body, 80)}"))
-        elif not isinstance(body.get("ok"), bool):
-            wrong.append((name, ex, f'"ok" is {body.get("ok")!r}, not a bool'))
-        elif body["ok"] and not isinstance(body.get("output"), dict):
-            wrong.append((name, ex, 'ok:true without an "output" object'))
-        elif not body["ok"] and not isinstance(body.get("error"), str):
-            wrong.append((name, ex, 'ok:false without an "error" string'))
+        if why:
+            wrong.append((name, ex, why))
     if wrong:
         return _findings(wrong)
     if not count:
         return skipped("every call ended with an error event")
     return passed(f"{count} result(s) are RunToolOutput JSON", count)
-
-
-def _framing(stream: SSEStream) -> list[str]:
-    """Departures from the reference's SSE framing, as the one SSE parser recorded them."""
-    problems = []
-    if len(stream.line_endings) > 1:
-        problems.append(f"mixed line endings {sorted(repr(e) for e in stream.line_endings)}")
-    problems += [f"line without a colon: {short(line, 40)!r}" for line in stream.bare_lines]
-    problems += [f"unknown field {line.partition(':')[0]!r}" for line in stream.unknown_fields]
-    problems += [f"unknown event name {name!r}" for name in stream.event_fields if name not in _KNOWN_EVENTS]
-    problems += [f"no space after '{name}:'" for name in stream.unspaced_fields]
-    return list(dict.fromkeys(problems))
 
 
 @check(
@@ -236,21 +194,19 @@ def sse_framing(ev: Evidence) -> CheckOutcome:
     if not streams:
         return skipped("no /call answered 200", depends_on="call.sse_content_type")
     wrong: list[Finding] = []
-    endings: set[str] = set()
+    endings: set[str] = set(ev.folded.line_endings)
     for name, ex in streams:
-        stream = stream_of(ex)
-        if stream is None:
+        why = verdicts.sse_framing(ex)
+        if why is None:
             continue
-        endings |= stream.line_endings
-        found = _framing(stream)
-        if stream.incomplete and not ex.error:
-            found.append("the last event is not terminated by an empty line")
-        if found:
-            wrong.append((name, ex, "; ".join(found)))
+        endings |= stream_of(ex).line_endings
+        if why:
+            wrong.append((name, ex, why))
     if wrong:
         return _findings(wrong)
     style = "CRLF" if endings == {"\r\n"} else "LF" if endings == {"\n"} else sorted(repr(e) for e in endings)
-    return passed(f"{len(streams)} stream(s), {style} line endings", style)
+    count = len(streams) + ev.folded.counts["call.sse_framing"]
+    return passed(f"{count} stream(s), {style} line endings", style)
 
 
 @check(
@@ -265,17 +221,14 @@ def sse_framing(ev: Evidence) -> CheckOutcome:
 )
 def tool_output_shape(ev: Evidence) -> CheckOutcome:
     wrong: list[Finding] = []
-    count = 0
+    count = ev.folded.counts["call.tool_output_shape"]
     for name, body in call_results(ev):
-        if body.get("ok") is not True:
+        why = verdicts.output_shape(body)
+        if why is None:
             continue
         count += 1
-        output = body["output"]
-        found = block_problems(output.get("blocks"), "blocks")
-        if "metadata" in output and output["metadata"] is not None and not isinstance(output["metadata"], dict):
-            found.append(f"metadata is a JSON {type(output['metadata']).__name__}, not an object or null")
-        if found:
-            wrong.append((name, ev.get(name), "; ".join(found[:3])))
+        if why:
+            wrong.append((name, ev.get(name), why))
     if wrong:
         return _findings(wrong)
     if not count:
@@ -427,19 +380,14 @@ def input_validation_ok_false(ev: Evidence) -> CheckOutcome:
 )
 def error_reason(ev: Evidence) -> CheckOutcome:
     wrong: list[Finding] = []
-    seen = 0
+    seen = ev.folded.counts["call.error_reason"]
     for name, body in call_results(ev):
-        if body.get("ok") is not False:
+        why = verdicts.error_reason(name, body)
+        if why is None:
             continue
         seen += 1
-        reason = body.get("reason")
-        expected = EXPECTED_REASONS.get(name)
-        if reason is None:
-            wrong.append((name, ev.get(name), "no reason"))
-        elif reason not in protocol.REASONS:
-            wrong.append((name, ev.get(name), f"unknown reason {reason!r}"))
-        elif expected is not None and reason != expected:
-            wrong.append((name, ev.get(name), f"reason {reason!r}, expected {expected!r}"))
+        if why:
+            wrong.append((name, ev.get(name), why))
     if wrong:
         return _findings(wrong)
     if not seen:
@@ -614,14 +562,6 @@ def resume_running(ev: Evidence) -> CheckOutcome:
     )
 
 
-def _gaps(ex: Exchange) -> list[float]:
-    stream = stream_of(ex)
-    if stream is None:
-        return []
-    times = sorted([ex.started_at + ex.elapsed_headers] + [e.at for e in stream.events] + [c.at for c in stream.comments])
-    return [b - a for a, b in pairwise(times)]
-
-
 @check(
     "call.keepalive_interval",
     severity=Severity.REQUIRED,
@@ -634,31 +574,32 @@ def _gaps(ex: Exchange) -> list[float]:
     requires=("call.first_event_task_id",),
 )
 def keepalive_interval(ev: Evidence) -> CheckOutcome:
-    stats_config = (ev.facts.orsbench_stats or {}).get("config") or {}
-    interval = ev.options.ping_interval or stats_config.get("ping_interval") or protocol.PING_INTERVAL_S
-    allowed = 1.5 * interval + 0.5  # half a second of slack for scheduling on a busy machine
+    interval, allowed = verdicts.keepalive_allowed(ev.options, ev.facts.orsbench_stats)
+    folded = ev.folded
     streams = call_streams(ev) + [
         (n, ev.get(n)) for n in ("timing.cut", "timing.resume") if ev.get(n) is not None and ev.get(n).status == 200
     ]
-    longest = max((ex.elapsed for _, ex in streams), default=0.0)
+    longest = max((ex.elapsed for _, ex in streams), default=folded.longest)
+    longest = max(longest, folded.longest)
     long_calls = [(n, ex) for n, ex in streams if ex.elapsed > allowed]
-    comments = sum(len(stream_of(ex).comments) for _, ex in streams if stream_of(ex) is not None)
-    if not long_calls:
+    comments = sum(len(stream_of(ex).comments) for _, ex in streams if stream_of(ex) is not None) + folded.comments
+    gaps = [(n, verdicts.longest_gap(ex), ex) for n, ex in long_calls] + ([folded.slowest] if folded.slowest else [])
+    if not gaps:
         return skipped(
             f"no call lasted longer than 1.5 × the keep-alive interval ({interval:g} s) + 0.5 s; the longest took {longest:.2f} s"
         )
-    worst_name, worst = max(((n, max(_gaps(ex), default=ex.elapsed)) for n, ex in long_calls), key=lambda item: item[1])
+    worst_name, worst, worst_ex = max(gaps, key=lambda item: item[1])
     measured = {"interval_s": interval, "max_gap_s": round(worst, 3), "comments": comments, "longest_call_s": round(longest, 3)}
     if worst > protocol.CLIENT_READ_TIMEOUT_S:
         return failed(
             f"{call_label(worst_name)} was silent for {worst:.1f} s, past the SDK's {protocol.CLIENT_READ_TIMEOUT_S:g} s read timeout",
             measured,
-            ev.get(worst_name),
+            worst_ex,
         )
     if worst > allowed:
         return failed(
             f"{call_label(worst_name)} was silent for {worst:.2f} s; keep-alives were promised every {interval:g} s",
             measured,
-            ev.get(worst_name),
+            worst_ex,
         )
-    return passed(f"longest silence {worst:.2f} s over {len(long_calls)} long call(s), {comments} comment(s)", measured)
+    return passed(f"longest silence {worst:.2f} s over {len(long_calls) + folded.long_calls} long call(s), {comments} comment(s)", measured)

@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from dataclasses import dataclass, field
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench import protocol
@@ -175,6 +176,39 @@ class Facts:
     ttl_waited: float | None = None
 
 
+#: How many rewards of folded outputs :class:`Folded` keeps: ``reward.well_formed`` shows 80 characters of them.
+REWARD_SAMPLE = 40
+
+
+@dataclass
+class Folded:
+    """What was judged of the exchanges a bounded grader did not keep (``orsbench proxy --evidence-limit``).
+
+    A proxy in front of a trainer sees millions of exchanges; keeping them all grows its memory without
+    bound. Past the limit, traffic is *folded*: each exchange is judged on arrival by the same
+    per-exchange rules the checks apply (:mod:`orsbench.checks.verdicts`) and only the tallies stay here,
+    so the checks that count all traffic count it all. An offending exchange is kept instead (a few per
+    check: all a message shows), so a failure is never folded away. Empty for ``orsbench check``.
+    """
+
+    #: How many exchanges were folded.
+    exchanges: int = 0
+    #: Per check id: how many folded exchanges the check would have counted.
+    counts: Counter[str] = field(default_factory=Counter)
+    #: Per check id: offending folded exchanges beyond the ones kept as examples.
+    offending: Counter[str] = field(default_factory=Counter)
+    #: ``call.sse_framing``: the line endings of the folded streams.
+    line_endings: set[str] = field(default_factory=set)
+    #: ``reward.well_formed``: the first rewards of folded outputs (its message shows a prefix).
+    rewards: list[Any] = field(default_factory=list)
+    #: ``call.keepalive_interval``: folded calls longer than the allowed silence, their comments, the longest.
+    long_calls: int = 0
+    comments: int = 0
+    longest: float = 0.0
+    #: ``call.keepalive_interval``: the folded long call with the longest silence (name, seconds, exchange).
+    slowest: tuple[str, float, Exchange] | None = None
+
+
 @dataclass
 class Evidence:
     target: str
@@ -200,6 +234,8 @@ class Evidence:
     #: Every exchange of the run in the order it was made, named or not (what a reproducer
     #: replays a session's set-up from); empty when only the named exchanges are known.
     history: list[Exchange] = field(default_factory=list)
+    #: Tallies of the traffic a bounded passive grader did not keep (empty otherwise).
+    folded: Folded = field(default_factory=Folded)
 
     def get(self, name: str) -> Exchange | None:
         return self.exchanges.get(name)

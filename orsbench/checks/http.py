@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from orsbench import protocol
-from orsbench.checks.evidence import Evidence, answer, expect_status, json_of
+from orsbench.checks import verdicts
+from orsbench.checks.evidence import Evidence, answer, expect_status
 from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped
 from orsbench.checks.registry import ANY, check
-from orsbench.wire.evidence import Exchange
 
-_STREAMING = ("/" + protocol.CALL, "/" + protocol.SCORE_GROUP, protocol.CREATE_SESSION)
-
-
-def _path(ex: Exchange) -> str:
-    return "/" + ex.url.split("//", 1)[-1].split("/", 1)[-1]
+_path = verdicts.path_of
 
 
 @check(
@@ -26,21 +21,13 @@ def _path(ex: Exchange) -> str:
 )
 def json_content_type(ev: Evidence) -> CheckOutcome:
     wrong = []
-    count = 0
+    count = ev.folded.counts["http.json_content_type"]
     for name, ex in ev.exchanges.items():
-        if (
-            not ex.body
-            or ex.status is None
-            or _path(ex).split("?")[0].endswith(_STREAMING)
-            or ex.status == 503
-            and name == "starting"
-        ):
-            continue
-        ok, _ = json_of(ex)
-        if not ok:
+        verdict = verdicts.json_label(name, ex)
+        if verdict is None:
             continue
         count += 1
-        if ex.content_type.split(";")[0].strip() != protocol.JSON_CONTENT_TYPE:
+        if verdict:
             wrong.append(ex)
     if wrong:
         return failed(
@@ -93,20 +80,15 @@ def wrong_method_405(ev: Evidence) -> CheckOutcome:
     remediation="Answer bad input with 4xx and a detail; a 5xx tells clients the server is broken (and some retry it).",
 )
 def no_server_errors(ev: Evidence) -> CheckOutcome:
-    errors = [
-        ex
-        for ex in ev.exchanges.values()
-        if ex.status is not None
-        and ex.status >= 500
-        and not (ex.status == 503 and ex.headers.get(protocol.BACKEND_STATE_HEADER.lower()))
-    ]
+    errors = [ex for ex in ev.exchanges.values() if verdicts.server_error(ex)]
     if errors:
         return failed(
             "; ".join(f"{e.method} {_path(e)} → {answer(e)}" for e in errors[:3]),
             [f"{e.method} {_path(e)} {e.status}" for e in errors],
             *errors[:3],
         )
-    return passed(f"{len(ev.exchanges)} exchange(s), no 5xx", len(ev.exchanges))
+    total = len(ev.exchanges) + ev.folded.exchanges
+    return passed(f"{total} exchange(s), no 5xx", total)
 
 
 @check(
@@ -120,16 +102,17 @@ def no_server_errors(ev: Evidence) -> CheckOutcome:
 )
 def error_detail(ev: Evidence) -> CheckOutcome:
     wrong = []
-    count = 0
+    count = ev.folded.counts["http.error_detail"]
     for ex in ev.exchanges.values():
-        if ex.status is None or not 400 <= ex.status < 500 or ex.status == 405 and not ex.body:
+        verdict = verdicts.error_detail(ex)
+        if verdict is None:
             continue
         count += 1
-        ok, body = json_of(ex)
-        if not ok or not isinstance(body, dict) or "detail" not in body:
+        if verdict:
             wrong.append(ex)
     if wrong:
-        return failed("; ".join(f"{e.method} {_path(e)} → {answer(e)}" for e in wrong[:3]), len(wrong), *wrong[:3])
+        measured = len(wrong) + ev.folded.offending["http.error_detail"]
+        return failed("; ".join(f"{e.method} {_path(e)} → {answer(e)}" for e in wrong[:3]), measured, *wrong[:3])
     if not count:
         return skipped("no 4xx answer was seen")
     return passed(f"{count} 4xx answer(s) carry a detail", count)

@@ -32,13 +32,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from orsbench import protocol
-from orsbench.checks.evidence import Evidence, Options, json_of, result_of, task_id_of
+from orsbench.checks.evidence import Evidence, Folded, Options, json_of, result_of, task_id_of
+from orsbench.checks.folding import Folder
+from orsbench.config import DEFAULT_EVIDENCE_LIMIT
 from orsbench.checks.model import CheckResult, CheckOutcome, Status
 from orsbench.checks.registry import ANY, CALLS, FINISHER, Check, closure, load_checks, select
 from orsbench.checks.runner import Report, dependency_order, grade, report_order
 from orsbench.wire.evidence import Exchange
 
 NO_EVIDENCE = "the traffic gave no evidence for this check"
+#: What :meth:`PassiveGrader._call` answers for a call it folded: nothing to file.
+_FOLDED = ""
 _SESSION_HEADER = protocol.SESSION_HEADER.lower()
 
 _NEEDS = {
@@ -51,7 +55,9 @@ _NEEDS = {
 class PassiveGrader:
     """An exchange observer that files traffic as check evidence; :meth:`report` grades it."""
 
-    def __init__(self, target: str, options: Options | None = None) -> None:
+    def __init__(self, target: str, options: Options | None = None, limit: int | None = DEFAULT_EVIDENCE_LIMIT) -> None:
+        """``limit``: how many exchanges of the families that grow with traffic (``traffic.N``, ``play.N``,
+        ``cut.N``) to keep before folding the rest into counts; ``None`` or 0 keeps everything."""
         self.target = target
         self.options = options or Options()
         self.started_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -64,18 +70,42 @@ class PassiveGrader:
         self._counter = 0
         self._split_names: set[str] | None = None
         self._live: dict[str, dict[str, Any]] = {}  # sid -> {"tools": set|None, "finished": bool}
-        self._deleted: set[str] = set()
+        self._deleted: dict[str, bool] = {}  # an ordered set: the oldest is forgotten first
         self._recreated: set[str] = set()
         self._task_ids: dict[str, str] = {}  # task_id -> evidence name of the call that started it
+        # Bounded: past the limit, exchanges are folded into counts, and the per-session and per-task
+        # memories forget their oldest entries (dicts keep insertion order).
+        self.limit = limit or None
+        self._kept = 0  # exchanges of the growing families kept so far
+        self._forgot_task_ids = False
+        self._folder = Folder(self.evidence.folded, self.options)
 
     # -- observing -----------------------------------------------------------------
     def __call__(self, exchange: Exchange) -> None:
         with self._lock:
             name = self._classify(exchange)
             self._counter += 1
+            if name == _FOLDED:
+                return
             if name is None or name in self.evidence.exchanges:
                 name = f"traffic.{self._counter}"
+            if name.startswith(("traffic.", "cut.")):
+                if self._full() and self._folder.fold(name, exchange):
+                    return
+                self._kept += 1
             self.evidence.record(name, exchange)
+
+    def _full(self) -> bool:
+        """Whether the growing families have reached the limit (past it, their exchanges are folded)."""
+        return self.limit is not None and self._kept >= self.limit
+
+    def _remember(self, memory: dict[str, Any], key: str, value: Any) -> None:
+        """Set ``memory[key]``, forgetting the oldest entry past the limit: sessions and task ids grow with traffic too."""
+        memory[key] = value
+        if self.limit is not None and len(memory) > self.limit:
+            del memory[next(iter(memory))]
+            if memory is self._task_ids:
+                self._forgot_task_ids = True
 
     def _first(self, name: str) -> str | None:
         return None if name in self.evidence.exchanges else name
@@ -187,8 +217,8 @@ class PassiveGrader:
             if name:
                 self.facts["sid"] = sid
         if ex.status == 200:
-            self._deleted.discard(sid)
-            self._live[sid] = {"tools": None, "finished": False}
+            self._deleted.pop(sid, None)
+            self._remember(self._live, sid, {"tools": None, "finished": False})
         return name
 
     def _delete(self, ex: Exchange, sid: str | None, path: str) -> str | None:
@@ -197,11 +227,11 @@ class PassiveGrader:
         if path == protocol.DELETE_SESSION:  # the checker names only the first; it must answer 200 whatever the sid
             if sid in self._live:
                 del self._live[sid]
-                self._deleted.add(sid)
+                self._remember(self._deleted, sid, True)
             return self._first("session.delete_session")
         if sid in self._live:
             del self._live[sid]
-            self._deleted.add(sid)
+            self._remember(self._deleted, sid, True)
             return self._first("session.delete")
         if sid in self._deleted:
             return self._first("session.delete.again")
@@ -228,7 +258,7 @@ class PassiveGrader:
         refusal is evidence of how the server treats an unknown sid.
         """
         if ex.status is not None and (200 <= ex.status < 300 or ex.status == 503):  # 503: it exists, still starting
-            self._live[sid] = {"tools": None, "finished": False}
+            self._remember(self._live, sid, {"tools": None, "finished": False})
             return None
         return self._first(name)
 
@@ -239,7 +269,8 @@ class PassiveGrader:
         if body.get("task_id") is not None:
             started = self._task_ids.get(str(body["task_id"]))
             if started is None:
-                return self._first("call.unknown_task_id")
+                # Once the oldest task ids were forgotten, an unknown one may be one of them: no evidence.
+                return None if self._forgot_task_ids else self._first("call.unknown_task_id")
             if started == "call.primary" and self._complete(self.evidence.get("call.primary")):
                 return self._first("call.resume")
             original = self.evidence.get(started)
@@ -281,15 +312,23 @@ class PassiveGrader:
             # server's answer. Kept by task_id, in case the client resumes it.
             name = f"cut.{self._counter}"
             if task_id:
-                self._task_ids[task_id] = name
+                self._remember(self._task_ids, task_id, name)
             return name
+        finishes = ran and isinstance(result.get("output"), dict) and result["output"].get("finished") is True
+        if finishes:
+            session["finished"] = True
+        if name.startswith("play."):
+            # The first finishing call is always kept: reward.terminal_reward reads it.
+            if self._full() and not (finishes and "finisher" not in facts) and self._folder.fold(name, ex, call=True):
+                if task_id:
+                    self._remember(self._task_ids, task_id, name)
+                return _FOLDED
+            self._kept += 1
         facts["fresh_calls"].append(name)
         if task_id:
-            self._task_ids[task_id] = name
-        if ran and isinstance(result.get("output"), dict):
-            if result["output"].get("finished") is True:
-                session["finished"] = True
-                facts.setdefault("finisher", (tool, body["input"]))
+            self._remember(self._task_ids, task_id, name)
+        if finishes:
+            facts.setdefault("finisher", (tool, body["input"]))
         return name
 
     @staticmethod
@@ -302,6 +341,7 @@ class PassiveGrader:
         with self._lock:
             ev = Evidence(self.target, self.options, self.evidence.env, self.evidence.split, self.evidence.index)
             ev.exchanges = dict(self.evidence.exchanges)
+            ev.folded = _snapshot(self.evidence.folded)
             for name, value in self.facts.items():
                 set_fact(ev, name, list(value) if isinstance(value, list) else value)
         report = Report(self.target, self.options, started_at=self.started_at, env=ev.env, split=ev.split)
@@ -315,7 +355,8 @@ class PassiveGrader:
                 absent.add(check.id)
         # Listed as `orsbench check` lists them: probe by probe, dependencies first.
         report.results = [graded[c.id] for c in report_order(ordered)]
-        report.exchanges = len(ev.exchanges)
+        report.exchanges = len(ev.exchanges) + ev.folded.exchanges
+        report.folded = ev.folded.exchanges
         report.duration_s = time.monotonic() - self._started
         report.evidence = ev
         return report
@@ -356,6 +397,17 @@ def get_fact(ev: Evidence, name: str, default: Any = None) -> Any:
         return ev.facts.get(name, default)
     value = getattr(ev.facts, name, default)
     return default if value is None else value
+
+
+def _snapshot(folded: Folded) -> Folded:
+    """A copy of the digest that traffic still arriving cannot change under a grading in progress."""
+    return dataclasses.replace(
+        folded,
+        counts=folded.counts.copy(),
+        offending=folded.offending.copy(),
+        line_endings=set(folded.line_endings),
+        rewards=list(folded.rewards),
+    )
 
 
 def json_of_request(ex: Exchange) -> tuple[bool, Any]:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from orsbench.checks.evidence import Evidence, call_label, call_results, is_number, short
+from orsbench.checks import verdicts
+from orsbench.checks.evidence import Evidence, call_label, call_results, short
 from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import CALLS, FINISHER, check
 
-
 def _outputs(ev: Evidence) -> list[tuple[str, dict]]:
-    return [
-        (name, body["output"]) for name, body in call_results(ev) if body.get("ok") is True and isinstance(body.get("output"), dict)
-    ]
+    return verdicts.outputs_of(call_results(ev))
 
 
 @check(
@@ -29,24 +27,17 @@ def well_formed(ev: Evidence) -> CheckOutcome:
         return skipped("no call answered ok:true")
     bad = {}
     shown = []
-    rewards = []
     for name, output in outputs:
-        reward = output.get("reward")
-        rewards.append(reward)
-        if reward is None or is_number(reward):
-            continue
-        kind = (
-            "a bool"
-            if isinstance(reward, bool)
-            else "not finite"
-            if isinstance(reward, float)
-            else f"a JSON {type(reward).__name__}"
-        )
-        bad[call_label(name)] = f"reward {reward!r} is {kind}"
-        shown.append(ev.get(name))
+        why = verdicts.reward(output)
+        if why:
+            bad[call_label(name)] = why
+            shown.append(ev.get(name))
     if bad:
         return failed("; ".join(list(bad.values())[:3]), bad, *shown[:3])
-    return passed(f"{len(outputs)} reward(s): {short(rewards, 80)}", rewards)
+    # Folded outputs add their count and a sample of their rewards: the message shows 80 characters.
+    rewards = [output.get("reward") for _, output in outputs] + ev.folded.rewards
+    count = len(outputs) + ev.folded.counts["reward.well_formed"]
+    return passed(f"{count} reward(s): {short(rewards, 80)}", rewards)
 
 
 @check(
@@ -63,14 +54,16 @@ def finished_bool(ev: Evidence) -> CheckOutcome:
     outputs = _outputs(ev)
     if not outputs:
         return skipped("no call answered ok:true")
-    wrong = {call_label(n): o.get("finished") for n, o in outputs if "finished" in o and not isinstance(o["finished"], bool)}
-    missing = [call_label(n) for n, o in outputs if "finished" not in o]
+    wrong = {call_label(n): o.get("finished") for n, o in outputs if verdicts.finished_flag(o)}
+    missing = [call_label(n) for n, o in outputs if verdicts.finished_flag(o) is None]
     if wrong:
         name, value = next(iter(wrong.items()))
         return failed(f"{name}: finished is {value!r}, not a bool", wrong, *(ev.get(n) for n, _ in outputs if call_label(n) in wrong))
-    if missing:
-        return warned(f"finished is omitted in {len(missing)} output(s) (clients read it as false)", missing)
-    return passed(f"{len(outputs)} output(s) carry a bool", len(outputs))
+    if missing or ev.folded.counts[verdicts.MISSING_FINISHED]:
+        count = len(missing) + ev.folded.counts[verdicts.MISSING_FINISHED]
+        return warned(f"finished is omitted in {count} output(s) (clients read it as false)", missing)
+    count = len(outputs) + ev.folded.counts["reward.finished_bool"]
+    return passed(f"{count} output(s) carry a bool", count)
 
 
 @check(

@@ -43,6 +43,9 @@ class Report:
     started_at: str = ""
     duration_s: float = 0.0
     exchanges: int = 0
+    #: Of ``exchanges``, how many a bounded passive grader folded into counts instead of keeping
+    #: (:class:`~orsbench.checks.evidence.Folded`); 0 for ``orsbench check``.
+    folded: int = 0
     unreachable: str | None = None
     not_ors: str | None = None
     usage_error: str | None = None
@@ -115,6 +118,7 @@ class Report:
             "errors": [r.id for r in self.results if r.status is Status.ERROR] + self.internal_errors,
             "required_not_run": self.required_not_run(),
             "exchanges": self.exchanges,
+            **({"evidence": {"kept": self.exchanges - self.folded, "folded": self.folded}} if self.folded else {}),
         }
 
     def to_json(self) -> dict[str, Any]:

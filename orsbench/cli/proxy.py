@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from orsbench.cli import subcommand, types
+from orsbench.config import DEFAULT_EVIDENCE_LIMIT
 
 EPILOG = """\
 examples:
@@ -49,6 +50,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", metavar="FILE", help="write the grading report (JSON, as `orsbench check --json`) on exit")
     parser.add_argument("--junit", metavar="FILE", help="write the grading report as JUnit XML on exit")
     parser.add_argument("--html", type=types.output_file, metavar="FILE", help="write the grading report as a self-contained HTML page on exit")
+    parser.add_argument(
+        "--evidence-limit",
+        type=types.non_negative(int),
+        default=DEFAULT_EVIDENCE_LIMIT,
+        metavar="N",
+        help=f"keep at most N unnamed and played-call exchanges as evidence; later ones are judged on arrival and "
+        f"folded into counts, so memory stays bounded and verdicts stay the same; 0 keeps everything (default {DEFAULT_EVIDENCE_LIMIT:,})",
+    )
     types.add_secret_arguments(parser)
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
@@ -63,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from orsbench.wire.cassette import CassetteRecorder
 
     secrets = types.secrets_of(args)
-    grader = PassiveGrader(args.upstream)
+    grader = PassiveGrader(args.upstream, limit=args.evidence_limit)
     observers: list[Any] = [grader]
     recorder = CassetteRecorder(args.upstream, "orsbench proxy", secrets=secrets) if args.record else None
     if recorder is not None:
@@ -85,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
             calls = sum(len(e["calls"]) for env in data["environments"].values() for e in env["episodes"])
             print(f"orsbench: recorded {calls} call(s) to {args.record}", file=sys.stderr)
         counts = report.summary()
+        folded = f" ({report.folded:,} folded into counts)" if report.folded else ""
         print(
-            f"orsbench: graded {report.exchanges} exchange(s): {counts['pass']} pass, {counts['fail']} fail, "
+            f"orsbench: graded {report.exchanges} exchange(s){folded}: {counts['pass']} pass, {counts['fail']} fail, "
             f"{counts['warn']} warn, {counts['skip']} skip",
             file=sys.stderr,
             flush=True,

@@ -579,8 +579,7 @@ def keepalive_interval(ev: Evidence) -> CheckOutcome:
     streams = call_streams(ev) + [
         (n, ev.get(n)) for n in ("timing.cut", "timing.resume") if ev.get(n) is not None and ev.get(n).status == 200
     ]
-    longest = max((ex.elapsed for _, ex in streams), default=folded.longest)
-    longest = max(longest, folded.longest)
+    longest = max([ex.elapsed for _, ex in streams] + [folded.longest])
     long_calls = [(n, ex) for n, ex in streams if ex.elapsed > allowed]
     comments = sum(len(stream_of(ex).comments) for _, ex in streams if stream_of(ex) is not None) + folded.comments
     gaps = [(n, verdicts.longest_gap(ex), ex) for n, ex in long_calls] + ([folded.slowest] if folded.slowest else [])

@@ -101,6 +101,7 @@ def test_bench_rejects_zero_concurrency():
     [
         (("proxy", "http://127.0.0.1:9", "--port", "99999"), "not a TCP port"),
         (("proxy", "http://127.0.0.1:9", "--fault", "nosuch"), "unknown fault 'nosuch'"),
+        (("proxy", "http://127.0.0.1:9", "--evidence-limit", "-1"), "must be 0 or more"),
         (("record", "http://127.0.0.1:9", "--out", "x.json", "--timeout", "-5"), "must be greater than 0"),
     ],
 )

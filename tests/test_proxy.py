@@ -208,8 +208,8 @@ def drive_clients(url: str, deadline: float = 15.0) -> None:
         child.join(5)
 
 
-def passive_report(upstream: RunningServer) -> dict[str, Any]:
-    proxy = start_proxy(upstream.url)
+def passive_report(upstream: RunningServer, **options: Any) -> dict[str, Any]:
+    proxy = start_proxy(upstream.url, **options)
     try:
         drive_clients(proxy.url)
         with WireClient(proxy.url) as client:
@@ -240,6 +240,17 @@ def test_real_clients_traffic_without_faults_is_flagged_by_nothing(ors_server_fa
     }
 
 
+def test_real_clients_traffic_folded_past_a_tiny_evidence_limit_is_flagged_by_nothing(ors_server_factory):
+    """--evidence-limit 2: most calls are folded into counts, and the verdicts are those of the default run."""
+    report = passive_report(ors_server_factory("echo"), evidence_limit=2)
+    statuses = {c["id"]: c["status"] for c in report["checks"]}
+    assert report["summary"]["evidence"]["folded"] > 0
+    assert [i for i, s in statuses.items() if s in ("fail", "error")] == []
+    assert {"call.end_event", "reward.well_formed", "http.no_server_errors", "call.episode_finishes"} <= {
+        i for i, s in statuses.items() if s == "pass"
+    }
+
+
 def _assert_flagged(name: str, report: dict[str, Any], *, must_be_exercised: bool) -> None:
     violation = VIOLATIONS[name]
     by_id = {c["id"]: c for c in report["checks"]}
@@ -261,6 +272,13 @@ _CASCADE: set[str] = set()
 def test_violations_are_flagged_passively_from_real_clients_traffic(ors_server_factory, name):
     upstream = ors_server_factory(VIOLATIONS[name].scenario, faults=(name,))
     _assert_flagged(name, passive_report(upstream), must_be_exercised=True)
+
+
+@pytest.mark.parametrize("name", ["reward-bool", "sse-mixed-line-endings", "call-content-type-json"])
+def test_violations_are_flagged_passively_past_a_tiny_evidence_limit(ors_server_factory, name):
+    """Calls past --evidence-limit are judged on arrival: an offending one is kept, so the check still fails."""
+    upstream = ors_server_factory(VIOLATIONS[name].scenario, faults=(name,))
+    _assert_flagged(name, passive_report(upstream, evidence_limit=1), must_be_exercised=True)
 
 
 #: Every violation whose rule one SDK and one TRL episode on echo exercise (22 of 61, measured); the

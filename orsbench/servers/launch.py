@@ -305,12 +305,15 @@ def proxy_command(
     host: str = "127.0.0.1",
     port: int = 0,
     ready_file: str | None = None,
+    evidence_limit: int | None = None,
 ) -> list[str]:
     """The ``orsbench proxy`` command line for these arguments (secrets by file only: docs/protocol.md §14)."""
     cmd = [sys.executable, "-m", "orsbench", "proxy", upstream, "--host", host, "--port", str(port), "--seed", str(seed)]
     cmd += ["--ping-interval", repr(ping_interval)]
     if faults:
         cmd += ["--fault", ",".join(faults)]
+    if evidence_limit is not None:
+        cmd += ["--evidence-limit", str(evidence_limit)]
     for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report), ("--html", html_report), ("--secrets-file", secrets_file)):
         if value is not None:
             cmd += [flag, str(value)]
@@ -329,6 +332,7 @@ class ProxyOptions(TypedDict, total=False):
     json_report: str | os.PathLike[str] | None
     junit_report: str | os.PathLike[str] | None
     html_report: str | os.PathLike[str] | None
+    evidence_limit: int | None
 
 
 def start_proxy(

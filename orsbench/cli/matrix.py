@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--parallel", type=int, default=3, metavar="N", help="servers playing at once (default 3)")
     parser.add_argument("--markdown", type=Path, default=None, metavar="F", help="write the per-client report here")
     parser.add_argument("--json", type=Path, default=None, metavar="F", help="write the JSON result here")
-    parser.add_argument("--html", type=types.output_file, default=None, metavar="F", help="write a self-contained HTML page: a coloured grid per client, each cell opening to its episode")
+    parser.add_argument("--html", type=types.output_file, default=None, metavar="F", help="write a self-contained HTML page: a coloured grid per client, each cell opening to its episode (with --url: one row per client)")
     parser.add_argument("--predicted", action="store_true", help="write what the pinned defects predict, without running (docs/compatibility.md)")
     parser.set_defaults(func=run)
 

@@ -84,3 +84,13 @@ def test_a_failure_arriving_after_the_limit_still_fails_with_its_exchange_as_evi
         result = report.result(check_id)
         assert result.status is Status.FAIL, (check_id, result.message)
         assert any(e["body"] == culprit.body.decode() for e in result.evidence), check_id
+
+
+def test_a_result_that_is_no_run_tool_output_past_the_limit_fails_end_json_and_breaks_nothing():
+    feed = list(traffic(50))
+    late = exchange("POST", protocol.CREATE, {"env_name": "echo", "task_spec": {"target": "hi"}}, sid="late", answer={"sid": "late"})
+    broken = [call("late", f"bad-{n}", "hi", {"ok": True, "output": "not an object"}) for n in range(5)]
+    _, report = grade([*feed, late, *broken, *traffic(20)], limit=10)
+    result = report.result("call.end_json")
+    assert result.status is Status.FAIL and 'ok:true without an "output" object' in result.message
+    assert len(result.evidence) == 3

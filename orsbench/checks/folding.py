@@ -41,15 +41,16 @@ def call_verdicts(name: str, ex: Exchange) -> Judged:
     judged: Judged = [("call.sse_content_type", refused or verdicts.not_event_stream(ex))]
     if ex.status != 200:
         return judged
+    end_json = verdicts.end_json(ex)
     judged += [
         ("call.first_event_task_id", verdicts.task_id_first(ex)),
         ("call.end_event", verdicts.end_event(ex)),
-        ("call.end_json", verdicts.end_json(ex)),
+        ("call.end_json", end_json),
         ("call.sse_framing", verdicts.sse_framing(ex)),
     ]
-    kind, body = result_of(ex)
-    if kind != "result":
+    if end_json != "":  # an error event, or a result that is no RunToolOutput: the result checks wait on end_json
         return judged
+    _, body = result_of(ex)
     judged += [("call.tool_output_shape", verdicts.output_shape(body)), ("call.error_reason", verdicts.error_reason(name, body))]
     for _, output in verdicts.outputs_of([(name, body)]):
         finished = verdicts.finished_flag(output)

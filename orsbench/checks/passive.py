@@ -16,6 +16,10 @@ unknown environment, a malformed body, an idle session past its TTL) and are
 reported as skips saying so; a passive check the traffic gave no evidence for
 is a skip naming what it would need.
 
+Evidence is bounded (``limit``, ``orsbench proxy --evidence-limit``): past it, the exchanges that
+grow with traffic are judged on arrival and folded into counts (:mod:`orsbench.checks.folding`), so a
+proxy in front of a trainer holds the same memory after a million requests as after twenty thousand.
+
 Check-side entry points used: :func:`orsbench.checks.runner.grade`,
 :class:`~orsbench.checks.evidence.Evidence` (``record``, ``exchanges``; ``facts`` through :func:`set_fact`),
 :func:`~orsbench.checks.registry.load_checks` and the report model.
@@ -34,10 +38,10 @@ from urllib.parse import urlsplit
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, Folded, Options, json_of, result_of, task_id_of
 from orsbench.checks.folding import Folder
-from orsbench.config import DEFAULT_EVIDENCE_LIMIT
 from orsbench.checks.model import CheckResult, CheckOutcome, Status
 from orsbench.checks.registry import ANY, CALLS, FINISHER, Check, closure, load_checks, select
 from orsbench.checks.runner import Report, dependency_order, grade, report_order
+from orsbench.config import DEFAULT_EVIDENCE_LIMIT
 from orsbench.wire.evidence import Exchange
 
 NO_EVIDENCE = "the traffic gave no evidence for this check"

@@ -64,7 +64,15 @@ def main() -> int:
     args = parser.parse_args()
     bounded, unbounded = feed(args.exchanges, args.limit), feed(args.exchanges, None)
     print(f"{'':28}{'no limit':>14}{f'limit {args.limit:,}':>16}{'ratio':>8}")
-    for key, label in (("fed", "exchanges graded"), ("kept", "exchanges kept"), ("held_mib", "MiB held (tracemalloc)"), ("bytes_per_exchange", "bytes held per exchange"), ("growth_per_exchange", "growth per exchange, 2nd half"), ("cpu_us_per_exchange", "CPU µs per exchange, graded")):
+    rows = (
+        ("fed", "exchanges graded"),
+        ("kept", "exchanges kept"),
+        ("held_mib", "MiB held (tracemalloc)"),
+        ("bytes_per_exchange", "bytes held per exchange"),
+        ("growth_per_exchange", "growth per exchange, 2nd half"),
+        ("cpu_us_per_exchange", "CPU µs per exchange, graded"),
+    )
+    for key, label in rows:
         a, b = unbounded[key], bounded[key]
         print(f"{label:28}{a:>14,.1f}{b:>16,.1f}{(b / a if a else 0):>8.3f}")
     same = bounded["verdicts"] == unbounded["verdicts"]

@@ -57,11 +57,16 @@ def discovery() -> list[Exchange]:
     return [exchange("GET", protocol.HEALTH, answer={"status": "ok"}), exchange("GET", protocol.env_path("echo", protocol.TOOLS), answer=tools)]
 
 
+def create(sid: str) -> Exchange:
+    """A ``/create`` of an echo session that answers 200."""
+    return exchange("POST", protocol.CREATE, {"env_name": "echo", "task_spec": {"target": "hi"}}, sid=sid, answer={"sid": sid})
+
+
 def episode(n: int) -> list[Exchange]:
     """One echo episode: create, prompt, a wrong answer, the right one (finished), delete."""
     sid = f"sid-{n}"
     return [
-        exchange("POST", protocol.CREATE, {"env_name": "echo", "task_spec": {"target": "hi"}}, sid=sid, answer={"sid": sid}),
+        create(sid),
         exchange("POST", protocol.env_path("echo", protocol.PROMPT), sid=sid, answer=[{"type": "text", "text": "say hi"}]),
         call(sid, f"t{n}a", "nope", output("nope", 0.0, False)),
         call(sid, f"t{n}b", "hi", output("hi", 1.0, True)),

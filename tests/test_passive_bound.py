@@ -15,7 +15,7 @@ from orsbench.checks.passive import PassiveGrader
 from orsbench.checks.runner import Report
 from orsbench.reports.html import render_check
 from orsbench.wire.evidence import Exchange
-from tests.passive_traffic import call, exchange, output, traffic
+from tests.passive_traffic import call, create, exchange, output, traffic
 
 #: Named first-of-a-kind exchanges a grader may keep besides its limit (every ``_first`` name, generously).
 NAMED = 80
@@ -31,8 +31,9 @@ def grade(exchanges: Iterable[Exchange], limit: int | None) -> tuple[PassiveGrad
 def mixed_traffic(episodes: int) -> list[Exchange]:
     """Echo episodes plus what the folded checks count besides: 4xx answers with a detail, a refused unknown sid."""
     out = list(traffic(episodes))
+    past_end = {"split": "train", "index": 99}
     for n in range(0, len(out), 37):
-        out.insert(n, exchange("POST", protocol.env_path("echo", protocol.TASK), {"split": "train", "index": 99}, status=422, answer={"detail": "index out of range"}))
+        out.insert(n, exchange("POST", protocol.env_path("echo", protocol.TASK), past_end, status=422, answer={"detail": "out of range"}))
     out.append(exchange("POST", protocol.PING, sid="never-created", status=404, answer={"detail": "unknown session"}))
     return out
 
@@ -75,8 +76,9 @@ def test_stored_evidence_stays_bounded_however_much_traffic_flows():
 def test_a_failure_arriving_after_the_limit_still_fails_with_its_exchange_as_evidence():
     feed = list(traffic(200))
     crash = exchange("GET", protocol.env_path("echo", protocol.TOOLS), status=500, answer={"detail": "boom"})
-    mislabelled = exchange("POST", protocol.env_path("echo", protocol.PROMPT), sid="sid-3", answer=[{"type": "text", "text": "x"}], headers={"content-type": "text/plain"})
-    late = exchange("POST", protocol.CREATE, {"env_name": "echo", "task_spec": {"target": "hi"}}, sid="late", answer={"sid": "late"})
+    prompt = protocol.env_path("echo", protocol.PROMPT)
+    mislabelled = exchange("POST", prompt, sid="sid-3", answer=[{"type": "text", "text": "x"}], headers={"content-type": "text/plain"})
+    late = create("late")
     bool_reward = call("late", "late-task", "hi", output("hi", True, False))
     _, report = grade([*feed, crash, mislabelled, late, bool_reward, *traffic(50)], limit=10)
     assert report.folded > 900
@@ -88,7 +90,7 @@ def test_a_failure_arriving_after_the_limit_still_fails_with_its_exchange_as_evi
 
 def test_a_result_that_is_no_run_tool_output_past_the_limit_fails_end_json_and_breaks_nothing():
     feed = list(traffic(50))
-    late = exchange("POST", protocol.CREATE, {"env_name": "echo", "task_spec": {"target": "hi"}}, sid="late", answer={"sid": "late"})
+    late = create("late")
     broken = [call("late", f"bad-{n}", "hi", {"ok": True, "output": "not an object"}) for n in range(5)]
     _, report = grade([*feed, late, *broken, *traffic(20)], limit=10)
     result = report.result("call.end_json")

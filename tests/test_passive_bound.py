@@ -6,6 +6,7 @@ No servers: synthetic echo traffic (:mod:`tests.passive_traffic`) is fed to
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable
 
@@ -13,6 +14,7 @@ from orsbench import protocol
 from orsbench.checks.model import Status
 from orsbench.checks.passive import PassiveGrader
 from orsbench.checks.runner import Report
+from orsbench.reports import TerminalReporter, render_markdown
 from orsbench.reports.html import render_check
 from orsbench.wire.evidence import Exchange
 from tests.passive_traffic import call, create, exchange, output, traffic
@@ -58,6 +60,11 @@ def test_reports_under_the_limit_say_nothing_of_folding_and_folded_ones_say_how_
     assert over.summary()["evidence"] == {"kept": over.exchanges - over.folded, "folded": over.folded}
     assert f"{over.folded:,} folded into counts" in render_check(over)
     assert json.loads(json.dumps(over.to_json()))["summary"]["evidence"]["folded"] == over.folded
+    assert "folded" not in render_markdown(under) and f"({over.folded:,} folded into counts)" in render_markdown(over)
+    for report, says in ((under, False), (over, True)):
+        screen = io.StringIO()
+        TerminalReporter(screen, quiet=True).finish(report)
+        assert (f"({report.folded:,} folded into counts)" in screen.getvalue()) is says, screen.getvalue()
 
 
 def test_stored_evidence_stays_bounded_however_much_traffic_flows():

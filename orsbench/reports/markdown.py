@@ -27,6 +27,12 @@ def _cell(text: Any) -> str:
     return line if len(line) <= 200 else line[:199] + "…"
 
 
+def _folded(summary: dict[str, Any]) -> str:
+    """The bounded proxy grader's folded count, when it folded any (``summary.evidence``)."""
+    folded = (summary.get("evidence") or {}).get("folded")
+    return f" ({folded:,} folded into counts)" if folded else ""
+
+
 def render_markdown(report: Any, *, title: str = "orsbench check", secrets: tuple[str, ...] = ()) -> str:
     """The summary of ``report`` (a ``Report`` or its JSON document)."""
     data, known = report_document(report)
@@ -37,7 +43,7 @@ def render_markdown(report: Any, *, title: str = "orsbench check", secrets: tupl
         "",
         f"**{s.get('pass', 0)}** passed · **{s.get('fail', 0)}** failed · **{s.get('warn', 0)}** warned · "
         f"**{s.get('skip', 0)}** skipped · **{s.get('error', 0)}** errors — {s.get('total', 0)} checks, "
-        f"{s.get('exchanges', 0)} requests, {data.get('duration_s', 0)} s (exit {data.get('exit_code')})",
+        f"{s.get('exchanges', 0)} requests{_folded(s)}, {data.get('duration_s', 0)} s (exit {data.get('exit_code')})",
         "",
     ]
     if data.get("reason"):

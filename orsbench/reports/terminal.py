@@ -99,7 +99,7 @@ class TerminalReporter:
         self._line()
         self._line(
             f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warned, {s['skip']} skipped, {s['error']} errors"
-            f" — {len(report.results)} checks, {report.exchanges} requests, {report.duration_s:.2f} s"
+            f" — {len(report.results)} checks, {report.exchanges} requests{_folded(report.folded)}, {report.duration_s:.2f} s"
         )
         sections: list[tuple[str, list[CheckResult], str]] = [
             ("failed (required)", [r for r in report.results if r.blocking and r.baseline != "stale"], "fail"),
@@ -141,3 +141,8 @@ class TerminalReporter:
 def describe(check: Any, severity: Severity) -> str:
     """One line of ``orsbench check --list``."""
     return f"{severity.value:<11} {check.id:<{_ID_WIDTH}} {check.title}"
+
+
+def _folded(folded: int) -> str:
+    """How many of the requests a bounded proxy grader folded into counts (nothing when none were)."""
+    return f" ({folded:,} folded into counts)" if folded else ""

@@ -50,9 +50,10 @@ def check_report(folder: Path) -> Path:
 def matrix_pages(folder: Path) -> list[tuple[str, Path]]:
     from orsbench.clients import cells as C
     from orsbench.clients import matrix as M
-    from orsbench.clients.drivers import CLIENTS
+    from orsbench.clients.targets import CLIENT_TARGETS
 
-    clients, servers = list(CLIENTS), C.servers()
+    # Every registered client target, installed here or not: what `orsbench matrix --predicted` draws.
+    clients, servers = CLIENT_TARGETS.names(), C.servers()
     result = M.predicted(C.plan(clients, servers, None), clients, servers)
     predicted = folder / "matrix-predicted.html"
     predicted.write_text(render_matrix(result), encoding="utf-8")

@@ -191,6 +191,14 @@ def test_the_cli_reports_a_faulty_client_with_exit_1_and_names_the_case(tmp_path
     assert "client.env_name" in capsys.readouterr().out
 
 
+def test_the_verdict_offers_no_flag_check_client_lacks(capsys):
+    """A crash leaves the checks after it unjudged; the verdict says so without pointing at a --strict it has not."""
+    assert main(["check-client", "--cmd", faulty("crash"), "--cases", "echo", "--timeout", str(SLACK_S)]) == 1
+    verdict = capsys.readouterr().out.strip().splitlines()[-1]
+    assert verdict.startswith("verdict: FAIL (exit 1)") and "required check(s) did not run" in verdict
+    assert "--strict" not in verdict
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

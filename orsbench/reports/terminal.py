@@ -133,7 +133,9 @@ class TerminalReporter:
         style = "pass" if report.passed else "fail"
         coverage = ""
         if not_run:
-            strict = "; --strict fails on them" if not report.options.strict else " (--strict)"
+            # The hint only where it changes something: a FAIL fails anyway, and check-client (whose only
+            # unrun checks are those after a failed one) has no --strict to give.
+            strict = " (--strict)" if report.options.strict else "; --strict fails on them" if report.passed else ""
             coverage = f" — {len(not_run)} required check(s) did not run{strict}"
         self._line(self._c(f"verdict: {report.verdict.upper()} (exit {report.exit_code}){coverage}", style))
 

@@ -134,6 +134,8 @@ def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, ch
     assert failing(results) == {check}, [(r.id, r.status.value, r.message) for r in results]
     found = next(r for r in results if r.id == check)
     assert found.spec.startswith("docs/protocol.md §12.") and found.remediation
+    if fault == "no-resume":  # the evidence: the cut stream, then the fresh call the client sent instead of a resume
+        assert len(found.evidence) == 2 and "task_id" not in found.evidence[1]["request_body"], found.evidence
 
 
 @pytest.mark.parametrize("variant, convention", [("episode-reward-sum", "sum"), ("episode-reward-last", "last non-null")])
@@ -191,12 +193,15 @@ def test_the_cli_reports_a_faulty_client_with_exit_1_and_names_the_case(tmp_path
     assert "client.env_name" in capsys.readouterr().out
 
 
-def test_the_verdict_offers_no_flag_check_client_lacks(capsys):
-    """A crash leaves the checks after it unjudged; the verdict says so without pointing at a --strict it has not."""
-    assert main(["check-client", "--cmd", faulty("crash"), "--cases", "echo", "--timeout", str(SLACK_S)]) == 1
+def test_the_verdict_offers_no_flag_check_client_lacks(tmp_path, capsys):
+    """A crash leaves the checks after it unjudged; the reports say so without pointing at a --strict it has not."""
+    html = tmp_path / "r.html"
+    assert main(["check-client", "--cmd", faulty("crash"), "--cases", "echo", "--timeout", str(SLACK_S), "--html", str(html)]) == 1
     verdict = capsys.readouterr().out.strip().splitlines()[-1]
     assert verdict.startswith("verdict: FAIL (exit 1)") and "required check(s) did not run" in verdict
     assert "--strict" not in verdict
+    page = html.read_text()
+    assert "Required checks that did not run" in page and "--strict" not in page
 
 
 @pytest.mark.parametrize(

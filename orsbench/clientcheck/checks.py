@@ -353,20 +353,22 @@ def resume_by_task_id(ctx: Context) -> CheckOutcome | None:
             cuts += 1
             following = call.attempts[index + 1] if index + 1 < len(call.attempts) else None
             if following is None:
-                problems.append((call, attempt, "gave up without resuming"))
+                problems.append((call, attempt, None, "gave up without resuming"))
             elif not following.resume:
-                problems.append((call, attempt, "called the tool afresh"))
+                problems.append((call, attempt, following, "called the tool afresh"))
             elif following.task_id != attempt.task_id:
-                problems.append((call, attempt, f"resumed another task_id ({following.task_id})"))
+                problems.append((call, attempt, following, f"resumed another task_id ({following.task_id})"))
     if not cuts:
         return None  # not provoked: no /call stream was cut after its task_id in this case
     if problems:
-        call, attempt, what = problems[0]
+        call, attempt, following, what = problems[0]
+        # The evidence is the cut stream and, where there was one, the request the client sent instead of a resume.
+        shown = [attempt.exchange] + ([following.exchange] if following is not None else [])
         return failed(
             f"{len(problems)} of {cuts} cut stream(s) not resumed: after {call.tool}'s stream was cut "
             f"(task_id {attempt.task_id}) the client {what}",
             {"cuts": cuts, "not_resumed": len(problems)},
-            attempt.exchange,
+            *shown,
         )
     return passed(f"{cuts} cut stream(s), each resumed by its task_id", {"cuts": cuts})
 

@@ -81,3 +81,28 @@ def test_a_builtin_adapter_through_check_client_gets_the_matrix_verdict(client: 
     assert verdict(run, results) == C.predicted(cell), [(r.id, r.status, r.message) for r in results]
     failed_rules = {r.id for r in results if r.status == "fail" and r.id in C.rule_defects(cell)}
     assert failed_rules == set(C.rule_defects(cell)), failed_rules
+
+
+def test_what_a_forked_client_prints_stays_with_its_outcome(capfd: pytest.CaptureFixture[str]) -> None:
+    """A matrix plays hundreds of episodes: the clients' own warnings must not spill onto its terminal.
+
+    The child's stdout and stderr go to a file; the outcome keeps their tail (as check-client keeps a command's).
+    """
+    import sys
+
+    from orsbench.clientcheck.episodes import script
+    from orsbench.clients.run import ClientRun
+    from orsbench.config import ServerConfig
+    from orsbench.servers.launch import serve
+
+    def chatty() -> None:
+        print("marker on stdout from the client", flush=True)
+        print("marker on stderr from the client", file=sys.stderr, flush=True)
+
+    with serve("echo", config=ServerConfig(request_log=True)) as server:
+        capfd.readouterr()
+        outcome = ClientRun("openreward", server, script("echo"), 60, prepare=chatty).finish()
+    seen = capfd.readouterr()
+    assert outcome.survived, outcome.describe()
+    assert "marker on stdout from the client" in outcome.output and "marker on stderr from the client" in outcome.output
+    assert "marker" not in seen.out and "marker" not in seen.err

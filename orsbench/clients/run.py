@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -41,7 +42,7 @@ from orsbench.checks.model import CheckResult, Severity, Status
 from orsbench.clientcheck import CaseRun, grade
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import read_out
-from orsbench.clientcheck.runner import OUT_LIMIT, case_environment, script_json
+from orsbench.clientcheck.runner import OUT_LIMIT, TAIL_BYTES, case_environment, script_json
 from orsbench.clients import adapter
 from orsbench.clientcheck.episodes import Script
 from orsbench.clients.fork import ForkedEpisode, forget_parent_ping_thread
@@ -77,6 +78,8 @@ class ClientOutcome:
     tools_seen: list[Any] = field(default_factory=list)
     #: What the adapter observed beyond the contract (Inspect: ``tools_seen``; firehorse: ``shown``, the raw MCP texts).
     extras: dict[str, Any] = field(default_factory=dict)
+    #: The tail of what the client printed (stdout and stderr), kept off the terminal the matrix reports on.
+    output: str = ""
     #: The client checks' results on the episode (:func:`orsbench.clientcheck.grade`).
     checks: list[CheckResult] = field(default_factory=list)
     #: ``"<check id>: <message>"`` of each failed required check of the outcome or the process (empty for a clean survival).
@@ -134,8 +137,17 @@ def _request_log(server: RunningServer) -> tuple[list[dict[str, Any]], int]:
         ) from None
 
 
-def _child(client: str, environ: dict[str, str], prepare: Callable[[], None] | None, conn: Connection) -> None:
+def _child(client: str, environ: dict[str, str], output: str, prepare: Callable[[], None] | None, conn: Connection) -> None:
     started = time.monotonic()
+    # What the client prints (its loggers, aiohttp's unclosed-session warnings) goes to a file the parent
+    # keeps the tail of, as check-client keeps a command's: a matrix of 250 episodes must not spill onto the terminal.
+    sink = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(sink, 1)
+    os.dup2(sink, 2)
+    os.close(sink)
+    # Python's own streams too, where a host (pytest's capture) had pointed them somewhere other than fds 1 and 2.
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
     os.environ.update(environ)
     forget_parent_ping_thread()
     if prepare is not None:
@@ -151,6 +163,16 @@ def _child(client: str, environ: dict[str, str], prepare: Callable[[], None] | N
         conn.send({"exit": code, "seconds": report["seconds"]})
     conn.close()
     os._exit(0)  # skip atexit: the SDK's loop threads would otherwise delay the exit
+
+
+def _tail(path: Path) -> str:
+    """The last :data:`TAIL_BYTES` of what the child printed (stdout and stderr together)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - TAIL_BYTES))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def case_for(server: RunningServer, expect: str = "finish") -> Case:
@@ -188,9 +210,10 @@ class ClientRun(ForkedEpisode):
         script_path, self.out_path = self.workdir / "script.json", self.workdir / "out.jsonl"
         script_path.write_text(json.dumps(script_json(script)))
         environ = case_environment(self.case, server.url, server.env_name, script_path, self.out_path)
+        self.output_path = self.workdir / "output.log"
         self.log_before = _request_log(server)[1]
         limit = deadline + CLIENT_TARGETS.get(client).startup_s
-        super().__init__(server, _child, (client, environ, prepare), limit)
+        super().__init__(server, _child, (client, environ, str(self.output_path), prepare), limit)
 
     def finish(self, settle: float = 0.0) -> ClientOutcome:
         got = self.collect(join_s=5.0, settle=settle)
@@ -207,12 +230,13 @@ class ClientRun(ForkedEpisode):
             stopped_for="deadline" if got.result is None else None,
             duration_s=got.elapsed,
             out=read_out(self.out_path, OUT_LIMIT),
+            stderr=_tail(self.output_path),
             log=entries[max(0, self.log_before - skipped) :],
             requests_total=total - self.log_before,
             stats={"calls": got.calls, "requests": got.requests, "statuses": got.statuses},
         )
         shutil.rmtree(self.workdir, ignore_errors=True)
-        outcome = ClientOutcome(self.client, elapsed=got.elapsed, hung=got.result is None)
+        outcome = ClientOutcome(self.client, elapsed=got.elapsed, hung=got.result is None, output=run.stderr)
         outcome.read(run)
         if got.result is not None:
             if "error" in got.result and outcome.error is None:  # the child died before it could write a line

@@ -217,6 +217,30 @@ def _gone(pid: int) -> bool:
     return state == "Z"  # exited, not yet reaped (its parent is gone too: init reaps it)
 
 
+def test_a_sigterm_a_finalizer_swallows_still_stops_the_run() -> None:
+    """Seen in CI: the SIGTERM handler ran inside an asyncio transport's ``__del__``; Python printed
+    "Exception ignored" for its SystemExit, and the smoke trained to the end and exited 0. The signal is
+    recorded, and the next safe point (each training step, the end of the run) raises it again."""
+    code = (
+        "import os, signal, time\n"
+        "from training_smoke import stop\n"
+        "stop.install()\n"
+        "class Finalized:\n"
+        "    def __del__(self):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        for _ in range(2000):\n"
+        "            time.sleep(0.001)  # the handler runs here, inside the finalizer\n"
+        "Finalized()\n"
+        "print('went on after the signal', stop.received(), flush=True)\n"
+        "stop.raise_if_stopped()\n"
+        "print('not reached', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "Exception ignored" in done.stderr and "SystemExit: 143" in done.stderr, done.stderr
+    assert f"went on after the signal {int(__import__('signal').SIGTERM)}" in done.stdout and "not reached" not in done.stdout
+    assert done.returncode == 143
+
+
 @pytest.mark.parametrize("after", [0.0, 8.0], ids=["while-it-starts", "while-training"])
 def test_sigterm_stops_the_server_the_smoke_started(after: float) -> None:
     """SIGTERM to ``python -m training_smoke`` unwinds the run: the ``orsbench serve`` child stops too (exit 143),

@@ -26,6 +26,7 @@ Modules:
 * :mod:`training_smoke.verdict`: the expectations a working chain meets;
 * :mod:`training_smoke.learning`: the learn profile's statistical verdict and reward curve;
 * :mod:`training_smoke.sabotage`: negative controls, client bugs between OpenRewardSpec and the trainer;
+* :mod:`training_smoke.stop`: SIGTERM unwinds the run (and stops its server), even where a finalizer swallows it;
 * :mod:`training_smoke.remote`: ``--url``, a warm-up derived from a foreign server's prompts and schemas;
 * :mod:`orsbench.clients.grpo_tools`: how GRPOTrainer collects tools (shared with ``conformance/``);
 * :mod:`training_smoke.gpu`: the nightly profile's model loading and settings;

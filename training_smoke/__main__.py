@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from orsbench.cli import types
 from orsbench.extras import MissingExtra, require
+from training_smoke import stop
 from training_smoke.config import DEFAULT_CACHE_DIR, PROFILES, SmokeConfig
 from training_smoke.sabotage import SABOTAGES
 
@@ -139,24 +139,9 @@ def config_from_args(args: argparse.Namespace) -> SmokeConfig:
     return dataclasses.replace(config, cache_dir=None) if args.no_cache else config
 
 
-def stop_on_sigterm() -> None:
-    """SIGTERM unwinds like Ctrl-C: ``with serve(...)`` then stops the server this run started.
-
-    Python's default SIGTERM ends the process at once — no ``finally``, no
-    ``atexit`` — and would leave the ``orsbench serve`` child running with no
-    parent to stop it. Exit status 143 (128 + SIGTERM), as a shell reports it.
-    """
-
-    def handler(signum: int, _frame: object) -> None:
-        signal.signal(signum, signal.SIG_DFL)  # a second SIGTERM ends the process for good
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    stop_on_sigterm()
+    stop.install()
     try:
         require("training", "python -m training_smoke")
     except MissingExtra as exc:
@@ -183,6 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CannotScript as exc:
         print(f"training_smoke: cannot train against {args.url}: {exc}", file=sys.stderr)
         return 2
+    stop.raise_if_stopped()  # a SIGTERM swallowed after the last step still ends the run as stopped
     _emit(summary, args.output)
     for failure in failures:
         print(f"training_smoke: FAILED: {failure}", file=sys.stderr)

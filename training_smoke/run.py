@@ -38,7 +38,7 @@ from typing import Any
 
 from orsbench.protocol import JSON
 from orsbench.clients.grpo_tools import grpo_tools
-from training_smoke import learning
+from training_smoke import learning, stop
 from training_smoke.config import QUIET_ENV, SmokeConfig
 from training_smoke.sabotage import sabotaged
 from training_smoke.verdict import check
@@ -94,6 +94,7 @@ def _step_recorder(tracked: TrackedFactory, records: list[JSON], total_steps: in
 
     class StepRecorder(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
+            stop.raise_if_stopped()  # a SIGTERM whose first raise a finalizer swallowed
             envs = tracked.instances
             records.append(
                 {

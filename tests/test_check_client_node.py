@@ -17,11 +17,10 @@ import pytest
 
 from orsbench.checks.model import Status
 from orsbench.clientcheck import cases, check_client, get_case, grade, run_case
+from tests.test_check_client import SLACK_S, failing
 
 ADAPTER = Path(__file__).resolve().parents[1] / "examples" / "adapters" / "adapter.mjs"
 NODE = shutil.which("node")
-#: Deadline for clients that end by themselves: generous, so a busy machine does not turn slowness into a hang.
-SLACK_S = 90.0
 
 
 def _node_major() -> int:
@@ -56,10 +55,6 @@ def faulty(tmp_path: Path, fault: str) -> str:
         encoding="utf-8",
     )
     return shlex.join([str(NODE), str(script)])
-
-
-def failing(results) -> set[str]:  # type: ignore[no-untyped-def]
-    return {r.id for r in results if r.status in (Status.FAIL, Status.ERROR)}
 
 
 def test_the_javascript_adapter_passes_every_case():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -237,7 +238,7 @@ def test_a_sigterm_a_finalizer_swallows_still_stops_the_run() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert "Exception ignored" in done.stderr and "SystemExit: 143" in done.stderr, done.stderr
-    assert f"went on after the signal {int(__import__('signal').SIGTERM)}" in done.stdout and "not reached" not in done.stdout
+    assert f"went on after the signal {int(signal.SIGTERM)}" in done.stdout and "not reached" not in done.stdout
     assert done.returncode == 143
 
 
@@ -246,7 +247,6 @@ def test_sigterm_stops_the_server_the_smoke_started(after: float) -> None:
     """SIGTERM to ``python -m training_smoke`` unwinds the run: the ``orsbench serve`` child stops too (exit 143),
     whether it comes while the server is still starting or once training is under way."""
     pytest.importorskip("trl")
-    import signal
     import time
 
     env = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}

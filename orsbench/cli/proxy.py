@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 from orsbench.cli import subcommand, types
 from orsbench.config import DEFAULT_EVIDENCE_LIMIT
@@ -65,6 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from orsbench.checks.passive import PassiveGrader
+    from orsbench.clientcheck.passive import PassiveClientGrader
+    from orsbench.clientcheck.traffic import from_entry, seen_of
+    from orsbench.servers.request_log import RequestLog
     from orsbench.reports import render_check, write_html, write_json, write_junit
     from orsbench.reports.json_report import dumps
     from orsbench.servers.app import announce_ready, serve_forever
@@ -73,16 +77,27 @@ def run(args: argparse.Namespace) -> int:
 
     secrets = types.secrets_of(args)
     grader = PassiveGrader(args.upstream, limit=args.evidence_limit)
+    clients = PassiveClientGrader()
     observers: list[Any] = [grader]
+    starting: list[Any] = []
+    if not args.faults:  # the clients get what the proxy forwards: grade them from its own exchanges
+        observers.append(lambda exchange: clients.observe(seen_of(exchange)))
+        starting.append(lambda exchange: clients.request_started(exchange.peer, exchange.started_at, urlsplit(exchange.url).path))
     recorder = CassetteRecorder(args.upstream, "orsbench proxy", secrets=secrets) if args.record else None
     if recorder is not None:
         observers.append(recorder)
 
+    def graded(final: bool = False) -> Any:
+        """The server checks and, beside them, the client checks of every client session seen."""
+        report = grader.report()
+        report.results += clients.results(final=final)
+        return report
+
     def live_report() -> tuple[int, str, bytes]:
-        return 200, "application/json", dumps(grader.report()).encode()
+        return 200, "application/json", dumps(graded()).encode()
 
     def write_outputs() -> None:
-        report = grader.report()
+        report = graded(final=True)
         if args.json:
             write_json(report, args.json)
         if args.junit:
@@ -96,15 +111,29 @@ def run(args: argparse.Namespace) -> int:
         counts = report.summary()
         folded = f" ({report.folded:,} folded into counts)" if report.folded else ""
         print(
-            f"orsbench: graded {report.exchanges} exchange(s){folded}: {counts['pass']} pass, {counts['fail']} fail, "
-            f"{counts['warn']} warn, {counts['skip']} skip",
+            f"orsbench: graded {report.exchanges} exchange(s){folded} and {clients.sessions} client session(s): "
+            f"{counts['pass']} pass, {counts['fail']} fail, {counts['warn']} warn, {counts['skip']} skip",
             file=sys.stderr,
             flush=True,
         )
 
     try:
-        proxy = ProxyApp(args.upstream, observers=observers, routes={REPORT_PATH: live_report}, on_shutdown=[write_outputs], secrets=secrets)
+        proxy = ProxyApp(
+            args.upstream,
+            observers=observers,
+            starting=starting,
+            routes={REPORT_PATH: live_report},
+            on_shutdown=[write_outputs],
+            secrets=secrets,
+        )
         app = wrap_faults(proxy, tuple(args.faults), args.seed, ping_interval=args.ping_interval)
+        if args.faults:  # the clients get the injected faults too: grade them from a tap outside the faults
+            app = RequestLog(
+                app,
+                keep=False,
+                on_start=[lambda entry: clients.request_started(entry.peer, entry.started_at, entry.path)],
+                on_end=[lambda entry: clients.observe(from_entry(entry))],
+            )
     except ValueError as exc:
         print(f"orsbench proxy: {exc}", file=sys.stderr)
         return 2

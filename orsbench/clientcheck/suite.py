@@ -19,7 +19,7 @@ from orsbench.checks.evidence import Options
 from orsbench.checks.model import CheckResult, CheckOutcome, Status
 from orsbench.checks.runner import Report, call_check, result_of
 from orsbench.clientcheck.cases import Case
-from orsbench.clientcheck.checks import checks, context
+from orsbench.clientcheck.checks import ClientCheck, Context, checks, context
 from orsbench.clientcheck.runner import CaseRun, run_case
 
 CaseCallback = Callable[[CaseRun, list[CheckResult]], None]
@@ -36,9 +36,17 @@ def grade(run: CaseRun) -> list[CheckResult]:
     """
     if run.server_error:
         return []
-    ctx = context(run)
+    return judge(context(run), checks())
+
+
+def judge(ctx: Context, selected: Iterable[ClientCheck]) -> list[CheckResult]:
+    """The verdicts of the ``selected`` checks on one context (a case run, or one live session's traffic).
+
+    One grading path for ``check-client``, the matrix, hosted cases and the proxy: only which checks
+    run differs (a live session has no process to judge, and a report only if the client sent one).
+    """
     done: dict[str, CheckResult] = {}
-    for check in checks():
+    for check in selected:
         start = time.monotonic()
         outcome: CheckOutcome | None
         unmet = next((dep for dep in check.requires if dep in done and done[dep].status in (Status.FAIL, Status.ERROR)), None)

@@ -111,6 +111,11 @@ class Attributor:
         #: Requests for sessions that had ended.
         self.late = 0
 
+    @property
+    def waiting(self) -> int:
+        """Sessionless requests waiting on their connection for a session (or for their idle end)."""
+        return sum(len(w) for w in self._pending.values())
+
     # -- what comes in ------------------------------------------------------------------
     def started(self, peer: str | None, at: float, path: str = "") -> None:
         """A request began on ``peer`` at ``at`` (monotonic): the activity that tells a busy host from a quiet one.

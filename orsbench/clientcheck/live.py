@@ -52,6 +52,14 @@ def traffic_checks() -> list[ClientCheck]:
     return [c for c in checks() if c.id not in _NOT_TRAFFIC]
 
 
+def report_checks() -> list[ClientCheck]:
+    """The client checks that read what the client reported (its contract lines), when it sent them."""
+    from orsbench.clientcheck.checks import checks
+
+    process = {"client.exits_in_time", "client.exit_status"}
+    return [c for c in checks() if c.id in _NOT_TRAFFIC and c.id not in process]
+
+
 def label(episode: Episode) -> str:
     """How a report names a session: its id and the connection it came from (a worker's address)."""
     what = f"session {episode.sid}" if episode.sid else f"requests without a session on {episode.peer}"

@@ -13,7 +13,7 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from orsbench.config import ServerConfig
 from orsbench.scenarios import Scenario
@@ -91,8 +91,10 @@ def serve_forever(
     host: str = "127.0.0.1",
     port: int = 0,
     on_ready: Callable[[str], None] | None = None,
+    until: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Bind ``host:port`` (0 = a free port), call ``on_ready(url)``, serve until SIGINT/SIGTERM."""
+    """Bind ``host:port`` (0 = a free port), call ``on_ready(url)``, serve until SIGINT/SIGTERM
+    or until the coroutine ``until()`` returns (a server that knows when its work is done)."""
     import uvicorn
 
     if not is_loopback(host):
@@ -114,12 +116,23 @@ def serve_forever(
         proxy_headers=False,
     )
     server = uvicorn.Server(config)
-    if on_ready is not None:
+    if on_ready is not None or until is not None:
         original = server.startup
+        stopping: list[Any] = []  # the task that ends the server, held until the server ends
+
+        async def stop_when_done() -> None:
+            assert until is not None
+            await until()
+            server.should_exit = True
 
         async def startup(sockets: Any = None) -> None:
             await original(sockets=sockets)
-            on_ready(url)
+            if on_ready is not None:
+                on_ready(url)
+            if until is not None:
+                import asyncio
+
+                stopping.append(asyncio.get_running_loop().create_task(stop_when_done()))
 
         server.startup = startup  # type: ignore[method-assign]
     server.run(sockets=[sock])

@@ -16,7 +16,7 @@ from orsbench.wire.redact import scrub
 from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
 
-_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "error": "💥", "unreachable": "🔌", "usage": "❔"}
+_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "error": "💥", "unreachable": "🔌", "not-ors": "🚫", "usage": "❔"}
 #: At most this many findings get a row (a summary, not the report).
 MAX_ROWS = 50
 

@@ -88,7 +88,7 @@ def test_verbose_prints_the_reproducer(ors_server_factory):
     )
     assert done.returncode == 1
     tail = done.stdout.split("failed (required):", 1)[1]
-    assert "reproduce:" in tail and f'BASE={server.url}' in tail and "/echo/call" in tail
+    assert "reproduce:" in tail and f'BASE="${{BASE:-{server.url}}}"' in tail and "/echo/call" in tail
 
 
 def test_check_writes_html_and_markdown(ors_server_factory, tmp_path):

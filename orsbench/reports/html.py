@@ -33,6 +33,7 @@ import jinja2
 from orsbench.version import __version__
 from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
+from orsbench.reports.verdict import reasons
 from orsbench.wire.reproduce import SECRET_VARIABLES
 from orsbench.wire.redact import scrub
 from orsbench.wire.sse import SSEComment, SSEParser
@@ -201,6 +202,7 @@ def render_check(report: Any, *, title: str = "orsbench check", secrets: Iterabl
         checks=checks,
         groups=_groups(checks),
         findings=_findings(checks),
+        reasons=reasons(data),
         generated=_now(),
         version=data.get("orsbench_version") or __version__,
     )

@@ -15,6 +15,7 @@ from orsbench.reports.html import report_document
 from orsbench.wire.redact import scrub
 from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
+from orsbench.reports.verdict import reasons
 
 _ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "error": "💥", "unreachable": "🔌", "usage": "❔"}
 #: At most this many findings get a row (a summary, not the report).
@@ -41,13 +42,12 @@ def render_markdown(report: Any, *, title: str = "orsbench check", secrets: tupl
     lines = [
         f"### {_ICON.get(verdict, '')} {title}: {verdict.upper()} — `{data.get('target')}`",
         "",
+        *([f"**{_cell('; '.join(why))}**", ""] if (why := reasons(data)) else []),
         f"**{s.get('pass', 0)}** passed · **{s.get('fail', 0)}** failed · **{s.get('warn', 0)}** warned · "
         f"**{s.get('skip', 0)}** skipped · **{s.get('error', 0)}** errors — {s.get('total', 0)} checks, "
         f"{s.get('exchanges', 0)} requests{_folded(s)}, {data.get('duration_s', 0)} s (exit {data.get('exit_code')})",
         "",
     ]
-    if data.get("reason"):
-        lines += [f"> cannot check: {_cell(data['reason'])}", ""]
     findings = []
     for r in data.get("checks", []):
         label, style = label_of(r["status"], r["severity"], r.get("baseline"))

@@ -197,8 +197,11 @@ def test_the_verdict_offers_no_flag_check_client_lacks(tmp_path, capsys):
     """A crash leaves the checks after it unjudged; the reports say so without pointing at a --strict it has not."""
     html = tmp_path / "r.html"
     assert main(["check-client", "--cmd", faulty("crash"), "--cases", "echo", "--timeout", str(SLACK_S), "--html", str(html)]) == 1
-    verdict = capsys.readouterr().out.strip().splitlines()[-1]
-    assert verdict.startswith("verdict: FAIL (exit 1)") and "required check(s) did not run" in verdict
+    out = capsys.readouterr().out.strip().splitlines()
+    verdict = out[-1]
+    # The verdict leads with the crash (issue 27); the checks it left unjudged are listed above it.
+    assert verdict.startswith("verdict: FAIL (exit 1) — client.exit_status (echo) failed: exited with status"), verdict
+    assert any(line.startswith("required checks that did not run (") for line in out)
     assert "--strict" not in verdict
     page = html.read_text()
     assert "Required checks that did not run" in page and "--strict" not in page

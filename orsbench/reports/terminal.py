@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from orsbench.checks.model import CheckResult, Severity, Status
+from orsbench.reports.verdict import verdict_line
 
 if TYPE_CHECKING:
     from orsbench.checks.runner import Report
@@ -135,13 +136,7 @@ class TerminalReporter:
             for item in not_run:
                 self._line(f"  - {item['id']} — {item['why']}")
         style = "pass" if report.passed else "fail"
-        coverage = ""
-        if not_run:
-            # The hint only where it changes something: a FAIL fails anyway, and check-client (whose only
-            # unrun checks are those after a failed one) has no --strict to give.
-            strict = " (--strict)" if report.options.strict else "; --strict fails on them" if report.passed else ""
-            coverage = f" — {len(not_run)} required check(s) did not run{strict}"
-        self._line(self._c(f"verdict: {report.verdict.upper()} (exit {report.exit_code}){coverage}", style))
+        self._line(self._c(verdict_line(report.to_json()), style))
 
 
 def describe(check: Any, severity: Severity) -> str:

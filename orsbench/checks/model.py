@@ -105,6 +105,10 @@ class CheckResult:
     duration_s: float = 0.0
     #: For a failure or warning: a shell script of ``curl`` calls that shows it again (secrets as variables).
     reproduce: str | None = None
+    #: For a client check's failure or warning: what the client process itself said — ``exit_code``,
+    #: ``stopped_for``, the ``errors`` it reported (its ``{"error": ...}`` lines) and its ``stderr_tail``
+    #: (:meth:`orsbench.clientcheck.runner.CaseRun.client_evidence`). ``None`` for a server check.
+    client: dict[str, Any] | None = None
 
     @property
     def group(self) -> str:
@@ -132,6 +136,7 @@ class CheckResult:
             "baseline": self.baseline,
             "duration_s": round(self.duration_s, 4),
             "reproduce": self.reproduce,
+            **({"client": self.client} if self.client is not None else {}),
         }
 
 

@@ -132,6 +132,7 @@ def _check_view(result: Mapping[str, Any], docs_url: str | None = None) -> dict[
         "anchor": anchor(result["id"]),
         "links": spec_links(result.get("spec", ""), docs_url),
         "exchanges": [exchange_view(e) for e in result.get("evidence") or []],
+        "client": result.get("client"),
         "measured_text": None if measured is None else json.dumps(measured, indent=2, ensure_ascii=False, default=repr)[:4000],
     }
 

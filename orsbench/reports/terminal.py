@@ -87,6 +87,10 @@ class TerminalReporter:
             body = " ".join(str(item.get("body", "")).split())[:160]
             shown = f"{item['status']} {body}" if item.get("status") is not None else item.get("error", "no answer")
             self._line(f"{indent}seen: {item['request']} → {shown}")
+        if result.client:
+            self._line(f"{indent}client: {client_summary(result.client)}")
+            for line in str(result.client.get("stderr_tail") or "").splitlines()[-STDERR_SHOWN:]:
+                self._line(f"{indent}  stderr| {line[:200]}")
         if reproduce and self.verbose and result.reproduce:
             self._line(f"{indent}reproduce:")
             for line in result.reproduce.splitlines():
@@ -137,6 +141,23 @@ class TerminalReporter:
                 self._line(f"  - {item['id']} — {item['why']}")
         style = "pass" if report.passed else "fail"
         self._line(self._c(verdict_line(report.to_json()), style))
+
+
+#: Lines of a client's stderr tail the terminal shows under a finding (the reports keep more).
+STDERR_SHOWN = 5
+
+
+def client_summary(client: dict[str, Any]) -> str:
+    """``exited 1; reported: RuntimeError: …`` — a client finding's process in one line (terminal, JUnit)."""
+    stopped = client.get("stopped_for")
+    parts = [f"stopped by orsbench ({stopped})" if stopped else f"exited {client.get('exit_code')}"]
+    errors = client.get("errors") or []
+    parts.append(f"reported: {errors[0]}" if errors else "reported no error")
+    if len(errors) > 1:
+        parts.append(f"and {len(errors) - 1} more error(s)")
+    if not client.get("stderr_tail"):
+        parts.append("stderr empty")
+    return "; ".join(parts)
 
 
 def describe(check: Any, severity: Severity) -> str:

@@ -59,7 +59,7 @@ def test_failures_open_with_exchange_reproducer_fix_and_section_passes_folded(br
     assert block, "the failing check is open"
     body = block.group(1)
     assert 'class="reproducer"' in body and "curl -sS -i -N" in body
-    assert 'href="docs/protocol.md#42-rewards"' in body
+    assert f'href="{_CHECKOUT.as_uri()}#42-rewards"' in body  # absolute: the page opens from anywhere
     assert broken.result("reward.well_formed").remediation.split(";")[0].replace('"', "&#34;") in body
     assert "POST http://127.0.0.1:" in body and "/echo/call" in body
     assert "event: task_id  data: " in body and "event: end  data: {&#34;ok&#34;:true" in body  # SSE events, one per line
@@ -88,7 +88,7 @@ def test_verbose_prints_the_reproducer(ors_server_factory):
     )
     assert done.returncode == 1
     tail = done.stdout.split("failed (required):", 1)[1]
-    assert "reproduce:" in tail and f'BASE={server.url}' in tail and "/echo/call" in tail
+    assert "reproduce:" in tail and f'BASE="${{BASE:-{server.url}}}"' in tail and "/echo/call" in tail
 
 
 def test_check_writes_html_and_markdown(ors_server_factory, tmp_path):
@@ -105,7 +105,7 @@ def test_check_writes_html_and_markdown(ors_server_factory, tmp_path):
     summary = md.read_text()
     assert summary.startswith("### ❌ orsbench check: FAIL")
     assert "| ❌ FAIL | `reward.well_formed` | required |" in summary
-    assert "[§4.2](docs/protocol.md#42-rewards)" in summary and "```sh\n# reward.well_formed" in summary
+    assert f"[§4.2]({_CHECKOUT.as_uri()}#42-rewards)" in summary and "```sh\n# reward.well_formed" in summary
     assert "`discovery.health`" not in summary  # passes are counted, not listed
 
 
@@ -133,6 +133,24 @@ def test_matrix_html_from_the_cli(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "<h2 id=\"client-trl\">" in out.read_text()
+
+
+def test_the_markdown_summary_has_a_fix_column_and_absolute_links_under_a_configurable_base(broken, monkeypatch):
+    """Issue 27: a pull-request comment is read on GitHub, a summary in a CI artifact anywhere: no relative link works there."""
+    monkeypatch.delenv("ORSBENCH_DOCS_URL", raising=False)
+    fix = broken.result("reward.well_formed").remediation
+    rows = [line for line in render_markdown(broken).splitlines() if line.startswith("|")]
+    assert rows[0] == "| | check | severity | finding | fix | protocol |"
+    row = next(line for line in rows if "`reward.well_formed`" in line)
+    cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)][1:-1]
+    assert cells[4] == fix.replace("|", "\\|") and cells[5] == f"[§4.2]({_CHECKOUT.as_uri()}#42-rewards)"
+    for line in rows[2:]:
+        assert all(href.startswith(("file:///", "https://")) for href in re.findall(r"\]\(([^)]+)\)", line)), line
+    base = "https://github.com/example/orsbench/blob/v0.1.0"
+    assert f"[§4.2]({base}/docs/protocol.md#42-rewards)" in render_markdown(broken, docs_url=base)
+    monkeypatch.setenv("ORSBENCH_DOCS_URL", base + "/")
+    assert f"[§4.2]({base}/docs/protocol.md#42-rewards)" in render_markdown(broken)
+    assert f'href="{base}/docs/protocol.md#42-rewards"' in render_check(broken)
 
 
 # -- protocol links -----------------------------------------------------------------------

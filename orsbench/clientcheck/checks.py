@@ -145,6 +145,15 @@ def context(run: CaseRun) -> Context:
     return Context(run, group(run.log))
 
 
+def _in_its_words(run: CaseRun) -> str:
+    """``; the client reported: …`` (its first error line), else ``; its stderr ends: …``, else nothing."""
+    errors = run.reported_errors()
+    if errors:
+        return f"; the client reported: {_short(errors[0], 200)}"
+    last = next((line.strip() for line in reversed(run.stderr.splitlines()) if line.strip()), "")
+    return f"; its stderr ends: {_short(last, 200)}" if last else ""
+
+
 def _short(text: Any, limit: int = 120) -> str:
     shown = text if isinstance(text, str) else json.dumps(text, default=repr)
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
@@ -642,11 +651,23 @@ def episode_completed(ctx: Context) -> CheckOutcome | None:
     made = ctx.traffic.made
     lines = ctx.lines
     if len(made) < len(steps) and not (made and made[-1].finished):
-        why = made[-1].failure if made and made[-1].failure else "no failure the server saw"
-        return failed(f"the episode stopped after {len(made)} of {len(steps)} call(s) ({why})", {"calls": len(made)})
+        # The evidence: the last call's answer, else the last request the server answered (a refused /create_session).
+        last_seen = ctx.traffic.exchanges[-1] if ctx.traffic.exchanges else None
+        shown = made[-1].final.exchange if made else last_seen
+        if made and made[-1].failure:
+            why = made[-1].failure
+        elif last_seen is not None and (last_seen.status or 0) >= 400:
+            why = f"its last request, {last_seen.method} {last_seen.url}, was answered {last_seen.status}"
+        else:
+            why = "no failure the server saw"
+        return failed(
+            f"the episode stopped after {len(made)} of {len(steps)} call(s) ({why}){_in_its_words(run)}",
+            {"calls": len(made), "exit_code": run.exit_code},
+            shown,
+        )
     last = lines[len(made) - 1] if made and len(lines) >= len(made) else None
     if last is None or not last.is_call:
-        return failed("the last call has no successful line in ORSBENCH_OUT", {"calls": len(made)})
+        return failed(f"the last call has no successful line in ORSBENCH_OUT{_in_its_words(run)}", {"calls": len(made)})
     if run.script.finished and last.get("finished") is not True:
         return failed("the episode ended without finished: true", {"finished": last.get("finished")})
     return passed(f"played {len(made)} call(s) to the end (reward {json.dumps(last.get('reward'))})", {"reward": last.get("reward")})

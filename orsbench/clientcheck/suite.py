@@ -52,7 +52,9 @@ def grade(run: CaseRun, roles: Collection[Role] | None = None) -> list[CheckResu
             outcome = call_check(check.fn, ctx)
         if outcome is not None:  # None: the case does not provoke what the check judges
             done[check.id] = result_of(check, outcome, time.monotonic() - start)
-    return list(done.values())
+    said = run.client_evidence()
+    # A finding carries the client's own words (its reported error, its stderr): the evidence a reader acts on.
+    return [replace(r, client=said) if r.status in (Status.FAIL, Status.WARN) else r for r in done.values()]
 
 
 def scoped(results: Iterable[CheckResult], case: str) -> list[CheckResult]:

@@ -33,6 +33,7 @@ import jinja2
 from orsbench.version import __version__
 from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
+from orsbench.reports.verdict import reasons
 from orsbench.wire.reproduce import SECRET_VARIABLES
 from orsbench.wire.redact import scrub
 from orsbench.wire.sse import SSEComment, SSEParser
@@ -120,7 +121,7 @@ def exchange_view(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # -- a check run ------------------------------------------------------------------------
-def _check_view(result: Mapping[str, Any]) -> dict[str, Any]:
+def _check_view(result: Mapping[str, Any], docs_url: str | None = None) -> dict[str, Any]:
     label, style = label_of(result["status"], result["severity"], result.get("baseline"))
     measured = result.get("measured")
     return {
@@ -129,8 +130,9 @@ def _check_view(result: Mapping[str, Any]) -> dict[str, Any]:
         "style": style,
         "open": style in _OPEN,
         "anchor": anchor(result["id"]),
-        "links": spec_links(result.get("spec", "")),
+        "links": spec_links(result.get("spec", ""), docs_url),
         "exchanges": [exchange_view(e) for e in result.get("evidence") or []],
+        "client": result.get("client"),
         "measured_text": None if measured is None else json.dumps(measured, indent=2, ensure_ascii=False, default=repr)[:4000],
     }
 
@@ -188,11 +190,11 @@ _DOCUMENT_DEFAULTS: dict[str, Any] = {
 }
 
 
-def render_check(report: Any, *, title: str = "orsbench check", secrets: Iterable[str] = ()) -> str:
-    """The HTML page of a check run (a ``Report`` or its JSON document)."""
+def render_check(report: Any, *, title: str = "orsbench check", secrets: Iterable[str] = (), docs_url: str | None = None) -> str:
+    """The HTML page of a check run (a ``Report`` or its JSON document); ``docs_url`` as :func:`~.links.docs_url` takes it."""
     data, known = report_document(report)
     data = {**_DOCUMENT_DEFAULTS, **data}
-    checks = [_check_view(r) for r in data.get("checks", [])]
+    checks = [_check_view(r, docs_url) for r in data.get("checks", [])]
     summary = {**dict.fromkeys(("pass", "fail", "warn", "skip", "error", "exchanges"), 0), "required_not_run": [], **(data["summary"] or {})}
     page = _ENV.get_template("check.html.j2").render(
         title=title,
@@ -201,6 +203,7 @@ def render_check(report: Any, *, title: str = "orsbench check", secrets: Iterabl
         checks=checks,
         groups=_groups(checks),
         findings=_findings(checks),
+        reasons=reasons(data),
         generated=_now(),
         version=data.get("orsbench_version") or __version__,
     )

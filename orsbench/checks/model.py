@@ -20,10 +20,22 @@ EVIDENCE_CHARS = 600
 
 
 class Status(str, Enum):
+    """A check's verdict.
+
+    ``SKIP`` and ``NOT_APPLICABLE`` both mean "not judged", for opposite reasons. A skip is
+    coverage the run lacks: the check could have run against this environment and did not (a
+    dependency failed, a probe was refused, ``--timeout`` was too short to wait out a TTL) —
+    ``--strict`` fails on a required one. Not applicable means the environment offers nothing
+    for the check to judge, and no request orsbench could send would change that (keep-alives
+    when every tool answers within a second, input validation of tools that accept any input):
+    no run of this environment can do better, so ``--strict`` passes it.
+    """
+
     PASS = "pass"
     FAIL = "fail"
     WARN = "warn"
     SKIP = "skip"
+    NOT_APPLICABLE = "n/a"
     ERROR = "error"
 
     def __str__(self) -> str:
@@ -67,6 +79,11 @@ def warned(message: str, measured: Any = None, *evidence: Exchange | None) -> Ch
 
 def skipped(message: str, depends_on: str | None = None) -> CheckOutcome:
     return CheckOutcome(Status.SKIP, message, depends_on=depends_on)
+
+
+def not_applicable(message: str, measured: Any = None, depends_on: str | None = None) -> CheckOutcome:
+    """The environment offers nothing this check judges (its message says what is missing): not a gap in coverage."""
+    return CheckOutcome(Status.NOT_APPLICABLE, message, measured, depends_on=depends_on)
 
 
 @dataclass

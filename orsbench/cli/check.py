@@ -125,7 +125,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="task indices to play to finished:true (negative from the end; default: first, middle and last)",
     )
     play.add_argument(
-        "--strict", action="store_true", help="fail (exit 1) when a required check did not run, e.g. for want of a finished episode"
+        "--strict", action="store_true", help="fail (exit 1) when a required check did not run, e.g. for want of a finished episode "
+        "(a check the environment gives nothing to judge, such as keep-alives when no tool runs long, is n/a: no failure)"
     )
     what.add_argument(
         "--expected-failures", metavar="FILE", help="YAML baseline of known failures (a listed check that passes fails the run)"

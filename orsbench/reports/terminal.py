@@ -33,6 +33,8 @@ def label_of(status: str, severity: str, baseline: str | None) -> tuple[str, str
         return "XFAIL", "warn"
     if status == Status.FAIL.value and severity != Severity.REQUIRED.value:
         return "FAIL", "warn"
+    if status == Status.NOT_APPLICABLE.value:
+        return "N/A", "skip"
     return status.upper(), status
 
 
@@ -103,7 +105,9 @@ class TerminalReporter:
         s = report.summary()
         self._line()
         self._line(
-            f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warned, {s['skip']} skipped, {s['error']} errors"
+            f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warned, {s['skip']} skipped, "
+            + (f"{s[Status.NOT_APPLICABLE.value]} not applicable, " if s.get(Status.NOT_APPLICABLE.value) else "")
+            + f"{s['error']} errors"
             f" — {len(report.results)} checks, {report.exchanges} requests{_folded(report.folded)}, {report.duration_s:.2f} s"
         )
         sections: list[tuple[str, list[CheckResult], str]] = [

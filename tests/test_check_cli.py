@@ -51,7 +51,10 @@ def test_serve_with_a_violation_fails_with_exit_1(capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert "reward.well_formed" in out and "is a bool" in out
-    assert "verdict: FAIL (exit 1)" in out
+    # Issue 27: the verdict leads with what failed, not with the checks the mock cannot provoke.
+    verdict = out.strip().splitlines()[-1]
+    assert verdict.startswith("verdict: FAIL (exit 1) — reward.well_formed failed: reward "), verdict
+    assert "did not run" not in verdict
 
 
 def test_required_failure_against_a_url_exits_1_and_junit_has_the_failure(router, tmp_path, capsys):

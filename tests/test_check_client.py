@@ -136,6 +136,11 @@ def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, ch
     assert found.spec.startswith("docs/protocol.md §12.") and found.remediation
     if fault == "no-resume":  # the evidence: the cut stream, then the fresh call the client sent instead of a resume
         assert len(found.evidence) == 2 and "task_id" not in found.evidence[1]["request_body"], found.evidence
+    if fault == "strip-chunks":  # the evidence is shown around the first difference, not cut exactly where the texts part
+        diff = found.measured["difference"]
+        assert diff["at"] == found.measured["first_difference"] > 0 and len(diff["before"]) == min(80, diff["at"])
+        assert diff["expected"] != diff["actual"] and diff["expected"][0] != diff["actual"][0]
+        assert "after '" in found.message and "the environment sent '" in found.message and "the client returned '" in found.message
 
 
 @pytest.mark.parametrize("variant, convention", [("episode-reward-sum", "sum"), ("episode-reward-last", "last non-null")])
@@ -197,11 +202,45 @@ def test_the_verdict_offers_no_flag_check_client_lacks(tmp_path, capsys):
     """A crash leaves the checks after it unjudged; the reports say so without pointing at a --strict it has not."""
     html = tmp_path / "r.html"
     assert main(["check-client", "--client-cmd", faulty("crash"), "--cases", "echo", "--timeout", str(SLACK_S), "--html", str(html)]) == 1
-    verdict = capsys.readouterr().out.strip().splitlines()[-1]
-    assert verdict.startswith("verdict: FAIL (exit 1)") and "required check(s) did not run" in verdict
+    out = capsys.readouterr().out.strip().splitlines()
+    verdict = out[-1]
+    # The verdict leads with the crash (issue 27); the checks it left unjudged are listed above it.
+    assert verdict.startswith("verdict: FAIL (exit 1) — client.exit_status (echo) failed: exited with status"), verdict
+    assert any(line.startswith("required checks that did not run (") for line in out)
     assert "--strict" not in verdict
     page = html.read_text()
     assert "Required checks that did not run" in page and "--strict" not in page
+
+
+def test_a_client_finding_carries_the_clients_error_line_and_stderr_tail(tmp_path, capsys):
+    """Issue 27: ``client.episode_completed`` failed with no evidence; now every report shows the client's own words."""
+    argv = ["check-client", "--client-cmd", faulty("give-up"), "--cases", "sparse-reward+rate-limit", "--timeout", str(SLACK_S), "-v"]
+    html, junit, out = tmp_path / "r.html", tmp_path / "j.xml", tmp_path / "r.json"
+    assert main([*argv, "--html", str(html), "--junit", str(junit), "--json", str(out)]) == 1
+    terminal = capsys.readouterr().out
+    found = next(c for c in json.loads(out.read_text())["checks"] if c["id"] == "client.episode_completed[sparse-reward+rate-limit]")
+    assert found["status"] == "fail"
+    # The message names the refused request and the client's error line; the evidence is the 429 itself.
+    assert "(its last request, POST /create_session, was answered 429)" in found["message"]
+    assert "the client reported: could not open the session: POST /create_session answered 429" in found["message"]
+    assert found["evidence"] and found["evidence"][0]["status"] == 429
+    client = found["client"]
+    assert client["exit_code"] == 1 and client["errors"][0].startswith("could not open the session: POST /create_session answered 429")
+    assert "give-up client: not retrying, giving up on this episode" in client["stderr_tail"]
+    assert "client: exited 1; reported: could not open the session" in terminal
+    assert "stderr| give-up client: not retrying, giving up on this episode" in terminal
+    assert "give-up client: not retrying, giving up on this episode" in html.read_text()
+    assert "client stderr (tail):\ngive-up client: POST /create_session answered 429" in junit.read_text()
+    assert all("client" not in c for c in json.loads(out.read_text())["checks"] if c["status"] == "pass")
+
+
+def test_a_clients_stderr_loses_the_cases_secret_before_it_reaches_a_finding():
+    case = get_case("secrets")
+    value = dict(case.secrets)[next(iter(dict(case.secrets)))]
+    run = runner.CaseRun(case, case.script, "x", exit_code=1, stderr=f"Traceback ...\nKeyError: bad secret {value!r}\n")
+    said = run.client_evidence()
+    assert said is not None and value not in json.dumps(said) and "KeyError: bad secret" in said["stderr_tail"]
+    assert runner.CaseRun(case, case.script, "x").client_evidence() is None  # no process ran: nothing to show
 
 
 @pytest.mark.parametrize(

@@ -9,17 +9,19 @@ import pytest
 from orsbench.cli import main
 
 
-def test_strict_fails_on_required_checks_that_did_not_run(capsys) -> None:
-    # echo has no slow tool, so call.resume_running and call.keepalive_interval cannot run.
+def test_strict_passes_echo_whose_unprovokable_checks_are_not_applicable(capsys) -> None:
+    # echo has no slow tool: call.resume_running and call.keepalive_interval have nothing to judge there, which
+    # is no gap in coverage (n/a), so --strict passes a correct server (a required check that could have run
+    # and did not still fails it: tests/test_user_envs.py, never_finishes).
     code = main(["check", "--scenario", "echo", "--no-fuzz", "--tasks", "0,-1", "--json", "-"])
     captured = capsys.readouterr()
     report = json.loads(captured.out)
-    not_run = {item["id"]: item["why"] for item in report["summary"]["required_not_run"]}
-    assert code == 0 and "call.resume_running" in not_run and all(not_run.values())
-    assert "required check(s) did not run; --strict fails on them" in captured.err
+    statuses = {c["id"]: c["status"] for c in report["checks"]}
+    assert code == 0 and report["summary"]["required_not_run"] == []
+    assert statuses["call.resume_running"] == statuses["call.keepalive_interval"] == "n/a"
+    assert "did not run" not in captured.err and "2 not applicable" in captured.err
     assert report["options"]["fuzz"] == 0 and report["options"]["tasks"] == [0, -1]
-    assert main(["check", "--scenario", "echo", "--no-fuzz", "--strict", "-q"]) == 1
-    assert "(--strict)" in capsys.readouterr().out
+    assert main(["check", "--scenario", "echo", "--no-fuzz", "--strict", "-q"]) == 0
 
 
 def test_fuzz_count_is_used(capsys) -> None:

@@ -122,7 +122,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     play.add_argument("--no-fuzz", action="store_true", help="no fuzz: only the inputs played (faster)")
     flags.add_tasks(play, help="tasks to play to finished:true (default: first, middle and last of --split)")
     play.add_argument(
-        "--strict", action="store_true", help="fail (exit 1) when a required check did not run, e.g. for want of a finished episode"
+        "--strict", action="store_true", help="fail (exit 1) when a required check did not run, e.g. for want of a finished episode "
+        "(a check the environment gives nothing to judge, such as keep-alives when no tool runs long, is n/a: no failure)"
     )
     what.add_argument(
         "--expected-failures", metavar="FILE", help="YAML baseline of known failures (a listed check that passes fails the run)"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orsbench.checks.model import CheckResult, Status
+from orsbench.reports.terminal import client_summary
 
 if TYPE_CHECKING:
     from orsbench.checks.runner import Report
@@ -34,6 +35,11 @@ def _details(result: CheckResult) -> str:
         lines.append(f"depends on: {result.depends_on}")
     for item in result.evidence:
         lines.append(f"evidence: {item['request']} → {item['status']} {item.get('body', '')[:400]}")
+    if result.client:
+        lines.append(f"client: {client_summary(result.client)}")
+        lines += [f"client error: {e}" for e in result.client.get("errors") or []]
+        if result.client.get("stderr_tail"):
+            lines.append("client stderr (tail):\n" + str(result.client["stderr_tail"]))
     return "\n".join(lines)
 
 

@@ -273,6 +273,26 @@ def test_a_browser_shows_every_failure_of_a_check_client_page_above_the_fold(tmp
     assert opened[0].endswith("-detail") and opened[1:] == [True, True, True, True]
 
 
+def test_not_applicable_is_its_own_status_in_every_report(broken):
+    """A check the environment gives nothing to judge (checker's Status.NOT_APPLICABLE) is neither a pass nor a skip."""
+    from orsbench.reports import junit_xml
+
+    n_a = [r for r in broken.results if r.status.value == "n/a"]
+    assert n_a, "the echo mock has no long tool: call.keepalive_interval is not applicable"
+    assert broken.to_json()["summary"]["n/a"] == len(n_a) and n_a[0].id not in {i["id"] for i in broken.required_not_run()}
+    page = render_check(broken)
+    assert f'<span class="c-skip">{len(n_a)} not applicable</span>' in page
+    assert re.search(rf'id="{anchor(n_a[0].id)}">\s*<summary><span class="tag bg-skip">N/A</span>', page)
+    assert re.search(rf"· {sum(1 for r in n_a if r.group == 'call')} n/a</span>", page)
+    assert f"**{len(n_a)}** not applicable" in render_markdown(broken)
+    xml = junit_xml(broken)
+    case = xml[xml.index(f'name="{n_a[0].id}"') :]
+    assert case.index("<skipped message=\"not applicable: ") < case.index("</testcase>")
+    doc = client_report(LATE)
+    doc["checks"][0]["status"] = "n/a"
+    assert '<td class="cell s-na"><a href="#check-client-exits_in_time-' in render_check(doc)
+
+
 # -- protocol links -----------------------------------------------------------------------
 def test_the_packaged_section_titles_match_docs_protocol_md():
     """Refresh with `python -m orsbench.reports.refresh_sections` after a heading of docs/protocol.md changes."""

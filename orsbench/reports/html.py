@@ -175,6 +175,15 @@ def _counts(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _tally(checks: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``[{"label": "n/a", "style": "skip", "n": 2}, ...]``: a group's counts by label (N/A apart from SKIP), first seen first."""
+    counts: dict[str, dict[str, Any]] = {}
+    for c in checks:
+        entry = counts.setdefault(c["label"], {"label": c["label"].lower(), "style": c["style"], "n": 0})
+        entry["n"] += 1
+    return list(counts.values())
+
+
 def _groups(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Checks by id prefix, in report order (as the terminal lists them); a group with a finding is open."""
     groups: dict[str, list[dict[str, Any]]] = {}
@@ -182,10 +191,7 @@ def _groups(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         groups.setdefault(check["id"].split(".", 1)[0], []).append(check)
     out = []
     for name, members in groups.items():
-        counts: dict[str, int] = {}
-        for check in members:
-            counts[check["style"]] = counts.get(check["style"], 0) + 1
-        out.append({"name": name, "checks": members, "counts": counts, "open": any(c["open"] for c in members)})
+        out.append({"name": name, "checks": members, "counts": _tally(members), "open": any(c["open"] for c in members)})
     return out
 
 
@@ -256,8 +262,8 @@ def render_check(report: Any, *, title: str = "orsbench check", secrets: Iterabl
 # -- check-client: a case × check grid ----------------------------------------------------
 #: How a row of the grid ranks: a case with a failure first, then one with an error, a warning, the rest.
 _RANK = {"fail": 0, "error": 1, "warn": 2}
-#: The mark a grid cell shows for each style (the label is in its tooltip and its detail).
-_MARK = {"pass": "✓", "fail": "✗", "warn": "!", "error": "⚠", "skip": "–"}
+#: The mark a grid cell shows for each label (the label itself is in its tooltip and its detail).
+_MARK = {"PASS": "✓", "FAIL": "✗", "STALE": "✗", "WARN": "!", "XFAIL": "x", "ERROR": "⚠", "SKIP": "–", "N/A": "○"}
 
 
 def _columns(rows: list[list[str]]) -> list[str]:
@@ -283,16 +289,14 @@ def case_grid(checks: list[dict[str, Any]]) -> dict[str, Any]:
     for c in checks:
         check, case = split_id(c["id"])
         c["check"], c["case"] = check, case
-        c["mark"] = _MARK.get(c["style"], c["label"])
+        c["mark"] = _MARK.get(c["label"], c["label"])
+        c["cell"] = "na" if c["label"] == "N/A" else c["style"]
         by_case.setdefault(str(case), {})[check] = c
     columns = _columns([list(results) for results in by_case.values()])
     cases = []
     for position, (name, results) in enumerate(by_case.items()):
         styles = [c["style"] for c in results.values()]
         rank = min((_RANK[s] for s in styles if s in _RANK), default=len(_RANK))
-        counts: dict[str, int] = {}
-        for style in styles:
-            counts[style] = counts.get(style, 0) + 1
         # Within a case, the detail lists its findings first, then the rest in catalogue order.
         detail = sorted(results.values(), key=lambda c: (_RANK.get(c["style"], len(_RANK)), columns.index(c["check"])))
         cases.append(
@@ -301,7 +305,7 @@ def case_grid(checks: list[dict[str, Any]]) -> dict[str, Any]:
                 "anchor": "case-" + anchor(name)[len("check-") :],
                 "cells": [results.get(check) for check in columns],
                 "checks": detail,
-                "counts": counts,
+                "counts": _tally(detail),
                 "open": rank < len(_RANK),
                 "rank": (rank, position),
             }

@@ -4,7 +4,7 @@
 * each faulty client (``tests/clients/faulty.py``) fails exactly the check naming its rule;
 * several episodes of one case at once (a GRPO group) are graded each on its own;
 * a case nobody played is a skip that says so (a failure with ``--strict``);
-* the manifest, the contract-line route and the prefix (redirects stay under it), in process.
+* the manifest, the contract-line route and a port per case, in process.
 """
 
 from __future__ import annotations
@@ -140,8 +140,8 @@ def test_a_case_nobody_played_is_a_skip_that_says_so_and_fails_with_strict(tmp_p
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["check-client", "--hosted", "--cmd", "x"], "give --hosted or --cmd, not both"),
-        (["check-client", "--cmd", "x", "--duration", "5"], "belong to --hosted"),
+        (["check-client", "--hosted", "--client-cmd", "x"], "give --hosted or --client-cmd, not both"),
+        (["check-client", "--client-cmd", "x", "--duration", "5"], "belong to --hosted"),
         (["check-client", "--hosted", "--cases", "nope"], "unknown client case 'nope'"),
     ],
 )
@@ -159,9 +159,9 @@ async def _in_process(cases: list, body) -> Any:  # type: ignore[no-untyped-def]
     lifespan = asyncio.create_task(server({"type": "lifespan"}, inbox.get, outbox.put))
     await inbox.put({"type": "lifespan.startup"})
     assert (await outbox.get())["type"] == "lifespan.startup.complete"
-    server.set_url("http://hosted")
+    server.assign("hosted", [9000 + i for i in range(len(cases) + 1)])  # the manifest's port, then a port per case
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=server), base_url="http://hosted") as http:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=server), base_url="http://hosted:9001") as http:
             return await body(server, http)
     finally:
         await inbox.put({"type": "lifespan.shutdown"})
@@ -169,17 +169,17 @@ async def _in_process(cases: list, body) -> Any:  # type: ignore[no-untyped-def]
         await lifespan
 
 
-def test_each_case_is_served_under_its_prefix_and_redirects_stay_under_it():
+def test_each_case_is_served_on_its_own_port():
     async def body(server: HostedServer, http: httpx.AsyncClient) -> None:
-        listed = (await http.get(CASES_PATH)).json()
-        assert [(e["case"], e["url"]) for e in listed] == [("echo", "http://hosted/echo"), ("two-envs", "http://hosted/two-envs")]
-        assert (await http.get("/echo/echo/tools")).json()["tools"][0]["name"] == "echo"
-        moved = await http.get("/echo/tools")  # no environment: 308 to the default one, under the case
-        assert moved.status_code == 308 and moved.headers["location"] == "/echo/echo/tools"
-        slash = await http.get("/echo/echo/tools/")  # a trailing slash: 307 to the absolute URL, under the case
-        assert slash.status_code == 307 and slash.headers["location"] == "http://hosted/echo/echo/tools"
-        unknown = await http.get("/nope/echo/tools")
-        assert unknown.status_code == 404 and CASES_PATH in unknown.json()["detail"]
+        listed = (await http.get("http://hosted:9000" + CASES_PATH)).json()
+        assert [(e["case"], e["url"]) for e in listed] == [("echo", "http://hosted:9001"), ("two-envs", "http://hosted:9002")]
+        assert (await http.get("http://hosted:9001/echo/tools")).json()["tools"][0]["name"] == "echo"
+        assert (await http.get("http://hosted:9002/list_environments")).json() == ["two-envs-decoy", "two-envs"]
+        moved = await http.get("http://hosted:9001/tools")  # no environment: 308 to the case's default one
+        assert moved.status_code == 308 and moved.headers["location"] == "/echo/tools"
+        assert (await http.get("http://hosted:9000/health")).status_code == 200
+        elsewhere = await http.get("http://hosted:9000/echo/tools")
+        assert elsewhere.status_code == 404 and CASES_PATH in elsewhere.json()["detail"]
 
     asyncio.run(_in_process(["echo", "two-envs"], body))
 
@@ -188,17 +188,17 @@ def test_contract_lines_name_their_session_when_a_case_has_several():
     async def body(server: HostedServer, http: httpx.AsyncClient) -> None:
         sids = []
         for _ in range(2):
-            created = await http.post("/echo/create_session")
+            created = await http.post("/create_session")
             sids.append(created.text.split("data: ")[1].split()[0])
-            await http.post("/echo/create", headers={protocol.SESSION_HEADER: sids[-1]}, json={"env_name": "echo", "split": "train", "index": 0})
+            await http.post("/create", headers={protocol.SESSION_HEADER: sids[-1]}, json={"env_name": "echo", "split": "train", "index": 0})
         line = '{"tool": "echo", "text": "x", "reward": null, "finished": false}'
-        bare = await http.post("/echo/_orsbench/out", content=line)
+        bare = await http.post("/_orsbench/out", content=line)
         assert bare.status_code == 400 and protocol.SESSION_HEADER in bare.json()["detail"]
-        stranger = await http.post("/echo/_orsbench/out", content=line, headers={protocol.SESSION_HEADER: "nobody"})
+        stranger = await http.post("/_orsbench/out", content=line, headers={protocol.SESSION_HEADER: "nobody"})
         assert stranger.status_code == 404
-        named = await http.post("/echo/_orsbench/out", content=line, headers={protocol.SESSION_HEADER: sids[0]})
+        named = await http.post("/_orsbench/out", content=line, headers={protocol.SESSION_HEADER: sids[0]})
         assert named.status_code == 200 and named.json() == {"session": sids[0], "lines": 1}
-        assert (await http.get("/echo/_orsbench/out")).status_code == 405
+        assert (await http.get("/_orsbench/out")).status_code == 405
         report = (await http.get("/_orsbench/report")).json()
         assert {c["id"] for c in report["checks"]} >= {"client.env_name[echo]", "client.out_valid[echo]"}
 
@@ -211,9 +211,9 @@ def test_a_session_the_engines_reaper_takes_ends_there_and_was_never_deleted():
     case = dataclasses.replace(get_case("echo"), knobs=(("ttl", 0.3), ("reaper_interval", 0.05)))
 
     async def body(server: HostedServer, http: httpx.AsyncClient) -> None:
-        created = await http.post("/echo/create_session")
+        created = await http.post("/create_session")
         sid = created.text.split("data: ")[1].split()[0]
-        await http.post("/echo/create", headers={protocol.SESSION_HEADER: sid}, json={"env_name": "echo", "split": "train", "index": 0})
+        await http.post("/create", headers={protocol.SESSION_HEADER: sid}, json={"env_name": "echo", "split": "train", "index": 0})
         await asyncio.sleep(1.5)  # the TTL, the reaper, a sweep
         graded = server.cases["echo"].graded
         assert [g.ended for g in graded] == ["reaped by the server, idle past its 0.3 s TTL"]

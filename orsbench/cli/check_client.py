@@ -1,4 +1,4 @@
-"""``orsbench check-client --cmd CMD``: grade any ORS client, given as a command, case by case.
+"""``orsbench check-client --client-cmd CMD``: grade any ORS client, given as a command, case by case.
 
 ``orsbench check-client --hosted``: serve every case at once and grade whatever client plays them
 (a trainer on Ray or Slurm, a notebook): :mod:`orsbench.clientcheck.hosted`.
@@ -14,18 +14,18 @@ import argparse
 import sys
 import traceback
 
-from orsbench.cli import reporting, subcommand, types
+from orsbench.cli import flags, reporting, subcommand, types
 
 EPILOG = """\
 examples:
   orsbench check-client --list
-  orsbench check-client --cmd "python my_adapter.py"
-  orsbench check-client --cmd "node adapter.js {url} {env}" --cases echo,sparse-reward+stream-drop
-  orsbench check-client --cmd "python -m orsbench.clientcheck.reference" --json client.json --junit junit.xml
-  orsbench check-client --cmd "python my_adapter.py" --html client.html --markdown "$GITHUB_STEP_SUMMARY"
+  orsbench check-client --client-cmd "python my_adapter.py"
+  orsbench check-client --client-cmd "node adapter.js {url} {env}" --cases echo,sparse-reward+stream-drop
+  orsbench check-client --client-cmd "python -m orsbench.clientcheck.reference" --json client.json --junit junit.xml
+  orsbench check-client --client-cmd "python my_adapter.py" --html client.html --markdown "$GITHUB_STEP_SUMMARY" --jobs 4
   orsbench check-client --hosted --port 8123 --json client.json
-      serve every case at http://127.0.0.1:8123/<case> until each was played (or Ctrl-C);
-      GET /_orsbench/cases lists them, GET /_orsbench/report is the report so far
+      serve the i-th case at http://127.0.0.1:(8124+i) until each was played (or Ctrl-C);
+      GET http://127.0.0.1:8123/_orsbench/cases lists them, /_orsbench/report is the report so far
 
 The command runs once per case with ORSBENCH_URL, ORSBENCH_ENV, ORSBENCH_SPLIT, ORSBENCH_INDEX,
 ORSBENCH_SCRIPT, ORSBENCH_OUT and ORSBENCH_SECRETS set ({url} {env} {split} {index} {script} {out}
@@ -33,7 +33,8 @@ in the command are replaced, shell-quoted) and appends one JSON line per call to
 The contract and the checks: docs/clients.md; the rules: docs/protocol.md §12; hosted cases and
 grading a trainer where it runs: docs/clients.md "Grade your trainer in place".
 
-exit codes: 0 pass, 1 a required client check failed, 2 usage error, 3 internal error of orsbench.
+exit codes: 0 pass, 1 a required client check failed, 2 usage error (a command the shell cannot find or
+run, exit 127 or 126, is one), 3 internal error of orsbench.
 """
 
 
@@ -48,16 +49,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--cmd", metavar="COMMAND", help="the client's adapter command (run by /bin/sh once per case)")
-    hosted = parser.add_argument_group("hosted cases (instead of --cmd): serve every case at once, grade whoever plays them")
+    flags.add_client_cmd(parser, help="your client's adapter command, run by /bin/sh once per case (docs/clients.md)")
+    hosted = parser.add_argument_group("hosted cases (instead of --client-cmd): serve every case at once, grade whoever plays them")
     hosted.add_argument(
         "--hosted",
         action="store_true",
-        help="serve every case under its own base URL (http://HOST:PORT/<case>) and grade each client session as it "
-        "ends; GET /_orsbench/cases is the manifest; ends when every case was played, at --duration, or on Ctrl-C",
+        help="serve every case at once, each on its own port (its base URL), and grade each client session as it "
+        "ends; GET /_orsbench/cases on --port is the manifest; ends when every case was played, at --duration, or on Ctrl-C",
     )
     hosted.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; anything else is reachable from outside)")
-    hosted.add_argument("--port", type=types.port, default=0, help="port to bind; 0 picks a free one (default 0)")
+    hosted.add_argument(
+        "--port", type=types.port, default=0,
+        help="the manifest's port; the i-th case gets PORT+1+i (default 0: free ports, listed at the start)",
+    )  # fmt: skip
     hosted.add_argument("--duration", type=types.positive(float), metavar="S", help="end after S seconds even if some case was not played")
     hosted.add_argument("--strict", action="store_true", help="a case nobody played fails the run (default: a skip that says so)")
     hosted.add_argument("--ready-file", help=argparse.SUPPRESS)
@@ -71,9 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="S",
         help="deadline of the command in each case, in seconds (default: the case's own, 20 for most)",
     )
-    parser.add_argument(
-        "--jobs", type=types.positive(int), default=2, metavar="N", help="cases played at once (default 2; each starts a server and your command)"
-    )
+    flags.add_jobs(parser, default=2, what="cases played (each starts a server and your command)")
     reporting.add_report_arguments(parser, junit_help="write JUnit XML here (one testcase per check and case)")
     parser.set_defaults(func=run, _parser=parser)
 
@@ -92,42 +94,41 @@ def run(args: argparse.Namespace) -> int:
     from orsbench.clientcheck import contract, get_case
     from orsbench.registry import UnknownName
 
-    parser: argparse.ArgumentParser = args._parser
     if args.list:
         return _list()
-    if args.hosted and args.cmd:
-        parser.error("--hosted serves the cases for clients you start yourself: give --hosted or --cmd, not both")
-    if not args.hosted and (args.duration is not None or args.port or args.host != "127.0.0.1"):
-        parser.error("--host, --port and --duration belong to --hosted")
+    if args.hosted and args.client_cmd:
+        raise flags.UsageError("--hosted serves the cases to clients you start yourself: give --hosted or --client-cmd, not both")
+    if not args.hosted and (args.duration is not None or args.port or args.host != "127.0.0.1" or args.strict):
+        raise flags.UsageError("--host, --port, --duration and --strict belong to --hosted")
     if args.hosted:
-        if conflict := reporting.stdout_conflict(args):
-            parser.error(conflict)
         try:
             chosen = [get_case(name) for name in dict.fromkeys(args.cases)] if args.cases else None
         except UnknownName as exc:
-            parser.error(f"--cases: {exc}")
+            raise flags.UsageError(f"--cases: {exc}") from None
         return _hosted(args, chosen)
-    if not args.cmd or not args.cmd.strip():
-        parser.error('give the client command: --cmd "python my_adapter.py" (or --hosted to serve the cases, --list to see them)')
-    refused = contract.refused_placeholders(args.cmd)
+    if not args.client_cmd or not args.client_cmd.strip():
+        raise flags.UsageError(
+            'give the client command: --client-cmd "python my_adapter.py" (or --hosted to serve the cases, --list to see them)'
+        )
+    refused = contract.refused_placeholders(args.client_cmd)
     if refused:
         known = " ".join(f"{{{name}}}" for name in contract.PLACEHOLDERS)
-        parser.error(
-            f"--cmd uses {', '.join(refused)}: secrets never go on a command line (ps shows it to every user); "
+        raise flags.UsageError(
+            f"--client-cmd uses {', '.join(refused)}: secrets never go on a command line (ps shows it to every user); "
             f"read $ORSBENCH_SECRETS instead. Placeholders: {known}"
         )
-    if conflict := reporting.stdout_conflict(args):
-        parser.error(conflict)
     try:
         chosen = [get_case(name) for name in dict.fromkeys(args.cases)] if args.cases else None
     except UnknownName as exc:
-        parser.error(f"--cases: {exc}")
+        raise flags.UsageError(f"--cases: {exc}") from None
+    if problem := contract.not_runnable(args.client_cmd):  # exit 127/126 from every case: said once, before any
+        raise flags.UsageError(problem)
     try:
         return _check(args, chosen)
     except KeyboardInterrupt:
         print("orsbench check-client: interrupted", file=sys.stderr)
         return EXIT_INTERNAL
-    except BrokenPipeError:
+    except (BrokenPipeError, flags.UsageError):
         raise
     except Exception:  # noqa: BLE001 - exit 3 is the contract for our own bugs
         print("orsbench check-client: internal error\n" + traceback.format_exc(), file=sys.stderr)
@@ -135,23 +136,29 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace, chosen: list | None) -> int:
-    from orsbench.clientcheck import cases, check_client
+    from orsbench.clientcheck import cases, check_client, contract
     from orsbench.servers import launch
 
     launch.use_zygote()  # one preloaded process forks every case server: ~0.2 s each instead of ~2 s
     selected = chosen if chosen is not None else cases()
     terminal = reporting.terminal_of(args)
-    print(f"orsbench check-client {args.cmd}  ({len(selected)} case(s), {args.jobs} at a time)", file=terminal.out, flush=True)
+    print(f"orsbench check-client {args.client_cmd}  ({len(selected)} case(s), {args.jobs} at a time)", file=terminal.out, flush=True)
+    unrunnable: list[str] = []
 
     def on_case(run, results) -> None:  # type: ignore[no-untyped-def]
         stopped = f", stopped for {run.stopped_for}" if run.stopped_for else ""
         terminal.on_probe(f"{run.case.name} (exit {run.exit_code}{stopped})", run.duration_s, run.requests_total)
+        if problem := contract.did_not_run(args.client_cmd, run.exit_code, run.requests_total, run.stderr):
+            unrunnable.append(problem)
+            return  # not the client's verdict: the command never ran
         if run.server_error:
             print(f"      case server failed: {run.server_error[:300]}", file=terminal.out, flush=True)
         for result in results:
             terminal.on_result(result)
 
-    report = check_client(args.cmd, selected, timeout=args.timeout, jobs=args.jobs, on_case=on_case)
+    report = check_client(args.client_cmd, selected, timeout=args.timeout, jobs=args.jobs, on_case=on_case)
+    if unrunnable:  # the shell could not find or run the command: the command line is wrong, not the client
+        raise flags.UsageError(unrunnable[0])
     terminal.finish(report)
     reporting.write_reports(report, args, title="orsbench check-client")
     return report.exit_code
@@ -173,7 +180,7 @@ def _hosted(args: argparse.Namespace, chosen: list | None) -> int:
 
     def on_graded(case: str, graded) -> None:  # type: ignore[no-untyped-def]
         failing = [r.id for r in graded.results if r.status.value in ("fail", "error")]
-        verdict = f"FAIL {', '.join(failing)}" if failing else f"{len(graded.results)} pass/skip"
+        verdict = f"FAIL {', '.join(failing)}" if failing else f"{len(graded.results)} judged, none failed"
         terminal.on_probe(f"{case}: {graded.label} ({graded.ended}) — {verdict}", graded.duration_s, graded.requests)
 
     try:
@@ -182,14 +189,15 @@ def _hosted(args: argparse.Namespace, chosen: list | None) -> int:
         print("orsbench check-client --hosted: internal error\n" + traceback.format_exc(), file=sys.stderr)
         return EXIT_INTERNAL
     stopped: list[int] = []
+    # uvicorn stops on SIGINT/SIGTERM and raises the signal again once it has: here it is only noted,
+    # so the run ends as any run does, with its report and check-client's exit code.
     previous = {sig: signal.signal(sig, lambda number, frame: stopped.append(number)) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def on_ready(url: str) -> None:
-        server.set_url(url)
-        manifest = [hosted.manifest(server.base_url) for hosted in server.cases.values()]
+        manifest = [hosted.manifest() for hosted in server.cases.values()]
         until = f"until each was played or {args.duration:g} s" if args.duration else "until each was played"
         print(
-            f"orsbench check-client --hosted: {len(manifest)} case(s) at {url}/<case>, {until}; Ctrl-C ends the run\n"
+            f"orsbench check-client --hosted: {len(manifest)} case(s), one port each, {until}; Ctrl-C ends the run\n"
             f"manifest: {url}{CASES_PATH}   report so far: {url}{REPORT_PATH}\n",
             file=terminal.out,
             flush=True,
@@ -200,10 +208,12 @@ def _hosted(args: argparse.Namespace, chosen: list | None) -> int:
             write_ready_file(args.ready_file)(url)
 
     try:
-        serve_forever(server, host=args.host, port=args.port, on_ready=on_ready, until=lambda: server.wait(args.duration))
+        serve_forever(
+            server, host=args.host, port=args.port, more_ports=server.ports(args.port),
+            on_bound=lambda ports: server.assign(args.host, ports), on_ready=on_ready, until=lambda: server.wait(args.duration),
+        )  # fmt: skip
     except BindError as exc:
-        print(f"orsbench check-client: error: {exc} (choose another --port, or 0 for a free one)", file=sys.stderr)
-        return 2
+        raise flags.UsageError(f"{exc} (choose another --port, whose next {len(selected)} ports are free too, or 0)") from None
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

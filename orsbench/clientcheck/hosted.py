@@ -6,14 +6,17 @@ box — so this serves every case in one long-lived process (Autobahn's fuzzing 
 same for WebSocket clients) and grades whatever connects:
 
 * each case is a mock engine of its own (its scenario, faults and knobs, as ``check-client``
-  serves it) under the path ``/<case>``: ``http://HOST:PORT/<case>`` is a base URL any ORS client
-  takes (the prefix is stripped before the engine sees a request, and put back on every redirect);
-* ``GET /_orsbench/cases`` answers the manifest — per case its ``url``, ``env``, ``split``,
+  serves it) on a port of its own, ``http://HOST:PORT+1+i`` for the i-th case: a base URL any ORS
+  client takes. (Not a path prefix: the openreward SDK — and so TRL and platoon — joins its absolute
+  paths to an aiohttp ``base_url``, which keeps the origin only: ``/<case>/create_session`` would lose
+  ``/<case>``.) All ports are one server, one process, one event loop: a request's case is the local
+  port it came in on (``scope["server"]``);
+* ``GET /_orsbench/cases`` (on the first port, and on every case's) answers the manifest — per case its ``url``, ``env``, ``split``,
   ``index``, ``script`` (``{"calls": [...]}``, the adapter contract's), ``secrets`` and ``deadline_s``;
 * each client session on a case is filed on its own (:mod:`.attribution`: several clients at once,
   a GRPO group's episodes of one case) and graded when it ends — deleted, reaped by the engine, or
   past the case's deadline — by every client check that needs nothing but traffic; a client that
-  also ``POST``\\ s its contract lines to ``<case url>/_orsbench/out`` (``X-Session-ID`` naming its
+  also posts its contract lines to ``<case url>/_orsbench/out`` (``X-Session-ID`` naming its
   session) gets the checks of what it reported too;
 * ``GET /_orsbench/report`` answers the report so far; the run is over when every case has been
   played (and nothing arrived for :data:`DONE_GRACE_S`), and :meth:`HostedServer.report` gives the
@@ -32,7 +35,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 
@@ -49,12 +51,13 @@ from orsbench.clientcheck.runner import CaseRun, script_json
 from orsbench.clientcheck.traffic import from_entry
 from orsbench.config import ServerConfig, effective_config
 from orsbench.scenarios import get_scenario
+from orsbench.servers.app import url_of
 from orsbench.servers.engine import finished_error
 from orsbench.servers.http import Message, Receive, Scope, Send, read_body, send_json
 from orsbench.servers.implementations import mock_engine
 from orsbench.servers.request_log import Entry, RequestLog
 
-#: The server's own routes (a case's out route is ``/<case>`` + :data:`OUT_PATH`).
+#: The server's own routes (the out route on a case's port).
 CASES_PATH, REPORT_PATH, OUT_PATH = "/_orsbench/cases", "/_orsbench/report", "/_orsbench/out"
 #: Seconds between sweeps (deadlines, reaped sessions, idle connections, the end of the run).
 SWEEP_S = 0.25
@@ -100,7 +103,8 @@ class HostedCase:
         config = effective_config(scenario, config, explicit)  # as `orsbench serve` applies it to a case's config
         self.engine, app = mock_engine([scenario], config)
         self.env = scenario.name
-        self.prefix = "/" + case.name
+        #: Its port and base URL, once the server is bound (:meth:`HostedServer.assign`).
+        self.port: int | None = None
         self.url = ""
         self.engine.hooks.after_tool.append(self._ran)
         self.engine.hooks.may_reap.append(self._reaping)
@@ -253,18 +257,19 @@ class HostedCase:
             title=check.title,
             status=Status.SKIP,
             severity=check.severity,
-            message=f"not judged: nobody played this case (no session at {self.url or self.prefix})",
+            message=f"not judged: nobody played this case (no session at {self.url})",
             measured={"sessions": 0},
             evidence=[],
             remediation=check.remediation,
             spec=f"docs/protocol.md {check.spec}",
         )
 
-    def manifest(self, base: str) -> dict[str, Any]:
+    def manifest(self, host: str | None = None) -> dict[str, Any]:
+        """This case's entry of the manifest; ``host``: the name the client reached the server by."""
         case = self.case
         return {
             "case": case.name,
-            "url": base + quote(self.prefix, safe="/+"),
+            "url": url_of(host, self.port) if host and self.port is not None else self.url,
             "env": self.env,
             "split": case.split,
             "index": case.index,
@@ -277,13 +282,14 @@ class HostedCase:
 
 
 class HostedServer:
-    """The ASGI app of ``check-client --hosted``: routes each case's prefix to its engine; manifest, lines, report."""
+    """The ASGI app of ``check-client --hosted``: each case's port to its engine; the manifest, the lines, the report."""
 
     def __init__(self, cases: list[Case], *, on_graded: Graded | None = None, strict: bool = False) -> None:
         """``strict``: a case nobody played fails the run (its skips count as required checks not run)."""
         if not cases:
             raise ValueError("no case to host")
         self.cases = {case.name: HostedCase(case, on_graded) for case in cases}
+        self._by_port: dict[int, HostedCase] = {}
         self.base_url = ""
         self.started_at = datetime.now(UTC).isoformat(timespec="seconds")
         self._began = time.monotonic()
@@ -293,11 +299,16 @@ class HostedServer:
         self.closed = False
         self.options = Options(strict=strict)
 
-    def set_url(self, url: str) -> None:
-        """The URL the server listens on (the manifest answers with the Host a client used, where it sends one)."""
-        self.base_url = url.rstrip("/")
-        for hosted in self.cases.values():
-            hosted.url = self.base_url + quote(hosted.prefix, safe="/+")
+    def ports(self, first: int) -> list[int]:
+        """The ports to bind after ``first`` (the manifest's): one per case, ``first + 1 + i``; all free ones for 0."""
+        return [first + 1 + i if first else 0 for i in range(len(self.cases))]
+
+    def assign(self, host: str, ports: list[int]) -> None:
+        """The ports bound: the first serves the manifest and the report, the next ones each case in order."""
+        self.base_url = url_of(host, ports[0])
+        for hosted, port in zip(self.cases.values(), ports[1:], strict=True):
+            hosted.port, hosted.url = port, url_of(host, port)
+            self._by_port[port] = hosted
 
     # -- ASGI ---------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -307,22 +318,22 @@ class HostedServer:
         if scope["type"] != "http":
             return
         path, method = scope["path"], scope["method"]
-        if path == protocol.HEALTH:
-            await send_json(send, 200, {"status": "ok"})
-        elif path == CASES_PATH and method == "GET":
-            base = _origin(scope) or self.base_url
-            await send_json(send, 200, [hosted.manifest(base) for hosted in self.cases.values()])
+        server = scope.get("server")
+        hosted = self._by_port.get(server[1]) if server else None
+        if path == CASES_PATH and method == "GET":
+            host = _host(scope)
+            await send_json(send, 200, [case.manifest(host) for case in self.cases.values()])
         elif path == REPORT_PATH and method == "GET":
             await _send_raw(send, 200, orjson.dumps(self.report(final=False).to_json(), default=str))
-        else:
-            first, _, rest = path[1:].partition("/")
-            hosted = self.cases.get(first)
-            if hosted is None:
-                await send_json(send, 404, {"detail": f"no case {first!r} here; GET {CASES_PATH} lists the cases and their URLs"})
-            elif "/" + rest == OUT_PATH:
+        elif hosted is not None:
+            if path == OUT_PATH:
                 await self._out(hosted, scope, receive, send)
             else:
-                await hosted.app(_strip(scope, first, rest), receive, _relocating(send, scope, hosted.prefix))
+                await hosted.app(scope, receive, send)
+        elif path == protocol.HEALTH:
+            await send_json(send, 200, {"status": "ok"})
+        else:
+            await send_json(send, 404, {"detail": f"this port serves the manifest: GET {CASES_PATH} lists the cases and their URLs"})
 
     async def _out(self, hosted: HostedCase, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
@@ -428,42 +439,14 @@ class HostedServer:
         }
 
 
-def _strip(scope: Scope, case: str, rest: str) -> Scope:
-    """The scope a case's engine sees: the path without ``/<case>``, the prefix moved to ``root_path``."""
-    child = dict(scope)
-    child["path"] = "/" + rest
-    raw = scope.get("raw_path")
-    if raw:
-        parts = raw.split(b"/", 2)
-        child["raw_path"] = b"/" + (parts[2] if len(parts) > 2 else b"")
-    child["root_path"] = scope.get("root_path", "") + "/" + case
-    return child
-
-
-def _relocating(send: Send, scope: Scope, prefix: str) -> Send:
-    """``send`` with every ``Location`` the engine answers put back under the case's prefix."""
-    origin = (_origin(scope) or "").encode("latin-1")
-    encoded = quote(prefix, safe="/+").encode("latin-1")
-
-    async def relocating(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = []
-            for key, value in message.get("headers", ()):
-                if key.lower() == b"location":
-                    if value.startswith(b"/"):
-                        value = encoded + value
-                    elif origin and value.startswith(origin + b"/"):
-                        value = origin + encoded + value[len(origin) :]
-                headers.append((key, value))
-            message = {**message, "headers": headers}
-        await send(message)
-
-    return relocating
-
-
-def _origin(scope: Scope) -> str | None:
-    host = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"host"), None)
-    return f"{scope.get('scheme', 'http')}://{host}" if host else None
+def _host(scope: Scope) -> str | None:
+    """The host name a client reached the server by (its ``Host`` header less the port), if it sent one."""
+    value = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"host"), None)
+    if not value:
+        return None
+    if value.startswith("["):  # [::1]:8123
+        return value[1 : value.index("]")] if "]" in value else None
+    return value.rsplit(":", 1)[0]
 
 
 async def _send_raw(send: Send, status: int, body: bytes) -> None:

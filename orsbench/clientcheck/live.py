@@ -19,45 +19,24 @@ from collections.abc import Iterable
 
 from orsbench.checks.model import CheckResult, Status
 from orsbench.clientcheck.attribution import Episode
-from orsbench.clientcheck.checks import ClientCheck, Context
+from orsbench.clientcheck.checks import ClientCheck, Context, Role, checks
 from orsbench.clientcheck.runner import CaseRun
 from orsbench.clientcheck.suite import judge
 
 #: Failing (and warning) sessions kept per check as examples; the rest are counted.
 EXAMPLES = 3
 #: The order verdicts take over many sessions: the worst one seen is the check's status.
-_WORST = (Status.ERROR, Status.FAIL, Status.WARN, Status.PASS, Status.SKIP)
-
-
-# TODO(hosted): select by the client check's role once clientmodel lands it (#27 item 1); until then the
-# checks that read more than traffic are the process's and the adapter's report's.
-_NOT_TRAFFIC = frozenset(
-    {
-        "client.exits_in_time",
-        "client.exit_status",
-        "client.out_valid",
-        "client.text_verbatim",
-        "client.reward_as_sent",
-        "client.failure_as_error",
-        "client.episode_completed",
-        "client.reward_convention",
-    }
-)
+_WORST = (Status.ERROR, Status.FAIL, Status.WARN, Status.PASS, Status.SKIP, Status.NOT_APPLICABLE)
 
 
 def traffic_checks() -> list[ClientCheck]:
     """The client checks that need nothing from the client but its traffic (what a live grader runs)."""
-    from orsbench.clientcheck.checks import checks
-
-    return [c for c in checks() if c.id not in _NOT_TRAFFIC]
+    return [c for c in checks() if c.role is Role.TRAFFIC]
 
 
 def report_checks() -> list[ClientCheck]:
     """The client checks that read what the client reported (its contract lines), when it sent them."""
-    from orsbench.clientcheck.checks import checks
-
-    process = {"client.exits_in_time", "client.exit_status"}
-    return [c for c in checks() if c.id in _NOT_TRAFFIC and c.id not in process]
+    return [c for c in checks() if c.role is Role.REPORT]
 
 
 def label(episode: Episode) -> str:

@@ -117,6 +117,8 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["reset-leaks-session"]]
     if profile is None and _split_spaces(s):
         found.append(D.DEFECTS["ors-chunk-lstrip" if client == "ors" else "chunk-lstrip"])
+    if profile is None and _several_envs(cell.scenario) and client == "platoon":
+        return [D.DEFECTS["platoon-non-default-env-refused"]]  # refused before any session: nothing else shows
     if profile is None and _several_envs(cell.scenario) and client != "inspect":
         # The script names a non-default environment; the client's session lands in the default one (§13.6).
         found.append(D.DEFECTS["ors-create-without-env-name" if client == "ors" else "env-name-not-sent"])
@@ -150,7 +152,9 @@ def rule_defects(cell: Cell) -> dict[str, D.Defect]:
     found: dict[str, D.Defect] = {}
     client, profile = cell.client, cell.profile
     creates = profile != "credits-402"  # refused at /create_session: no /create to judge
-    if client in ("openreward", "trl") and creates:
+    if client == "platoon" and profile is None and _several_envs(cell.scenario):
+        creates = False  # refused before /create (platoon-non-default-env-refused)
+    if client in ("openreward", "trl", "platoon") and creates:
         found["client.env_name"] = D.DEFECTS["env-name-not-sent"]
     if client == "ors" and creates:
         found["client.env_name"] = D.DEFECTS["ors-create-without-env-name"]
@@ -187,6 +191,7 @@ DEFECT_VERDICT: dict[str, str] = {
     "inspect-5xx-fails-eval": "fails clearly",
     "firehorse-5xx-fails-trial": "fails clearly",
     "firehorse-get-task-env-name": "fails clearly",
+    "platoon-non-default-env-refused": "fails clearly",
     "keyword-crash": "fails clearly",
     "chunk-lstrip": "fails silently",
     "ors-chunk-lstrip": "fails silently",

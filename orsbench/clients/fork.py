@@ -10,6 +10,7 @@ What the child plays and how the outcome is judged stay with each caller.
 from __future__ import annotations
 
 import multiprocessing
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,11 +30,10 @@ def forget_parent_ping_thread() -> None:
     If the parent already pinged, the child's copy looks running while nothing drives it, and no
     ping would ever leave the child. Re-initialise it (in the child) so the child starts its own.
     """
-    try:
-        from openreward.api._session import ping
-    except ImportError:
+    session = sys.modules.get("openreward.api._session")
+    if session is None:  # never imported here: no state to forget (and importing it would cost the child seconds)
         return
-    ping.ping_thread.__init__()
+    session.ping.ping_thread.__init__()
 
 
 def stat_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

@@ -37,11 +37,10 @@ from orsbench.checks.explore import play_one
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import expand, refused_placeholders
 from orsbench.clientcheck.runner import case_environment, execute
+from orsbench.clients.consumers import Consumer, Prediction
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.wire.client import WireClient
 
-#: The client targets that train (their episodes feed a trainer, so they need a reward); the others evaluate.
-TRAINERS = frozenset({"trl"})
 #: Seconds an adapter command may take to start, beyond ``--timeout`` (a built-in target says its own).
 COMMAND_STARTUP_S = 10.0
 #: Probes the player needs first: the tools listing and environment, then the splits and the task to play.
@@ -67,13 +66,15 @@ class _Player:
     command: str | None = None
     #: Why it cannot play (not installed), else None.
     missing: str | None = None
+    #: What its user makes of an episode (a built-in target's profile; None for a command).
+    consumer: Consumer | None = None
 
     @classmethod
     def of_target(cls, name: str) -> _Player:
         target = CLIENT_TARGETS[name]
-        missing = None if target.installed else f'pip install "orsbench[{target.extra}]"'
+        missing = None if target.installed else target.install_hint
         run = f"{shlex.quote(sys.executable)} -m orsbench.clients.adapter {shlex.quote(name)}"
-        return cls(name, target.version, run, target.startup_s, missing=missing)
+        return cls(name, target.version, run, target.startup_s, missing=missing, consumer=target.consumer)
 
     @classmethod
     def of_command(cls, number: int, command: str) -> _Player:
@@ -114,15 +115,17 @@ def _player_episode(url: str, options: Options) -> tuple[Evidence, Episode, list
             client.close()
 
 
-def _script(episode: Episode) -> tuple[list[dict[str, Any]], list[str]]:
-    """The calls (and what each answered) the clients replay: those that answered, in the player's order."""
-    calls, answers = [], []
-    for (tool, value), answer in zip(episode.calls, episode.answers):
+def _script(episode: Episode) -> tuple[list[dict[str, Any]], list[str], list[Any]]:
+    """The calls the clients replay (those that answered, in the player's order), what each answered, its reward as sent."""
+    calls, answers, rewards = [], [], []
+    sent = episode.sent_rewards + [None] * (len(episode.answers) - len(episode.sent_rewards))
+    for (tool, value), answer, reward in zip(episode.calls, episode.answers, sent):
         if answer in _FAILED_ANSWERS or answer.startswith("ok:false"):
             continue  # a call the server refused or failed on: no client is judged by it
         calls.append({"tool": tool, "input": value})
         answers.append(answer)
-    return calls, answers
+        rewards.append(reward)
+    return calls, answers, rewards
 
 
 def _first_line(text: str) -> str:
@@ -141,11 +144,27 @@ def _client_error(run: Any) -> str | None:
     return None
 
 
-def judge(client: str, run: Any, answers: list[str], reward: float | None, timeout: float) -> tuple[str, str]:
-    """``("trains" | "evaluates" | "fails", why)`` for one client's run of the player's script."""
+def expected_trains(client: str) -> bool:
+    """Whether a built-in target's episodes feed a trainer (its consumer profile says so), so they need a reward."""
+    return client in CLIENT_TARGETS and CLIENT_TARGETS[client].consumer.trains
+
+
+def judge(
+    client: str, run: Any, answers: list[str], reward: float | None, timeout: float, expected: Prediction | None = None
+) -> tuple[str, str]:
+    """``("trains" | "evaluates" | "fails", why)`` for one client's run of the player's script.
+
+    ``expected``: what the client's consumer profile predicts of the episode. A client that refuses an episode
+    its profile says it refuses fails *because of that* (the row says the profile predicted it); one that reports
+    an ``episode_reward`` is held to the predicted one.
+    """
     if run.stopped_for is not None:
         return "fails", f"orsbench stopped it ({run.stopped_for}, {timeout:g} s)"
     error = _client_error(run)
+    if expected is not None and expected.refused:
+        if error:
+            return "fails", f"{error} (its consumer profile predicts it: {expected.refused})"
+        return "fails", f"its consumer profile says it refuses this episode ({expected.refused}), yet it reported no error"
     if error:
         return "fails", error
     shown = [line for line in run.out.lines if line.is_call]
@@ -158,7 +177,9 @@ def judge(client: str, run: Any, answers: list[str], reward: float | None, timeo
     got = rewards[-1] if rewards else None
     if got != reward:
         return "fails", f"its episode reward is {got!r}, the server gave {reward!r}"
-    if client in TRAINERS:
+    if expected is not None and run.out.episode_reward is not None and run.out.episode_reward != expected.reward:
+        return "fails", f"it trains on {run.out.episode_reward!r}, its consumer profile predicts {expected.reward!r}"
+    if expected_trains(client):
         return ("trains", f"reward {reward!r}") if reward is not None else ("fails", "the episode gave no reward to train on")
     return "evaluates", f"reward {reward!r}" if reward is not None else "no reward (a valid, unrewarded episode)"
 
@@ -189,7 +210,7 @@ def play_on_url(
     options = Options(env=env, secrets=secrets, timeout=min(timeout, 30.0))
     say(f"playing {url} with the checker's player")
     evidence, episode, tools = _player_episode(url, options)
-    calls, answers = _script(episode)
+    calls, answers, sent_rewards = _script(episode)
     reward = episode.reward if episode.finished else (episode.rewards[-1] if episode.rewards else None)
     predictions = binding.predict(tools)
     result: dict[str, Any] = {
@@ -205,6 +226,9 @@ def play_on_url(
     players += [_Player.of_command(n, command) for n, command in enumerate(commands or (), start=1)]
     for player in players:
         row: dict[str, Any] = {"client": player.name, "version": player.version, "predicted": predictions.get(player.name, [])}
+        expected = player.consumer.predict(sent_rewards, episode.finished) if player.consumer is not None else None
+        if expected is not None:
+            row["consumer"] = expected.describe()
         if player.command is not None:
             row["command"] = player.command
         result["rows"].append(row)
@@ -222,7 +246,7 @@ def play_on_url(
             run = execute(expand(player.run, variables), variables, out_path, deadline)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        verdict, why = judge(player.name, run, answers, reward, deadline)
+        verdict, why = judge(player.name, run, answers, reward, deadline, expected)
         row.update(verdict=verdict, why=why, seconds=round(run.duration_s, 1))
     return result
 
@@ -232,6 +256,7 @@ def line_of(row: Mapping[str, Any]) -> str:
     verdict = row["verdict"] if row["verdict"] != "fails" else "fails — because"
     text = f"{row['client']:<11} {verdict} {'' if verdict.endswith('because') else '— '}{row['why']}"
     text += f"\n{'':<11}   command: {row['command']}" if row.get("command") else ""
+    text += f"\n{'':<11}   its consumer: {row['consumer']}" if row.get("consumer") else ""
     return text + (f"\n{'':<11}   predicted: " + "; ".join(row["predicted"]) if row["predicted"] else "")
 
 
@@ -242,7 +267,7 @@ def markdown(result: Mapping[str, Any]) -> str:
         f"# Which clients can use {result['env']} at {result['url']}\n\n"
         f"The checker's player: {ep['calls']} call(s) on {result['split']}[{result['index']}], "
         f"{'finished' if ep['finished'] else 'not finished'}, reward {ep['reward']!r}.\n\n"
-        "| client | version | verdict | because | predicted binding problems |\n|---|---|---|---|---|\n"
+        "| client | version | verdict | because | its consumer (profile) | predicted binding problems |\n|---|---|---|---|---|---|\n"
     )
     cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
 
@@ -250,7 +275,8 @@ def markdown(result: Mapping[str, Any]) -> str:
         return f"{row['client']}: `{cell(row['command'])}`" if row.get("command") else str(row["client"])
 
     rows = [
-        f"| {client(r)} | {r['version']} | {r['verdict']} | {cell(r['why'])} | {cell('; '.join(r['predicted']) or '—')} |"
+        f"| {client(r)} | {r['version']} | {r['verdict']} | {cell(r['why'])} | {cell(r.get('consumer') or '—')} "
+        f"| {cell('; '.join(r['predicted']) or '—')} |"
         for r in result["rows"]
     ]
     return head + "\n".join(rows) + "\n"

@@ -15,7 +15,6 @@ JSON contract::
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable
 from multiprocessing.connection import wait
@@ -165,8 +164,7 @@ def preload(clients: list[str] | None = None) -> None:
     for name in clients or CLIENT_TARGETS.names():
         target = CLIENT_TARGETS.get(name)
         if target.installed:
-            for module in target.modules:
-                importlib.import_module(module)
+            target.preload()
 
 
 def summary(result: JSON) -> dict[str, dict[str, int]]:

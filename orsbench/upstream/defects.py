@@ -67,14 +67,16 @@ ORS = "ors-sdk 0.1.0 client"
 INSPECT = "inspect-openreward 0.3.0"
 ORS_SERVER = "ors-sdk 0.1.0 server"
 FIREHORSE = "firehorse-cli 0.1.4"
+PLATOON = "platoon 0.4.0"
 
 #: Which client targets run each upstream's code: TRL and inspect-openreward drive the openreward client.
 UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
     TRL: ("trl",),
-    SDK: ("openreward", "trl", "inspect", "firehorse"),
+    SDK: ("openreward", "trl", "inspect", "firehorse", "platoon"),
     ORS: ("ors",),
     INSPECT: ("inspect",),
     FIREHORSE: ("firehorse",),
+    PLATOON: ("platoon",),
     ORS_SERVER: (),  # a server defect: every client on that server meets it
 }
 
@@ -344,6 +346,15 @@ DEFECTS: dict[str, Defect] = {
             FIREHORSE,
             "the MCP bridge appends [OR_REWARD:{\"r\": reward, \"f\": finished}] to every tool result, and '[EPISODE COMPLETE] ... Final reward: R. Stop making tool calls.' to the finishing one: the model reads each call's reward, text the environment never sent",
             "P7",
+        ),
+        Defect(
+            "platoon-non-default-env-refused",
+            PLATOON,
+            "an ors+http://HOST/Env service opens its sessions through the openreward client without a variant, which "
+            "sends no env_name (see env-name-not-sent); on a server that serves several environments, Env one of them "
+            "but not the first, check_server_environment refuses the session (EnvSetupError env_config: 'select it with "
+            "?variant=Env') instead of naming Env on /create, so the rollout never starts",
+            "P12",
         ),
         Defect(
             "firehorse-get-task-env-name",

@@ -92,8 +92,11 @@ class Consumer:
         ``finished``: the last call said ``finished: true``. A reward that is not a finite number (a boolean, NaN)
         is refused by every consumer that checks; one that does not check takes it as sent.
         """
-        if self.every_call_rewarded and (bad := next((r for r in rewards if not _number(r)), _NONE)) is not _NONE:
-            return Prediction(refused=f"a call's reward is {bad!r}: it needs a number on every call")
+        if self.every_call_rewarded:
+            if (bad := next((r for r in rewards if not _number(r)), _NONE)) is not _NONE:
+                return Prediction(refused=f"a call's reward is {bad!r}: it needs a number on every call")
+            if self.reward_range and (out := next((r for r in rewards if not self._in_range(r)), _NONE)) is not _NONE:
+                return Prediction(refused=f"reward {out!r} is outside [{self.reward_range[0]:g}, {self.reward_range[1]:g}]")
         if self.reward == "finishing":
             if not finished:
                 return self._empty(self.unfinished, "the episode never finished")
@@ -105,13 +108,14 @@ class Consumer:
             picked = next((r for r in reversed(rewards) if r is not None), None)
         if picked is None:
             return self._empty(self.no_reward, "no reward")
-        if self.reward_range is not None:
-            low, high = self.reward_range
-            if not _number(picked) or not low <= picked <= high:
-                return Prediction(refused=f"reward {picked!r} is outside [{low:g}, {high:g}]")
+        if self.reward_range is not None and not self._in_range(picked):
+            return Prediction(refused=f"reward {picked!r} is outside [{self.reward_range[0]:g}, {self.reward_range[1]:g}]")
         if self.reward == "finishing" and self.no_reward == "refuses" and not _number(picked):
             return Prediction(refused=f"the finishing reward {picked!r} is not a finite number")
         return Prediction(reward=picked)
+
+    def _in_range(self, value: Any) -> bool:
+        return self.reward_range is None or (_number(value) and self.reward_range[0] <= value <= self.reward_range[1])
 
     @staticmethod
     def _empty(rule: NoReward, why: str) -> Prediction:

@@ -17,7 +17,7 @@ def test_readme_lists_every_deliberate_difference_exactly():
 def test_readme_quick_start_is_two_commands():
     quick = README.split("## Quick start")[1].split("```bash")[1].split("```")[0]
     assert [line for line in quick.strip().splitlines()] == [
-        'pip install torch==2.13.0 && pip install -e ".[all]" && orsbench check --serve echo',
+        'pip install torch==2.13.0 && pip install -e ".[all]" && orsbench check --scenario echo',
         "pytest -n auto",
     ]
 

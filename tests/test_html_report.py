@@ -112,7 +112,7 @@ def test_check_writes_html_and_markdown(ors_server_factory, tmp_path):
 
 def test_a_bad_report_path_is_a_usage_error():
     done = subprocess.run(
-        [sys.executable, "-m", "orsbench", "check", "--serve", "echo", "--html", "/no/such/folder/r.html"], capture_output=True, text=True
+        [sys.executable, "-m", "orsbench", "check", "--scenario", "echo", "--html", "/no/such/folder/r.html"], capture_output=True, text=True
     )
     assert done.returncode == 2 and "no folder" in done.stderr
 

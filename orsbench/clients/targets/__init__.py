@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from orsbench.clients.interpreters import Command
     from orsbench.clients.transcript import AdapterEpisode
 
-__all__ = ["CLIENT_TARGETS", "MODULES", "ClientTarget", "register"]
+__all__ = ["CLIENT_TARGETS", "ELSEWHERE", "MODULES", "ClientTarget", "register"]
 
 #: The modules that register client targets, in listing order (a new target: one module, one line here).
 MODULES = (
@@ -117,3 +117,29 @@ class ClientTarget:
 
 CLIENT_TARGETS: Registry[ClientTarget] = Registry("client target", modules=MODULES)
 register = CLIENT_TARGETS.register
+
+
+#: Trainers and harnesses said to consume ORS whose ORS code is not a package orsbench can install, and why
+#: (docs/compatibility.md lists them): looked up on the package index (``pip download --no-deps``) and read.
+ELSEWHERE: tuple[tuple[str, str], ...] = (
+    (
+        "SkyRL",
+        "its PyPI packages (skyrl 0.4.0, skyrl-train 0.3.1, skyrl-gym 0.4.0) hold no ORS client; its ORS integration "
+        "lives only in its repository's examples, which no package installs",
+    ),
+    (
+        "ROLL",
+        "not on the package index under its name (`roll` on PyPI is another project, a web framework)",
+    ),
+    (
+        "marin",
+        "its PyPI packages (marin-core, marin-rolloutengine, marin-rigging, marin-taskcompendium) hold no ORS or "
+        "openreward code",
+    ),
+    (
+        "benchflow",
+        "benchflow 0.7.11 (PyPI, Python >= 3.12) ships no ORS session client: benchflow/adapters/ors.py converts ORS "
+        "tool outputs into its reward records and rejects every reward that is null, non-finite or outside [0, 1], "
+        "and its ors-episode verifier takes the terminal record's reward",
+    ),
+)

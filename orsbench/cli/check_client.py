@@ -113,8 +113,12 @@ def _check(args: argparse.Namespace, chosen: list | None) -> int:
     print(f"orsbench check-client {args.cmd}  ({len(selected)} case(s), {args.jobs} at a time)", file=terminal.out, flush=True)
 
     def on_case(run, results) -> None:  # type: ignore[no-untyped-def]
+        from orsbench.clientcheck.judgement import judge
+
         stopped = f", stopped for {run.stopped_for}" if run.stopped_for else ""
-        terminal.on_probe(f"{run.case.name} (exit {run.exit_code}{stopped})", run.duration_s, run.requests_total)
+        # The case's verdict in the words of the matrix and `orsbench clients` (one judgement, clientcheck.judgement).
+        verdict = "" if run.server_error else f": {judge(run, results).words}"
+        terminal.on_probe(f"{run.case.name}{verdict} (exit {run.exit_code}{stopped})", run.duration_s, run.requests_total)
         if run.server_error:
             print(f"      case server failed: {run.server_error[:300]}", file=terminal.out, flush=True)
         for result in results:

@@ -1,4 +1,4 @@
-"""``orsbench matrix``: which ORS client survives which server, scenario and fault profile."""
+"""``orsbench matrix``: which ORS client works with which server, scenario and fault profile."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Play a scripted episode with each installed ORS client target (openreward SDK, ors-sdk, TRL "
         "OpenRewardSpec, inspect-openreward, firehorse-cli's MCP bridge) on each server implementation and scenario, "
         "and on the mock under each fault profile, through the client's built-in adapter; each episode is graded by "
-        "the client checks of `orsbench check-client`. Each cell: survives / fails clearly / fails silently / hangs, "
+        "the client checks of `orsbench check-client`. Each cell: works / fails clearly / fails silently / hangs, "
         "with the pinned upstream defects. "
         "Servers bind 127.0.0.1; every episode runs in a child killed at its deadline.",
         epilog="examples:\n  orsbench matrix --clients trl,inspect --servers mock --profiles none,flaky-5xx --markdown m.md\n"
@@ -136,13 +136,13 @@ def _run_url(args: argparse.Namespace) -> int:
     except live.LiveUsageError as exc:
         return usage(str(exc))
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        args.json.write_text(json.dumps(result.to_json(), indent=2) + "\n")
     if args.markdown:
         args.markdown.write_text(live.markdown(result))
     if args.html:
         from orsbench.reports import render_live, write_html
 
-        write_html(render_live(result, secrets=types.secrets_of(args).values()), args.html)
-    for row in result["rows"]:
+        write_html(render_live(result.to_json(), secrets=types.secrets_of(args).values()), args.html)
+    for row in result.rows:
         print(live.line_of(row))
     return 0

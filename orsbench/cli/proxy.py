@@ -58,6 +58,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"keep at most N unnamed and played-call exchanges as evidence; later ones are judged on arrival and "
         f"folded into counts, so memory stays bounded and verdicts stay the same; 0 keeps everything (default {DEFAULT_EVIDENCE_LIMIT:,})",
     )
+    parser.add_argument(
+        "--request-log",
+        action="store_true",
+        help="also keep every request and its answer at /_orsbench/requests, as a case server does for the client checks "
+        "(bounded; secrets recorded by name only)",
+    )
     types.add_secret_arguments(parser)
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
@@ -105,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         proxy = ProxyApp(args.upstream, observers=observers, routes={REPORT_PATH: live_report}, on_shutdown=[write_outputs], secrets=secrets)
         app = wrap_faults(proxy, tuple(args.faults), args.seed, ping_interval=args.ping_interval)
+        if args.request_log:  # outermost: it records what the faults answered, as on a case server
+            from orsbench.servers.request_log import RequestLog
+
+            app = RequestLog(app)
     except ValueError as exc:
         print(f"orsbench proxy: {exc}", file=sys.stderr)
         return 2

@@ -191,6 +191,8 @@ class RunningCase:
     ``server`` is where it plays: a case server, a shared matrix server, or a proxy to the user's server; it
     must keep a request log (``ServerConfig(request_log=True)``), which is graded from the entries this
     episode added. ``deadline`` defaults to the case's own; the launch's ``startup_s`` is added to it.
+    ``extra_env`` adds variables to the client's environment; ``overrides`` replaces contract ones (the
+    user's API key for the SDK's ``OPENREWARD_API_KEY`` on the user's server).
     """
 
     def __init__(
@@ -203,6 +205,7 @@ class RunningCase:
         env: str | None = None,
         deadline: float | None = None,
         extra_env: Mapping[str, str] | None = None,
+        overrides: Mapping[str, str] | None = None,
     ) -> None:
         self.case, self.server = case, server
         self.script = script if script is not None else case.script
@@ -225,7 +228,8 @@ class RunningCase:
         self.stopped_for: str | None = None
         self._next_look = 0.0
         self.started = time.monotonic()
-        self.process: ClientProcess = launch.start({**(extra_env or {}), **variables}, self.stdout_path, self.stderr_path, self.workdir)
+        environ = {**(extra_env or {}), **variables, **(overrides or {})}
+        self.process: ClientProcess = launch.start(environ, self.stdout_path, self.stderr_path, self.workdir)
 
     @property
     def ends_by(self) -> float:

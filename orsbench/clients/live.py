@@ -36,7 +36,7 @@ from orsbench.checks.evidence import Episode, Evidence, Options, json_of
 from orsbench.checks.explore import play_one
 from orsbench.clientcheck import grade
 from orsbench.clientcheck.cases import Case
-from orsbench.clientcheck.contract import refused_placeholders
+from orsbench.clientcheck.contract import did_not_run, refused_placeholders
 from orsbench.clientcheck.episodes import Script, Step
 from orsbench.clientcheck.judgement import judge
 from orsbench.clientcheck.process import Command, Launch
@@ -94,7 +94,7 @@ class Row:
     why: str
     #: For a client that trains (``ClientTarget.trains``): whether this episode gives it a reward to train on.
     trains: bool | None = None
-    #: The user's adapter command, for a ``--cmd`` row.
+    #: The user's adapter command, for a ``--client-cmd`` row.
     command: str | None = None
     #: What the binding rules predict from ``/tools`` for this client.
     predicted: list[str] = field(default_factory=list)
@@ -105,6 +105,8 @@ class Row:
     #: Rules broken without changing the episode (check ids), each with the pinned defect that breaks it, if any.
     rules: dict[str, str | None] = field(default_factory=dict)
     seconds: float | None = None
+    #: A ``--client-cmd`` the shell could not run (exit 126/127 before any request): a usage error, not a verdict.
+    did_not_run: str | None = None
 
     @property
     def words(self) -> str:
@@ -140,7 +142,7 @@ class _Player:
     version: str
     launch: Launch | None
     trainer: bool = False
-    #: The user's command as given (a ``--cmd`` row), else None.
+    #: The user's command as given (a ``--client-cmd`` row), else None.
     command: str | None = None
     #: Why it cannot play (not installed), else None.
     missing: str | None = None
@@ -229,14 +231,25 @@ def _reward_text(reward: Any) -> str:
     return f"reward {reward!r}" if reward is not None else "no reward (a valid, unrewarded episode)"
 
 
-def _row(player: _Player, proxy: RunningServer, case: Case, script: Script, env: str, timeout: float, cell: D.CellFacts) -> Row:
+def _row(
+    player: _Player,
+    proxy: RunningServer,
+    case: Case,
+    script: Script,
+    env: str,
+    timeout: float,
+    cell: D.CellFacts,
+    overrides: Mapping[str, str],
+) -> Row:
     assert player.launch is not None
-    run = play(player.launch, case, proxy, script=script, env=env, deadline=timeout)
+    run = play(player.launch, case, proxy, script=script, env=env, deadline=timeout, overrides=overrides)
     judgement = judge(run, grade(run))
     reported = [line.get("reward") for line in run.out.lines if line.is_call and line.get("reward") is not None]
     reward = reported[-1] if reported else None
     row = Row(player.name, player.version, str(judgement.verdict), "", command=player.command, seconds=round(run.duration_s, 1))
     row.problems = list(judgement.problems)
+    if player.command is not None:
+        row.did_not_run = did_not_run(player.command, run.exit_code, len(run.log), run.stderr)
     if judgement.verdict is Verdict.WORKS:
         row.why = _reward_text(reward)
         if player.trainer:
@@ -265,22 +278,23 @@ def play_on_url(
     timeout: float = 60.0,
     progress: Callable[[str], None] | None = None,
     commands: Sequence[str] = (),
+    api_key: str | None = None,
 ) -> LiveResult:
     """Play the player's episode on ``url`` with each client target and each adapter command; one row each.
 
     ``commands`` are check-client-style adapter commands (``docs/clients.md``): run by ``/bin/sh`` with the
-    contract's variables and ``{url}``-style placeholders, judged like the built-in targets. Secrets are in
-    no row.
+    contract's variables and ``{url}``-style placeholders, judged like the built-in targets. ``api_key``
+    reaches the player and every client (``OPENREWARD_API_KEY``, ``ORSBENCH_API_KEY``). Secrets are in no row.
     """
     url = check_url(url)
     for command in commands:
         if not command.strip():
-            raise LiveUsageError('--cmd is empty: give the adapter command, e.g. --cmd "python my_adapter.py"')
+            raise LiveUsageError('--client-cmd is empty: give the adapter command, e.g. --client-cmd "python my_adapter.py"')
         if refused := refused_placeholders(command):
-            raise LiveUsageError(f"--cmd uses {', '.join(refused)}: secrets never go on a command line; the adapter reads ORSBENCH_SECRETS")
+            raise LiveUsageError(f"--client-cmd uses {', '.join(refused)}: secrets never go on a command line; the adapter reads ORSBENCH_SECRETS")
     say = progress or (lambda _line: None)
     secrets = dict(secrets or {})
-    options = Options(env=env, secrets=secrets, timeout=min(timeout, 30.0))
+    options = Options(env=env, secrets=secrets, timeout=min(timeout, 30.0), api_key=api_key)
     say(f"playing {url} with the checker's player")
     evidence, episode, tools = _player_episode(url, options)
     reward = episode.reward if episode.finished else (episode.rewards[-1] if episode.rewards else None)
@@ -296,6 +310,7 @@ def play_on_url(
     players += [_Player.of_command(n, command) for n, command in enumerate(commands or (), start=1)]
     preload([p.name for p in players if p.command is None and p.missing is None])
     playable = [p for p in players if p.launch is not None]
+    keys = {"OPENREWARD_API_KEY": api_key, "ORSBENCH_API_KEY": api_key} if api_key else {}
     proxy = None
     if playable:
         try:
@@ -310,7 +325,8 @@ def play_on_url(
             else:
                 assert proxy is not None
                 say(f"{player.name}: playing {len(script.steps)} call(s)")
-                row = _row(player, proxy, case, script, evidence.env or "", timeout, facts(player.name, evidence, tools, script))
+                cell = facts(player.name, evidence, tools, script)
+                row = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys)
                 result.rows.append(row)
             result.rows[-1].predicted = predictions.get(player.name, [])
     finally:

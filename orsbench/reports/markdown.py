@@ -18,7 +18,7 @@ from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
 from orsbench.reports.verdict import reasons
 
-_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "error": "💥", "unreachable": "🔌", "usage": "❔"}
+_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "error": "💥", "unreachable": "🔌", "not-ors": "🚫", "usage": "❔"}
 #: At most this many findings get a row (a summary, not the report).
 MAX_ROWS = 50
 
@@ -47,7 +47,8 @@ def render_markdown(
         "",
         *([f"**{_cell('; '.join(why))}**", ""] if (why := reasons(data)) else []),
         f"**{s.get('pass', 0)}** passed · **{s.get('fail', 0)}** failed · **{s.get('warn', 0)}** warned · "
-        f"**{s.get('skip', 0)}** skipped · **{s.get('error', 0)}** errors — {s.get('total', 0)} checks, "
+        f"**{s.get('skip', 0)}** skipped · {f'**{n_a}** not applicable · ' if (n_a := s.get('n/a')) else ''}"
+        f"**{s.get('error', 0)}** errors — {s.get('total', 0)} checks, "
         f"{s.get('exchanges', 0)} requests{_folded(s)}, {data.get('duration_s', 0)} s (exit {data.get('exit_code')})",
         "",
     ]

@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="deadline of the command in each case, in seconds (default: the case's own, 20 for most)",
     )
     flags.add_jobs(parser, default=2, what="cases played (each starts a server and your command)")
-    reporting.add_report_arguments(parser, junit_help="write JUnit XML here (one testcase per check and case)")
+    reporting.add_report_arguments(parser, junit_help="write JUnit XML here (one testcase per check and case)", links=True)
     parser.set_defaults(func=run, _parser=parser)
 
 

@@ -70,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                 ("markdown", "a compact Markdown summary"))},
         verbose_help="print one line per exchange as it is forwarded, and remediation and evidence under every finding on exit",
         quiet_help="on exit, only the summary line (no findings)",
+        links=True,
     )  # fmt: skip
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)

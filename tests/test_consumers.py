@@ -53,6 +53,6 @@ def test_prediction(consumer: Consumer, rewards: list[object], finished: bool, e
 
 def test_platoon_trains_on_the_finishing_call_only() -> None:
     platoon = CLIENT_TARGETS["platoon"].consumer
-    assert platoon.trains and platoon.reward == "finishing"
+    assert CLIENT_TARGETS["platoon"].trains and platoon.reward == "finishing"
     assert platoon.predict([0.9, 0.1], True) == Prediction(0.1)
     assert "the finishing call's reward" in platoon.summary() and "never finished → 0.0" in platoon.summary()

@@ -121,6 +121,6 @@ def test_matrix_url_trains_on_the_finishing_reward_its_profile_predicts(platoon_
         result = live.play_on_url(server.url, clients=["platoon"], timeout=60)
     finally:
         server.stop()
-    row = result["rows"][0]
-    assert row["consumer"] == f"episode reward {result['episode']['reward']!r}"
-    assert row["verdict"] == "trains", row
+    row = result.rows[0]
+    assert row.consumer == f"episode reward {result.episode.reward!r}", row
+    assert row.consumer_confirmed and row.verdict == "survives" and row.trains, row

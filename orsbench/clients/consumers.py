@@ -64,8 +64,6 @@ class Consumer:
     multi_turn: bool = True
     #: How a failed call reaches its user.
     failed_call: FailedCall = "raises"
-    #: Whether its episodes feed a trainer (so they need a reward); False: it evaluates.
-    trains: bool = False
     #: The upstream code these facts are read from.
     source: str = ""
 
@@ -82,7 +80,6 @@ class Consumer:
         if self.every_call_rewarded:
             parts.append("every call must carry a reward")
         parts += ["images" if self.images else "text only", "multi-turn" if self.multi_turn else "single-turn"]
-        parts.append("trains" if self.trains else "evaluates")
         parts.append(f"a failed call {'raises' if self.failed_call == 'raises' else 'is an ' + self.failed_call}")
         return "; ".join(parts)
 

@@ -71,6 +71,8 @@ class ClientTarget:
     startup_s: float = 0.0
     #: Episodes of this client that may play at once on a 2-core machine without starving each other.
     concurrency: int = 16
+    #: It trains on the episodes it plays (a trainer's rollouts), so an episode without a reward is no use to it.
+    trains: bool = False
     #: What its user makes of an episode (reward convention, accepted range, images, failures).
     consumer: Consumer = Consumer("per-call")
     #: A client in another Python: the command adapter that plays it, in its virtual environment.

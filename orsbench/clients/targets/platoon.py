@@ -25,11 +25,11 @@ register(
         "platoon",
         "platoon ORS service (ors+http)",
         command=COMMAND,
+        trains=True,
         # A cold start (matrix --url, the adapter by hand) imports openreward in a fresh 3.12 process: seconds.
         startup_s=20.0,
         consumer=Consumer(
             "finishing",
-            trains=True,
             no_reward="refuses",
             unfinished="zero",
             failed_call="error result",

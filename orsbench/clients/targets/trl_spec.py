@@ -59,10 +59,10 @@ register(
         "TRL OpenRewardSpec",
         play,
         modules=("trl.experimental.openreward",),
+        trains=True,
         consumer=Consumer(
             "last",
             images=False,
-            trains=True,
             failed_call="error text",
             source="trl 1.16.0 trl/experimental/openreward: _outcome_only_reward_func (last non-null, None without one), "
             "_call_ors_tool ('Error: ...' text), _join_text_blocks (text only)",

@@ -18,6 +18,7 @@ from orsbench.clients import interpreters
 from orsbench.clients.interpreters import Command, Venv, WarmServer
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.upstream import defects as D
+from orsbench.verdict import Verdict
 
 PLATOON = CLIENT_TARGETS["platoon"]
 
@@ -123,4 +124,4 @@ def test_matrix_url_trains_on_the_finishing_reward_its_profile_predicts(platoon_
         server.stop()
     row = result.rows[0]
     assert row.consumer == f"episode reward {result.episode.reward!r}", row
-    assert row.consumer_confirmed and row.verdict == "survives" and row.trains, row
+    assert row.consumer_confirmed and row.verdict == Verdict.WORKS and row.trains, row

@@ -3,7 +3,7 @@
 ``check-client --cmd`` grades one client per case. A live grader sees many: every episode a
 trainer plays through ``orsbench proxy``, every session several clients open on a hosted case.
 Each ended :class:`~orsbench.clientcheck.attribution.Episode` is graded on its own by the same
-check functions (:func:`orsbench.clientcheck.suite.judge`), and the verdicts are gathered into a
+check functions (:func:`orsbench.clientcheck.suite.grade_context`), and the verdicts are gathered into a
 :class:`Tally` per check (and per case on a hosted server), which reports one
 :class:`~orsbench.checks.model.CheckResult` in the same report model every front end renders:
 "2 of 64 sessions fail: session 5e1f… from 10.0.0.7:41822: …". A tally keeps counts and the
@@ -21,7 +21,7 @@ from orsbench.checks.model import CheckResult, Status
 from orsbench.clientcheck.attribution import Episode
 from orsbench.clientcheck.checks import ClientCheck, Context, Role, checks
 from orsbench.clientcheck.runner import CaseRun
-from orsbench.clientcheck.suite import judge
+from orsbench.clientcheck.suite import grade_context
 
 #: Failing (and warning) sessions kept per check as examples; the rest are counted.
 EXAMPLES = 3
@@ -48,7 +48,7 @@ def label(episode: Episode) -> str:
 
 def grade_episode(episode: Episode, checks: Iterable[ClientCheck], run: CaseRun | None = None) -> list[CheckResult]:
     """The verdicts of ``checks`` on one episode's traffic (``run``: its case, when one is known)."""
-    return judge(Context(run, episode.traffic()), checks)
+    return grade_context(Context(run, episode.traffic()), checks)
 
 
 @dataclasses.dataclass

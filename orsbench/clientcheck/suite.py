@@ -38,10 +38,10 @@ def grade(run: CaseRun, roles: Collection[Role] | None = None) -> list[CheckResu
     """
     if run.server_error:
         return []
-    return judge(context(run), [check for check in checks() if roles is None or check.role in roles])
+    return grade_context(context(run), [check for check in checks() if roles is None or check.role in roles])
 
 
-def judge(ctx: Context, selected: Iterable[ClientCheck]) -> list[CheckResult]:
+def grade_context(ctx: Context, selected: Iterable[ClientCheck]) -> list[CheckResult]:
     """The verdicts of the ``selected`` checks on one context (a case run, or one live session's traffic).
 
     One grading path for ``check-client``, the matrix, hosted cases and the proxy: only which checks

@@ -243,6 +243,46 @@ def test_a_clients_stderr_loses_the_cases_secret_before_it_reaches_a_finding():
     assert runner.CaseRun(case, case.script, "x").client_evidence() is None  # no process ran: nothing to show
 
 
+# -- docs/clients.md is enough to write a client (issue 27) ------------------------------------------------
+CLIENTS_MD = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
+
+
+def _wire_section() -> tuple[str, str]:
+    """docs/clients.md's wire summary (prose) and the client written from it (the code block)."""
+    text = CLIENTS_MD.read_text()
+    prose = text.split("## The wire in one page")[1].split("<!-- wire-client:start -->")[0]
+    block = text.split("<!-- wire-client:start -->")[1].split("<!-- wire-client:end -->")[0]
+    return prose, block.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_wire_summary_names_everything_a_client_sends_and_reads():
+    prose, code = _wire_section()
+    for constant in (protocol.CREATE_SESSION, protocol.CREATE, protocol.DELETE, f"/{{env}}/{protocol.PROMPT}", f"/{{env}}/{protocol.CALL}",
+                     protocol.SESSION_HEADER, protocol.SECRETS_HEADER, protocol.RETRY_AFTER_HEADER, protocol.BACKEND_STATE_HEADER,
+                     f"`{protocol.EVENT_TASK_ID}`", f"`{protocol.EVENT_CHUNK}`", f"`{protocol.EVENT_END}`", f"`{protocol.EVENT_ERROR}`",
+                     '"task_id"', "4096", "Retry-After", "finished: true", "docs/protocol.md"):  # fmt: skip
+        assert constant in prose, constant
+    imports = set()
+    for line in code.splitlines():
+        if line.startswith("import "):
+            imports |= {name.strip().split(".")[0] for name in line[len("import ") :].split(",")}
+        elif line.startswith("from "):
+            imports.add(line.split()[1].split(".")[0])
+    assert imports == {"base64", "json", "math", "os", "sys", "time", "httpx"}, imports  # the standard library and httpx: no orsbench
+
+
+def test_a_client_written_from_docs_clients_md_alone_passes_check_client(tmp_path):
+    """The block is the summary made code: a client that knows only the page passes the cases that test each rule."""
+    _, code = _wire_section()
+    client = tmp_path / "client.py"
+    client.write_text(code)
+    picked = ["echo", "schema-zoo", "sparse-reward+stream-drop", "sparse-reward+rate-limit", "sparse-reward+cut-before-task-id",
+              "echo+missing-task", "echo+reward-bool", "sparse-reward+tool-raises", "recover", "secrets"]  # fmt: skip
+    report = check_client(shlex.join([sys.executable, str(client)]), [get_case(name) for name in picked], timeout=SLACK_S, jobs=2)
+    assert report.exit_code == 0, [(r.id, r.message) for r in report.results if r.status is not Status.PASS]
+    assert {r.id.split("[")[1].rstrip("]") for r in report.results} == set(picked)
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

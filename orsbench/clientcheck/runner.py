@@ -36,6 +36,7 @@ from orsbench.clientcheck import contract
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import OutFile
 from orsbench.clientcheck.episodes import Script
+from orsbench.clientcheck.model import ModelScript, register
 from orsbench.servers.launch import RunningServer, ServerStartError, local_http, start
 
 #: Bytes of stdout and of stderr kept (the tail).
@@ -107,6 +108,9 @@ class CaseRun:
     stats: dict[str, Any] = field(default_factory=dict)
     #: The case server could not be started or read: orsbench's problem, not the client's.
     server_error: str | None = None
+    #: What the client sent the scripted model (``ORSBENCH_MODEL_URL``), when it used it: the tools it
+    #: offered, the results it showed (:meth:`orsbench.clientcheck.model.ModelScript.transcript`).
+    model: dict[str, Any] | None = None
 
     @property
     def timed_out(self) -> bool:
@@ -118,12 +122,28 @@ def script_json(script: Script) -> dict[str, Any]:
     return {"calls": [{"tool": step.tool, "input": step.args, **({"pause_s": step.pause_s} if step.pause_s else {})} for step in script.steps]}
 
 
-def case_environment(case: Case, url: str, env: str, script_path: Path, out_path: Path) -> dict[str, str]:
-    """The variables of the contract (``docs/clients.md``) for one case, SDK variables included."""
+#: The openreward SDK's URL variables. A case that gives the server's URL alone (``Case.sdk_urls`` false)
+#: withholds them from the client, whatever orsbench's own environment holds.
+SDK_URL_VARIABLES = (protocol.ENV_API_URL, protocol.ENV_SESSION_URL, protocol.ENV_WEB_URL)
+
+
+def withheld(case: Case) -> tuple[str, ...]:
+    """The variables removed from the client's environment in ``case`` (inherited ones included)."""
+    return () if case.sdk_urls else SDK_URL_VARIABLES
+
+
+def case_environment(
+    case: Case, url: str, env: str, script_path: Path, out_path: Path, model: ModelScript | None = None
+) -> dict[str, str]:
+    """The variables of the contract (``docs/clients.md``) for one case, SDK variables included.
+
+    ``model``: the case's script registered with the scripted model, for a harness that takes a model.
+    """
+    # The openreward SDK (and TRL, Inspect) find the case server by these, except in a case that gives the URL alone.
+    sdk_urls = {protocol.ENV_API_URL: url, protocol.ENV_SESSION_URL: url} if case.sdk_urls else {}
     return {
-        # The openreward SDK (and TRL, Inspect) find the case server by these; no network at run time.
-        protocol.ENV_API_URL: url,
-        protocol.ENV_SESSION_URL: url,
+        **(model.environment() if model is not None else {}),
+        **sdk_urls,
         protocol.ENV_DISABLE_UPDATE_CHECK: "1",
         "OPENREWARD_API_KEY": contract.CASE_API_KEY,
         "HF_HUB_OFFLINE": "1",
@@ -175,12 +195,27 @@ def _play(run: CaseRun, server: RunningServer, workdir: Path, deadline: float, e
     script_path, out_path = workdir / "script.json", workdir / "out.jsonl"
     script_path.write_text(json.dumps(script_json(run.script)))
     out_path.touch(mode=0o600)
-    variables = case_environment(run.case, server.url, server.env_name, script_path, out_path)
-    run.command = contract.expand(run.command, variables)
-    done = execute(run.command, {**extra_env, **variables}, out_path, deadline, server)
-    run.started_at, run.duration_s, run.stopped_for = done.started_at, done.duration_s, done.stopped_for
-    run.exit_code, run.stdout, run.stderr, run.out = done.exit_code, done.stdout, done.stderr, done.out
-    _read_server(run, server)
+    model = register_model(run.case, run.script)
+    try:
+        variables = case_environment(run.case, server.url, server.env_name, script_path, out_path, model)
+        run.command = contract.expand(run.command, variables)
+        done = execute(run.command, {**extra_env, **variables}, out_path, deadline, server, unset=withheld(run.case))
+        run.started_at, run.duration_s, run.stopped_for = done.started_at, done.duration_s, done.stopped_for
+        run.exit_code, run.stdout, run.stderr, run.out = done.exit_code, done.stdout, done.stderr, done.out
+        _read_server(run, server)
+        run.model = used(model.transcript())
+    finally:
+        model.forget()
+
+
+def register_model(case: Case, script: Script | None = None) -> ModelScript:
+    """``script`` (the case's own by default) registered with the scripted model."""
+    return register(script or case.script, per_reply=case.per_reply)
+
+
+def used(transcript: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The scripted model's transcript when the client asked the model anything, else ``None``."""
+    return transcript if transcript and transcript.get("requests") else None
 
 
 @dataclass
@@ -198,15 +233,21 @@ class Executed:
 
 
 def execute(
-    command: str, variables: Mapping[str, str], out_path: Path, deadline: float, server: RunningServer | None = None
+    command: str,
+    variables: Mapping[str, str],
+    out_path: Path,
+    deadline: float,
+    server: RunningServer | None = None,
+    unset: tuple[str, ...] = (),
 ) -> Executed:
-    """Run ``command`` (``/bin/sh -c``, its own process group) with ``variables`` added to this environment.
+    """Run ``command`` (``/bin/sh -c``, its own process group) with ``variables`` added to this environment
+    (and the variables named in ``unset`` taken out of it).
 
     It is stopped at ``deadline`` seconds, on an output flood, and — when ``server`` is orsbench's own —
     on a request storm; ``out_path`` (``ORSBENCH_OUT``) is read back within :data:`OUT_LIMIT`. Shared by
     ``check-client`` (a case server) and ``matrix --url`` (the user's server: no storm count to read).
     """
-    environ = {**os.environ, **variables}
+    environ = {**{k: v for k, v in os.environ.items() if k not in unset}, **variables}
     started = time.monotonic()
     process = subprocess.Popen(
         ["/bin/sh", "-c", command],

@@ -36,7 +36,8 @@ from orsbench.checks.evidence import Episode, Evidence, Options, json_of
 from orsbench.checks.explore import play_one
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import expand, refused_placeholders
-from orsbench.clientcheck.runner import case_environment, execute
+from orsbench.clientcheck.episodes import Script, Step
+from orsbench.clientcheck.runner import case_environment, execute, register_model
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.wire.client import WireClient
 
@@ -201,6 +202,7 @@ def play_on_url(
         "rows": [],
     }
     case = Case("url", "", "the user's server", split=evidence.split or "", index=evidence.index or 0, secrets=tuple(secrets.items()))
+    played = Script("url", tuple(Step(call["tool"], call["input"]) for call in calls), reward=reward, finished=episode.finished)
     players = [_Player.of_target(name) for name in (CLIENT_TARGETS.names() if clients is None else clients)]
     players += [_Player.of_command(n, command) for n, command in enumerate(commands or (), start=1)]
     for player in players:
@@ -213,14 +215,16 @@ def play_on_url(
             continue
         say(f"{player.name}: playing {len(calls)} call(s)")
         workdir = Path(tempfile.mkdtemp(prefix="orsbench-live-"))  # 0700: only this user reads the script
+        model = register_model(case, played)  # an agent harness plays the calls through the scripted model
         try:
             script_path, out_path = workdir / "script.json", workdir / "out.jsonl"
             script_path.write_text(json.dumps({"calls": calls}))
             out_path.touch(mode=0o600)
-            variables = case_environment(case, url, evidence.env or "", script_path, out_path)
+            variables = case_environment(case, url, evidence.env or "", script_path, out_path, model)
             deadline = timeout + player.startup_s
             run = execute(expand(player.run, variables), variables, out_path, deadline)
         finally:
+            model.forget()
             shutil.rmtree(workdir, ignore_errors=True)
         verdict, why = judge(player.name, run, answers, reward, deadline)
         row.update(verdict=verdict, why=why, seconds=round(run.duration_s, 1))

@@ -103,8 +103,12 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["inspect-5xx-fails-eval"]]
     if client == "firehorse" and profile is None and cell.server == "ors-sdk":
         return [D.DEFECTS["firehorse-get-task-env-name"]]
-    if client == "firehorse" and profile == "flaky-5xx":
-        return [D.DEFECTS["firehorse-5xx-fails-trial"]]
+    if profile == "url-only" and client == "trl":  # given the URL alone, its session traffic goes to sessions.<host>
+        return [D.DEFECTS["session-url"]]
+    if profile == "url-only" and client == "inspect":  # the dataset comes from the URL, the sessions do not
+        return [D.DEFECTS["inspect-solver-drops-base-url"]]
+    if client == "firehorse" and profile == "setup-failure":
+        return [D.DEFECTS["firehorse-setup-leaks-session"]]
     if profile == "cut-before-task-id":  # the cut call is re-sent blind: the tool runs twice (§13.5)
         return [D.DEFECTS["ors-cut-call-rerun" if client == "ors" else "cut-call-rerun"]]
     if client == "inspect" and profile is None and any(D.sanitized_params(t) for t in _task0_tools(cell.scenario)):
@@ -117,13 +121,11 @@ def cell_defects(cell: Cell) -> list[D.Defect]:
         return [D.DEFECTS["reset-leaks-session"]]
     if profile is None and _split_spaces(s):
         found.append(D.DEFECTS["ors-chunk-lstrip" if client == "ors" else "chunk-lstrip"])
-    if profile is None and _several_envs(cell.scenario) and client != "inspect":
+    if profile is None and _several_envs(cell.scenario):
         # The script names a non-default environment; the client's session lands in the default one (§13.6).
         found.append(D.DEFECTS["ors-create-without-env-name" if client == "ors" else "env-name-not-sent"])
-    if client == "inspect" and s.finished and profile not in FAIL_CLEARLY:
-        # Inspect's loop makes one call after finished: ors-sdk's server runs it, the others refuse it.
-        latch = "ors-sdk-no-finish-latch" if cell.server == "ors-sdk" else "inspect-finished-error"
-        found.insert(0, D.DEFECTS[latch])
+    if client == "inspect" and profile is None and s.rewards_before_the_end:
+        found.append(D.DEFECTS["inspect-last-reward-only"])  # only the last call's reward reaches the score
     return found
 
 
@@ -149,7 +151,8 @@ def rule_defects(cell: Cell) -> dict[str, D.Defect]:
     """
     found: dict[str, D.Defect] = {}
     client, profile = cell.client, cell.profile
-    creates = profile != "credits-402"  # refused at /create_session: no /create to judge
+    # Refused at /create_session, or (given the URL alone) no session reaches the server: no /create to judge.
+    creates = profile != "credits-402" and not (profile == "url-only" and client in ("trl", "inspect"))
     if client in ("openreward", "trl") and creates:
         found["client.env_name"] = D.DEFECTS["env-name-not-sent"]
     if client == "ors" and creates:
@@ -161,8 +164,6 @@ def rule_defects(cell: Cell) -> dict[str, D.Defect]:
     if client == "firehorse" and profile is None and _several_envs(cell.scenario) and cell.server != "ors-sdk":
         found["client.env_name"] = D.DEFECTS["firehorse-task-env-name"]
     shown = {d.id for d in cell_defects(cell)}
-    if client == "inspect" and (shown & {"inspect-finished-error", "ors-sdk-no-finish-latch"} or profile == "cut-before-task-id"):
-        found["client.stops_at_finished"] = D.DEFECTS["inspect-finished-error"]  # its loop calls once more after finished
     if client == "inspect" and "sanitizer-drops-keyword-params" in shown:
         found["client.script_followed"] = D.DEFECTS["sanitizer-drops-keyword-params"]  # the call lacks the parameter
     if client == "inspect" and profile is None and _several_envs(cell.scenario):
@@ -185,8 +186,11 @@ DEFECT_VERDICT: dict[str, str] = {
     "inspect-finished-error": "fails clearly",
     "inspect-list-tasks-only": "fails clearly",
     "inspect-5xx-fails-eval": "fails clearly",
-    "firehorse-5xx-fails-trial": "fails clearly",
+    "inspect-solver-drops-base-url": "fails clearly",
+    "inspect-last-reward-only": "fails silently",
+    "session-url": "fails clearly",
     "firehorse-get-task-env-name": "fails clearly",
+    "firehorse-setup-leaks-session": "fails silently",
     "keyword-crash": "fails clearly",
     "chunk-lstrip": "fails silently",
     "ors-chunk-lstrip": "fails silently",

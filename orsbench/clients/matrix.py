@@ -109,7 +109,8 @@ def run(
     def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
         busy[cell.client] += 1
         expect = "error" if C.expected(cell) == "fails clearly" else "finish"
-        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect), replay)
+        sdk_urls = C.profile_of(cell).sdk_urls if cell.profile else True
+        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect, sdk_urls=sdk_urls), replay)
 
     def close(key: tuple[str, str, str, str]) -> None:
         lanes.pop(key).stop()
@@ -167,6 +168,11 @@ def preload(clients: list[str] | None = None) -> None:
         if target.installed:
             for module in target.modules:
                 importlib.import_module(module)
+            for module in target.preload:
+                try:
+                    importlib.import_module(module)
+                except ImportError:  # a dependency's internals moved: the episode imports what it needs itself
+                    pass
 
 
 def summary(result: JSON) -> dict[str, dict[str, int]]:

@@ -42,10 +42,12 @@ from orsbench.checks.model import CheckResult, Severity, Status
 from orsbench.clientcheck import CaseRun, grade
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import read_out
-from orsbench.clientcheck.runner import OUT_LIMIT, TAIL_BYTES, case_environment, script_json
+from orsbench.clientcheck.runner import OUT_LIMIT, TAIL_BYTES, case_environment, register_model, script_json, used, withheld
 from orsbench.clients import adapter
 from orsbench.clientcheck.episodes import Script
+from orsbench.clientcheck.model import tools_shown
 from orsbench.clients.fork import ForkedEpisode, forget_parent_ping_thread
+from orsbench.clients.offline import loopback_only
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.clients.transcript import AdapterEpisode
 from orsbench.servers.launch import RunningServer, local_http
@@ -74,8 +76,11 @@ class ClientOutcome:
     requests: dict[str, int] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)
     sessions_left_open: int = 0
-    #: What the client showed the model as tools (inspect only: Inspect's ToolInfo dumps).
+    #: What the client showed the model as tools: for an agent harness, what it offered the scripted model
+    #: (``name``, ``description``, ``parameters``, as its provider API sent them).
     tools_seen: list[Any] = field(default_factory=list)
+    #: What an agent harness sent the scripted model (:meth:`orsbench.clientcheck.model.ModelScript.transcript`).
+    model: dict[str, Any] | None = None
     #: What the adapter observed beyond the contract (Inspect: ``tools_seen``; firehorse: ``shown``, the raw MCP texts).
     extras: dict[str, Any] = field(default_factory=dict)
     #: The tail of what the client printed (stdout and stderr), kept off the terminal the matrix reports on.
@@ -137,7 +142,9 @@ def _request_log(server: RunningServer) -> tuple[list[dict[str, Any]], int]:
         ) from None
 
 
-def _child(client: str, environ: dict[str, str], output: str, prepare: Callable[[], None] | None, conn: Connection) -> None:
+def _child(
+    client: str, environ: dict[str, str], unset: tuple[str, ...], output: str, prepare: Callable[[], None] | None, conn: Connection
+) -> None:
     started = time.monotonic()
     # What the client prints (its loggers, aiohttp's unclosed-session warnings) goes to a file the parent
     # keeps the tail of, as check-client keeps a command's: a matrix of 250 episodes must not spill onto the terminal.
@@ -148,7 +155,10 @@ def _child(client: str, environ: dict[str, str], output: str, prepare: Callable[
     # Python's own streams too, where a host (pytest's capture) had pointed them somewhere other than fds 1 and 2.
     sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    for name in unset:
+        os.environ.pop(name, None)
     os.environ.update(environ)
+    loopback_only()  # the client's code reaches 127.0.0.1 and nothing else
     forget_parent_ping_thread()
     if prepare is not None:
         prepare()
@@ -201,19 +211,22 @@ class ClientRun(ForkedEpisode):
         expect: str = "finish",
         secrets: Mapping[str, str] | None = None,
         prepare: Callable[[], None] | None = None,
+        sdk_urls: bool = True,
     ) -> None:
         self.client, self.script = client, script
-        self.case = case_for(server, expect)
+        self.case = replace(case_for(server, expect), sdk_urls=sdk_urls)
         if secrets:
             self.case = replace(self.case, secrets=tuple(secrets.items()))
         self.workdir = Path(tempfile.mkdtemp(prefix="orsbench-client-"))
         script_path, self.out_path = self.workdir / "script.json", self.workdir / "out.jsonl"
         script_path.write_text(json.dumps(script_json(script)))
-        environ = case_environment(self.case, server.url, server.env_name, script_path, self.out_path)
+        target = CLIENT_TARGETS.get(client)
+        self.model = register_model(self.case, script) if target.takes_model else None
+        environ = case_environment(self.case, server.url, server.env_name, script_path, self.out_path, self.model)
         self.output_path = self.workdir / "output.log"
         self.log_before = _request_log(server)[1]
-        limit = deadline + CLIENT_TARGETS.get(client).startup_s
-        super().__init__(server, _child, (client, environ, str(self.output_path), prepare), limit)
+        limit = deadline + target.startup_s
+        super().__init__(server, _child, (client, environ, withheld(self.case), str(self.output_path), prepare), limit)
 
     def finish(self, settle: float = 0.0) -> ClientOutcome:
         got = self.collect(join_s=5.0, settle=settle)
@@ -235,6 +248,9 @@ class ClientRun(ForkedEpisode):
             requests_total=total - self.log_before,
             stats={"calls": got.calls, "requests": got.requests, "statuses": got.statuses},
         )
+        if self.model is not None:
+            run.model = used(self.model.transcript())
+            self.model.forget()
         shutil.rmtree(self.workdir, ignore_errors=True)
         outcome = ClientOutcome(self.client, elapsed=got.elapsed, hung=got.result is None, output=run.stderr)
         outcome.read(run)
@@ -244,6 +260,9 @@ class ClientRun(ForkedEpisode):
             outcome.elapsed = got.result.get("seconds", got.elapsed)
             outcome.extras = got.result.get("extras", {})
             outcome.tools_seen = outcome.extras.get("tools_seen", [])
+        if run.model is not None:
+            outcome.model = run.model
+            outcome.tools_seen = tools_shown(run.model)
         outcome.calls, outcome.requests, outcome.statuses = got.calls, got.requests, got.statuses
         outcome.sessions_left_open = got.sessions_left_open
         outcome.checks = grade(run)

@@ -198,13 +198,13 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "session-url",
             TRL,
-            "OpenRewardSpec(url) sends session traffic to http://sessions.<host> (the SDK's subdomain rewrite of base_url); OPENREWARD_SESSION_URL must be set as well",
+            "OpenRewardSpec(url) builds openreward.OpenReward(base_url=url), whose base_url is the openreward web host: API and session traffic go to http://api.<host> and http://sessions.<host> (for http://127.0.0.1:PORT, names that do not resolve) instead of url, where environments.get(name, base_url=url) would reach it; given the URL alone, every reset() fails, so OPENREWARD_SESSION_URL must be set as well",
             "P10",
         ),
         Defect(
             "secret-names",
-            TRL,
-            "secrets={'NAME': 'value'} (the documented dict[str, str]) makes the SDK raise ValueError unless NAME is one of openreward's WELL_KNOWN_SECRETS; the tool probe swallows it (shared tools only) and reset() raises",
+            SDK,
+            "build_secrets_header (behind every session(secrets=...) of the SDK) accepts a plain string value only for a name in openreward's WELL_KNOWN_SECRETS and raises ValueError for any other: secrets={'NAME': 'value'} fails before /create for every client on the SDK (the SDK's own session(), TRL's documented dict[str, str], firehorse's --secret NAME=VALUE); TRL's tool probe swallows it (shared tools only) and reset() raises",
             "P13",
         ),
         Defect(
@@ -282,7 +282,7 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "ors-retry-after-ignored",
             ORS,
-            "request_retryable waits its own 0.5 s, 1 s backoff whatever Retry-After says: a 429 or 503 with Retry-After: 1 or 2 is retried too soon (the retry usually still succeeds, so the episode survives)",
+            "request_retryable waits its own backoff, 1 s then 2 s (tenacity wait_exponential(multiplier=1, min=1)), whatever Retry-After says: a 429 or 503 with Retry-After: 2 is retried after 1 s, too soon (the retry usually still succeeds, so the episode survives)",
             "P2",
         ),
         Defect(
@@ -294,13 +294,13 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "inspect-finished-error",
             INSPECT,
-            "generate(tool_calls='loop') does not stop on finished; the next call's episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
+            "generate(tool_calls='loop') does not stop on finished: when the model makes another call after the finishing one, its episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
             "P7",
         ),
         Defect(
             "inspect-ref-untyped",
             INSPECT,
-            "sanitize_tool_schema(..., 'openai') (the provider chosen for mockllm and unknown providers) drops $ref: a parameter whose schema is a $ref (a pydantic model or Enum, also inside anyOf or array items) reaches the model as an untyped {} with only its description",
+            "openreward_solver builds each tool's parameters as Inspect's ToolParams(**schema), whose JSONSchema model has no $ref or $defs field (pydantic drops unknown keys) — whatever the provider, since sanitize_tool_schema keeps $ref: a parameter whose schema is a $ref (a pydantic model or Enum, also inside anyOf or array items) reaches the model as an untyped {} with only its description",
             "P5",
         ),
         Defect(
@@ -312,8 +312,20 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "inspect-items-dropped",
             INSPECT,
-            "the same sanitizer drops prefixItems and additionalProperties: a tuple reaches the model as an array with items {}, and a dict loses its value type (dict[str, float] is a bare object)",
+            "ToolParams has no prefixItems either, so a tuple reaches the model as an array with items {} (the openai sanitizer's empty items) or none (anthropic); and sanitize_tool_schema(..., 'openai') — the provider inspect-openreward picks for Inspect's openai API and any it does not know — drops additionalProperties, so a dict loses its value type (dict[str, float] is a bare object)",
             "P5",
+        ),
+        Defect(
+            "inspect-solver-drops-base-url",
+            INSPECT,
+            "openreward_solver opens its sessions on a new AsyncOpenReward().environments.get(environment.deployment_name, variant=...), dropping the base_url of the Environment it was handed: an environment reached by environments.get(name, base_url=URL) lists its dataset from URL, but every session goes to OPENREWARD_SESSION_URL, or to https://sessions.openreward.ai when that is unset",
+            "P10",
+        ),
+        Defect(
+            "inspect-last-reward-only",
+            INSPECT,
+            "each tool overwrites state.metadata['openreward_reward'] with the latest non-null reward and openreward_scorer scores that: the rewards of the calls before the last never reach the eval log, so an episode that rewards every step is scored by its last step alone (0.25 where the steps gave 0.5, -0.25, 0.25)",
+            "P7",
         ),
         Defect(
             "inspect-result-images-dropped",
@@ -334,34 +346,28 @@ DEFECTS: dict[str, Defect] = {
             "P8",
         ),
         Defect(
-            "firehorse-5xx-fails-trial",
+            "firehorse-needs-platform",
             FIREHORSE,
-            "under the flaky-5xx profile the trial fails before the agent starts: run_trial's own session set-up (get_prompt, list_tools on the async openreward client) raises the 502/503/504 it was answered with Retry-After (observed: SessionResponseError 504 on /task_tools), where the sync openreward client and TRL ride the same profile out",
-            "P8",
+            "before any trial the orchestrator asks the OpenReward platform which secrets the environment requires (GET {OPENREWARD_API_URL}/v1/environments/NS/NAME/required-secrets, not part of ORS) and does not catch a failure: pointed at an ORS server alone (OPENREWARD_API_URL the server's URL), every run ends with a traceback on its 404 before a trial starts",
+            "P10",
         ),
         Defect(
-            "firehorse-reward-shown",
+            "firehorse-setup-leaks-session",
             FIREHORSE,
-            "the MCP bridge appends [OR_REWARD:{\"r\": reward, \"f\": finished}] to every tool result, and '[EPISODE COMPLETE] ... Final reward: R. Stop making tool calls.' to the finishing one: the model reads each call's reward, text the environment never sent",
-            "P7",
+            "run_trial opens the session (__aenter__) and then reads the prompt and tools inside a try that closes the session only for a toolset rejection: when get_prompt() fails (a failed setup(), 500) the error is re-raised, the trial fails, and the session it opened is never deleted",
+            "P13",
         ),
         Defect(
             "firehorse-get-task-env-name",
             FIREHORSE,
-            "a trial starts from get_task(split, index) on the async openreward client, which reads env_name from the /task answer: against ors-sdk's server (whose /task answer has none) every trial ends with KeyError: 'env_name' before a session is opened",
+            "the orchestrator starts each trial from get_task(split, index) on the async openreward client, which reads env_name from the /task answer: against ors-sdk's server (whose /task answer has none) every trial fails with the error 'env_name' (a KeyError's text) before a session is opened",
             "P11",
         ),
         Defect(
             "firehorse-task-env-name",
             FIREHORSE,
-            "both of a trial's sessions are opened from the Task that get_task returned, and the SDK fetched it from the server's default environment (its bare path, see env-name-not-sent): on a server with several environments /create names the default one ('two-envs-decoy' where the trial was started for 'two-envs') and the episode plays there",
+            "a trial's session is opened from the Task that the orchestrator's get_task returned, and the SDK fetched it from the server's default environment (its bare path, see env-name-not-sent): on a server with several environments /create names the default one ('two-envs-decoy' where the run was started for --env orsbench/two-envs) and the episode plays there",
             "P12",
-        ),
-        Defect(
-            "firehorse-two-sessions",
-            FIREHORSE,
-            "each trial opens two sessions for one task: run_trial's own (the prompt the model reads comes from it) and the MCP bridge's (where the tools run); an environment that draws per-session state shows the model a prompt from another episode than the one it plays",
-            "P1",
         ),
     )
 }

@@ -41,7 +41,7 @@ MODULES = (
     "orsbench.clients.targets.ors_sdk",
     "orsbench.clients.targets.trl_spec",
     "orsbench.clients.targets.inspect_eval",
-    "orsbench.clients.targets.firehorse_mcp",
+    "orsbench.clients.targets.firehorse",
 )
 
 
@@ -58,12 +58,18 @@ class ClientTarget:
     #: Top-level modules the client needs: imported before any fork (so children skip the import), and
     #: what :attr:`installed` looks for.
     modules: tuple[str, ...] = ()
+    #: Modules the client imports on its way through an episode (its provider, its log writer): imported
+    #: before a fork too where they can be, so each episode skips them; not part of what "installed" means.
+    preload: tuple[str, ...] = ()
     #: The orsbench extra that installs it (named in the message when it is missing).
     extra: str = "conformance"
     #: Seconds added to every deadline for the client's own start-up (an Inspect eval's set-up).
     startup_s: float = 0.0
     #: Episodes of this client that may play at once on a 2-core machine without starving each other.
     concurrency: int = 16
+    #: An agent harness: it plays the script through a model (the scripted model, ``ORSBENCH_MODEL_URL``),
+    #: so each episode's script is registered with one.
+    takes_model: bool = False
 
     @property
     def version(self) -> str:

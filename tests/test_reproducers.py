@@ -14,6 +14,7 @@ process.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import subprocess
 
@@ -110,3 +111,33 @@ def test_the_same_reproducer_against_a_healthy_server_passes(router):
     healthy = result.reproduce.replace(ROUTER_PREFIX + fault, "")
     replayed = replay(healthy, shown_by(result, ev), ev)
     assert regrade(result.id, ev, replayed).status is Status.PASS
+
+
+
+def test_a_reproducer_replays_against_BASE_from_the_environment_and_deletes_its_sessions(ors_server_factory):
+    """Issue 27: after ``--serve``/``--app`` the server a run checked is gone, and a replay must leave no session open.
+
+    The run checks a server orsbench started and stopped (as ``--serve`` does); the reproducer is
+    replayed with ``BASE`` pointing at another server broken the same way: the failure shows there,
+    and every session the script opened is deleted when it ends.
+    """
+    from orsbench.config import ServerConfig
+    from orsbench.servers.launch import start
+
+    gone = start("echo", config=ServerConfig(faults=("reward-bool",)))
+    try:
+        report = run_checks(gone.url, Options(fuzz=0, timeout=10), only=["reward.well_formed"])
+    finally:
+        gone.stop()
+    script = report.result("reward.well_formed").reproduce
+    assert script is not None and "/create" in script and gone.url in script  # the default is the run's server
+
+    other = ors_server_factory("echo", faults=("reward-bool",))
+    before = other.stats()
+    run = subprocess.run(["sh", "-c", script], capture_output=True, timeout=90, env={**os.environ, "BASE": other.url})
+    after = other.stats()
+    assert run.returncode == 0, run.stderr.decode(errors="replace")
+    assert b'"reward":true' in run.stdout or b'"reward":false' in run.stdout, run.stdout[-600:]  # the finding, again
+    created = after["sessions_created"] - before["sessions_created"]
+    assert created >= 1 and after["sessions_deleted"] - before["sessions_deleted"] == created
+    assert after["active_sessions"] == before["active_sessions"]

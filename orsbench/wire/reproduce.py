@@ -4,14 +4,19 @@ A reader who has to act on a failure wants the one command that shows it on
 their own machine (schemathesis prints one per failure). A reproducer is a
 short POSIX shell script:
 
-* ``BASE`` holds the server's URL, so the script runs against the same server
-  (or another one, by editing one line);
+* ``BASE`` is taken from the environment, defaulting to the URL the run
+  checked: a server orsbench started (``--serve``, ``--app``, ``--cmd``) is gone
+  when the run ends, so ``BASE=http://127.0.0.1:8080 sh repro.sh`` replays it
+  against the one the reader starts;
 * a session the exchange needs is opened first, as the run opened it, and its
   id is carried over in a shell variable (``$SID1``): ``/create_session``'s
   ``task_id`` is read back, otherwise a fresh id is made up, since a real
   session id is single-use;
 * the session's ``/create`` is replayed before the exchange itself (the
-  calls in between are not: see :func:`steps`);
+  calls in between are not: see :func:`steps`), and a ``trap`` deletes every
+  session the script opened when it exits (``/delete``, and ``/delete_session``
+  for one from ``/create_session``), however it exits — a replay leaves no
+  session holding the environment;
 * secrets are never written out: ``X-Secrets``, ``X-API-Key`` and
   ``Authorization`` become ``$ORS_SECRETS`` / ``$ORS_API_KEY`` references
   the reader sets themselves.
@@ -159,23 +164,43 @@ def reproducer(
     lines = []
     if note:
         lines += [f"# {line}" for line in note.splitlines()]
-    lines.append(f"BASE={shlex.quote(base)}")
+    lines.append("# BASE: the server to send to (default: the one this run checked; a server orsbench started is gone now)")
+    lines.append(f'BASE="${{BASE:-{base}}}"' if _plain(base) else f'[ -n "${{BASE:-}}" ] || BASE={shlex.quote(base)}')
     secrets = {var for ex in replayed for name, var in SECRET_VARIABLES.items() if name in {h.lower() for h in ex.request_headers}}
     if api_key:
         secrets.add(SECRET_VARIABLES[protocol.API_KEY_HEADER.lower()])
     for var in sorted(secrets):
         lines.append(f'# set ${var} first (orsbench never writes secrets out): export {var}=...')
+    key = f' -H "{protocol.API_KEY_HEADER}: $ORS_API_KEY"' if api_key else ""
+    from_sessions = False
     for sid, var in sids.items():
         opener = _opened_by(history, sid)
         if opener is not None:
-            key = f' -H "{protocol.API_KEY_HEADER}: $ORS_API_KEY"' if api_key else ""
+            from_sessions = True
             lines.append(
                 f"{var}=$(curl -sS -N -X POST \"$BASE\"{protocol.CREATE_SESSION}{key} "
                 "| sed -n 's/^data: *//p' | head -n 1 | tr -d '\\r')"
             )
         else:
             lines.append(f'{var}="orsbench-repro-$$-{var.lower()}"')
+    if sids:
+        # Set before the first request: the sessions go however the script ends (a failed curl, Ctrl-C).
+        routes = (protocol.DELETE, protocol.DELETE_SESSION) if from_sessions else (protocol.DELETE,)
+        each = " ".join(f'"${var}"' for var in sids.values())
+        lines.append(f"trap 'for sid in {each}; do")
+        lines += [f"  {_delete(route, key)}" for route in routes]
+        lines.append("done' EXIT")
     rendered = [_curl(ex, sids, api_key=api_key) for ex in replayed]
     for i, line in enumerate(rendered):
         lines.append(line if i == len(rendered) - 1 else line + "; echo")
     return "\n".join(lines)
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` can stand inside double quotes as it is (a URL almost always can)."""
+    return not any(c in text for c in '"$`\\!')
+
+
+def _delete(route: str, key: str) -> str:
+    """One silent cleanup request for ``$sid`` (inside the single-quoted trap: double quotes only)."""
+    return f'curl -sS -o /dev/null -m {TIME_LIMIT:g} -X POST "$BASE"{route} -H "{protocol.SESSION_HEADER}: $sid"{key}'

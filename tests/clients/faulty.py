@@ -177,6 +177,15 @@ class SdkUrlOnly(Adapter):
         return super().play()
 
 
+class GiveUp(Adapter):
+    """Retries nothing: the first transient answer (a 429 with Retry-After) ends the episode, logged on stderr."""
+
+    def should_retry(self, response: Any) -> bool:
+        print(f"give-up client: {response.request.method} {response.request.url.path} answered {response.status_code}", file=sys.stderr)
+        print("give-up client: not retrying, giving up on this episode", file=sys.stderr)
+        return False
+
+
 class Hang(Adapter):
     """Opens its session, then waits forever."""
 
@@ -227,6 +236,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "episode-reward-sum": EpisodeRewardSum,
     "episode-reward-last": EpisodeRewardLast,
     "sdk-url-only": SdkUrlOnly,
+    "give-up": GiveUp,
     "hang": Hang,
     "crash": Crash,
     "flood": Flood,

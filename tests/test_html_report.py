@@ -134,7 +134,7 @@ def test_the_matrix_is_a_grid_with_cells_that_open(predicted_matrix, tmp_path):
     page = render_matrix(predicted_matrix)
     cells = re.findall(r'<td class="cell s-(\w+)"><details><summary>([^<]+)', page)
     assert len(cells) == len(predicted_matrix["cells"])
-    styles = {"survives": "pass", "fails clearly": "warn", "fails silently": "fail", "hangs": "error"}
+    styles = {"works": "pass", "fails clearly": "warn", "fails silently": "fail", "hangs": "error"}
     assert all(styles[verdict.split(" (")[0].strip()] == style for style, verdict in cells)
     defective = next(c for c in predicted_matrix["cells"] if c["defects"])
     assert f"<code>{defective['defects'][0]}</code> — " in page

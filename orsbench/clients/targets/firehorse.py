@@ -162,7 +162,6 @@ register(
         extra="firehorse",
         startup_s=10.0,
         concurrency=2,
-        takes_model=True,
     ),
     origin=__name__,
 )

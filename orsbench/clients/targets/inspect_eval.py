@@ -120,7 +120,6 @@ register(
         extra="inspect",
         startup_s=20.0,
         concurrency=2,
-        takes_model=True,
     ),
     origin=__name__,
 )

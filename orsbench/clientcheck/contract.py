@@ -155,6 +155,10 @@ def parse_line(number: int, raw: str) -> OutLine:
         if not isinstance(data["error"], str):
             line.problems.append('"error" is not a string')
         return line
+    if "tool" not in data and "episode_reward" in data:  # an episode line: the reward the client took, after its calls
+        if data["episode_reward"] is not None and not _is_number(data["episode_reward"]):
+            line.problems.append('"episode_reward" is not a finite number or null')
+        return line
     if not isinstance(data.get("tool"), str):
         line.problems.append('no "tool" string (and no "error")')
     if not isinstance(data.get("text"), str):

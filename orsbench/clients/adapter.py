@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from orsbench.clients.offline import loopback_only
 from orsbench.clients.targets import CLIENT_TARGETS
-from orsbench.clients.transcript import ClientReported, AdapterEpisode, UsageError
+from orsbench.clients.transcript import AdapterEpisode, ClientExited, ClientReported, UsageError
 
 
 def play(name: str, episode: AdapterEpisode) -> int:
@@ -42,6 +42,8 @@ def play(name: str, episode: AdapterEpisode) -> int:
     target = CLIENT_TARGETS.get(name)
     try:
         target.play(episode)
+    except ClientExited as exc:  # a command adapter wrote its own lines: only its status is ours to pass on
+        return exc.code
     except Exception as exc:  # noqa: BLE001 - what the client raised is the result
         if isinstance(exc, ClientReported):
             episode.error(str(exc), raised=False)
@@ -68,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     target = CLIENT_TARGETS.get(argv[0])
     if not target.installed:
-        print(f'orsbench adapter: error: {target.title} is not installed: pip install "orsbench[{target.extra}]"', file=sys.stderr)
+        print(f"orsbench adapter: error: {target.title} is not installed: {target.install_hint}", file=sys.stderr)
         return 2
     loopback_only()  # the client's code reaches 127.0.0.1 and nothing else (orsbench/clients/offline.py)
     try:

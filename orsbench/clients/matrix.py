@@ -23,7 +23,7 @@ from orsbench.clientcheck.profiles import profiles
 from orsbench.clients import cells as C
 from orsbench.clientcheck.runner import POLL_S
 from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun, preload
-from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.clients.targets import CLIENT_TARGETS, ELSEWHERE
 from orsbench.config import ServerConfig
 from orsbench.scenarios import suite_params
 from orsbench.servers.launch import ServerStartError, start
@@ -53,6 +53,7 @@ def header(clients: list[str], servers: list[str]) -> JSON:
             name: {
                 "version": CLIENT_TARGETS[name].version,
                 "title": CLIENT_TARGETS[name].title,
+                "consumer": CLIENT_TARGETS[name].consumer.summary(),
                 "defects": [{"id": d.id, "summary": d.summary} for d in C.client_defects(name)],
             }
             for name in clients
@@ -212,6 +213,8 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
     for name, info in result["clients"].items():
         rows = [r for r in result["cells"] if r["client"] == name]
         lines += [f"## {info.get('title', name)} ({name} {info['version']})", ""]
+        if info.get("consumer"):
+            lines += [f"What its user makes of an episode: {info['consumer']}.", ""]
         lines += ["| Scenario / profile | " + " | ".join(servers) + " |", "|---|" + "---|" * len(servers)]
         keys = list(dict.fromkeys((r["profile"] or r["scenario"], r["profile"] is not None) for r in rows))
         for label, is_profile in keys:
@@ -236,5 +239,9 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
     if server_defects:
         lines += ["## Server defects", "", "Every client meets these on that server (cells name them too):", ""]
         lines += [f"- <a id=\"server-{d['id']}\"></a>`{d['id']}` ({name}) — {d['summary']}" for name, d in server_defects]
+        lines.append("")
+    if ELSEWHERE:
+        lines += ["## Trainers that are not client targets", ""]
+        lines += [f"- **{name}** — {why}" for name, why in ELSEWHERE]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -24,7 +24,6 @@ out file, the server's request log slice and counters collected into a
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -133,11 +132,10 @@ def forget_parent_ping_thread() -> None:
     If the parent already pinged, the child's copy looks running while nothing drives it, and no
     ping would ever leave the child. Re-initialise it (in the child) so the child starts its own.
     """
-    try:
-        from openreward.api._session import ping
-    except ImportError:
+    session = sys.modules.get("openreward.api._session")
+    if session is None:  # never imported here: no state to forget (and importing it would cost the child seconds)
         return
-    ping.ping_thread.__init__()
+    session.ping.ping_thread.__init__()
 
 
 def forked(client: str, prepare: Callable[[], None] | None = None) -> Fork:
@@ -169,17 +167,12 @@ def forked(client: str, prepare: Callable[[], None] | None = None) -> Fork:
 
 
 def preload(clients: list[str] | None = None) -> None:
-    """Import every installed client in this process before any fork, so no child imports them (seconds each)."""
+    """Make every installed client start fast in children forked from this process: import its modules (seconds
+    each), or warm a command target's fork server (:meth:`~orsbench.clients.targets.ClientTarget.preload`)."""
     for name in CLIENT_TARGETS.names() if clients is None else clients:
         target = CLIENT_TARGETS.get(name)
         if target.installed:
-            for module in target.modules:
-                importlib.import_module(module)
-            for module in target.preload:
-                try:
-                    importlib.import_module(module)
-                except ImportError:  # a dependency's internals moved: the episode imports what it needs itself
-                    pass
+            target.preload()
 
 
 def case_for(server: RunningServer, expect: str = "finish") -> Case:

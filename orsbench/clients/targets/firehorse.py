@@ -45,6 +45,7 @@ import tempfile
 from urllib.parse import urlsplit, urlunsplit
 from typing import TYPE_CHECKING, Any
 
+from orsbench.clients.consumers import Consumer
 from orsbench.clients.targets import ClientTarget, register
 
 if TYPE_CHECKING:
@@ -155,13 +156,22 @@ register(
         play,
         modules=("openreward", "anthropic", "firehorse.cli", "firehorse.orchestrator", "firehorse.agents.react"),
         # firehorse's agent registry imports every agent; the Anthropic client its HTTP stack on first use.
-        preload=(
+        warm=(
             "firehorse.agents.codex", "firehorse.agents.gemini", "firehorse.agents.hermes", "firehorse.agents.resum",
             "firehorse.agents.claude_code", "firehorse.rollout_replay", "httpcore2", "truststore", "anyio._backends._asyncio",
         ),  # fmt: skip
         extra="firehorse",
         startup_s=10.0,
         concurrency=2,
+        consumer=Consumer(
+            "last",
+            images=False,
+            failed_call="error result",
+            source="firehorse-cli 0.1.4: the react agent keeps last_reward, the last non-null reward (the trial's "
+            "final_reward, null without one); run_trial hands the model the prompt's text blocks only (tool results "
+            "keep their images on the Anthropic path); a call that raises reaches the model as an is_error "
+            "'Error: ...' tool result and the loop goes on (ToolFailed and SessionTerminatedError end the trial)",
+        ),
     ),
     origin=__name__,
 )

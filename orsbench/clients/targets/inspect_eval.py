@@ -35,6 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orsbench.clients.consumers import Consumer
 from orsbench.clients.targets import ClientTarget, register
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ register(
         modules=("openreward", "openai", "inspect_ai", "inspect_ai.model", "inspect_ai._cli.main", "inspect_openreward"),
         # What an eval imports on its way (the openai provider, the ACP server, the log's markdown): some 15 s of
         # imports per episode on a busy machine, done once before the matrix forks.
-        preload=(
+        warm=(
             "inspect_ai.model._providers.openai", "inspect_ai.model._openai_responses", "inspect_ai.agent._acp.server",
             "inspect_ai.hooks", "inspect_ai._cli._scanner", "inspect_ai.solver._transcript", "markdown_it", "linkify_it",
             "numpy", "openai.resources.chat", "openai.pagination", "rich.markdown", "truststore", "httpcore2", "pydantic.v1",
@@ -120,6 +121,14 @@ register(
         extra="inspect",
         startup_s=20.0,
         concurrency=2,
+        consumer=Consumer(
+            "last",
+            no_reward="zero",
+            images=False,
+            source="inspect-openreward 0.3.0: _solver._wrap_tool keeps each non-null reward (the last wins), "
+            "openreward_scorer scores 0.0 without one; a call that raises is a sample error; a tool result shows "
+            "its text blocks only (the prompt's images do reach the model)",
+        ),
     ),
     origin=__name__,
 )

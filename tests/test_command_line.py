@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from orsbench.cli import build_parser, flags, main, reporting
+from tests.needs import needs
 
 ROOT = Path(__file__).parent.parent
 KEY = "sk-cli-test-KEY-0042"
@@ -282,3 +283,16 @@ def test_usage_errors_are_printed_by_argparse_with_the_usage_line(capsys: pytest
         main(["bench", "--server-pid", "1"])
     err = capsys.readouterr().err
     assert err.startswith("usage: orsbench bench") and "orsbench bench: error: --server-pid needs --url" in err
+
+
+@needs("sdk")  # conformance/ imports the SDK
+def test_the_pytest_wire_checks_read_the_key_from_the_environment(ors_server_factory) -> None:
+    """``pytest conformance/test_wire_checks.py --ors-url URL`` against a server that wants a key: $ORSBENCH_API_KEY
+    (without it, the run is refused as ``orsbench check`` refuses it: test_check_sends_the_key_from_the_environment)."""
+    server = ors_server_factory("echo", api_key=KEY)
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:xdist", "conformance/test_wire_checks.py",
+            "--ors-url", server.url, "-k", "discovery.tools_listing"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENREWARD_DISABLE_UPDATE_CHECK": "1", flags.API_KEY_ENV: KEY}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:]
+    assert KEY not in done.stdout + done.stderr

@@ -57,14 +57,35 @@ def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 
 # -- the report flags --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("command", list(REPORTING))
+def _reporting_commands() -> dict[str, tuple[str, ...]]:
+    """Every subcommand that took its report flags from reporting.add_report_arguments, and its formats."""
+    from orsbench.cli import SUBCOMMANDS
+
+    found = {}
+    for name in SUBCOMMANDS.names():
+        formats = _parser(name).get_default("_formats")
+        if formats:
+            found[name] = tuple(formats)
+    return found
+
+
+def test_the_commands_that_report_take_their_flags_from_one_place() -> None:
+    found = _reporting_commands()
+    for command, formats in REPORTING.items():
+        assert set(formats) <= set(found.get(command, ())), command
+
+
+@pytest.mark.parametrize("command", sorted(_reporting_commands()))
 def test_every_reporting_command_has_the_same_report_flags(command: str) -> None:
+    formats = _reporting_commands()[command]
     options = _options(command)
-    assert {f"--{name}" for name in REPORTING[command]} <= options
+    assert {f"--{name}" for name in formats} <= options
     assert {"-q", "--quiet", "-v", "--verbose"} <= options
-    for name in REPORTING[command]:  # one type, so one meaning: '-' is stdout, the folder is checked at parse time
+    for name in formats:  # one type, so one meaning: '-' is stdout, the folder is checked at parse time
         action = next(a for a in _parser(command)._actions if f"--{name}" in a.option_strings)
         assert action.type is reporting.types.output_file, (command, name)
+    for name in set(reporting.FORMATS) - set(formats):  # a format the result has no writer for is not offered
+        assert f"--{name}" not in options, (command, name)
 
 
 @pytest.mark.parametrize(

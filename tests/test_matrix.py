@@ -104,7 +104,7 @@ def test_what_a_forked_client_prints_stays_with_its_outcome(capfd: pytest.Captur
 
     with serve("echo", config=ServerConfig(request_log=True)) as server:
         capfd.readouterr()
-        outcome = ClientRun("openreward", server, script("echo"), 60, prepare=chatty).finish()
+        outcome = ClientRun("openreward", server, script("echo"), 60, prepare=chatty).wait()
     seen = capfd.readouterr()
     assert outcome.survived, outcome.describe()
     assert "marker on stdout from the client" in outcome.output and "marker on stderr from the client" in outcome.output

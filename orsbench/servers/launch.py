@@ -403,6 +403,19 @@ def start_proxy(
     return server
 
 
+def start_scripted_model(*, host: str = "127.0.0.1", timeout: float = 60.0) -> RunningServer:
+    """Start the scripted model (:mod:`orsbench.servers.scripted_model`) and wait until ``/health`` answers.
+
+    One serves any number of scripts at once (each registered under its own base URL), so a run
+    starts one and registers a script per episode.
+    """
+
+    def argv(ready_file: str) -> list[str]:
+        return [sys.executable, "-m", "orsbench.servers.scripted_model", "--host", host, "--port", "0", "--ready-file", ready_file]
+
+    return _launch(argv, "the scripted model", "scripted-model", "scripted-model", ServerConfig(), timeout)
+
+
 def _forget_private_files(server: RunningServer) -> None:
     """Delete the 0600 config/secrets files once the server answers: it read them at startup."""
     for name in ("config.json", "secrets.json"):

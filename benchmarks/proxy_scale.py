@@ -1,7 +1,8 @@
-"""The proxy at trainer scale: what ``orsbench proxy`` costs next to the mock it sits in front of.
+"""The proxy at trainer scale: what ``orsbench proxy`` costs next to the mock it sits in front of, and next to nginx.
 
     python benchmarks/proxy_scale.py                                  # 500 held sessions, 2 x 5 s of echo episodes
     python benchmarks/proxy_scale.py --sessions 1000 --hold 10 --json proxy-scale.json
+    python benchmarks/proxy_scale.py --no-nginx                       # without the nginx side (no nginx installed)
 
 Two measurements, each side by side in one run, each reading every process's own
 CPU time (user+sys) and resident memory from ``/proc``:
@@ -20,8 +21,15 @@ CPU time (user+sys) and resident memory from ``/proc``:
   neighbour's burst hits both alike. Per request: the mock's CPU alone, the
   mock's and the proxy's through the proxy, and the ratio proxy / mock.
 
-Targets (issue 19): the proxy's CPU per held session <= 3x the mock's, per proxied
-request <= 2x. The load average is printed beside the figures: on a shared machine
+Each measurement also runs through **nginx** as a plain reverse proxy in front of the same
+mock (Debian's nginx, one worker process as the orsbench proxy is one process; ``proxy_buffering
+off``, HTTP/1.1 keep-alive to the upstream, access log off; its config in a temporary directory,
+bound to 127.0.0.1, stopped by its PID): the orsbench proxy's CPU and memory per held session and
+per request over nginx's. The orsbench proxy grades both ends as it forwards: the server checks and
+every client session's client checks.
+
+Targets: issue 19, the proxy's CPU per held session <= 3x the mock's, per proxied request <= 2x;
+issue 26, with client grading on, <= 2x nginx's per held session and <= 2.5x per request. The load average is printed beside the figures: on a shared machine
 compare the ratios of one run, never absolute figures across runs. Bounded: the
 held runs by the driver's own time bounds, the episode windows by ``--window`` and
 ``--max-episodes``; every server started here is stopped by its PID.
@@ -32,9 +40,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+import httpx
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.bench.driver import drive
@@ -42,7 +60,73 @@ from orsbench.bench.hold import DURATION_ARG, run_hold
 from orsbench.bench.plan import discover
 from orsbench.bench.procstat import loadavg, tree_cpu_seconds, tree_rss_bytes
 from orsbench.config import ServerConfig
-from orsbench.servers.launch import RunningServer, serve, start_proxy
+from orsbench.servers.launch import RunningServer, free_port, serve, start_proxy
+
+NGINX_CONF = """
+worker_processes 1;
+worker_rlimit_nofile 65536;
+daemon off;
+pid {root}/nginx.pid;
+error_log {root}/error.log warn;
+events {{ worker_connections 16384; }}
+http {{
+    access_log off;
+    client_body_temp_path {root}/body;
+    proxy_temp_path {root}/proxy;
+    fastcgi_temp_path {root}/fastcgi;
+    uwsgi_temp_path {root}/uwsgi;
+    scgi_temp_path {root}/scgi;
+    upstream mock {{ server {upstream}; keepalive 4096; }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://mock;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+            proxy_request_buffering off;
+            proxy_read_timeout 3600s;
+            proxy_send_timeout 3600s;
+        }}
+    }}
+}}
+"""
+
+
+class Nginx:
+    """Debian's nginx as a plain reverse proxy to ``upstream``, on 127.0.0.1, its config in a temp dir."""
+
+    def __init__(self, upstream: str) -> None:
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.root = tempfile.mkdtemp(prefix="orsbench-nginx-")
+        self.port = free_port()
+        conf = os.path.join(self.root, "nginx.conf")
+        with open(conf, "w") as handle:
+            handle.write(NGINX_CONF.format(root=self.root, upstream=urlsplit(upstream).netloc, port=self.port))
+        self.process = subprocess.Popen([binary, "-p", self.root, "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.pid = self.process.pid
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(self.url + protocol.HEALTH, timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode() if self.process.stderr else ''}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)  # fast shutdown; its workers go with it
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 @dataclass
@@ -68,14 +152,19 @@ def _ratio(a: float, b: float) -> float | None:
     return round(a / b, 2) if b > 0 else None
 
 
-def held(mock: RunningServer, proxy: RunningServer, sessions: int, hold: float, warmup: int) -> dict[str, Any]:
-    """Held sessions straight to the mock, then through the proxy; per-session CPU and RSS of both."""
+#: A side of a measurement: a name, and the front the clients talk to (None: straight to the mock).
+Fronts = dict[str, Any]
+
+
+def held(mock: RunningServer, fronts: Fronts, sessions: int, hold: float, warmup: int) -> dict[str, Any]:
+    """Held sessions straight to the mock, then through each front; per-session CPU and RSS of each process."""
     out: dict[str, Any] = {"sessions": sessions, "hold_s": hold}
-    for side, url in (("direct", mock.url), ("proxy", proxy.url)):
+    for side, front in {"direct": None, **fronts}.items():
+        url = mock.url if front is None else front.url
         plan = discover(url, tool="wait", tool_input={})
         if warmup:
             run_hold(url, plan, warmup, hold=0.2, timed_arg=DURATION_ARG)
-        pids = {"mock": mock.pid} if side == "direct" else {"mock": mock.pid, "proxy": proxy.pid}
+        pids = {"mock": mock.pid} if front is None else {"mock": mock.pid, "front": front.pid}
         reading = Reading()
         result = run_hold(url, plan, sessions, hold=hold, timed_arg=DURATION_ARG, probe=lambda p: reading.take(p, pids))
         n = max(1, result.opened)
@@ -94,47 +183,52 @@ def held(mock: RunningServer, proxy: RunningServer, sessions: int, hold: float, 
             }
         out[side] = figures
     mock_alone = out["direct"]["mock"]["cpu_us_per_session"]
-    behind = out["proxy"]["mock"]["cpu_us_per_session"]
-    spent = out["proxy"]["proxy"]["cpu_us_per_session"]
-    out["ratios"] = {
-        "proxy_cpu_per_session_over_mock_alone": _ratio(spent, mock_alone),
-        "proxy_cpu_per_session_over_mock_behind": _ratio(spent, behind),
-        "proxy_kib_per_session_over_mock_alone": _ratio(
-            out["proxy"]["proxy"]["kib_per_session"], out["direct"]["mock"]["kib_per_session"]
-        ),
-    }
+    out["ratios"] = {}
+    if "proxy" in out:
+        spent = out["proxy"]["front"]["cpu_us_per_session"]
+        out["ratios"] |= {
+            "proxy_cpu_per_session_over_mock_alone": _ratio(spent, mock_alone),
+            "proxy_cpu_per_session_over_mock_behind": _ratio(spent, out["proxy"]["mock"]["cpu_us_per_session"]),
+            "proxy_kib_per_session_over_mock_alone": _ratio(out["proxy"]["front"]["kib_per_session"], out["direct"]["mock"]["kib_per_session"]),
+        }
+        if "nginx" in out:
+            out["ratios"] |= {
+                "proxy_cpu_per_session_over_nginx": _ratio(spent, out["nginx"]["front"]["cpu_us_per_session"]),
+                "proxy_kib_per_session_over_nginx": _ratio(out["proxy"]["front"]["kib_per_session"], out["nginx"]["front"]["kib_per_session"]),
+            }
     return out
 
 
-def episodes(
-    mock: RunningServer, proxy: RunningServer, concurrency: int, window: float, rounds: int, max_episodes: int
-) -> dict[str, Any]:
-    """Echo episodes in alternating direct / proxied windows; CPU per request of the mock and the proxy."""
-    plans = {side: discover(url) for side, url in (("direct", mock.url), ("proxy", proxy.url))}
+def episodes(mock: RunningServer, fronts: Fronts, concurrency: int, window: float, rounds: int, max_episodes: int) -> dict[str, Any]:
+    """Echo episodes in alternating direct / proxied / nginx windows; CPU per request of the mock and of each front."""
+    sides = {"direct": None, **fronts}
+    plans = {side: discover(mock.url if front is None else front.url) for side, front in sides.items()}
     requests_per_episode = 6 + plans["direct"].calls
-    totals = {
-        side: {"episodes": 0, "failures": 0, "seconds": 0.0, "mock_cpu": 0.0, "proxy_cpu": 0.0, "failure_kinds": {}}
-        for side in plans
-    }
-    rss: dict[str, dict[str, int]] = {"mock": {}, "proxy": {}}
-    for name, server in (("mock", mock), ("proxy", proxy)):
-        rss[name]["before"] = (tree_rss_bytes(server.pid) or 0) // 1024
+    totals = {side: {"episodes": 0, "failures": 0, "seconds": 0.0, "mock_cpu": 0.0, "front_cpu": 0.0, "failure_kinds": {}} for side in sides}
+    rss: dict[str, dict[str, int]] = {name: {} for name in ("mock", *fronts)}
+    pids = {"mock": mock.pid, **{name: front.pid for name, front in fronts.items()}}
+    for name, pid in pids.items():
+        rss[name]["before"] = (tree_rss_bytes(pid) or 0) // 1024
     for side, plan in plans.items():  # warm-up: connections, caches
-        drive(plan_url(side, mock, proxy), plan, concurrency=concurrency, duration=1.0)
+        drive(mock.url if sides[side] is None else sides[side].url, plan, concurrency=concurrency, duration=1.0)
     for _ in range(rounds):
         for side, plan in plans.items():
-            mock0, proxy0 = tree_cpu_seconds(mock.pid) or 0.0, tree_cpu_seconds(proxy.pid) or 0.0
-            result = drive(plan_url(side, mock, proxy), plan, concurrency=concurrency, duration=window, max_episodes=max_episodes)
+            front = sides[side]
+            mock0 = tree_cpu_seconds(mock.pid) or 0.0
+            front0 = (tree_cpu_seconds(front.pid) or 0.0) if front is not None else 0.0
+            url = mock.url if front is None else front.url
+            result = drive(url, plan, concurrency=concurrency, duration=window, max_episodes=max_episodes)
             t = totals[side]
             t["mock_cpu"] += (tree_cpu_seconds(mock.pid) or 0.0) - mock0
-            t["proxy_cpu"] += (tree_cpu_seconds(proxy.pid) or 0.0) - proxy0
+            if front is not None:
+                t["front_cpu"] += (tree_cpu_seconds(front.pid) or 0.0) - front0
             t["episodes"] += result.episodes
             t["failures"] += result.failures
             t["seconds"] += result.elapsed
             for kind, count in result.failure_kinds.items():
                 t["failure_kinds"][kind] = t["failure_kinds"].get(kind, 0) + count
-    for name, server in (("mock", mock), ("proxy", proxy)):
-        rss[name]["after"] = (tree_rss_bytes(server.pid) or 0) // 1024
+    for name, pid in pids.items():
+        rss[name]["after"] = (tree_rss_bytes(pid) or 0) // 1024
     out: dict[str, Any] = {"concurrency": concurrency, "requests_per_episode": requests_per_episode, "rss_kib": rss}
     for side, t in totals.items():
         requests = max(1, t["episodes"] * requests_per_episode)
@@ -145,18 +239,18 @@ def episodes(
             "episodes_per_s": round(t["episodes"] / t["seconds"], 1) if t["seconds"] else 0.0,
             "mock_cpu_us_per_request": round(t["mock_cpu"] / requests * 1e6, 1),
         }
-        if side == "proxy":
-            out[side]["proxy_cpu_us_per_request"] = round(t["proxy_cpu"] / requests * 1e6, 1)
-    spent = out["proxy"]["proxy_cpu_us_per_request"]
-    out["ratios"] = {
-        "proxy_cpu_per_request_over_mock_alone": _ratio(spent, out["direct"]["mock_cpu_us_per_request"]),
-        "proxy_cpu_per_request_over_mock_behind": _ratio(spent, out["proxy"]["mock_cpu_us_per_request"]),
-    }
+        if sides[side] is not None:
+            out[side]["front_cpu_us_per_request"] = round(t["front_cpu"] / requests * 1e6, 1)
+    out["ratios"] = {}
+    if "proxy" in out:
+        spent = out["proxy"]["front_cpu_us_per_request"]
+        out["ratios"] |= {
+            "proxy_cpu_per_request_over_mock_alone": _ratio(spent, out["direct"]["mock_cpu_us_per_request"]),
+            "proxy_cpu_per_request_over_mock_behind": _ratio(spent, out["proxy"]["mock_cpu_us_per_request"]),
+        }
+        if "nginx" in out:
+            out["ratios"]["proxy_cpu_per_request_over_nginx"] = _ratio(spent, out["nginx"]["front_cpu_us_per_request"])
     return out
-
-
-def plan_url(side: str, mock: RunningServer, proxy: RunningServer) -> str:
-    return mock.url if side == "direct" else proxy.url
 
 
 def render(report: dict[str, Any]) -> str:
@@ -168,40 +262,31 @@ def render(report: dict[str, Any]) -> str:
             f"held sessions: {h['sessions']} per side, held {h['hold_s']:g}s, keep-alives every {report['ping_interval_s']:g}s",
             f"{'side':<8} {'ok':>6} {'errors':>6} {'process':<7} {'CPU µs/sess':>11} {'KiB/sess':>9}",
         ]
-        for side in ("direct", "proxy"):
-            for name in ("mock", "proxy"):
+        for side in [k for k in ("direct", "proxy", "nginx") if k in h]:
+            for name in ("mock", "front"):
                 if name in h[side]:
                     f = h[side][name]
+                    shown = side if name == "front" else name
                     lines.append(
-                        f"{side:<8} {h[side]['ok']:>6} {h[side]['errors']:>6} {name:<7} "
+                        f"{side:<8} {h[side]['ok']:>6} {h[side]['errors']:>6} {shown:<7} "
                         f"{f['cpu_us_per_session']:>11.0f} {f['kib_per_session']:>9.1f}"
                     )
-        r = h["ratios"]
-        lines.append(
-            f"proxy/mock CPU per held session: {r['proxy_cpu_per_session_over_mock_alone']}x the mock alone, "
-            f"{r['proxy_cpu_per_session_over_mock_behind']}x the mock behind it (target <= 3x); "
-            f"memory {r['proxy_kib_per_session_over_mock_alone']}x"
-        )
+        lines += [f"  {k}: {v}x" for k, v in h["ratios"].items()]
     e = report.get("episodes")
     if e:
         lines += [
             "",
             f"echo episodes: {e['concurrency']} concurrent, {e['requests_per_episode']} requests each",
-            f"{'side':<8} {'episodes':>8} {'fail':>5} {'ep/s':>7} {'mock CPU µs/req':>15} {'proxy CPU µs/req':>16}",
+            f"{'side':<8} {'episodes':>8} {'fail':>5} {'ep/s':>7} {'mock CPU µs/req':>15} {'front CPU µs/req':>16}",
         ]
-        for side in ("direct", "proxy"):
+        for side in [k for k in ("direct", "proxy", "nginx") if k in e]:
             f = e[side]
             lines.append(
                 f"{side:<8} {f['episodes']:>8} {f['failures']:>5} {f['episodes_per_s']:>7.1f} "
-                f"{f['mock_cpu_us_per_request']:>15.0f} {f.get('proxy_cpu_us_per_request', 0):>16.0f}"
+                f"{f['mock_cpu_us_per_request']:>15.0f} {f.get('front_cpu_us_per_request', 0):>16.0f}"
             )
-        r = e["ratios"]
-        lines.append(
-            f"proxy/mock CPU per request: {r['proxy_cpu_per_request_over_mock_alone']}x the mock alone, "
-            f"{r['proxy_cpu_per_request_over_mock_behind']}x the mock behind it (target <= 2x); "
-            f"RSS mock {e['rss_kib']['mock']['before']}->{e['rss_kib']['mock']['after']} KiB, "
-            f"proxy {e['rss_kib']['proxy']['before']}->{e['rss_kib']['proxy']['after']} KiB"
-        )
+        lines += [f"  {k}: {v}x" for k, v in e["ratios"].items()]
+        lines.append("  RSS KiB before -> after: " + ", ".join(f"{n} {r['before']}->{r['after']}" for n, r in e["rss_kib"].items()))
     return "\n".join(lines)
 
 
@@ -215,32 +300,44 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="echo windows per side (default 2)")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent echo episodes (default 16)")
     parser.add_argument("--max-episodes", type=int, default=5000, help="at most this many episodes per window")
+    parser.add_argument("--no-nginx", dest="nginx", action="store_false", help="leave out the nginx side (nginx not installed)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     if args.sessions < 0 or args.hold <= 0 or args.window < 0 or args.rounds < 1 or args.concurrency < 1:
         parser.error("--sessions/--window must be >= 0, --hold > 0, --rounds and --concurrency >= 1")
 
     report: dict[str, Any] = {"loadavg_before": loadavg(), "ping_interval_s": args.ping_interval}
+
+    def fronts_of(mock: RunningServer) -> Fronts:
+        fronts: Fronts = {"proxy": start_proxy(mock.url)}
+        if args.nginx:
+            fronts["nginx"] = Nginx(mock.url)
+        return fronts
+
     if args.sessions:
         config = ServerConfig(ping_interval=args.ping_interval, ttl=max(protocol.SESSION_TTL_S, args.hold * 4))
         with serve("slow", config=config, params={"setup": 0.0}) as mock:
-            proxy = start_proxy(mock.url)
+            fronts = fronts_of(mock)
             try:
-                report["held"] = held(mock, proxy, args.sessions, args.hold, args.warmup)
+                report["held"] = held(mock, fronts, args.sessions, args.hold, args.warmup)
             finally:
-                proxy.stop()
+                for front in fronts.values():
+                    front.stop()
     if args.window:
         with serve("echo") as mock:
-            proxy = start_proxy(mock.url)
+            fronts = fronts_of(mock)
             try:
-                report["episodes"] = episodes(mock, proxy, args.concurrency, args.window, args.rounds, args.max_episodes)
+                report["episodes"] = episodes(mock, fronts, args.concurrency, args.window, args.rounds, args.max_episodes)
             finally:
-                proxy.stop()
+                for front in fronts.values():
+                    front.stop()
     report["loadavg_after"] = loadavg()
     print(render(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
-    failed = any(report.get(k, {}).get(side, {}).get(f, 0) for k, f in (("held", "errors"), ("episodes", "failures")) for side in ("direct", "proxy"))
+    failed = any(
+        report.get(k, {}).get(side, {}).get(f, 0) for k, f in (("held", "errors"), ("episodes", "failures")) for side in ("direct", "proxy", "nginx")
+    )
     return 1 if failed else 0
 
 

@@ -41,7 +41,7 @@ def seen(path: str, peer: str, at: float, status: int, *, sid: str | None = None
     exchange = Exchange("POST", path, {SESSION: sid} if sid else {}, b"", status, headers, body, started_at=at, elapsed=0.005, peer=peer)
     if hands_out:
         exchange.sse = parse(body)
-    return Seen(exchange, path, True)
+    return Seen(exchange, path, True, None, sid)
 
 
 def ended(requests: list[Seen]) -> list[Episode]:

@@ -329,7 +329,8 @@ def result_of(exchange: Exchange | None) -> tuple[str, Any]:
         if event.event == protocol.EVENT_ERROR:
             return "error", event.data
         if event.event == protocol.EVENT_END:
-            text = dataclasses.replace(exchange, sse=stream).reassembled()
+            # The stream parsed here (an answer not labelled SSE) is not the exchange's own: read it, don't copy the exchange.
+            text = (exchange if exchange.sse is stream else dataclasses.replace(exchange, sse=stream)).reassembled()
             try:
                 value = json.loads(text or "")
             except ValueError:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
-from urllib.parse import urlsplit
 
 from orsbench.cli import flags, reporting, subcommand, types
 from orsbench.config import DEFAULT_EVIDENCE_LIMIT
@@ -83,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     from orsbench.clientcheck.traffic import from_entry, seen_of
     from orsbench.servers.request_log import RequestLog
     from orsbench.reports.json_report import dumps
-    from orsbench.servers.app import announce_ready, serve_forever
+    from orsbench.servers.app import BindError, announce_ready, serve_forever
+    from orsbench.servers.proxy_server import ProxyServer
     from orsbench.servers.proxy import ProxyApp, wrap_faults
     from orsbench.wire.cassette import CassetteRecorder
 
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     starting: list[Any] = []
     if not args.faults:  # the clients get what the proxy forwards: grade them from its own exchanges
         observers.append(lambda exchange: clients.observe(seen_of(exchange)))
-        starting.append(lambda exchange: clients.request_started(exchange.peer, exchange.started_at, urlsplit(exchange.url).path))
+        starting.append(lambda exchange, path: clients.request_started(exchange.peer, exchange.started_at, path))
     recorder = CassetteRecorder(args.upstream, "orsbench proxy", secrets=secrets) if args.record else None
     if recorder is not None:
         observers.append(recorder)
@@ -155,7 +155,13 @@ def run(args: argparse.Namespace) -> int:
         stream=reporting.people(args),
     )
 
-    serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)  # SIGINT/SIGTERM: write_outputs, then exit
+    try:
+        if args.faults or args.request_log:  # the faults and the log are ASGI middlewares: uvicorn serves them
+            serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)  # SIGINT/SIGTERM: write_outputs, then exit
+        else:  # the socket-level front: the same forwarding, without a scope and a task per request
+            ProxyServer(proxy).run(host=args.host, port=args.port, on_ready=on_ready)
+    except BindError as exc:
+        raise flags.UsageError(f"{exc} (choose another --port, or 0 for a free one)") from None
     return 0
 
 

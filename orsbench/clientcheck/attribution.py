@@ -104,8 +104,8 @@ class Attributor:
         self._ended: OrderedDict[str, None] = OrderedDict()
         #: Sessionless requests waiting for their connection's next session, by peer.
         self._pending: dict[str, list[Seen]] = {}
-        #: Per host, the latest request start on each of its two most recently active connections.
-        self._recent: dict[str, list[tuple[str, float]]] = {}
+        #: Per host, its two most recently active connections and their latest request starts (``started``).
+        self._recent: dict[str, list] = {}
         #: Sessionless requests never filed under a session (busy host, no connection, or dropped while waiting).
         self.unattributed = 0
         #: Requests for sessions that had ended.
@@ -118,17 +118,30 @@ class Attributor:
 
     # -- what comes in ------------------------------------------------------------------
     def started(self, peer: str | None, at: float, path: str = "") -> None:
-        """A request began on ``peer`` at ``at`` (monotonic): the activity that tells a busy host from a quiet one.
+        """A request for ``path`` began on ``peer`` at ``at`` (monotonic): the activity that tells a busy host from a quiet one.
 
-        Per host only the two connections with the latest starts are kept: enough to answer "did any
-        *other* connection start something since" for every connection, in constant memory.
+        Per host only the two connections with the latest starts are kept, as ``[peer, at, peer, at]``:
+        enough to answer "did any *other* connection start something since" for every connection, in
+        constant memory and a few comparisons per request (this runs on every request a proxy forwards).
         """
         if peer is None or path == protocol.HEALTH or path.startswith(OWN_ROUTES):
             return
-        host = host_of(peer)
-        latest = dict(self._recent.get(host, ()))
-        latest[peer] = max(at, latest.get(peer, at))
-        self._recent[host] = sorted(latest.items(), key=lambda item: item[1], reverse=True)[:2]
+        host = peer[: peer.rfind(":")]
+        recent = self._recent.get(host)
+        if recent is None:
+            self._recent[host] = [peer, at, None, 0.0]
+            return
+        first, first_at, second, second_at = recent
+        if peer == first:
+            if at > first_at:
+                recent[1] = at
+        elif at >= first_at:
+            recent[0], recent[1], recent[2], recent[3] = peer, at, first, first_at
+        elif peer == second:
+            if at > second_at:
+                recent[3] = at
+        elif at > second_at:
+            recent[2], recent[3] = peer, at
 
     def seen(self, request: Seen) -> None:
         """A request's answer is complete (or cut): file it (health probes and orsbench's own routes are no client's)."""
@@ -215,10 +228,11 @@ class Attributor:
 
     def _quiet(self, peer: str, since: float) -> bool:
         """Whether no other connection of ``peer``'s host started a request at or after ``since``."""
-        for other, at in self._recent.get(host_of(peer), ()):
-            if other != peer:
-                return at < since
-        return True
+        recent = self._recent.get(peer[: peer.rfind(":")])
+        if recent is None:
+            return True
+        other_at = recent[1] if recent[0] != peer else (recent[3] if recent[2] is not None else None)
+        return other_at is None or other_at < since
 
     def _connection_episode(self, peer: str) -> None:
         """A connection's sessionless requests, with no session to file them under, as an episode of their own."""

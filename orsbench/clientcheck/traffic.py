@@ -44,9 +44,13 @@ _SECRETS = protocol.SECRETS_HEADER.lower()
 
 
 def session_of(exchange: Exchange) -> str | None:
-    """The session a request was sent in (its session header), or None."""
+    """The session a request was sent in (its session header), or None.
+
+    Header names come lower-cased from every server and proxy (ASGI says so); the protocol's own
+    spelling is looked up too, for exchanges built by hand.
+    """
     headers = exchange.request_headers
-    return headers.get(SESSION) or next((v for k, v in headers.items() if k.lower() == SESSION), None)
+    return headers.get(SESSION) or headers.get(protocol.SESSION_HEADER)
 
 
 def exchange_of(entry: dict[str, Any]) -> Exchange:
@@ -83,10 +87,8 @@ class Seen:
     complete: bool
     #: The names ``X-Secrets`` carried (never the values); ``None`` without a readable header.
     secret_names: tuple[str, ...] | None = None
-
-    @property
-    def sid(self) -> str | None:
-        return session_of(self.exchange)
+    #: The session it was sent in (its ``X-Session-ID``), read once.
+    sid: str | None = None
 
 
 def from_log(entries: Iterable[dict[str, Any]]) -> list[Seen]:
@@ -94,14 +96,18 @@ def from_log(entries: Iterable[dict[str, Any]]) -> list[Seen]:
     out = []
     for entry in entries:
         names = entry.get("secret_names")
-        out.append(Seen(exchange_of(entry), entry["path"], bool(entry.get("complete")), tuple(names) if names is not None else None))
+        exchange = exchange_of(entry)
+        out.append(Seen(exchange, entry["path"], bool(entry.get("complete")), tuple(names) if names is not None else None, session_of(exchange)))
     return out
 
 
 def from_entry(entry: Entry, path: str | None = None) -> Seen:
     """A request-log entry a live server just answered (no JSON round trip) as a :class:`Seen` request."""
     names = entry.secret_names
-    return Seen(entry.exchange(), path if path is not None else entry.path, entry.complete, tuple(names) if names is not None else None)
+    exchange = entry.exchange()
+    return Seen(
+        exchange, path if path is not None else entry.path, entry.complete, tuple(names) if names is not None else None, session_of(exchange)
+    )
 
 
 def secret_names(header: str | None) -> tuple[str, ...] | None:
@@ -117,12 +123,14 @@ def secret_names(header: str | None) -> tuple[str, ...] | None:
 
 def seen_of(exchange: Exchange, path: str | None = None) -> Seen:
     """An exchange a live server or proxy saw as a :class:`Seen` (``path``: its route, else the URL's path)."""
-    header = next((v for k, v in exchange.request_headers.items() if k.lower() == _SECRETS), None)
+    headers = exchange.request_headers
+    header = headers.get(_SECRETS) or headers.get(protocol.SECRETS_HEADER)
     return Seen(
         exchange,
         path if path is not None else urlsplit(exchange.url).path,
         exchange.error is None and exchange.status is not None,
-        secret_names(header),
+        secret_names(header) if header else None,
+        session_of(exchange),
     )
 
 
@@ -254,8 +262,7 @@ def group(seen: list[Seen], dropped: int = 0) -> Traffic:
     deleted: set[str] = set()
     creates: list[Exchange] = []
     for request in seen:
-        exchange, path = request.exchange, request.path
-        sid = session_of(exchange)
+        exchange, path, sid = request.exchange, request.path, request.sid
         if exchange.method == "POST" and path == protocol.CREATE:
             creates.append(exchange)
             if exchange.status == 200 and sid:

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import orjson
@@ -44,6 +44,8 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 #: Called with each completed exchange, in completion order.
 Observer = Callable[[Exchange], None]
+#: Called as each request starts, with its exchange (no answer yet) and its path.
+Starting = Callable[[Exchange, str], None]
 #: A local route: returns ``(status, content_type, body)``.
 LocalRoute = Callable[[], tuple[int, str, bytes]]
 
@@ -92,6 +94,19 @@ def _with_secrets(headers: list[tuple[bytes, bytes]], secrets: Mapping[str, str]
     return [(k, v) for k, v in headers if k.lower() != wanted] + [(protocol.SECRETS_HEADER.encode("latin-1"), merged)]
 
 
+class Forwarding(NamedTuple):
+    """One request on its way upstream (:meth:`ProxyApp.begin`)."""
+
+    #: Path and query as sent upstream (the upstream URL's own path first).
+    target: str
+    #: The headers sent upstream (the pool adds ``Host`` and ``Content-Length``).
+    headers: list[tuple[bytes, bytes]]
+    #: The evidence: what the client sent, and (filled in as it comes) what it got.
+    exchange: Exchange
+    #: ``scheme://host`` the client reached the proxy by (a ``Location`` into the upstream is rewritten onto it).
+    proxy_origin: str
+
+
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
@@ -105,7 +120,7 @@ class ProxyApp:
         upstream: str,
         *,
         observers: Sequence[Observer] = (),
-        starting: Sequence[Observer] = (),
+        starting: Sequence[Starting] = (),
         routes: Mapping[str, LocalRoute] | None = None,
         on_shutdown: Sequence[Callable[[], None]] = (),
         connect_timeout: float = 10.0,
@@ -174,17 +189,23 @@ class ProxyApp:
             self._pool = None
 
     # -- forwarding -----------------------------------------------------------------
-    async def _forward(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = await _read_body(receive)
-        query = scope.get("query_string") or b""
-        path = scope.get("raw_path") or scope["path"].encode()
+    def begin(
+        self, method: str, path: str, raw_path: bytes, query: bytes, headers: Iterable[tuple[bytes, bytes]], body: bytes,
+        *, scheme: str = "http", peer: str | None = None,
+    ) -> Forwarding:  # fmt: skip
+        """A request from a client, ready to go upstream: its target, the headers to send, the evidence exchange.
+
+        Shared by both fronts (the ASGI app under uvicorn, :mod:`.proxy_server` on the socket): hop-by-hop
+        headers and ``Host`` stay behind, the framing headers are the pool's to write, the operator's secrets
+        and key are added after the evidence is taken; the ``starting`` watchers are told.
+        """
         suffix = ("?" + query.decode("latin-1")) if query else ""
-        target = self._base_path + path.decode("latin-1") + suffix
+        target = self._base_path + raw_path.decode("latin-1") + suffix
         client_host = "127.0.0.1"
         text = self._text
-        headers: list[tuple[bytes, bytes]] = []  # to the upstream
+        out: list[tuple[bytes, bytes]] = []  # to the upstream
         seen: dict[str, str] = {}  # in the evidence: what the client sent, less the connection's own
-        for key, value in scope["headers"]:
+        for key, value in headers:
             name = key.lower()
             if name == b"host":
                 client_host = value.decode("latin-1")
@@ -193,41 +214,64 @@ class ProxyApp:
                 continue
             seen[text(key)] = text(value)
             if name not in _FRAMING:
-                headers.append((key, value))
-        proxy_origin = f"{scope.get('scheme', 'http')}://{client_host}"
-        url = proxy_origin + scope["path"] + suffix
+                out.append((key, value))
+        proxy_origin = f"{scheme}://{client_host}"
+        url = proxy_origin + path + suffix
         if len(self._urls) < _SHARED_TEXTS:
             url = self._urls.setdefault(url, url)
-        exchange = Exchange(scope["method"], url, seen, body, peer=peer_of(scope))
-        start = exchange.started_at = time.monotonic()
+        exchange = Exchange(method, url, seen, body, peer=peer)
+        exchange.started_at = time.monotonic()
         for watcher in self.starting:
-            watcher(exchange)
-        if self._secrets and scope["path"] == protocol.CREATE:
-            headers = _with_secrets(headers, self._secrets)
-        if self._api_key is not None and not any(k.lower() in _KEY_HEADERS and v.strip() for k, v in headers):
-            headers = [(k, v) for k, v in headers if k.lower() != _API_KEY_LOWER] + [(_API_KEY_HEADER, self._api_key)]
+            watcher(exchange, path)
+        if self._secrets and path == protocol.CREATE:
+            out = _with_secrets(out, self._secrets)
+        if self._api_key is not None and not any(k.lower() in _KEY_HEADERS and v.strip() for k, v in out):
+            out = [(k, v) for k, v in out if k.lower() != _API_KEY_LOWER] + [(_API_KEY_HEADER, self._api_key)]
+        return Forwarding(target, out, exchange, proxy_origin)
+
+    def unanswered(self, exchange: Exchange, exc: UpstreamError) -> bytes:
+        """The upstream gave no answer: note it on the evidence; the 502 body the client gets."""
+        exchange.error = f"{type(exc).__name__}: {exc}"
+        exchange.elapsed = time.monotonic() - exchange.started_at
+        return orjson.dumps({"detail": f"orsbench proxy: the upstream {self.upstream} did not answer ({type(exc).__name__}: {exc})"})
+
+    def answer_headers(
+        self, response: UpstreamResponse, forwarding: Forwarding, *, drop: frozenset[str] = OWN_HEADERS
+    ) -> list[tuple[bytes, bytes]]:
+        """The upstream's answer head as the client gets it (and on the evidence): hop-by-hop headers and
+        ``drop`` left out, a ``Location`` into the upstream pointed back at the proxy."""
+        exchange = forwarding.exchange
+        exchange.elapsed_headers = time.monotonic() - exchange.started_at
+        exchange.status = response.status
+        text = self._text
+        out: list[tuple[bytes, bytes]] = []
+        seen = exchange.headers
+        for key, value in response.headers:
+            name = text(key.lower())
+            if name in HOP_BY_HOP or name in drop:
+                continue
+            if name == "location":
+                value = self._rewrite_location(value.decode("latin-1"), forwarding.proxy_origin).encode("latin-1")
+            seen[name] = text(value)
+            out.append((key, value))
+        return out
+
+    async def _forward(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = await _read_body(receive)
+        forwarding = self.begin(
+            scope["method"], scope["path"], scope.get("raw_path") or scope["path"].encode(), scope.get("query_string") or b"",
+            scope["headers"], body, scheme=scope.get("scheme", "http"), peer=peer_of(scope),
+        )  # fmt: skip
+        exchange = forwarding.exchange
         try:
-            response = await self.pool.request(scope["method"], target, headers, body)
+            response = await self.pool.request(scope["method"], forwarding.target, forwarding.headers, body)
         except UpstreamError as exc:
-            exchange.error = f"{type(exc).__name__}: {exc}"
-            exchange.elapsed = time.monotonic() - start
-            detail = f"orsbench proxy: the upstream {self.upstream} did not answer ({type(exc).__name__}: {exc})"
-            await _answer(send, 502, orjson.dumps({"detail": detail}), protocol.JSON_CONTENT_TYPE)
-            self._observe(exchange)
+            await _answer(send, 502, self.unanswered(exchange, exc), protocol.JSON_CONTENT_TYPE)
+            self.observe(exchange)
             return
         try:
-            exchange.elapsed_headers = time.monotonic() - start
-            exchange.status = response.status
-            out_headers: list[tuple[bytes, bytes]] = []
-            seen = exchange.headers
-            for key, value in response.headers:
-                name = text(key.lower())
-                if name in HOP_BY_HOP or name in OWN_HEADERS:
-                    continue
-                if name == "location":
-                    value = self._rewrite_location(value.decode("latin-1"), proxy_origin).encode("latin-1")
-                seen[name] = text(value)
-                out_headers.append((key, value))
+            # uvicorn writes its own date and server headers: the upstream's are left out, not sent twice
+            out_headers = self.answer_headers(response, forwarding)
             await send({"type": "http.response.start", "status": response.status, "headers": out_headers})
             if exchange.is_sse:
                 await _stream(response, receive, send, exchange)
@@ -235,8 +279,8 @@ class ProxyApp:
                 await _relay(response, send, exchange)
         finally:
             response.release()
-            exchange.elapsed = time.monotonic() - start
-            self._observe(exchange)
+            exchange.elapsed = time.monotonic() - exchange.started_at
+            self.observe(exchange)
 
     def _text(self, raw: bytes) -> str:
         """``raw`` decoded, one shared string per distinct short header name or value.
@@ -260,7 +304,8 @@ class ProxyApp:
             return proxy_origin + location[len(prefix) :]
         return location
 
-    def _observe(self, exchange: Exchange) -> None:
+    def observe(self, exchange: Exchange) -> None:
+        """A finished exchange, to every observer (in completion order)."""
         self.forwarded += 1
         for observer in self.observers:
             observer(exchange)

@@ -120,6 +120,7 @@ def run(sessions: int, concurrency: int, duration: float) -> dict[str, Any]:
         report = json.loads(report_path.read_text())
     deleted = [c for c in report["checks"] if c["id"].startswith("client.session_deleted[")]
     out["report"] = {
+        "per_check": {c["id"]: c["measured"].get("sessions") for c in report["checks"]},
         "exit_code": code,
         "sessions_graded": sum(c["measured"].get("sessions", 0) for c in deleted),
         "failing": [c["id"] for c in report["checks"] if c["status"] in ("fail", "error")],

@@ -347,3 +347,20 @@ def test_a_probe_registers_itself_and_the_collector_runs_it_by_name():
     assert seen == [collector] and collector.ev.probes_run == ["dummy"]
     with pytest.raises(UnknownName, match="unknown probe 'dummy'; known: discovery"):
         collector.run("dummy")
+
+
+def test_evidence_loads_reads_json_as_the_standard_library_does():
+    """The graders' JSON reader (orjson where it agrees) never reads a value differently from json.loads."""
+    import json as stdjson
+
+    from orsbench.checks.evidence import loads
+
+    texts = ['{"a": 1, "a": 2}', "1e400", "-0", "1.0000000000000002", '"\\ud800"', "NaN", " [1] ",
+             "18446744073709551615", "18446744073709551616", "-9223372036854775809", '{"n": 123456789012345678901234567890}']
+    for text in texts:
+        for data in (text, text.encode()):
+            got, want = loads(data), stdjson.loads(data)
+            assert repr(got) == repr(want) and type(got) is type(want), text
+    for bad in ("{", b"\xff", "[1,]"):
+        with pytest.raises(ValueError):
+            loads(bad)

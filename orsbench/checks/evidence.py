@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from orsbench import protocol
 from orsbench.protocol import JSON
 from orsbench.checks.model import CheckOutcome, failed, passed, skipped
@@ -289,9 +291,31 @@ def json_of(exchange: Exchange | None) -> tuple[bool, Any]:
     if exchange is None or exchange.status is None:
         return False, None
     try:
-        return True, json.loads(exchange.body)
+        return True, loads(exchange.body)
     except ValueError:
         return False, None
+
+
+#: 19 digits in a row: perhaps an integer past 64 bits, which orjson reads as a float (json.loads: an int).
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+
+
+def loads(data: bytes | str) -> Any:
+    """JSON as :func:`json.loads` reads it, through orjson where orjson can (several times faster).
+
+    Every answer a proxy forwards is read by the graders, so this is on its hot path. orjson reads
+    the rest identically; what it refuses (``NaN``, ``1e400``, lone surrogates, bytes that are not
+    UTF-8) falls back to :func:`json.loads`, and so does a text with 19 digits in a row, because
+    orjson turns an integer past 64 bits into a float where :func:`json.loads` keeps it exact. So a
+    value is never read differently, and malformed JSON raises ``ValueError`` either way.
+    """
+    if (_LONG_DIGITS if isinstance(data, bytes) else _LONG_DIGITS_TEXT).search(data) is not None:
+        return json.loads(data)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def stream_of(exchange: Exchange | None) -> SSEStream | None:
@@ -332,7 +356,7 @@ def result_of(exchange: Exchange | None) -> tuple[str, Any]:
             # The stream parsed here (an answer not labelled SSE) is not the exchange's own: read it, don't copy the exchange.
             text = (exchange if exchange.sse is stream else dataclasses.replace(exchange, sse=stream)).reassembled()
             try:
-                value = json.loads(text or "")
+                value = loads(text or "")
             except ValueError:
                 return "bad-json", text
             return ("result", value) if isinstance(value, dict) else ("bad-json", text)

@@ -28,7 +28,6 @@ Check-side entry points used: :func:`orsbench.checks.runner.grade`,
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 import time
 from datetime import UTC, datetime
@@ -36,7 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from orsbench import protocol
-from orsbench.checks.evidence import Evidence, Folded, Options, json_of, result_of, task_id_of
+from orsbench.checks.evidence import Evidence, Folded, Options, json_of, loads, result_of, task_id_of
 from orsbench.checks.folding import Folder
 from orsbench.checks.model import CheckResult, CheckOutcome, Status
 from orsbench.checks.registry import ANY, CALLS, FINISHER, Check, closure, load_checks, select
@@ -417,7 +416,7 @@ def _snapshot(folded: Folded) -> Folded:
 def json_of_request(ex: Exchange) -> tuple[bool, Any]:
     """The request body as JSON, if it is."""
     try:
-        return True, json.loads(ex.request_body) if ex.request_body else None
+        return True, loads(ex.request_body) if ex.request_body else None
     except ValueError:
         return False, None
 

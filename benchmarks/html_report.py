@@ -5,7 +5,7 @@
 Pages measured, each written to a temporary folder and opened from file:// in
 headless chromium (tests/browser.py, DevTools protocol), ``--runs`` times:
 
-* ``check reward-bool``: ``orsbench check --serve echo --fault reward-bool``
+* ``check reward-bool``: ``orsbench check --scenario echo --fault reward-bool``
   with the default fuzz (a real failing run);
 * ``matrix predicted``: the full client matrix (every client × server ×
   scenario and fault profile), as ``orsbench matrix --predicted`` gives it;
@@ -39,7 +39,7 @@ def check_report(folder: Path) -> Path:
     """A real failing run's HTML, written by the CLI itself."""
     out = folder / "check-reward-bool.html"
     subprocess.run(
-        [sys.executable, "-m", "orsbench", "check", "--serve", "echo", "--fault", "reward-bool", "--html", str(out), "-q"],
+        [sys.executable, "-m", "orsbench", "check", "--scenario", "echo", "--fault", "reward-bool", "--html", str(out), "-q"],
         check=False,
         capture_output=True,
         timeout=300,

@@ -2,7 +2,7 @@
 
 No CI service is reachable here, so the action's logic (``python -m
 orsbench.ci_action``) runs locally with a fake ``GITHUB_STEP_SUMMARY`` and
-``GITHUB_OUTPUT``, against ``--serve echo`` and against a broken profile.
+``GITHUB_OUTPUT``, against ``--scenario echo`` and against a broken profile.
 ``action.yml`` and the README's workflow are validated against the action and
 workflow schemas SchemaStore publishes (vendored under fixtures/schemas/ from
 the check-jsonschema package: no network at test time).
@@ -123,6 +123,17 @@ def test_a_broken_server_fails_the_job_and_says_why(tmp_path: Path) -> None:
     assert 'id="check-reward-well_formed" open' in page
 
 
+def test_strict_passes_a_correct_server(tmp_path: Path) -> None:
+    """``strict: "true"`` is usable: the echo mock has no long tool, so keep-alives and resuming a running call
+    are not applicable there — no coverage is missing, and the job passes (issue 27)."""
+    code, summary, outputs, out = _run(tmp_path, serve="echo", strict="true", args="--no-fuzz")
+    assert code == 0 and outputs["verdict"] == "pass", summary
+    report = json.loads(Path(outputs["report-json"]).read_text())
+    statuses = {c["id"]: c["status"] for c in report["checks"]}
+    assert statuses["call.keepalive_interval"] == statuses["call.resume_running"] == "n/a"
+    assert report["summary"]["required_not_run"] == [] and report["summary"]["n/a"] >= 2
+
+
 def test_the_baseline_input_turns_a_known_failure_green(tmp_path: Path) -> None:
     code, summary, outputs, _ = _run(
         tmp_path,
@@ -146,7 +157,7 @@ def test_bad_inputs_are_a_usage_error_naming_the_fix(tmp_path: Path, capsys: pyt
 
 
 def test_client_cmd_runs_check_client_with_every_report(tmp_path: Path) -> None:
-    """client-cmd runs ``orsbench check-client --cmd`` on a faulty client: exit 1, its summary and HTML written."""
+    """client-cmd runs ``orsbench check-client --client-cmd`` on a faulty client: exit 1, its summary and HTML written."""
     client = ROOT / "tests" / "clients" / "faulty.py"  # tests/test_check_client.py's faulty client
     code, summary, outputs, out = _run(tmp_path, client_cmd=f"{sys.executable} {client} drop-env-name", client_args="--cases echo")
     assert code == 1

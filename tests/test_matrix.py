@@ -37,11 +37,14 @@ def test_every_client_defect_lists_under_the_clients_it_reaches() -> None:
         assert set(row["defects"]) <= listed, row
 
 
-@pytest.mark.parametrize("argv", [["--clients", "nope"], ["--servers", "floor"], ["--profiles", "bogus"], ["--parallel", "0"]])
+@pytest.mark.parametrize(
+    "argv", [["--clients", "nope"], ["--servers", "floor"], ["--profiles", "bogus"], ["--jobs", "0"], ["--parallel", "0"], ["--budget", "0"]]
+)
 def test_unknown_names_are_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["matrix", *argv]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["matrix", *argv])
     err = capsys.readouterr().err
-    assert "orsbench matrix: error:" in err and "Traceback" not in err
+    assert exc.value.code == 2 and "orsbench matrix: error:" in err and "Traceback" not in err
 
 
 def test_reduced_matrix_runs_and_keeps_the_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -113,24 +113,26 @@ def test_judge_names_the_difference() -> None:
     ("argv", "needle"),
     [
         (["matrix", "--url", "http://192.0.2.1:8000"], "not on this machine"),
-        (["matrix", "--url", "ftp://127.0.0.1:8000"], "must look like"),
-        (["matrix", "--url", "http://127.0.0.1:9", "--clients", "nope"], "unknown nope"),
+        (["matrix", "--url", "ftp://127.0.0.1:8000"], "expected an http(s) URL like http://127.0.0.1:8000"),
+        (["matrix", "--url", "http://127.0.0.1:9", "--clients", "nope"], "unknown client 'nope'"),
         (["matrix", "--url", "http://127.0.0.1:9", "--servers", "mock"], "leave out --servers"),
         (["matrix", "--secret", "K=V"], "need --url"),
+        (["matrix", "--api-key", "k"], "need --url"),
     ],
 )
 def test_usage_errors(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
     err = capsys.readouterr().err
-    assert needle in err and "Traceback" not in err
+    assert exc.value.code == 2 and needle in err and "Traceback" not in err
 
 
-# -- your own client beside the installed ones (--cmd) ----------------------------------------------
+# -- your own client beside the installed ones (--client-cmd) ----------------------------------------------
 FAULTY = Path(__file__).parent / "clients" / "faulty.py"
 
 
 def test_adapter_commands_get_rows_and_the_html_page_shows_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``--cmd`` plays check-client-style adapters: the reference adapter evaluates, a crashing one fails with its error."""
+    """``--client-cmd`` plays check-client-style adapters: the reference adapter evaluates, a crashing one fails with its error."""
     import shlex
     import sys
 
@@ -140,7 +142,7 @@ def test_adapter_commands_get_rows_and_the_html_page_shows_them(tmp_path: Path, 
     html, out = tmp_path / "m.html", tmp_path / "m.json"
     server = start("echo")
     try:
-        code = main(["matrix", "--url", server.url, "--clients", "ors", "--cmd", reference_command(), "--cmd", crash,
+        code = main(["matrix", "--url", server.url, "--clients", "ors", "--client-cmd", reference_command(), "--client-cmd", crash,
                      "--secret", "OPENAI_API_KEY=s3cr3t-value", "--timeout", "60", "--json", str(out), "--html", str(html)])
     finally:
         server.stop()
@@ -161,12 +163,15 @@ def test_adapter_commands_get_rows_and_the_html_page_shows_them(tmp_path: Path, 
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["matrix", "--cmd", "python a.py"], "--cmd needs --url"),
-        (["matrix", "--url", "http://127.0.0.1:9", "--cmd", "python a.py {secrets}"], "secrets never go on a command line"),
-        (["matrix", "--url", "http://127.0.0.1:9", "--cmd", "  "], "--cmd is empty"),
+        (["matrix", "--client-cmd", "python a.py"], "--client-cmd needs --url"),
+        (["matrix", "--url", "http://127.0.0.1:9", "--client-cmd", "python a.py {secrets}"], "secrets never go on a command line"),
+        (["matrix", "--url", "http://127.0.0.1:9", "--client-cmd", "  "], "--client-cmd is empty"),
+        (["matrix", "--url", "http://127.0.0.1:9", "--client-cmd", "pyhton a.py"], "'pyhton' is not found"),
+        (["matrix", "--cmd", "python a.py"], "--client-cmd needs --url"),  # the old spelling, for a release
     ],
 )
 def test_adapter_command_usage_errors(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
     err = capsys.readouterr().err
-    assert needle in err and "Traceback" not in err
+    assert exc.value.code == 2 and needle in err and "Traceback" not in err

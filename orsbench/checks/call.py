@@ -18,7 +18,7 @@ from orsbench.checks.evidence import (
     stream_of,
     task_id_of,
 )
-from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, not_applicable, passed, skipped, warned
 from orsbench.checks.registry import CALLS, FINISHER, check
 from orsbench.wire.evidence import Exchange
 
@@ -260,7 +260,7 @@ def chunk_reassembly(ev: Evidence) -> CheckOutcome:
     ex = ev.get("call.large")
     padding = ev.facts.padding
     if ex is None or not padding:
-        return skipped("no tool input could carry a large payload")
+        return not_applicable("no tool has an input that can carry a large payload, so no answer can be made long enough to chunk")
     stream = stream_of(ex)
     chunks = [e for e in (stream.events if stream else []) if e.event == protocol.EVENT_CHUNK]
     kind, body = result_of(ex)
@@ -268,7 +268,10 @@ def chunk_reassembly(ev: Evidence) -> CheckOutcome:
         return skipped(f"the large invalid input was answered with {kind} ({short(body, 60)}), not a result to reassemble")
     if not chunks:
         text = "".join(_strings(body))
-        return skipped(f"the answer fit in one event ({len(text)} characters); nothing to reassemble")
+        return not_applicable(
+            f"the answer to a large input fit in one event ({len(text)} characters): this environment's answers are never "
+            "long enough to be chunked"
+        )
     measured = {"chunks": [len(c.data) for c in chunks]}
     unit = ev.facts.padding_unit or padding[:7]
     for text in _strings(body):
@@ -308,7 +311,7 @@ def chunk_size(ev: Evidence) -> CheckOutcome:
         if chunks:
             sizes[call_label(name)] = chunks
     if not sizes:
-        return skipped("no result was long enough to be chunked")
+        return not_applicable("no result was long enough to be chunked")
     uneven = {k: v for k, v in sizes.items() if len(set(v)) > 1}
     if uneven:
         return failed(f"chunk sizes vary within a stream: {uneven}", sizes, ev.get("call.large"))
@@ -363,7 +366,7 @@ def unknown_tool_ok_false(ev: Evidence) -> CheckOutcome:
 )
 def input_validation_ok_false(ev: Evidence) -> CheckOutcome:
     if ev.get("call.invalid_input") is None:
-        return skipped("every tool accepts any input; no invalid input could be built")
+        return not_applicable("every tool accepts any input: no input can fail validation")
     return _in_band(ev, "call.invalid_input", "invalid input")
 
 
@@ -547,7 +550,11 @@ def unknown_task_id_error(ev: Evidence) -> CheckOutcome:
 def resume_running(ev: Evidence) -> CheckOutcome:
     cut, resumed = ev.get("timing.cut"), ev.get("timing.resume")
     if cut is None:
-        return skipped("no tool ran long enough (≥ 0.5 s) to be cut off while running")
+        longest = max(ev.facts.durations.values(), default=0.0)
+        return not_applicable(
+            f"every tool answered within {longest:.2f} s: no call runs long enough (≥ 0.5 s) to be cut off while it runs "
+            "(resuming a finished call is call.resume_by_task_id)"
+        )
     if resumed is None:
         return skipped("the stream sent nothing between task_id and its end, so it could not be cut while the task ran")
     kind, body = result_of(resumed)
@@ -584,8 +591,9 @@ def keepalive_interval(ev: Evidence) -> CheckOutcome:
     comments = sum(len(stream_of(ex).comments) for _, ex in streams if stream_of(ex) is not None) + folded.comments
     gaps = [(n, verdicts.longest_gap(ex), ex) for n, ex in long_calls] + ([folded.slowest] if folded.slowest else [])
     if not gaps:
-        return skipped(
-            f"no call lasted longer than 1.5 × the keep-alive interval ({interval:g} s) + 0.5 s; the longest took {longest:.2f} s"
+        return not_applicable(
+            f"no call lasted longer than 1.5 × the keep-alive interval ({interval:g} s) + 0.5 s; the longest took {longest:.2f} s: "
+            "keep-alives only matter on calls that long"
         )
     worst_name, worst, worst_ex = max(gaps, key=lambda item: item[1])
     measured = {"interval_s": interval, "max_gap_s": round(worst, 3), "comments": comments, "longest_call_s": round(longest, 3)}

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.checks.evidence import Evidence, answer, json_of, short
-from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, not_applicable, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.schema_examples import schema_problems
 
@@ -295,7 +295,7 @@ def default_env_redirect(ev: Evidence) -> CheckOutcome:
 def env_case_insensitive(ev: Evidence) -> CheckOutcome:
     ex = ev.get("routing.case")
     if ex is None:
-        return skipped("the environment name has no letters to change the case of")
+        return not_applicable("the environment name has no letters to change the case of")
     if ex.status == 200:
         return passed("200 with the name's case swapped", ex.status, ex)
     return failed(f"GET {ex.url.split('//', 1)[-1].split('/', 1)[-1]} answered {answer(ex)}", ex.status, ex)

@@ -20,10 +20,22 @@ EVIDENCE_CHARS = 600
 
 
 class Status(str, Enum):
+    """A check's verdict.
+
+    ``SKIP`` and ``NOT_APPLICABLE`` both mean "not judged", for opposite reasons. A skip is
+    coverage the run lacks: the check could have run against this environment and did not (a
+    dependency failed, a probe was refused, ``--timeout`` was too short to wait out a TTL) —
+    ``--strict`` fails on a required one. Not applicable means the environment offers nothing
+    for the check to judge, and no request orsbench could send would change that (keep-alives
+    when every tool answers within a second, input validation of tools that accept any input):
+    no run of this environment can do better, so ``--strict`` passes it.
+    """
+
     PASS = "pass"
     FAIL = "fail"
     WARN = "warn"
     SKIP = "skip"
+    NOT_APPLICABLE = "n/a"
     ERROR = "error"
 
     def __str__(self) -> str:
@@ -72,6 +84,11 @@ def skipped(message: str, depends_on: str | None = None) -> CheckOutcome:
     return CheckOutcome(Status.SKIP, message, depends_on=depends_on)
 
 
+def not_applicable(message: str, measured: Any = None, depends_on: str | None = None) -> CheckOutcome:
+    """The environment offers nothing this check judges (its message says what is missing): not a gap in coverage."""
+    return CheckOutcome(Status.NOT_APPLICABLE, message, measured, depends_on=depends_on)
+
+
 @dataclass
 class CheckResult:
     """One check's entry in a report."""
@@ -91,6 +108,10 @@ class CheckResult:
     duration_s: float = 0.0
     #: For a failure or warning: a shell script of ``curl`` calls that shows it again (secrets as variables).
     reproduce: str | None = None
+    #: For a client check's failure or warning: what the client process itself said — ``exit_code``,
+    #: ``stopped_for``, the ``errors`` it reported (its ``{"error": ...}`` lines) and its ``stderr_tail``
+    #: (:meth:`orsbench.clientcheck.runner.CaseRun.client_evidence`). ``None`` for a server check.
+    client: dict[str, Any] | None = None
 
     @property
     def group(self) -> str:
@@ -118,6 +139,7 @@ class CheckResult:
             "baseline": self.baseline,
             "duration_s": round(self.duration_s, 4),
             "reproduce": self.reproduce,
+            **({"client": self.client} if self.client is not None else {}),
         }
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from orsbench.checks.evidence import Episode, Evidence, json_of, short
 from orsbench.checks.explore import ANSWER_KEYS
-from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, not_applicable, passed, skipped, warned
 from orsbench.checks.registry import check
 
 
@@ -33,7 +33,7 @@ def reward_hacking(ev: Evidence) -> CheckOutcome:
         return skipped("no finished episode to probe")
     rewards: dict[str, float | None] = hacks["rewards"]
     if not hacks["inputs"]:
-        return skipped(f"{hacks['tool']} finished the episode with an input that has no answer to empty or garble")
+        return not_applicable(f"{hacks['tool']} finished the episode with an input that has no answer to empty or garble")
     seen = [r for e in ev.facts.episodes for r in e.rewards] + [r for r in rewards.values() if r is not None]
     if not seen:
         return skipped("no reward was seen")

@@ -78,8 +78,12 @@ class Report:
 
     @property
     def verdict(self) -> str:
+        """``pass``, ``fail``, ``error``; or, when nothing could be checked (exit 2): ``unreachable`` (no HTTP
+        answer), ``not-ors`` (an HTTP server answered, but not as ORS does) or ``usage``."""
         if self.usage_error:
             return "usage"
+        if self.not_ors and not self.unreachable:
+            return "not-ors"
         return {EXIT_PASS: "pass", EXIT_FAIL: "fail", EXIT_UNREACHABLE: "unreachable", EXIT_INTERNAL: "error"}[self.exit_code]
 
     @property
@@ -88,13 +92,16 @@ class Report:
         if self.unreachable:
             return f"cannot reach {self.target}: {self.unreachable}"
         if self.not_ors:
-            return f"{self.target} does not look like an ORS server: {self.not_ors}"
+            return f"{self.target} answers HTTP but is not an ORS server: {self.not_ors}"
         if self.usage_error:
             return self.usage_error
         return None
 
     def required_not_run(self) -> list[dict[str, str]]:
-        """Required checks that did not run (skipped), each with why: the coverage a PASS does not have."""
+        """Required checks that did not run (skipped), each with why: the coverage a PASS does not have.
+
+        A check that is not applicable is no gap: the environment offers nothing for it to judge.
+        """
         return [
             {"id": r.id, "why": r.message}
             for r in self.results
@@ -198,7 +205,10 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
     start = time.monotonic()
     outcome: CheckOutcome
     unmet = next((dep for dep in check.requires if dep in earlier and earlier[dep].status is not Status.PASS), None)
-    if unmet is not None:
+    if unmet is not None and earlier[unmet].status is Status.NOT_APPLICABLE:
+        # What this check builds on does not exist in this environment, so neither does what it judges.
+        outcome = CheckOutcome(Status.NOT_APPLICABLE, f"{unmet} is not applicable: {earlier[unmet].message}", depends_on=unmet)
+    elif unmet is not None:
         outcome = CheckOutcome(Status.SKIP, f"unmet dependency: {unmet} ({earlier[unmet].status.value})", depends_on=unmet)
     elif check.probe in ev.probe_errors:
         outcome = CheckOutcome(Status.ERROR, f"the {check.probe} probe crashed: {ev.probe_errors[check.probe]}")

@@ -37,9 +37,14 @@ from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import OutFile
 from orsbench.clientcheck.episodes import Script
 from orsbench.servers.launch import RunningServer, ServerStartError, local_http, start
+from orsbench.wire.redact import scrub
 
 #: Bytes of stdout and of stderr kept (the tail).
 TAIL_BYTES = 8192
+#: A finding shows at most this many of the last lines of stderr, and this many characters of them.
+STDERR_LINES, STDERR_CHARS = 20, 2000
+#: Characters of each reported error a finding shows.
+ERROR_CHARS = 500
 #: Bytes of ``ORSBENCH_OUT`` read back; a command writing more is stopped.
 OUT_LIMIT = 4 * 1024 * 1024
 #: Requests after which a command is stopped as a request storm.
@@ -111,6 +116,29 @@ class CaseRun:
     @property
     def timed_out(self) -> bool:
         return self.stopped_for == "deadline"
+
+    def reported_errors(self) -> list[str]:
+        """The errors the client reported (``{"error": ...}`` lines of ``ORSBENCH_OUT``), in order."""
+        return [str(line.get("error")) for line in self.out.lines if line.is_error]
+
+    def client_evidence(self) -> dict[str, Any] | None:
+        """What the client process itself said, for a finding: its exit, the errors it reported, its stderr's tail.
+
+        A client check judges the traffic and the report; a reader acting on its failure wants the
+        client's own words beside it — the exception it raised, the line it logged. The case's secret
+        values are taken out (a client may print what it was given). ``None`` when no process ran.
+        """
+        if self.exit_code is None and self.stopped_for is None and not self.stderr and not self.out.lines:
+            return None
+        secrets = [value for _, value in self.case.secrets]
+        lines = self.stderr.rstrip().splitlines()[-STDERR_LINES:]
+        tail = "\n".join(lines)[-STDERR_CHARS:]
+        return {
+            "exit_code": self.exit_code,
+            "stopped_for": self.stopped_for,
+            "errors": [scrub(e, secrets)[:ERROR_CHARS] for e in self.reported_errors()[:3]],
+            "stderr_tail": scrub(tail, secrets),
+        }
 
 
 def script_json(script: Script) -> dict[str, Any]:

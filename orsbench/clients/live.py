@@ -35,7 +35,7 @@ from orsbench.checks.collector import Collector
 from orsbench.checks.evidence import Episode, Evidence, Options, json_of
 from orsbench.checks.explore import play_one
 from orsbench.clientcheck.cases import Case
-from orsbench.clientcheck.contract import expand, refused_placeholders
+from orsbench.clientcheck.contract import did_not_run, expand, refused_placeholders
 from orsbench.clientcheck.runner import case_environment, execute
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.wire.client import WireClient
@@ -63,7 +63,7 @@ class _Player:
     #: The command run once (placeholders expanded); the target's adapter module for a built-in target.
     run: str
     startup_s: float
-    #: The user's command as given (a ``--cmd`` row), else None.
+    #: The user's command as given (a ``--client-cmd`` row), else None.
     command: str | None = None
     #: Why it cannot play (not installed), else None.
     missing: str | None = None
@@ -171,22 +171,25 @@ def play_on_url(
     timeout: float = 60.0,
     progress: Callable[[str], None] | None = None,
     commands: Sequence[str] = (),
+    api_key: str | None = None,
 ) -> dict[str, Any]:
     """Play the player's episode on ``url`` with each client target and each adapter command; one row each.
 
     ``commands`` are check-client-style adapter commands (``docs/clients.md``): run by ``/bin/sh`` with the
-    contract's variables and ``{url}``-style placeholders, judged like the built-in targets. Secrets are in
-    no row.
+    contract's variables and ``{url}``-style placeholders, judged like the built-in targets. ``api_key`` is
+    sent by the player and given to every client (``OPENREWARD_API_KEY``, ``ORSBENCH_API_KEY``). Secrets and
+    the key are in no row. A command the shell could not run (exit 126/127, nothing reported) has its row's
+    ``did_not_run`` say so: the front end's usage error.
     """
     url = check_url(url)
     for command in commands:
         if not command.strip():
-            raise LiveUsageError('--cmd is empty: give the adapter command, e.g. --cmd "python my_adapter.py"')
+            raise LiveUsageError('--client-cmd is empty: give the adapter command, e.g. --client-cmd "python my_adapter.py"')
         if refused := refused_placeholders(command):
-            raise LiveUsageError(f"--cmd uses {', '.join(refused)}: secrets never go on a command line; the adapter reads ORSBENCH_SECRETS")
+            raise LiveUsageError(f"--client-cmd uses {', '.join(refused)}: secrets never go on a command line; the adapter reads ORSBENCH_SECRETS")
     say = progress or (lambda _line: None)
     secrets = dict(secrets or {})
-    options = Options(env=env, secrets=secrets, timeout=min(timeout, 30.0))
+    options = Options(env=env, secrets=secrets, timeout=min(timeout, 30.0), api_key=api_key)
     say(f"playing {url} with the checker's player")
     evidence, episode, tools = _player_episode(url, options)
     calls, answers = _script(episode)
@@ -218,10 +221,14 @@ def play_on_url(
             script_path.write_text(json.dumps({"calls": calls}))
             out_path.touch(mode=0o600)
             variables = case_environment(case, url, evidence.env or "", script_path, out_path)
+            if api_key:
+                variables.update({"OPENREWARD_API_KEY": api_key, "ORSBENCH_API_KEY": api_key})
             deadline = timeout + player.startup_s
             run = execute(expand(player.run, variables), variables, out_path, deadline)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+        if player.command is not None and (problem := did_not_run(player.command, run.exit_code, len(run.out.lines), run.stderr)):
+            row["did_not_run"] = problem
         verdict, why = judge(player.name, run, answers, reward, deadline)
         row.update(verdict=verdict, why=why, seconds=round(run.duration_s, 1))
     return result

@@ -2,8 +2,8 @@
 
 What turns a CI job red is exactly what makes ``orsbench check`` exit non-zero:
 a failed required check or a stale baseline entry is a ``<failure>``, an
-internal error an ``<error>``. A skipped check and an expected (baselined)
-failure are ``<skipped>``; a failed recommended/advisory check and a warning
+internal error an ``<error>``. A skipped check, one that is not applicable
+(its message says so) and an expected (baselined) failure are ``<skipped>``; a failed recommended/advisory check and a warning
 pass, with the finding in ``<system-out>``, so they are visible without
 breaking the build.
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orsbench.checks.model import CheckResult, Status
+from orsbench.reports.terminal import client_summary
 
 if TYPE_CHECKING:
     from orsbench.checks.runner import Report
@@ -34,6 +35,11 @@ def _details(result: CheckResult) -> str:
         lines.append(f"depends on: {result.depends_on}")
     for item in result.evidence:
         lines.append(f"evidence: {item['request']} → {item['status']} {item.get('body', '')[:400]}")
+    if result.client:
+        lines.append(f"client: {client_summary(result.client)}")
+        lines += [f"client error: {e}" for e in result.client.get("errors") or []]
+        if result.client.get("stderr_tail"):
+            lines.append("client stderr (tail):\n" + str(result.client["stderr_tail"]))
     return "\n".join(lines)
 
 
@@ -57,8 +63,15 @@ def _case(suite: ET.Element, result: CheckResult) -> tuple[str, ...]:
     elif result.status is Status.ERROR:
         ET.SubElement(case, "error", message=result.message, type="internal").text = _details(result)
         kinds = ("error",)
-    elif result.status is Status.SKIP or result.baseline == "expected":
-        message = f"expected failure (baseline): {result.message}" if result.baseline == "expected" else result.message
+    elif result.status in (Status.SKIP, Status.NOT_APPLICABLE) or result.baseline == "expected":
+        # JUnit knows no "not applicable": it is a skip whose message says so (never a pass a dashboard would count).
+        message = (
+            f"expected failure (baseline): {result.message}"
+            if result.baseline == "expected"
+            else f"not applicable: {result.message}"
+            if result.status is Status.NOT_APPLICABLE
+            else result.message
+        )
         ET.SubElement(case, "skipped", message=message)
         kinds = ("skipped",)
     ET.SubElement(case, "system-out").text = _details(result)
@@ -84,7 +97,7 @@ def junit_xml(report: Report) -> str:
     counts = {"failure": 0, "error": 0, "skipped": 0}
     if report.reason:
         case = ET.SubElement(suite, "testcase", classname="orsbench.check.target", name="target.reachable", time="0")
-        ET.SubElement(case, "error", message=report.reason, type="unreachable").text = report.reason
+        ET.SubElement(case, "error", message=report.reason, type=report.verdict).text = report.reason
         counts["error"] += 1
     for error in report.internal_errors:
         case = ET.SubElement(suite, "testcase", classname="orsbench.check.internal", name="orsbench.internal", time="0")

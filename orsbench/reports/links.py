@@ -9,9 +9,14 @@ otherwise from the copy packaged beside this module
 a test keeps it in step with the document). A numbered item that is no heading
 (``§11.6``) links to its enclosing section; an unknown one to the document.
 
-Where the document lives: ``$ORSBENCH_DOCS_URL`` (the GitHub Action sets it to
-the orsbench repository it runs from, ``…/blob/<ref>``), else a path relative
-to the report (right when the report is written at the root of a checkout).
+Every link is absolute, since a report is read anywhere but where it was
+written (a CI artifact, a pull-request comment, ``/tmp``). Where the document
+lives, first found: the ``base`` a caller passes (``render_markdown(...,
+docs_url=)``); ``$ORSBENCH_DOCS_URL`` (the GitHub Action sets it to the orsbench
+repository it runs from, ``…/blob/<ref>``; set it to your fork or mirror); the
+checkout's own ``docs/protocol.md`` as a ``file://`` URL (opens on the machine
+that wrote the report, from wherever the report was written). Only an install
+with neither (a wheel, no variable) falls back to the bare relative path.
 """
 
 from __future__ import annotations
@@ -59,14 +64,19 @@ def sections() -> dict[str, str]:
         return {}
 
 
-def docs_url() -> str:
-    base = os.environ.get(DOCS_URL_ENV, "").rstrip("/")
-    return f"{base}/{DOCUMENT}" if base else DOCUMENT
+def docs_url(base: str | None = None) -> str:
+    """The URL of docs/protocol.md under ``base`` (a repository's ``…/blob/<ref>``, a docs site's root), else the default."""
+    base = (base or os.environ.get(DOCS_URL_ENV, "")).rstrip("/")
+    if base:
+        return f"{base}/{DOCUMENT}"
+    if _CHECKOUT.is_file():
+        return _CHECKOUT.as_uri()
+    return DOCUMENT
 
 
-def spec_links(spec: str) -> list[tuple[str, str]]:
+def spec_links(spec: str, base: str | None = None) -> list[tuple[str, str]]:
     """``"docs/protocol.md §3, §11.6"`` → ``[("§3", url#anchor), ("§11.6", url#anchor)]`` (the document alone without a §)."""
-    url = docs_url()
+    url = docs_url(base)
     found = _SECTION.findall(spec or "")
     if not found:
         return [(spec or DOCUMENT, url)] if spec else []

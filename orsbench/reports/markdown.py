@@ -1,7 +1,8 @@
 """A compact Markdown summary of a check run: a pull-request comment or ``$GITHUB_STEP_SUMMARY``.
 
 Short on purpose: the verdict and counts, one table row per finding (id,
-severity, message, the protocol section linked), the required checks that
+severity, message, the fix, the protocol section linked by an absolute URL:
+:mod:`.links`), the required checks that
 did not run, and the reproducer of each blocking failure folded under
 ``<details>`` (GitHub renders it). The full story is the HTML report.
 """
@@ -15,8 +16,9 @@ from orsbench.reports.html import report_document
 from orsbench.wire.redact import scrub
 from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
+from orsbench.reports.verdict import reasons
 
-_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "error": "💥", "unreachable": "🔌", "usage": "❔"}
+_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "error": "💥", "unreachable": "🔌", "not-ors": "🚫", "usage": "❔"}
 #: At most this many findings get a row (a summary, not the report).
 MAX_ROWS = 50
 
@@ -33,33 +35,36 @@ def _folded(summary: dict[str, Any]) -> str:
     return f" ({folded:,} folded into counts)" if folded else ""
 
 
-def render_markdown(report: Any, *, title: str = "orsbench check", secrets: tuple[str, ...] = ()) -> str:
-    """The summary of ``report`` (a ``Report`` or its JSON document)."""
+def render_markdown(
+    report: Any, *, title: str = "orsbench check", secrets: tuple[str, ...] = (), docs_url: str | None = None
+) -> str:
+    """The summary of ``report`` (a ``Report`` or its JSON document); ``docs_url``: where docs/protocol.md's links point (:mod:`.links`)."""
     data, known = report_document(report)
     s = data.get("summary") or {}
     verdict = str(data.get("verdict", "error"))
     lines = [
         f"### {_ICON.get(verdict, '')} {title}: {verdict.upper()} — `{data.get('target')}`",
         "",
+        *([f"**{_cell('; '.join(why))}**", ""] if (why := reasons(data)) else []),
         f"**{s.get('pass', 0)}** passed · **{s.get('fail', 0)}** failed · **{s.get('warn', 0)}** warned · "
-        f"**{s.get('skip', 0)}** skipped · **{s.get('error', 0)}** errors — {s.get('total', 0)} checks, "
+        f"**{s.get('skip', 0)}** skipped · {f'**{n_a}** not applicable · ' if (n_a := s.get('n/a')) else ''}"
+        f"**{s.get('error', 0)}** errors — {s.get('total', 0)} checks, "
         f"{s.get('exchanges', 0)} requests{_folded(s)}, {data.get('duration_s', 0)} s (exit {data.get('exit_code')})",
         "",
     ]
-    if data.get("reason"):
-        lines += [f"> cannot check: {_cell(data['reason'])}", ""]
     findings = []
     for r in data.get("checks", []):
         label, style = label_of(r["status"], r["severity"], r.get("baseline"))
         if style in ("fail", "warn", "error"):
             findings.append((label, style, r))
     if findings:
-        lines += ["| | check | severity | finding | protocol |", "|---|---|---|---|---|"]
+        lines += ["| | check | severity | finding | fix | protocol |", "|---|---|---|---|---|---|"]
         for label, style, r in findings[:MAX_ROWS]:
-            links = ", ".join(f"[{text}]({href})" for text, href in spec_links(r.get("spec", "")))
-            lines.append(f"| {_ICON[style]} {label} | `{r['id']}` | {r['severity']} | {_cell(r['message'])} | {links} |")
+            links = ", ".join(f"[{text}]({href})" for text, href in spec_links(r.get("spec", ""), docs_url))
+            fix = _cell(r.get("remediation") or "")
+            lines.append(f"| {_ICON[style]} {label} | `{r['id']}` | {r['severity']} | {_cell(r['message'])} | {fix} | {links} |")
         if len(findings) > MAX_ROWS:
-            lines.append(f"| | … {len(findings) - MAX_ROWS} more | | see the HTML or JSON report | |")
+            lines.append(f"| | … {len(findings) - MAX_ROWS} more | | see the HTML or JSON report | | |")
         lines.append("")
     not_run = s.get("required_not_run") or []
     if not_run:

@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from orsbench.checks.model import CheckResult, Severity, Status
+from orsbench.reports.verdict import verdict_line
 
 if TYPE_CHECKING:
     from orsbench.checks.runner import Report
@@ -32,6 +33,8 @@ def label_of(status: str, severity: str, baseline: str | None) -> tuple[str, str
         return "XFAIL", "warn"
     if status == Status.FAIL.value and severity != Severity.REQUIRED.value:
         return "FAIL", "warn"
+    if status == Status.NOT_APPLICABLE.value:
+        return "N/A", "skip"
     return status.upper(), status
 
 
@@ -84,6 +87,10 @@ class TerminalReporter:
             body = " ".join(str(item.get("body", "")).split())[:160]
             shown = f"{item['status']} {body}" if item.get("status") is not None else item.get("error", "no answer")
             self._line(f"{indent}seen: {item['request']} → {shown}")
+        if result.client:
+            self._line(f"{indent}client: {client_summary(result.client)}")
+            for line in str(result.client.get("stderr_tail") or "").splitlines()[-STDERR_SHOWN:]:
+                self._line(f"{indent}  stderr| {line[:200]}")
         if reproduce and self.verbose and result.reproduce:
             self._line(f"{indent}reproduce:")
             for line in result.reproduce.splitlines():
@@ -98,7 +105,9 @@ class TerminalReporter:
         s = report.summary()
         self._line()
         self._line(
-            f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warned, {s['skip']} skipped, {s['error']} errors"
+            f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warned, {s['skip']} skipped, "
+            + (f"{s[Status.NOT_APPLICABLE.value]} not applicable, " if s.get(Status.NOT_APPLICABLE.value) else "")
+            + f"{s['error']} errors"
             f" — {len(report.results)} checks, {report.exchanges} requests{_folded(report.folded)}, {report.duration_s:.2f} s"
         )
         sections: list[tuple[str, list[CheckResult], str]] = [
@@ -131,13 +140,24 @@ class TerminalReporter:
             for item in not_run:
                 self._line(f"  - {item['id']} — {item['why']}")
         style = "pass" if report.passed else "fail"
-        coverage = ""
-        if not_run:
-            # The hint only where it changes something: a FAIL fails anyway, and check-client (whose only
-            # unrun checks are those after a failed one) has no --strict to give.
-            strict = " (--strict)" if report.options.strict else "; --strict fails on them" if report.passed else ""
-            coverage = f" — {len(not_run)} required check(s) did not run{strict}"
-        self._line(self._c(f"verdict: {report.verdict.upper()} (exit {report.exit_code}){coverage}", style))
+        self._line(self._c(verdict_line(report.to_json()), style))
+
+
+#: Lines of a client's stderr tail the terminal shows under a finding (the reports keep more).
+STDERR_SHOWN = 5
+
+
+def client_summary(client: dict[str, Any]) -> str:
+    """``exited 1; reported: RuntimeError: …`` — a client finding's process in one line (terminal, JUnit)."""
+    stopped = client.get("stopped_for")
+    parts = [f"stopped by orsbench ({stopped})" if stopped else f"exited {client.get('exit_code')}"]
+    errors = client.get("errors") or []
+    parts.append(f"reported: {errors[0]}" if errors else "reported no error")
+    if len(errors) > 1:
+        parts.append(f"and {len(errors) - 1} more error(s)")
+    if not client.get("stderr_tail"):
+        parts.append("stderr empty")
+    return "; ".join(parts)
 
 
 def describe(check: Any, severity: Severity) -> str:

@@ -466,7 +466,7 @@ def serve(scenario: ServeTarget, **options: Unpack[ServeOptions]) -> Iterator[Ru
 
 
 # -- any server command ---------------------------------------------------------------------------
-#: The placeholders a server command may contain (``--cmd "python my_env.py --port {port}"``).
+#: The placeholders a server command may contain (``check --server-cmd "python my_env.py --port {port}"``).
 PORT_PLACEHOLDER, HOST_PLACEHOLDER = "{port}", "{host}"
 
 

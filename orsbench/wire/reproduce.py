@@ -179,21 +179,24 @@ def reproducer(
     for var in sorted(secrets):
         lines.append(f'# set ${var} first (orsbench never writes secrets out): export {var}=...')
     key = f' -H "{protocol.API_KEY_HEADER}: $ORS_API_KEY"' if api_key else ""
-    cleanup = []
+    from_sessions = False
     for sid, var in sids.items():
         opener = _opened_by(history, sid)
         if opener is not None:
+            from_sessions = True
             lines.append(
                 f"{var}=$(curl -sS -N -X POST \"$BASE\"{protocol.CREATE_SESSION}{key} "
                 "| sed -n 's/^data: *//p' | head -n 1 | tr -d '\\r')"
             )
         else:
             lines.append(f'{var}="orsbench-repro-$$-{var.lower()}"')
-        routes = (protocol.DELETE, protocol.DELETE_SESSION) if opener is not None else (protocol.DELETE,)
-        cleanup += [_delete(route, var, key) for route in routes]
-    if cleanup:
+    if sids:
         # Set before the first request: the sessions go however the script ends (a failed curl, Ctrl-C).
-        lines.append("trap '" + "; ".join(cleanup) + "' EXIT")
+        routes = (protocol.DELETE, protocol.DELETE_SESSION) if from_sessions else (protocol.DELETE,)
+        each = " ".join(f'"${var}"' for var in sids.values())
+        lines.append(f"trap 'for sid in {each}; do")
+        lines += [f"  {_delete(route, key)}" for route in routes]
+        lines.append("done' EXIT")
     rendered = [_curl(ex, sids, api_key=api_key) for ex in replayed]
     for i, line in enumerate(rendered):
         lines.append(line if i == len(rendered) - 1 else line + "; echo")
@@ -334,6 +337,6 @@ def _plain(text: str) -> bool:
     return not any(c in text for c in '"$`\\!')
 
 
-def _delete(route: str, var: str, key: str) -> str:
-    """One silent cleanup request (inside the single-quoted trap: double quotes only)."""
-    return f'curl -sS -o /dev/null -m {TIME_LIMIT:g} -X POST "$BASE"{route} -H "{protocol.SESSION_HEADER}: ${var}"{key}'
+def _delete(route: str, key: str) -> str:
+    """One silent cleanup request for ``$sid`` (inside the single-quoted trap: double quotes only)."""
+    return f'curl -sS -o /dev/null -m {TIME_LIMIT:g} -X POST "$BASE"{route} -H "{protocol.SESSION_HEADER}: $sid"{key}'

@@ -162,6 +162,15 @@ class EpisodeRewardLast(Adapter):
         return {**super().line(tool, output), "episode_reward": self.last}
 
 
+class GiveUp(Adapter):
+    """Retries nothing: the first transient answer (a 429 with Retry-After) ends the episode, logged on stderr."""
+
+    def should_retry(self, response: Any) -> bool:
+        print(f"give-up client: {response.request.method} {response.request.url.path} answered {response.status_code}", file=sys.stderr)
+        print("give-up client: not retrying, giving up on this episode", file=sys.stderr)
+        return False
+
+
 class Hang(Adapter):
     """Opens its session, then waits forever."""
 
@@ -211,6 +220,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "first-block-only": FirstBlockOnly,
     "episode-reward-sum": EpisodeRewardSum,
     "episode-reward-last": EpisodeRewardLast,
+    "give-up": GiveUp,
     "hang": Hang,
     "crash": Crash,
     "flood": Flood,

@@ -59,7 +59,8 @@ class Violation:
 
 #: Every violation, registered with its fault by :func:`violation` (a module adding violations joins ``modules``).
 VIOLATIONS: Registry[Violation] = Registry(
-    "violation", modules=("orsbench.servers.faults.violations", "orsbench.servers.faults.isolation")
+    "violation",
+    modules=("orsbench.servers.faults.violations", "orsbench.servers.faults.tool_defects", "orsbench.servers.faults.isolation"),
 )
 #: Path prefix under which the ``violation-router`` test harness (:mod:`.router`) serves each violation.
 ROUTER_PREFIX = "/_violations/"

@@ -5,8 +5,9 @@ judged by the rules of :mod:`orsbench.checks.scenes` against each task's control
 ``--explore N`` — what the stateful explorer (:mod:`orsbench.checks.interleavings`) found
 against the same rule. A finding's reproducer replays every request of the scene's sessions
 in the order sent, the other sessions' deletes included (``CheckOutcome.replay``). A scene
-that could not be played (one task, tasks alike, no ids, no slow tool, a refused ``/create``)
-is a skip that says why, never a pass.
+that cannot be played on this environment (one task, tasks alike, no slow tool) is not
+applicable, and one that could have been and was not (a refused ``/create``, no ids, the time
+budget spent) is a skip; both say why, and neither is a pass.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from orsbench.checks.evidence import Evidence, answer, short
-from orsbench.checks.model import CheckOutcome, Severity, Status, failed, passed, skipped
+from orsbench.checks.model import CheckOutcome, Severity, Status, failed, not_applicable, passed, skipped
 from orsbench.checks.registry import check
 from orsbench.checks.scenes import (
     Isolation,
@@ -48,7 +49,7 @@ def _scene(ev: Evidence, name: str) -> tuple[Isolation, Scene] | CheckOutcome:
         return facts
     scene = facts.scene(name)
     if scene.skip:
-        return skipped(scene.skip)
+        return not_applicable(scene.skip) if scene.inapplicable else skipped(scene.skip)
     return facts, scene
 
 

@@ -326,7 +326,7 @@ def _json(data: bytes) -> dict[str, Any]:
 
 
 def _pair(facts: Isolation) -> tuple[Control, Control] | str:
-    """Two tasks a mix-up would show on (their prompts or answers differ), or why there are none."""
+    """Two tasks a mix-up would show on (their prompts or answers differ), or why this environment has none."""
     usable = [c for c in facts.controls.values() if c.refused is None]
     if len(usable) < 2:
         return "only one task could be opened (the split has one task, or sessions take a task_spec): no second task to mix up with"
@@ -344,12 +344,17 @@ def _pair(facts: Isolation) -> tuple[Control, Control] | str:
     return f"tasks {tasks} look alike from outside (same prompt, same answers to their calls): a mix-up would not show"
 
 
+def _cannot(name: str, why: str) -> Scene:
+    """A scene this environment can never play (its checks are not applicable, saying why)."""
+    return Scene(name, skip=why, inapplicable=True)
+
+
 # -- the scenes ----------------------------------------------------------------------------------------
 def play_interleaved(st: Stage) -> Scene:
     """A on task i and B on task j, both created before either is used, then used in turn."""
     pair = _pair(st.facts)
     if isinstance(pair, str):
-        return Scene(st.scene.name, skip=pair)
+        return _cannot(st.scene.name, pair)
     i, j = pair
     if not (st.open("A", i.index) and st.open("B", j.index)):
         return st.abort()
@@ -442,7 +447,7 @@ def play_concurrent_calls(st: Stage) -> Scene:
     """Eight sessions over two tasks: created, prompted, and making their first call at once."""
     pair = _pair(st.facts)
     if isinstance(pair, str):
-        return Scene(st.scene.name, skip=pair)
+        return _cannot(st.scene.name, pair)
     tasks = [c for c in st.facts.controls.values() if c.refused is None and comparable(c)]
     labels = [f"P{n + 1}" for n in range(AT_ONCE)]
     sids = [st.col.new_sid() for _ in labels]
@@ -466,7 +471,7 @@ def play_ping_during_call(st: Stage) -> Scene:
     if not slow:
         longest = max(ev.facts.durations.items(), key=lambda kv: kv[1], default=None)
         seen = f" (the longest: {longest[0]}, {longest[1]:.2f} s)" if longest else ""
-        return Scene(st.scene.name, skip=f"no tool call took {SLOW_CALL_S:g} s or more{seen}: a ping during a call cannot be timed")
+        return _cannot(st.scene.name, f"no tool call took {SLOW_CALL_S:g} s or more{seen}: a ping during a call cannot be timed")
     tool, took = max(slow, key=lambda kv: kv[1])
     if took > SLOWEST_WAITED_S:
         tool, took = min(slow, key=lambda kv: kv[1])

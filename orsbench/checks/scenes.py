@@ -100,6 +100,9 @@ class Scene:
     steps: list[Step] = field(default_factory=list)
     #: Why the scene could not be played (a check reading it skips with this), if so.
     skip: str | None = None
+    #: The scene can never be played on this environment (one task, tasks alike, no slow tool): its checks are
+    #: not applicable rather than skipped — no run of this environment could do better.
+    inapplicable: bool = False
     #: What the scene measured beyond its steps (ids handed out, timings, ...).
     measured: dict[str, Any] = field(default_factory=dict)
 

@@ -179,24 +179,7 @@ def reproducer(
     for var in sorted(secrets):
         lines.append(f'# set ${var} first (orsbench never writes secrets out): export {var}=...')
     key = f' -H "{protocol.API_KEY_HEADER}: $ORS_API_KEY"' if api_key else ""
-    from_sessions = False
-    for sid, var in sids.items():
-        opener = _opened_by(history, sid)
-        if opener is not None:
-            from_sessions = True
-            lines.append(
-                f"{var}=$(curl -sS -N -X POST \"$BASE\"{protocol.CREATE_SESSION}{key} "
-                "| sed -n 's/^data: *//p' | head -n 1 | tr -d '\\r')"
-            )
-        else:
-            lines.append(f'{var}="orsbench-repro-$$-{var.lower()}"')
-    if sids:
-        # Set before the first request: the sessions go however the script ends (a failed curl, Ctrl-C).
-        routes = (protocol.DELETE, protocol.DELETE_SESSION) if from_sessions else (protocol.DELETE,)
-        each = " ".join(f'"${var}"' for var in sids.values())
-        lines.append(f"trap 'for sid in {each}; do")
-        lines += [f"  {_delete(route, key)}" for route in routes]
-        lines.append("done' EXIT")
+    lines += _sessions(sids, history, key)
     rendered = [_curl(ex, sids, api_key=api_key) for ex in replayed]
     for i, line in enumerate(rendered):
         lines.append(line if i == len(rendered) - 1 else line + "; echo")
@@ -278,21 +261,7 @@ def _sequence_script(sequence: list[Exchange], history: Sequence[Exchange], *, a
     for var in sorted(secrets):
         lines.append(f'# set ${var} first (orsbench never writes secrets out): export {var}=...')
     key = f' -H "{protocol.API_KEY_HEADER}: $ORS_API_KEY"' if api_key else ""
-    replayed = {id(ex) for ex in sequence}
-    cleanup = []
-    for sid, var in sids.items():
-        opener = _opened_by(history or sequence, sid)
-        if opener is not None and id(opener) not in replayed:
-            lines.append(
-                f"{var}=$(curl -sS -N -X POST \"$BASE\"{protocol.CREATE_SESSION}{key} "
-                "| sed -n 's/^data: *//p' | head -n 1 | tr -d '\\r')"
-            )
-        else:
-            lines.append(f'{var}="orsbench-repro-$$-{var.lower()}"')
-        routes = (protocol.DELETE, protocol.DELETE_SESSION) if opener is not None else (protocol.DELETE,)
-        cleanup += [_delete(route, var, key) for route in routes]
-    if cleanup:
-        lines.append("trap '" + "; ".join(cleanup) + "' EXIT")
+    lines += _sessions(sids, history or sequence, key)
     count = 0
     for batch in sequence_steps(sequence):
         together = len(batch) > 1
@@ -330,6 +299,30 @@ def _stored(curl: str, var: str | None) -> str:
         f"OUT=$({curl}); printf '%s\\n' \"$OUT\"; "
         f"{var}=$(printf '%s\\n' \"$OUT\" | tr -d '\\r' | sed -n '/^event: task_id/{{n;s/^data: *//p;q;}}')"
     )
+
+
+def _sessions(sids: dict[str, str], history: Sequence[Exchange], key: str) -> list[str]:
+    """The lines that open each session's id (``/create_session`` as the run did, else a made-up one) and the
+    ``trap`` that deletes every one of them however the script ends."""
+    lines: list[str] = []
+    from_sessions = False
+    for sid, var in sids.items():
+        if _opened_by(history, sid) is not None:
+            from_sessions = True
+            lines.append(
+                f"{var}=$(curl -sS -N -X POST \"$BASE\"{protocol.CREATE_SESSION}{key} "
+                "| sed -n 's/^data: *//p' | head -n 1 | tr -d '\\r')"
+            )
+        else:
+            lines.append(f'{var}="orsbench-repro-$$-{var.lower()}"')
+    if sids:
+        # Set before the first request: the sessions go however the script ends (a failed curl, Ctrl-C).
+        routes = (protocol.DELETE, protocol.DELETE_SESSION) if from_sessions else (protocol.DELETE,)
+        each = " ".join(f'"${var}"' for var in sids.values())
+        lines.append(f"trap 'for sid in {each}; do")
+        lines += [f"  {_delete(route, key)}" for route in routes]
+        lines.append("done' EXIT")
+    return lines
 
 
 def _plain(text: str) -> bool:

@@ -75,13 +75,13 @@ def test_a_builtin_adapter_through_check_client_gets_the_matrix_verdict(client: 
     not the matrix's fork) and graded by the same checks gives the verdict the matrix predicts for that cell."""
     pytest.importorskip("trl")
     from orsbench.clientcheck import get_case, grade, run_case
-    from orsbench.clients.run import verdict
+    from orsbench.clientcheck.judgement import judge
 
     run = run_case(f"python -m orsbench.clients.adapter {client}", get_case(case), timeout=180)
     results = grade(run)
     profile = case.split("+", 1)[1] if "+" in case else None
     cell = C.Cell(client, "mock", case.split("+", 1)[0], profile)
-    assert verdict(run, results) == C.predicted(cell), [(r.id, r.status, r.message) for r in results]
+    assert judge(run, results).verdict == C.predicted(cell), [(r.id, r.status, r.message) for r in results]
     failed_rules = {r.id for r in results if r.status == "fail" and r.id in C.rule_defects(cell)}
     assert failed_rules == set(C.rule_defects(cell)), failed_rules
 

@@ -132,6 +132,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser,
         html_help="write a self-contained HTML report here: findings open with their exchange and a curl reproducer",
         verbose_help="show remediation, evidence and a curl reproducer under every finding",
+        links=True,
     )
     out.add_argument("--list", action="store_true", help="list every check with its severity and exit")
     parser.set_defaults(func=run, _parser=parser)

@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="deadline of the command in each case, in seconds (default: the case's own, 20 for most)",
     )
     flags.add_jobs(parser, default=2, what="cases played (each starts a server and your command)")
-    reporting.add_report_arguments(parser, junit_help="write JUnit XML here (one testcase per check and case)")
+    reporting.add_report_arguments(parser, junit_help="write JUnit XML here (one testcase per check and case)", links=True)
     parser.set_defaults(func=run, _parser=parser)
 
 
@@ -112,11 +112,16 @@ def _check(args: argparse.Namespace, chosen: list | None) -> int:
     unrunnable: list[str] = []
 
     def on_case(run, results) -> None:  # type: ignore[no-untyped-def]
+        from orsbench.clientcheck.judgement import judge
+
         stopped = f", stopped for {run.stopped_for}" if run.stopped_for else ""
-        terminal.on_probe(f"{run.case.name} (exit {run.exit_code}{stopped})", run.duration_s, run.requests_total)
         if problem := contract.did_not_run(args.client_cmd, run.exit_code, run.requests_total, run.stderr):
+            terminal.on_probe(f"{run.case.name} (exit {run.exit_code}{stopped})", run.duration_s, run.requests_total)
             unrunnable.append(problem)
             return  # not the client's verdict: the command never ran
+        # The case's verdict in the words of the matrix and `orsbench clients` (one judgement, clientcheck.judgement).
+        verdict = "" if run.server_error else f": {judge(run, results).words}"
+        terminal.on_probe(f"{run.case.name}{verdict} (exit {run.exit_code}{stopped})", run.duration_s, run.requests_total)
         if run.server_error:
             print(f"      case server failed: {run.server_error[:300]}", file=terminal.out, flush=True)
         for result in results:

@@ -1,4 +1,4 @@
-"""``orsbench matrix``: which ORS client survives which server, scenario and fault profile."""
+"""``orsbench matrix``: which ORS client works with which server, scenario and fault profile."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Play a scripted episode with each installed ORS client target (openreward SDK, ors-sdk, TRL "
         "OpenRewardSpec, inspect-openreward, firehorse-cli's MCP bridge) on each server implementation and scenario, "
         "and on the mock under each fault profile, through the client's built-in adapter; each episode is graded by "
-        "the client checks of `orsbench check-client`. Each cell: survives / fails clearly / fails silently / hangs, "
+        "the client checks of `orsbench check-client`. Each cell: works / fails clearly / fails silently / hangs, "
         "with the pinned upstream defects. "
         "Servers bind 127.0.0.1; every episode runs in a child killed at its deadline.",
         epilog="examples:\n  orsbench matrix --clients trl,inspect --servers mock --profiles none,flaky-5xx --markdown m.md --jobs 2\n"
@@ -187,19 +187,19 @@ def _run_url(args: argparse.Namespace) -> int:
         )
     except live.LiveUsageError as exc:
         raise flags.UsageError(str(exc)) from None
-    for row in result["rows"]:
-        if problem := row.get("did_not_run"):
-            raise flags.UsageError(problem)
+    for row in result.rows:
+        if row.did_not_run:
+            raise flags.UsageError(row.did_not_run)
     if args.json:
-        reporting.write_text(args.json, json.dumps(result, indent=2))
+        reporting.write_text(args.json, json.dumps(result.to_json(), indent=2))
     if args.markdown:
         reporting.write_text(args.markdown, live.markdown(result))
     if args.html:
         from orsbench.reports import render_live
 
-        reporting.write_text(args.html, render_live(result, secrets=secrets.values()))
+        reporting.write_text(args.html, render_live(result.to_json(), secrets=secrets.values()))
     out = reporting.people(args)
-    for row in result["rows"]:
+    for row in result.rows:
         print(live.line_of(row), file=out)
     return 0
 

@@ -55,6 +55,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"keep at most N unnamed and played-call exchanges as evidence; later ones are judged on arrival and "
         f"folded into counts, so memory stays bounded and verdicts stay the same; 0 keeps everything (default {DEFAULT_EVIDENCE_LIMIT:,})",
     )
+    parser.add_argument(
+        "--request-log",
+        action="store_true",
+        help="also keep every request and its answer at /_orsbench/requests, as a case server does for the client checks "
+        "(bounded; secrets recorded by name only)",
+    )
     flags.add_api_key(parser, help="add this X-API-Key to every request forwarded upstream that carries no key of its own")
     types.add_secret_arguments(parser)
     reporting.add_report_arguments(
@@ -64,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                 ("markdown", "a compact Markdown summary"))},
         verbose_help="print one line per exchange as it is forwarded, and remediation and evidence under every finding on exit",
         quiet_help="on exit, only the summary line (no findings)",
+        links=True,
     )  # fmt: skip
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
@@ -115,6 +122,10 @@ def run(args: argparse.Namespace) -> int:
             api_key=flags.api_key_of(args),
         )  # fmt: skip
         app = wrap_faults(proxy, tuple(args.faults), args.seed, ping_interval=args.ping_interval)
+        if args.request_log:  # outermost: it records what the faults answered, as on a case server
+            from orsbench.servers.request_log import RequestLog
+
+            app = RequestLog(app)
     except ValueError as exc:  # a fault that works on the engine only, ...: the message names the fix
         raise flags.UsageError(str(exc)) from None
 

@@ -48,8 +48,13 @@ def add_report_arguments(
     html_help: str | None = None,
     verbose_help: str = "show remediation and evidence under every finding",
     quiet_help: str = "print only findings and the summary",
+    links: bool = False,
 ) -> argparse._ArgumentGroup:
-    """The ``reports`` group (``formats`` of :data:`FORMATS`, ``-q``, ``-v``); a command adds its own flags to it."""
+    """The ``reports`` group (``formats`` of :data:`FORMATS`, ``-q``, ``-v``); a command adds its own flags to it.
+
+    ``links``: the command's HTML and Markdown link each finding to its section of docs/protocol.md,
+    so it takes ``--docs-url`` (where that document lives) too.
+    """
     texts = {**_HELP, **(helps or {})}
     if junit_help:
         texts["junit"] = junit_help
@@ -62,9 +67,22 @@ def add_report_arguments(
         out.add_argument(f"--{name}", type=types.output_file, default=None, metavar="FILE", help=f"{texts[name]} ('-' for stdout)")
     out.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
     out.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
+    if links:
+        out.add_argument(
+            "--docs-url", type=docs_url, default=None, metavar="URL",
+            help="where the protocol links of --html/--markdown point: a repository's …/blob/<ref> or a docs site's root, "
+            "holding docs/protocol.md (default: $ORSBENCH_DOCS_URL, else this checkout's docs/protocol.md as a file:// URL)",
+        )  # fmt: skip
     parser.set_defaults(_formats=formats)
     flags.after_parse(parser, _one_report_on_stdout)
     return out
+
+
+def docs_url(value: str) -> str:
+    """``--docs-url``: an absolute http(s) or file URL (a report is read away from where it was written)."""
+    if not value.startswith(("https://", "http://", "file://")):
+        raise argparse.ArgumentTypeError(f"{value!r} is not an absolute URL: give https://…/blob/<ref> (or a file:// URL)")
+    return value.rstrip("/")
 
 
 def _on_stdout(args: argparse.Namespace) -> list[str]:
@@ -110,8 +128,8 @@ def write_reports(report: Any, args: argparse.Namespace, *, title: str) -> None:
     renders = {
         "json": lambda: dumps(report),
         "junit": lambda: junit_xml(report),
-        "html": lambda: render_check(report, title=title),
-        "markdown": lambda: render_markdown(report, title=title),
+        "html": lambda: render_check(report, title=title, docs_url=getattr(args, "docs_url", None)),
+        "markdown": lambda: render_markdown(report, title=title, docs_url=getattr(args, "docs_url", None)),
     }
     for name, render in renders.items():
         if path := getattr(args, name, None):

@@ -15,22 +15,28 @@ JSON contract::
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable
-from multiprocessing.connection import wait
 from typing import Any
 
 from orsbench.clientcheck.profiles import profiles
 from orsbench.clients import cells as C
-from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun
+from orsbench.clientcheck.runner import POLL_S
+from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun, preload
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.config import ServerConfig
 from orsbench.scenarios import suite_params
 from orsbench.servers.launch import start
+from orsbench.verdict import Verdict
 
 NOT_RUN = "not run"
-SYMBOL = {"survives": "✅ survives", "fails clearly": "🟨 fails clearly", "fails silently": "❌ fails silently", "hangs": "⛔ hangs", NOT_RUN: "· not run"}
+SYMBOL = {
+    Verdict.WORKS: "✅ works",
+    Verdict.FAILS_CLEARLY: "🟨 fails clearly",
+    Verdict.FAILS_SILENTLY: "❌ fails silently",
+    Verdict.HANGS: "⛔ hangs",
+    NOT_RUN: "· not run",
+}
 JSON = dict[str, Any]
 
 
@@ -87,8 +93,9 @@ def run(
 ) -> JSON:
     """Play ``cells``: one server per configuration, ``parallel`` servers at once, client after client on each.
 
-    Everything happens on the calling thread: episodes are forked children, and a fork taken while
-    another thread holds a lock (an import, a connection pool) can leave the child waiting forever.
+    Everything happens on the calling thread: episodes are forked children (check-client's runner with a
+    :class:`~orsbench.clientcheck.process.Fork` launch), and a fork taken while another thread holds a lock
+    (an import, a connection pool) can leave the child waiting forever.
     A client's :attr:`~orsbench.clients.targets.ClientTarget.concurrency` caps how many of its episodes
     play at once (Inspect evals starve each other on two cores). A cell that hangs although no
     defect predicts it is played once more: on a loaded machine a child can miss its deadline.
@@ -136,10 +143,9 @@ def run(
                     launch(key, queue.pop(0))
             if not active:
                 continue
-            soonest = min(run.started + run.deadline for _, run, _ in active.values())
-            wait([run.reader for _, run, _ in active.values()], timeout=max(0.0, soonest - time.monotonic()))
+            time.sleep(POLL_S)
             for key, (cell, run, replayed) in list(active.items()):
-                if not (run.reader.poll() or time.monotonic() >= run.started + run.deadline):
+                if not run.done():
                     continue
                 outcome = run.finish()
                 del active[key]
@@ -161,15 +167,6 @@ def run(
     return {**header(clients, servers), "cells": rows}
 
 
-def preload(clients: list[str] | None = None) -> None:
-    """Import every installed client in this process before any fork, so no child imports them (seconds each)."""
-    for name in clients or CLIENT_TARGETS.names():
-        target = CLIENT_TARGETS.get(name)
-        if target.installed:
-            for module in target.modules:
-                importlib.import_module(module)
-
-
 def summary(result: JSON) -> dict[str, dict[str, int]]:
     """Verdict counts per client."""
     out: dict[str, dict[str, int]] = {}
@@ -184,11 +181,11 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
     servers = result["servers"]
     lines = [f"# {title}", ""]
     lines += [
-        "Which ORS client survives which server. Each cell is one scripted episode (the winning calls of the "
+        "Which ORS client works with which server. Each cell is one scripted episode (the winning calls of the "
         "scenario's first train task), played by the client's built-in adapter (`python -m orsbench.clients.adapter "
         "NAME`) and graded by the client checks of `orsbench check-client` (docs/clients.md): what the client "
         "reported for each call, and the server's request log (each tool run once, the session deleted). "
-        "✅ survives · 🟨 fails clearly (an error that says what happened) · ❌ fails silently (wrong data taken as "
+        "✅ works · 🟨 fails clearly (an error that says what happened) · ❌ fails silently (wrong data taken as "
         "right, a session left open) · ⛔ hangs. Rules a client breaks without changing the episode (no `env_name` on "
         "`/create`, a retry sooner than `Retry-After`) are pinned defects too, listed under each client. "
         "Fault profiles run on the mock engine (`sparse-reward`); for "

@@ -64,6 +64,8 @@ class ClientTarget:
     startup_s: float = 0.0
     #: Episodes of this client that may play at once on a 2-core machine without starving each other.
     concurrency: int = 16
+    #: It trains on the episodes it plays (a trainer's rollouts), so an episode without a reward is no use to it.
+    trains: bool = False
 
     @property
     def version(self) -> str:

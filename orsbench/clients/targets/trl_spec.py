@@ -52,6 +52,6 @@ def play(episode: AdapterEpisode) -> None:
 
 
 register(
-    ClientTarget("trl", "trl", "TRL OpenRewardSpec", play, modules=("trl.experimental.openreward",)),
+    ClientTarget("trl", "trl", "TRL OpenRewardSpec", play, modules=("trl.experimental.openreward",), trains=True),
     origin=__name__,
 )

@@ -207,7 +207,7 @@ def _poisoned_controls(facts: Isolation) -> CheckOutcome | None:
     remediation="Tear down only what the deleted session owns in /delete (teardown): a sandbox, container or directory "
     "shared by the sessions of a task is removed when the last of them goes (reference-count it), or each session gets its "
     "own; another session's tools must keep working.",
-    requires=("isolation.same_task_fresh", "session.delete"),
+    requires=("isolation.same_task_fresh", "session.delete", "session.ping"),
 )
 def delete_leaves_other(ev: Evidence) -> CheckOutcome:
     def after_delete(scene: Scene, problem: Problem) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
+from orsbench import protocol
 from orsbench.checks.evidence import Evidence, answer, short
 from orsbench.checks.model import CheckOutcome, Severity, Status, failed, not_applicable, passed, skipped
 from orsbench.checks.registry import check
@@ -28,7 +29,9 @@ from orsbench.checks.scenes import (
     refused_finished,
     related,
     resumed_result,
+    through_batch,
 )
+from orsbench.wire.evidence import Exchange
 
 #: What every remediation of this group starts from.
 _KEEP = "Keep everything an episode changes on the session's own object, never in a module-level variable, a class attribute or a cache keyed by task"
@@ -53,12 +56,19 @@ def _scene(ev: Evidence, name: str) -> tuple[Isolation, Scene] | CheckOutcome:
     return facts, scene
 
 
+def _ttl(ev: Evidence) -> float | None:
+    """The TTL a session may be reaped after (``--ttl``, or as an orsbench server reports it)."""
+    config = (ev.facts.orsbench_stats or {}).get("config") or {}
+    ttl = ev.options.ttl if ev.options.ttl is not None else config.get("ttl")
+    return float(ttl) if isinstance(ttl, (int, float)) else None
+
+
 def _finding(scene: Scene, problems: list[Problem], measured: object = None) -> CheckOutcome:
     """The first problem as a failure: its exchanges as evidence, the scene up to it as the reproducer."""
     first = problems[0]
     more = f" (and {len(problems) - 1} more: {'; '.join(p.message for p in problems[1:3])})" if len(problems) > 1 else ""
     outcome = failed(first.message + more, measured if measured is not None else [p.message for p in problems], *related(scene, first))
-    outcome.replay = scene.exchanges(first.step)
+    outcome.replay = scene.exchanges(through_batch(scene, first.step))
     return outcome
 
 
@@ -95,7 +105,7 @@ def _verdict(
     if isinstance(got, CheckOutcome):
         return _explored(ev, check_id, got)
     facts, scene = got
-    problems = [p for p in judge(scene, facts.controls, ev.options.timeout) if pick(scene, p)]
+    problems = [p for p in judge(scene, facts.controls, ev.options.timeout, _ttl(ev)) if pick(scene, p)]
     if problems:
         return _finding(scene, problems)
     shown = done(facts, scene)
@@ -262,7 +272,7 @@ def resume_own_result(ev: Evidence) -> CheckOutcome:
         return got
     facts, scene = got
     ids = scene.measured.get("task_ids", {})
-    problems = [p for p in judge(scene, facts.controls, ev.options.timeout) if p.kind == "resume"]
+    problems = [p for p in judge(scene, facts.controls, ev.options.timeout, _ttl(ev)) if p.kind == "resume"]
     if ids.get("A") and ids.get("A") == ids.get("B"):
         first = scene.of("B", "call")[0]
         problems.insert(
@@ -397,6 +407,17 @@ def ping_during_call(ev: Evidence) -> CheckOutcome:
     return passed(f"answered in {m['ping_s']:g} s, {m['ping_sent_after_s']:g} s into a {m['call_s']:g} s {m['tool']} call", m, ping)
 
 
+def _sessions_between(ev: Evidence, first: Exchange | None, last: Exchange, *also: Exchange | None) -> list[Exchange]:
+    """Every request of the sessions ``first`` and ``also`` created, from ``first`` to ``last``, in the order sent."""
+    history = ev.history or list(ev.exchanges.values())
+    sids = {e.request_headers.get(protocol.SESSION_HEADER) for e in (first, *also) if e is not None}
+    where = {id(e): n for n, e in enumerate(history)}
+    if first is None or id(first) not in where or id(last) not in where:
+        return [e for e in (first, *also, last) if e is not None]
+    start, end = where[id(first)], where[id(last)]
+    return [e for e in history[start : end + 1] if e.request_headers.get(protocol.SESSION_HEADER) in sids]
+
+
 @check(
     "isolation.ttl_per_session",
     severity=Severity.RECOMMENDED,
@@ -423,6 +444,6 @@ def ttl_per_session(ev: Evidence) -> CheckOutcome:
             idle,
             later,
         )
-        outcome.replay = [e for e in (ev.get("timing.ttl.idle.create"), ev.get("timing.ttl.kept.create"), idle, kept, later) if e is not None]
+        outcome.replay = _sessions_between(ev, ev.get("timing.ttl.idle.create"), later, ev.get("timing.ttl.kept.create"))
         return outcome
     return failed(f"idle for {waited} s, the session still answers /ping with {answer(idle)}", {"waited_s": waited}, idle, kept)

@@ -20,7 +20,7 @@ the order sent (:class:`~orsbench.checks.scenes.Scene`):
 The TTL scene (an idle session while another pings) is in :mod:`orsbench.checks.timing`.
 Bounded like the other probes: each call by ``--timeout``, a script by
 :data:`MAX_SCRIPT` calls and :data:`SCRIPT_SECONDS` of tool time, the whole probe by
-``--play-seconds``; sessions are deleted at the end of each scene. Where a scene cannot be
+the play budget (``Options.play_seconds``, 30 s); sessions are deleted at the end of each scene. Where a scene cannot be
 played (one task, tasks alike, no ids, no slow tool) it records why, and its checks skip.
 With ``--explore N`` the stateful explorer (:mod:`orsbench.checks.interleavings`) runs last.
 """
@@ -88,11 +88,15 @@ def probe_isolation(col: Collector) -> None:
         budget = col.options.play_seconds
         for name, play in SCENES:
             if time.monotonic() - started > budget:
-                facts.scenes[name] = Scene(name, skip=f"the isolation probe's time budget ({budget:g} s, --play-seconds) was spent")
+                facts.scenes[name] = Scene(name, skip=f"the isolation probe's time budget ({budget:g} s) was spent")
                 continue
             began = time.monotonic()
             facts.scenes[name] = play(Stage(col, name, facts))
             facts.scenes[name].measured.setdefault("seconds", round(time.monotonic() - began, 3))
+        if col.options.explore > 0:
+            from orsbench.checks.interleavings import explore  # imports hypothesis: only when asked for
+
+            facts.explored = explore(col, facts)
     finally:
         facts.seconds = round(time.monotonic() - started, 3)
 

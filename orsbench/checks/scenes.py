@@ -128,6 +128,8 @@ class Found:
     replay: list[Exchange]
     #: The interleaving, one line per step (``create A on task 0``, ``call B``, ...).
     program: list[str]
+    #: The interleaving as a scene (its sessions and steps, up to the breaking one): judged again, it breaks again.
+    scene: Scene | None = None
 
 
 @dataclass
@@ -142,6 +144,8 @@ class Explored:
     found: list[Found] = field(default_factory=list)
     #: Why it stopped before its budget (time, or nothing to explore), if it did.
     stopped: str = ""
+    #: A digest of every step it took, in order: the same seed against the same server takes the same steps.
+    trail: str = ""
 
     def of(self, check: str) -> Found | None:
         return next((f for f in self.found if f.check == check), None)
@@ -239,18 +243,29 @@ def comparable(control: Control) -> bool:
 
 
 # -- the rules -----------------------------------------------------------------------------------------
-def judge(scene: Scene, controls: dict[int | None, Control], timeout: float) -> list[Problem]:
-    """Every rule of §15 the scene broke, in the order its steps were sent."""
+def judge(scene: Scene, controls: dict[int | None, Control], timeout: float, ttl: float | None = None) -> list[Problem]:
+    """Every rule of §15 the scene broke, in the order its steps were sent.
+
+    With ``ttl``, a session that answers 404 after being idle that long was reaped (§8), not broken.
+    """
     problems: list[Problem] = []
     finished: dict[str, bool] = {}
     calls: dict[str, int] = {}
+    seen: dict[str, float] = {}  # session -> when its last request ended
+    reaped: set[str] = set()
     for n, step in enumerate(scene.steps):
         track = scene.tracks.get(step.session)
         if track is None:
             continue
         control = controls.get(track.index)
         ex = step.exchange
+        idle = ex.started_at - seen.get(step.session, ex.started_at)
+        seen[step.session] = ex.started_at + ex.elapsed
+        if step.action != "create" and (step.session in reaped or (ttl is not None and ex.status == 404 and idle >= ttl * 0.8)):
+            reaped.add(step.session)  # idle past the TTL: gone by the rules, whatever it answers now
+            continue
         if step.action == "create":
+            reaped.discard(step.session)
             finished[step.session], calls[step.session] = False, 0
             continue
         if step.action == "prompt":
@@ -373,6 +388,15 @@ def related(scene: Scene, problem: Problem) -> list[Exchange]:
         if step.session != problem.session and step.action in ("create", "delete", "call") and len(shown) < 4:
             shown.append(step.exchange)
     return shown
+
+
+def through_batch(scene: Scene, step: int) -> int:
+    """``step``, or the last step sent together with it: a race is replayed with every request that met in it."""
+    end = max(s.exchange.started_at + s.exchange.elapsed for s in scene.steps[: step + 1])
+    while step + 1 < len(scene.steps) and scene.steps[step + 1].exchange.started_at < end:
+        step += 1
+        end = max(end, scene.steps[step].exchange.started_at + scene.steps[step].exchange.elapsed)
+    return step
 
 
 def labels(tracks: Iterable[Track]) -> str:

@@ -188,6 +188,11 @@ def reproducer(
 
 #: At most this many requests of a multi-session finding are replayed (the first ones).
 MAX_SEQUENCE = 80
+#: A pause of the run at least this long (seconds) is kept in a multi-session script (``sleep``): an idle session
+#: waiting out a TTL, a ping sent into a running call.
+PAUSE_S = 0.1
+#: What each request of a multi-session script prints after its answer: how long it took (a ping that waited shows).
+_TOOK = " -w '\\n(took %{time_total} s)\\n'"
 
 
 def sequence_steps(sequence: Sequence[Exchange]) -> list[list[Exchange]]:
@@ -263,18 +268,36 @@ def _sequence_script(sequence: list[Exchange], history: Sequence[Exchange], *, a
     key = f' -H "{protocol.API_KEY_HEADER}: $ORS_API_KEY"' if api_key else ""
     lines += _sessions(sids, history or sequence, key)
     count = 0
-    for batch in sequence_steps(sequence):
+    previous: float | None = None
+    batches = sequence_steps(sequence)
+    if any(len(batch) > 1 for batch in batches):
+        lines.append('OUT_DIR=$(mktemp -d)  # what the requests sent at once answer, printed in order once they are all done')
+    for batch in batches:
         together = len(batch) > 1
+        start = batch[0].started_at
+        if previous is not None and start and start - previous >= PAUSE_S:
+            lines.append(f"sleep {start - previous:.2f}  # the run waited here")
+        shown_after: list[str] = []
         for exchange in batch:
             count += 1
             who = sids.get(_session_of(exchange) or "")
             path = _base_and_path(exchange.url)[1].split("?")[0]
-            lines.append(f"echo '### {count}: {exchange.method} {path}{f' ({who})' if who else ''}{' (at once)' if together else ''}'")
+            marker = f"echo '### {count}: {exchange.method} {path}{f' ({who})' if who else ''}{' (at once)' if together else ''}'"
             shown, markers = _marked(exchange, sends.get(id(exchange)))
-            curl = _stored(_curl(shown, {**sids, **markers}, api_key=api_key), stores.get(id(exchange)))
-            lines.append(f"{{ {curl}; echo; }} &" if together else f"{curl}; echo")
+            curl = _stored(_curl(shown, {**sids, **markers}, api_key=api_key) + _TOOK, stores.get(id(exchange)))
+            if together:
+                offset = exchange.started_at - start
+                pause = f"sleep {offset:.2f}; " if offset >= PAUSE_S / 2 else ""
+                lines.append(f'{{ {pause}{curl}; echo; }} > "$OUT_DIR/{count}" 2>&1 &')
+                shown_after += [marker, f'cat "$OUT_DIR/{count}"']
+            else:
+                lines += [marker, f"{curl}; echo"]
         if together:
             lines.append("wait")
+            lines += shown_after
+        previous = max(e.started_at + e.elapsed for e in batch)
+    if any(len(batch) > 1 for batch in batches):
+        lines.append('rm -rf "$OUT_DIR"')
     return "\n".join(lines)
 
 

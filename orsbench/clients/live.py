@@ -41,6 +41,7 @@ from orsbench.clientcheck.episodes import Script, Step
 from orsbench.clientcheck.judgement import judge
 from orsbench.clientcheck.process import Command, Launch
 from orsbench.clientcheck.runner import play
+from orsbench.clients.consumers import Consumer, Prediction
 from orsbench.clients.run import forked, preload
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.servers.launch import RunningServer, ServerStartError, start_proxy
@@ -107,6 +108,10 @@ class Row:
     seconds: float | None = None
     #: A ``--client-cmd`` the shell could not run (exit 126/127 before any request): a usage error, not a verdict.
     did_not_run: str | None = None
+    #: What the client's consumer profile predicts of the player's episode (a built-in target: ``ClientTarget.consumer``).
+    consumer: str | None = None
+    #: Whether the live run confirmed that prediction (None: not judged, the client did not play it out).
+    consumer_confirmed: bool | None = None
 
     @property
     def words(self) -> str:
@@ -146,13 +151,15 @@ class _Player:
     command: str | None = None
     #: Why it cannot play (not installed), else None.
     missing: str | None = None
+    #: What its user makes of an episode (a built-in target's profile; None for a command).
+    consumer: Consumer | None = None
 
     @classmethod
     def of_target(cls, name: str) -> _Player:
         target = CLIENT_TARGETS[name]
         if not target.installed:
-            return cls(name, target.version, None, target.trains, missing=f'pip install "orsbench[{target.extra}]"')
-        return cls(name, target.version, forked(name), target.trains)
+            return cls(name, target.version, None, target.trains, missing=target.install_hint, consumer=target.consumer)
+        return cls(name, target.version, forked(name), target.trains, consumer=target.consumer)
 
     @classmethod
     def of_command(cls, number: int, command: str) -> _Player:
@@ -231,6 +238,36 @@ def _reward_text(reward: Any) -> str:
     return f"reward {reward!r}" if reward is not None else "no reward (a valid, unrewarded episode)"
 
 
+def _sent_rewards(episode: Episode) -> list[Any]:
+    """Each replayed call's reward exactly as the server sent it (the calls :func:`_script` keeps, in order)."""
+    sent = episode.sent_rewards + [None] * (len(episode.answers) - len(episode.sent_rewards))
+    return [
+        reward
+        for answer, reward in zip(episode.answers, sent)
+        if not (answer in _FAILED_ANSWERS or answer.startswith("ok:false"))
+    ]
+
+
+def _confirm(row: Row, expected: Prediction, run: Any, verdict: Verdict, reported: Any) -> None:
+    """Hold the live run to its consumer profile's prediction (:mod:`orsbench.clients.consumers`).
+
+    A predicted refusal is confirmed by a reported failure; a predicted reward by the ``episode_reward`` the client
+    reported (docs/clients.md), else by the last reward it reported for a call.
+    """
+    row.consumer = expected.describe()
+    if verdict is Verdict.HANGS:
+        return
+    if expected.refused:
+        row.consumer_confirmed = verdict is not Verdict.WORKS
+        return
+    if verdict is not Verdict.WORKS:
+        return
+    took = run.out.episode_reward if any("episode_reward" in (line.data or {}) for line in run.out.lines) else reported
+    row.consumer_confirmed = took == expected.reward
+    if not row.consumer_confirmed:
+        row.why += f"; it took reward {took!r} where its consumer profile predicts {expected.reward!r}"
+
+
 def _row(
     player: _Player,
     proxy: RunningServer,
@@ -240,6 +277,7 @@ def _row(
     timeout: float,
     cell: D.CellFacts,
     overrides: Mapping[str, str],
+    expected: Prediction | None = None,
 ) -> Row:
     assert player.launch is not None
     run = play(player.launch, case, proxy, script=script, env=env, deadline=timeout, overrides=overrides)
@@ -265,6 +303,8 @@ def _row(
             row.defects = [PinnedDefect(d.id, d.summary) for d in D.shown_in(cell)]
         if player.trainer:
             row.trains = False
+    if expected is not None:
+        _confirm(row, expected, run, judgement.verdict, reward)
     broken = D.broken_rules(cell) if player.command is None else {}
     row.rules = {rule: (broken[rule].id if rule in broken else None) for rule in judgement.rules}
     return row
@@ -299,6 +339,7 @@ def play_on_url(
     evidence, episode, tools = _player_episode(url, options)
     reward = episode.reward if episode.finished else (episode.rewards[-1] if episode.rewards else None)
     script = _script(episode, reward)
+    sent = _sent_rewards(episode)
     predictions = binding.predict(tools)
     result = LiveResult(
         url, evidence.env, evidence.split, evidence.index, PlayerEpisode(len(script.steps), episode.finished, reward, episode.stopped)
@@ -320,13 +361,15 @@ def play_on_url(
             raise LiveUsageError(f"cannot put orsbench's proxy in front of {url}: {exc}") from None
     try:
         for player in players:
+            expected = player.consumer.predict(sent, episode.finished) if player.consumer is not None else None
             if player.launch is None:
                 result.rows.append(Row(player.name, player.version, NOT_INSTALLED, player.missing or "", command=player.command))
+                result.rows[-1].consumer = expected.describe() if expected is not None else None
             else:
                 assert proxy is not None
                 say(f"{player.name}: playing {len(script.steps)} call(s)")
                 cell = facts(player.name, evidence, tools, script)
-                row = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys)
+                row = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys, expected)
                 result.rows.append(row)
             result.rows[-1].predicted = predictions.get(player.name, [])
     finally:
@@ -343,7 +386,15 @@ def line_of(row: Row) -> str:
         first = row.defects[0]
         text += f"\n{'':<11}   pinned upstream defect: {first.id} ({first.summary})"
     text += f"\n{'':<11}   command: {row.command}" if row.command else ""
+    text += f"\n{'':<11}   its consumer: {_consumer_text(row)}" if row.consumer else ""
     return text + (f"\n{'':<11}   predicted: " + "; ".join(row.predicted) if row.predicted else "")
+
+
+def _consumer_text(row: Row) -> str:
+    """The consumer profile's prediction and whether the live run confirmed it."""
+    if row.consumer_confirmed is None:
+        return str(row.consumer)
+    return f"{row.consumer} ({'confirmed' if row.consumer_confirmed else 'NOT confirmed by the live run'})"
 
 
 def markdown(result: LiveResult) -> str:
@@ -353,7 +404,8 @@ def markdown(result: LiveResult) -> str:
         f"# Which clients can use {result.env} at {result.url}\n\n"
         f"The checker's player: {ep.calls} call(s) on {result.split}[{result.index}], "
         f"{'finished' if ep.finished else 'not finished'}, reward {ep.reward!r}.\n\n"
-        "| client | version | verdict | because | pinned upstream defect | predicted binding problems |\n|---|---|---|---|---|---|\n"
+        "| client | version | verdict | because | its consumer (profile) | pinned upstream defect | predicted binding problems |\n"
+        "|---|---|---|---|---|---|---|\n"
     )
 
     def cell(s: Any) -> str:
@@ -363,7 +415,7 @@ def markdown(result: LiveResult) -> str:
         return f"{row.client}: `{cell(row.command)}`" if row.command else row.client
 
     rows = [
-        f"| {client(r)} | {r.version} | {r.words} | {cell(r.why)} | "
+        f"| {client(r)} | {r.version} | {r.words} | {cell(r.why)} | {cell(_consumer_text(r) if r.consumer else '—')} | "
         f"{cell('; '.join(f'`{d.id}` — {d.summary}' for d in r.defects) or '—')} | {cell('; '.join(r.predicted) or '—')} |"
         for r in result.rows
     ]

@@ -23,10 +23,10 @@ from orsbench.clientcheck.profiles import profiles
 from orsbench.clients import cells as C
 from orsbench.clientcheck.runner import POLL_S
 from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun, preload
-from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.clients.targets import CLIENT_TARGETS, ELSEWHERE
 from orsbench.config import ServerConfig
 from orsbench.scenarios import suite_params
-from orsbench.servers.launch import start
+from orsbench.servers.launch import ServerStartError, start
 from orsbench.verdict import Verdict
 
 NOT_RUN = "not run"
@@ -53,6 +53,7 @@ def header(clients: list[str], servers: list[str]) -> JSON:
             name: {
                 "version": CLIENT_TARGETS[name].version,
                 "title": CLIENT_TARGETS[name].title,
+                "consumer": CLIENT_TARGETS[name].consumer.summary(),
                 "defects": [{"id": d.id, "summary": d.summary} for d in C.client_defects(name)],
             }
             for name in clients
@@ -117,7 +118,8 @@ def run(
     def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
         busy[cell.client] += 1
         expect = "error" if C.facts(cell).expects_error else "finish"
-        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect), replay)
+        sdk_urls = C.profile_of(cell).sdk_urls if cell.profile else True
+        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect, sdk_urls=sdk_urls), replay)
 
     def close(key: tuple[str, str, str, str]) -> None:
         lanes.pop(key).stop()
@@ -128,7 +130,13 @@ def run(
                 key = pending.pop(0)
                 impl, scenario, profile, _ = key
                 config = C.profile_of(queues[key][0]).config() if profile else ServerConfig(request_log=True)
-                lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else suite_params(scenario))
+                try:
+                    lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else suite_params(scenario))
+                except ServerStartError as exc:  # on a starved machine a server can miss its start-up: its cells are not run
+                    first = str(exc).splitlines()[0]
+                    progress(f"{impl}:{profile or scenario}: its server did not start ({first}); {len(queues[key])} cell(s) not run")
+                    for cell in queues.pop(key):
+                        results[cell] = cell_json(cell, NOT_RUN, error=f"the server did not start: {first}")
             if time.monotonic() >= deadline:
                 pending.clear()
             for key in list(lanes):
@@ -205,6 +213,8 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
     for name, info in result["clients"].items():
         rows = [r for r in result["cells"] if r["client"] == name]
         lines += [f"## {info.get('title', name)} ({name} {info['version']})", ""]
+        if info.get("consumer"):
+            lines += [f"What its user makes of an episode: {info['consumer']}.", ""]
         lines += ["| Scenario / profile | " + " | ".join(servers) + " |", "|---|" + "---|" * len(servers)]
         keys = list(dict.fromkeys((r["profile"] or r["scenario"], r["profile"] is not None) for r in rows))
         for label, is_profile in keys:
@@ -229,5 +239,9 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
     if server_defects:
         lines += ["## Server defects", "", "Every client meets these on that server (cells name them too):", ""]
         lines += [f"- <a id=\"server-{d['id']}\"></a>`{d['id']}` ({name}) — {d['summary']}" for name, d in server_defects]
+        lines.append("")
+    if ELSEWHERE:
+        lines += ["## Trainers that are not client targets", ""]
+        lines += [f"- **{name}** — {why}" for name, why in ELSEWHERE]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -145,16 +145,15 @@ def _control(col: Collector, index: int | None, script: list[tuple[str, JSON]]) 
         control.exchanges.append(shown)
         control.prompt = prompt_text(shown) or ""
         texts: list[str] = []
-        rewards: list[float] = []
+        rewards: list[Any] = []  # each call's (reward, finished), as the episode keeps them beside its answers
         for tool, value in script:
             exchange = col.kept_call(sid, tool, value)
             control.exchanges.append(exchange)
             outcome = classify(exchange, col.options.timeout)
             control.kinds.append(outcome.kind)
             texts.append(answer_of(outcome))
-            reward = _reward(outcome.result) if outcome.kind == "ok" else None
-            if reward is not None:
-                rewards.append(reward)
+            output = outcome.result.get("output") if not outcome.failure and isinstance(outcome.result, dict) else None
+            rewards.append(output.get("reward") if isinstance(output, dict) else None)
     finally:
         control.exchanges.append(col.end_session(sid))
     episode = next((e for e in ev.facts.episodes if e.index == index), None)
@@ -167,7 +166,8 @@ def _control(col: Collector, index: int | None, script: list[tuple[str, JSON]]) 
                 break
             agreed += 1
         control.comparable = agreed
-        control.rewards_stable = agreed > 0 and rewards[: len(episode.rewards)] == episode.rewards[: len(rewards)]
+        played = episode.sent_rewards[:agreed]
+        control.rewards_stable = agreed > 0 and rewards[: len(played)] == played
     calls = [e for e in control.exchanges if e.method == "POST" and e.url.endswith("/call")]
     control.answers = [signature(e, col.options.timeout, rewards=control.rewards_stable) for e in calls]
     return control
@@ -194,12 +194,6 @@ def _solo_prompt(col: Collector, index: int | None) -> str | None:
         return prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid)))
     finally:
         col.client.delete(sid)
-
-
-def _reward(result: Any) -> float | None:
-    output = result.get("output") if isinstance(result, dict) else None
-    reward = output.get("reward") if isinstance(output, dict) else None
-    return float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None
 
 
 def _source(col: Collector, index: int | None) -> dict[str, Any]:

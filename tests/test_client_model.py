@@ -207,3 +207,18 @@ def test_no_module_of_the_client_half_compares_with_a_client_name(path: Path) ->
                 if found:
                     offences.append(f"{path.name}:{node.lineno} compares with {found}")
     assert not offences, offences
+
+
+# -- one vocabulary in every view ------------------------------------------------------------------------
+def test_check_client_reports_each_case_in_the_words_of_the_matrix() -> None:
+    from orsbench.clientcheck import check_client
+
+    report = check_client(reference_command(), [get_case("echo"), get_case("sparse-reward+tool-raises")], timeout=SLACK_S, jobs=2)
+    assert [(c.case, c.words) for c in report.cases] == [("echo", "works"), ("sparse-reward+tool-raises", "fails clearly (right)")]
+    assert report.to_json()["cases"][1] == {
+        "case": "sparse-reward+tool-raises", "verdict": "fails clearly", "expected": "fails clearly", "right": True,
+        "words": "fails clearly (right)", "because": None,
+    }  # fmt: skip
+    silent = check_client(_faulty("strip-chunks"), [get_case("schema-zoo")], timeout=SLACK_S)
+    [case] = silent.cases
+    assert (case.verdict, case.right) == (Verdict.FAILS_SILENTLY, False) and case.because.startswith("client.text_verbatim: "), case

@@ -47,9 +47,6 @@ from orsbench.clients.transcript import AdapterEpisode
 from orsbench.servers.launch import RunningServer
 from orsbench.verdict import Verdict
 
-VERDICTS = tuple(Verdict)
-
-
 @dataclass
 class ClientOutcome:
     """One client's episode: what it reported under the adapter contract, what the server saw, and the checks' verdicts."""

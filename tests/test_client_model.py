@@ -222,3 +222,17 @@ def test_check_client_reports_each_case_in_the_words_of_the_matrix() -> None:
     silent = check_client(_faulty("strip-chunks"), [get_case("schema-zoo")], timeout=SLACK_S)
     [case] = silent.cases
     assert (case.verdict, case.right) == (Verdict.FAILS_SILENTLY, False) and case.because.startswith("client.text_verbatim: "), case
+
+
+def test_finish_waits_for_the_client_it_collects() -> None:
+    """``finish()`` collects a run that is still going: it waits for the client (to its deadline at most), never cuts it short."""
+    import time
+
+    from orsbench.clientcheck.episodes import script
+    from orsbench.clients.run import ClientRun
+    from orsbench.config import ServerConfig
+    from orsbench.servers.launch import serve
+
+    with serve("echo", config=ServerConfig(request_log=True)) as server:
+        outcome = ClientRun("openreward", server, script("echo"), 60, prepare=lambda: time.sleep(2)).finish()
+    assert outcome.survived and outcome.elapsed >= 2, outcome.describe()

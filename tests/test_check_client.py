@@ -127,6 +127,8 @@ def test_the_reference_client_passes_every_case():
         ("first-block-only", "images", "client.text_verbatim"),
         ("drop-env-name", "two-envs", "client.env_name"),
         ("retry-4xx", "sparse-reward+credits-402", "client.no_4xx_retry"),
+        # given the server's URL alone, a client that looks for the SDK's variable instead finds no server
+        ("sdk-url-only", "sparse-reward+url-only", "client.episode_completed"),
     ],
 )
 def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, check):

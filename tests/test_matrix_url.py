@@ -61,11 +61,12 @@ def test_a_client_error_is_the_reason(capsys: pytest.CaptureFixture[str]) -> Non
 
 @pytest.mark.skipif(not CLIENT_TARGETS["inspect"].installed, reason="inspect-openreward is not installed")
 def test_a_predicted_failure_fails_live_and_names_the_pinned_defect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Inspect's loop calls once more after ``finished`` (the matrix predicts it fails on echo): so it does live,
-    and the row names the pinned upstream defect behind it — in every output — so the environment is not blamed
-    (first hour: the row said "fails — because ..." and nothing else)."""
+    """inspect-openreward reads a split by list_tasks() only (the matrix predicts it fails on an index-only
+    environment): so it does live, through ``inspect eval`` on the scripted model, and the row names the pinned
+    upstream defect behind it — in every output — so the environment is not blamed (first hour: the row said
+    "fails — because ..." and nothing else)."""
     out, md, html = tmp_path / "c.json", tmp_path / "c.md", tmp_path / "c.html"
-    server = start("echo")
+    server = start("schema-zoo-index")
     try:
         code = main(["clients", server.url, "--clients", "inspect", "--timeout", "60", "--json", str(out), "--markdown", str(md), "--html", str(html)])
     finally:
@@ -73,12 +74,12 @@ def test_a_predicted_failure_fails_live_and_names_the_pinned_defect(tmp_path: Pa
     printed = capsys.readouterr()
     assert code == 0, printed.err
     [row] = json.loads(out.read_text())["rows"]
-    assert C.predicted(C.Cell("inspect", "mock", "echo")) == "fails clearly"
-    assert row["verdict"] == "fails clearly" and "finished" in row["why"], row
-    assert [d["id"] for d in row["defects"]] == ["inspect-finished-error"], row
-    assert "pinned upstream defect: inspect-finished-error (inspect-openreward 0.3.0:" in printed.out
-    assert "`inspect-finished-error` — inspect-openreward 0.3.0:" in md.read_text()
-    assert "<code>inspect-finished-error</code>" in html.read_text()
+    assert C.predicted(C.Cell("inspect", "mock", "schema-zoo-index")) == "fails clearly"
+    assert row["verdict"] == "fails clearly" and "list_tasks" in row["why"], row
+    assert [d["id"] for d in row["defects"]] == ["inspect-list-tasks-only"], row
+    assert "pinned upstream defect: inspect-list-tasks-only (inspect-openreward 0.3.0:" in printed.out
+    assert "`inspect-list-tasks-only` — inspect-openreward 0.3.0:" in md.read_text()
+    assert "<code>inspect-list-tasks-only</code>" in html.read_text()
 
 
 @pytest.mark.skipif(not CLIENT_TARGETS["ors"].installed, reason="ors-sdk is not installed")

@@ -131,6 +131,8 @@ class Episode:
     finished: bool = False
     reward: float | None = None
     rewards: list[float] = field(default_factory=list)
+    #: Each call's reward exactly as sent (null, a number, anything else), beside ``answers``: None for a failed call.
+    sent_rewards: list[Any] = field(default_factory=list)
     reaped: str | None = None
     stopped: str = ""
     seconds: float = 0.0

@@ -135,6 +135,8 @@ def play_one(col: Collector, sid: str, index: int | None, label: str) -> Episode
         outcome = classify(exchange, options.timeout)
         _count_answer(ev.facts, tool, outcome)
         episode.answers.append(_answer_of(outcome))
+        sent = outcome.result.get("output") if not outcome.failure and isinstance(outcome.result, dict) else None
+        episode.sent_rewards.append(sent.get("reward") if isinstance(sent, dict) else None)
         if outcome.kind == "reaped":
             episode.reaped = f"{name}: {tool} answered 404 after {len(episode.calls)} call(s) in {time.monotonic() - started:.1f} s"
             break

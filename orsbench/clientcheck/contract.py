@@ -28,6 +28,9 @@ URL, ENV, SPLIT, INDEX, SCRIPT, OUT, SECRETS = (
     "ORSBENCH_OUT",
     "ORSBENCH_SECRETS",
 )
+#: The scripted model's base URL (OpenAI-style, ending ``/v1``): an agent harness's model, offline
+#: (:mod:`orsbench.clientcheck.model`). Not a placeholder: a harness reads it from its environment.
+MODEL_URL = "ORSBENCH_MODEL_URL"
 
 #: Placeholder name → the variable it stands for. ``{secrets}`` is deliberately not one:
 #: a secret never goes on a command line (``ps`` shows command lines to every user).
@@ -151,6 +154,10 @@ def parse_line(number: int, raw: str) -> OutLine:
     if "error" in data:
         if not isinstance(data["error"], str):
             line.problems.append('"error" is not a string')
+        return line
+    if "tool" not in data and "episode_reward" in data:  # an episode line: the reward the client took, after its calls
+        if data["episode_reward"] is not None and not _is_number(data["episode_reward"]):
+            line.problems.append('"episode_reward" is not a finite number or null')
         return line
     if not isinstance(data.get("tool"), str):
         line.problems.append('no "tool" string (and no "error")')

@@ -40,6 +40,8 @@ class ClientInfo:
     version: str
     title: str
     defects: tuple[PinnedDefect, ...] = ()
+    #: What its user makes of an episode (its consumer profile, ``ClientTarget.consumer``), in words.
+    consumer: str | None = None
 
 
 @dataclass
@@ -94,6 +96,8 @@ class MatrixResult:
     server_defects: dict[str, list[PinnedDefect]]
     cells: list[MatrixCell] = field(default_factory=list)
     seconds: float | None = None
+    #: Trainers whose ORS client is no client target, and why (``name``, ``why``).
+    elsewhere: list[tuple[str, str]] = field(default_factory=list)
 
     def summary(self) -> dict[str, dict[str, int]]:
         """Verdict counts per client (every verdict and ``not run``, zeros included)."""
@@ -151,6 +155,10 @@ class LiveRow:
     seconds: float | None = None
     #: A ``--client-cmd`` the shell could not run (exit 126/127 before any request): a usage error, not a verdict.
     did_not_run: str | None = None
+    #: What the client's consumer profile predicts of the player's episode (a built-in target: ``ClientTarget.consumer``).
+    consumer: str | None = None
+    #: Whether the live run confirmed that prediction (None: not judged, the client did not play it out).
+    consumer_confirmed: bool | None = None
 
     @property
     def words(self) -> str:

@@ -13,9 +13,12 @@ Why the built-in clients go through the contract too: the matrix then grades
 them by the very checks ``orsbench check-client`` applies to a user's
 command — one grading path — and the adapters are the suite's self-test.
 
-The openreward SDK's own variables (``OPENREWARD_API_URL``,
-``OPENREWARD_SESSION_URL``) must point at the server as well; :func:`environment`
-(:mod:`orsbench.clients.transcript`) builds the whole set. Exit status: 0 when the client played the script to
+Each client is handed the server the way its users hand it one: the base URL
+where it takes one (``ORSBENCH_URL``), the openreward SDK's own variables
+(``OPENREWARD_API_URL``, ``OPENREWARD_SESSION_URL``, set by every case but
+``url-only``) otherwise; an agent harness plays through the scripted model
+(``ORSBENCH_MODEL_URL``). The process resolves loopback names only
+(:mod:`orsbench.clients.offline`). Exit status: 0 when the client played the script to
 its end (or to ``finished``), 1 when it raised, 2 for a usage error.
 """
 
@@ -26,8 +29,9 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from orsbench.clients.offline import loopback_only
 from orsbench.clients.targets import CLIENT_TARGETS
-from orsbench.clients.transcript import ClientReported, AdapterEpisode, UsageError
+from orsbench.clients.transcript import AdapterEpisode, ClientExited, ClientReported, UsageError
 
 
 def play(name: str, episode: AdapterEpisode) -> int:
@@ -38,6 +42,8 @@ def play(name: str, episode: AdapterEpisode) -> int:
     target = CLIENT_TARGETS.get(name)
     try:
         target.play(episode)
+    except ClientExited as exc:  # a command adapter wrote its own lines: only its status is ours to pass on
+        return exc.code
     except Exception as exc:  # noqa: BLE001 - what the client raised is the result
         if isinstance(exc, ClientReported):
             episode.error(str(exc), raised=False)
@@ -64,8 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     target = CLIENT_TARGETS.get(argv[0])
     if not target.installed:
-        print(f'orsbench adapter: error: {target.title} is not installed: pip install "orsbench[{target.extra}]"', file=sys.stderr)
+        print(f"orsbench adapter: error: {target.title} is not installed: {target.install_hint}", file=sys.stderr)
         return 2
+    loopback_only()  # the client's code reaches 127.0.0.1 and nothing else (orsbench/clients/offline.py)
     try:
         episode = AdapterEpisode.from_environment(os.environ)
     except UsageError as exc:

@@ -43,6 +43,7 @@ from orsbench.clientcheck.process import Command, Launch
 from orsbench.clientcheck.results import NOT_INSTALLED, LiveResult, PinnedDefect, PlayerEpisode
 from orsbench.clientcheck.results import LiveRow
 from orsbench.clientcheck.runner import play
+from orsbench.clients.consumers import Consumer, Prediction
 from orsbench.clients.run import forked, preload
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.servers.launch import RunningServer, ServerStartError, start_proxy
@@ -77,13 +78,14 @@ class _Player:
     command: str | None = None
     #: Why it cannot play (not installed), else None.
     missing: str | None = None
+    consumer: Consumer | None = None
 
     @classmethod
     def of_target(cls, name: str) -> _Player:
         target = CLIENT_TARGETS[name]
         if not target.installed:
-            return cls(name, target.version, None, target.trains, missing=f'pip install "orsbench[{target.extra}]"')
-        return cls(name, target.version, forked(name), target.trains)
+            return cls(name, target.version, None, target.trains, missing=target.install_hint, consumer=target.consumer)
+        return cls(name, target.version, forked(name), target.trains, consumer=target.consumer)
 
     @classmethod
     def of_command(cls, number: int, command: str) -> _Player:
@@ -162,6 +164,36 @@ def _reward_text(reward: Any) -> str:
     return f"reward {reward!r}" if reward is not None else "no reward (a valid, unrewarded episode)"
 
 
+def _sent_rewards(episode: Episode) -> list[Any]:
+    """Each replayed call's reward exactly as the server sent it (the calls :func:`_script` keeps, in order)."""
+    sent = episode.sent_rewards + [None] * (len(episode.answers) - len(episode.sent_rewards))
+    return [
+        reward
+        for answer, reward in zip(episode.answers, sent)
+        if not (answer in _FAILED_ANSWERS or answer.startswith("ok:false"))
+    ]
+
+
+def _confirm(row: LiveRow, expected: Prediction, run: Any, verdict: Verdict, reported: Any) -> None:
+    """Hold the live run to its consumer profile's prediction (:mod:`orsbench.clients.consumers`).
+
+    A predicted refusal is confirmed by a reported failure; a predicted reward by the ``episode_reward`` the client
+    reported (docs/clients.md), else by the last reward it reported for a call.
+    """
+    row.consumer = expected.describe()
+    if verdict is Verdict.HANGS:
+        return
+    if expected.refused:
+        row.consumer_confirmed = verdict is not Verdict.WORKS
+        return
+    if verdict is not Verdict.WORKS:
+        return
+    took = run.out.episode_reward if any("episode_reward" in (line.data or {}) for line in run.out.lines) else reported
+    row.consumer_confirmed = took == expected.reward
+    if not row.consumer_confirmed:
+        row.why += f"; it took reward {took!r} where its consumer profile predicts {expected.reward!r}"
+
+
 def _row(
     player: _Player,
     proxy: RunningServer,
@@ -171,6 +203,7 @@ def _row(
     timeout: float,
     cell: D.CellFacts,
     overrides: Mapping[str, str],
+    expected: Prediction | None = None,
 ) -> LiveRow:
     assert player.launch is not None
     run = play(player.launch, case, proxy, script=script, env=env, deadline=timeout, overrides=overrides)
@@ -199,6 +232,8 @@ def _row(
     # A client may print what it was given: no secret value reaches a row.
     secrets = [value for _, value in case.secrets]
     row.why, row.problems = scrub(row.why, secrets), [scrub(p, secrets) for p in row.problems]
+    if expected is not None:
+        _confirm(row, expected, run, judgement.verdict, reward)
     broken = D.broken_rules(cell) if player.command is None else {}
     row.rules = {rule: (broken[rule].id if rule in broken else None) for rule in judgement.rules}
     return row
@@ -233,6 +268,7 @@ def play_on_url(
     evidence, episode, tools = _player_episode(url, options)
     reward = episode.reward if episode.finished else (episode.rewards[-1] if episode.rewards else None)
     script = _script(episode, reward)
+    sent = _sent_rewards(episode)
     predictions = binding.predict(tools)
     result = LiveResult(
         url, evidence.env, evidence.split, evidence.index, PlayerEpisode(len(script.steps), episode.finished, reward, episode.stopped)
@@ -254,13 +290,15 @@ def play_on_url(
             raise LiveUsageError(f"cannot put orsbench's proxy in front of {url}: {exc}") from None
     try:
         for player in players:
+            expected = player.consumer.predict(sent, episode.finished) if player.consumer is not None else None
             if player.launch is None:
                 result.rows.append(LiveRow(player.name, player.version, NOT_INSTALLED, player.missing or "", command=player.command))
+                result.rows[-1].consumer = expected.describe() if expected is not None else None
             else:
                 assert proxy is not None
                 say(f"{player.name}: playing {len(script.steps)} call(s)")
                 cell = facts(player.name, evidence, tools, script)
-                row = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys)
+                row = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys, expected)
                 result.rows.append(row)
             result.rows[-1].predicted = predictions.get(player.name, [])
     finally:

@@ -25,10 +25,10 @@ from orsbench.clientcheck.results import NOT_RUN, ClientInfo, MatrixCell, Matrix
 from orsbench.clients import cells as C
 from orsbench.clientcheck.runner import POLL_S
 from orsbench.clients.run import ClientOutcome, ClientRun, preload
-from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.clients.targets import CLIENT_TARGETS, ELSEWHERE
 from orsbench.config import ServerConfig
 from orsbench.scenarios import suite_params
-from orsbench.servers.launch import start
+from orsbench.servers.launch import ServerStartError, start
 from orsbench.upstream import defects as D
 
 def _server_key(cell: C.Cell) -> tuple[str, str, str, str]:
@@ -44,14 +44,19 @@ def _defects(defects: list[D.Defect]) -> tuple[PinnedDefect, ...]:
 
 def header(clients: list[str], servers: list[str]) -> MatrixResult:
     """A result with the clients and servers of a matrix, and no cell yet."""
-    return MatrixResult(
-        {name: ClientInfo(CLIENT_TARGETS[name].version, CLIENT_TARGETS[name].title, _defects(C.client_defects(name))) for name in clients},
-        list(servers),
-        {name: list(_defects(C.server_defects(name))) for name in servers},
-    )
+    infos = {
+        name: ClientInfo(
+            CLIENT_TARGETS[name].version,
+            CLIENT_TARGETS[name].title,
+            _defects(C.client_defects(name)),
+            CLIENT_TARGETS[name].consumer.summary(),
+        )
+        for name in clients
+    }
+    return MatrixResult(infos, list(servers), {name: list(_defects(C.server_defects(name))) for name in servers}, elsewhere=list(ELSEWHERE))
 
 
-def cell_result(cell: C.Cell, verdict: str, outcome: ClientOutcome | None = None) -> MatrixCell:
+def cell_result(cell: C.Cell, verdict: str, outcome: ClientOutcome | None = None, *, error: str | None = None) -> MatrixCell:
     """One cell of the result: its verdict (live or predicted), what a correct client gets, the defects that explain it."""
     shown = MatrixCell(
         cell.client,
@@ -65,6 +70,8 @@ def cell_result(cell: C.Cell, verdict: str, outcome: ClientOutcome | None = None
     )
     if outcome is not None:
         shown.elapsed, shown.problems, shown.rules, shown.error = round(outcome.elapsed, 2), outcome.problems, outcome.rules, outcome.error
+    elif error is not None:
+        shown.error = error
     return shown
 
 
@@ -111,7 +118,8 @@ def run(
     def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
         busy[cell.client] += 1
         expect = "error" if C.facts(cell).expects_error else "finish"
-        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect), replay)
+        sdk_urls = C.profile_of(cell).sdk_urls if cell.profile else True
+        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect, sdk_urls=sdk_urls), replay)
 
     def close(key: tuple[str, str, str, str]) -> None:
         lanes.pop(key).stop()
@@ -122,7 +130,13 @@ def run(
                 key = pending.pop(0)
                 impl, scenario, profile, _ = key
                 config = C.profile_of(queues[key][0]).config() if profile else ServerConfig(request_log=True)
-                lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else suite_params(scenario))
+                try:
+                    lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else suite_params(scenario))
+                except ServerStartError as exc:  # on a starved machine a server can miss its start-up: its cells are not run
+                    first = str(exc).splitlines()[0]
+                    progress(f"{impl}:{profile or scenario}: its server did not start ({first}); {len(queues[key])} cell(s) not run")
+                    for cell in queues.pop(key):
+                        results[cell] = cell_result(cell, NOT_RUN, error=f"the server did not start: {first}")
             if time.monotonic() >= deadline:
                 pending.clear()
             for key in list(lanes):

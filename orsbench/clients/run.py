@@ -24,7 +24,6 @@ out file, the server's request log slice and counters collected into a
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -39,9 +38,11 @@ from orsbench.clientcheck import CaseRun, grade
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.episodes import Script
 from orsbench.clientcheck.judgement import Judgement, judge
+from orsbench.clientcheck.model import tools_shown
 from orsbench.clientcheck.process import Fork
 from orsbench.clientcheck.runner import RunningCase
 from orsbench.clients import adapter
+from orsbench.clients.offline import loopback_only
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.clients.transcript import AdapterEpisode
 from orsbench.servers.launch import RunningServer
@@ -68,10 +69,13 @@ class ClientOutcome:
     requests: dict[str, int] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)
     sessions_left_open: int = 0
-    #: What the client showed the model as tools (inspect only: Inspect's ToolInfo dumps).
+    #: What the client showed the model as tools: for an agent harness, what it offered the scripted model
+    #: (``name``, ``description``, ``parameters``, as its provider API sent them).
     tools_seen: list[Any] = field(default_factory=list)
-    #: What the adapter observed beyond the contract (Inspect: ``tools_seen``; firehorse: ``shown``, the raw MCP texts).
+    #: What the adapter observed beyond the contract (``episode.extras``).
     extras: dict[str, Any] = field(default_factory=dict)
+    #: What an agent harness sent the scripted model (:meth:`orsbench.clientcheck.model.ModelScript.transcript`).
+    model: dict[str, Any] | None = None
     #: The tail of what the client printed (stdout and stderr), kept off the terminal the matrix reports on.
     output: str = ""
     #: The client checks' results on the episode (:func:`orsbench.clientcheck.grade`).
@@ -125,11 +129,10 @@ def forget_parent_ping_thread() -> None:
     If the parent already pinged, the child's copy looks running while nothing drives it, and no
     ping would ever leave the child. Re-initialise it (in the child) so the child starts its own.
     """
-    try:
-        from openreward.api._session import ping
-    except ImportError:
+    session = sys.modules.get("openreward.api._session")
+    if session is None:  # never imported here: no state to forget (and importing it would cost the child seconds)
         return
-    ping.ping_thread.__init__()
+    session.ping.ping_thread.__init__()
 
 
 def forked(client: str, prepare: Callable[[], None] | None = None) -> Fork:
@@ -141,6 +144,7 @@ def forked(client: str, prepare: Callable[[], None] | None = None) -> Fork:
     target = CLIENT_TARGETS.get(client)
 
     def body(workdir: Path) -> int:
+        loopback_only()  # the client's code reaches 127.0.0.1 and nothing else (as the adapter's command line)
         forget_parent_ping_thread()
         if prepare is not None:
             prepare()
@@ -160,12 +164,12 @@ def forked(client: str, prepare: Callable[[], None] | None = None) -> Fork:
 
 
 def preload(clients: list[str] | None = None) -> None:
-    """Import every installed client in this process before any fork, so no child imports them (seconds each)."""
+    """Make every installed client start fast in children forked from this process: import its modules (seconds
+    each), or warm a command target's fork server (:meth:`~orsbench.clients.targets.ClientTarget.preload`)."""
     for name in CLIENT_TARGETS.names() if clients is None else clients:
         target = CLIENT_TARGETS.get(name)
         if target.installed:
-            for module in target.modules:
-                importlib.import_module(module)
+            target.preload()
 
 
 def case_for(server: RunningServer, expect: str = "finish") -> Case:
@@ -195,14 +199,20 @@ class ClientRun(RunningCase):
         expect: str = "finish",
         secrets: Mapping[str, str] | None = None,
         prepare: Callable[[], None] | None = None,
+        sdk_urls: bool = True,
     ) -> None:
         self.client = client
-        case = case_for(server, expect)
+        case = replace(case_for(server, expect), sdk_urls=sdk_urls)
         if secrets:
             case = replace(case, secrets=tuple(secrets.items()))
         super().__init__(forked(client, prepare), case, server, script=script, deadline=deadline)
 
     def finish(self) -> ClientOutcome:  # type: ignore[override]
+        """Wait until the client ends or passes a bound (:meth:`RunningCase.finish` waits), then collect, grade and judge it.
+
+        Called directly (``play``, a test's ``ClientRun(...).finish()``) it waits; the matrix, which polls
+        :meth:`done` itself, finds it done at once. Stopping before that would SIGTERM a client mid-episode.
+        """
         return outcome_of(self.client, super().finish())
 
 
@@ -216,6 +226,9 @@ def outcome_of(client: str, run: CaseRun) -> ClientOutcome:
         outcome.error = judgement.error
     outcome.extras = run.extras
     outcome.tools_seen = run.extras.get("tools_seen", [])
+    if run.model is not None:
+        outcome.model = run.model
+        outcome.tools_seen = tools_shown(run.model)
     outcome.calls = dict(run.stats.get("calls") or {})
     outcome.requests = dict(run.stats.get("requests") or {})
     outcome.statuses = dict(run.stats.get("statuses") or {})

@@ -75,6 +75,8 @@ def matrix_markdown(result: MatrixResult, title: str = "Client compatibility") -
     for name, info in result.clients.items():
         cells = [c for c in result.cells if c.client == name]
         lines += [f"## {info.title or name} ({name} {info.version})", ""]
+        if info.consumer:
+            lines += [f"What its user makes of an episode: {info.consumer}.", ""]
         lines += ["| Scenario / profile | " + " | ".join(servers) + " |", "|---|" + "---|" * len(servers)]
         for label, is_profile in dict.fromkeys((c.label, c.profile is not None) for c in cells):
             shown = []
@@ -97,6 +99,10 @@ def matrix_markdown(result: MatrixResult, title: str = "Client compatibility") -
         lines += ["## Server defects", "", "Every client meets these on that server (cells name them too):", ""]
         lines += [f"- <a id=\"server-{d.id}\"></a>`{d.id}` ({name}) — {d.summary}" for name, d in listed]
         lines.append("")
+    if result.elsewhere:
+        lines += ["## Trainers that are not client targets", ""]
+        lines += [f"- **{name}** — {why}" for name, why in result.elsewhere]
+        lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -109,7 +115,15 @@ def live_line(row: LiveRow) -> str:
         first = row.defects[0]
         text += f"\n{'':<11}   pinned upstream defect: {first.id} ({first.summary})"
     text += f"\n{'':<11}   command: {row.command}" if row.command else ""
+    text += f"\n{'':<11}   its consumer: {_consumer_text(row)}" if row.consumer else ""
     return text + (f"\n{'':<11}   predicted: " + "; ".join(row.predicted) if row.predicted else "")
+
+
+def _consumer_text(row: LiveRow) -> str:
+    """The consumer profile's prediction and whether the live run confirmed it."""
+    if row.consumer_confirmed is None:
+        return str(row.consumer)
+    return f"{row.consumer} ({'confirmed' if row.consumer_confirmed else 'NOT confirmed by the live run'})"
 
 
 def live_markdown(result: LiveResult) -> str:
@@ -119,14 +133,15 @@ def live_markdown(result: LiveResult) -> str:
         f"# Which clients can use {result.env} at {result.url}\n\n"
         f"The checker's player: {ep.calls} call(s) on {result.split}[{result.index}], "
         f"{'finished' if ep.finished else 'not finished'}, reward {ep.reward!r}.\n\n"
-        "| client | version | verdict | because | pinned upstream defect | predicted binding problems |\n|---|---|---|---|---|---|\n"
+        "| client | version | verdict | because | its consumer (profile) | pinned upstream defect | predicted binding problems |\n"
+        "|---|---|---|---|---|---|---|\n"
     )
 
     def client(row: LiveRow) -> str:
         return f"{row.client}: `{_cell(row.command)}`" if row.command else row.client
 
     rows = [
-        f"| {client(r)} | {r.version} | {r.words} | {_cell(r.why)} | "
+        f"| {client(r)} | {r.version} | {r.words} | {_cell(r.why)} | {_cell(_consumer_text(r) if r.consumer else '—')} | "
         f"{_cell('; '.join(f'`{d.id}` — {d.summary}' for d in r.defects) or '—')} | {_cell('; '.join(r.predicted) or '—')} |"
         for r in result.rows
     ]

@@ -6,6 +6,9 @@ findings with the exchange that broke the rule, the section it breaks and the
 command that shows it again. One file, inline CSS, no script and nothing
 fetched, so it opens the same from ``file://``, a CI artifact or a mail
 attachment. Failures and warnings are open; passes are folded (``<details>``).
+A report whose every id names a case (``check-client``) is drawn as Autobahn
+draws a fuzzing report: a case × check grid, failing cases first, each cell
+linking to its check's detail (:func:`case_grid`).
 
 The view model is built here (grouping, SSE events one per line, JSON
 pretty-printed); the Jinja2 templates under ``templates/`` only lay it out,

@@ -205,7 +205,8 @@ class ClientRun(RunningCase):
         case = replace(case_for(server, expect), sdk_urls=sdk_urls)
         if secrets:
             case = replace(case, secrets=tuple(secrets.items()))
-        super().__init__(forked(client, prepare), case, server, script=script, deadline=deadline)
+        takes_model = CLIENT_TARGETS.get(client).takes_model
+        super().__init__(forked(client, prepare), case, server, script=script, deadline=deadline, model=takes_model)
 
     def finish(self) -> ClientOutcome:  # type: ignore[override]
         """Wait until the client ends or passes a bound (:meth:`RunningCase.finish` waits), then collect, grade and judge it.

@@ -31,6 +31,7 @@ from orsbench.registry import Registry
 
 if TYPE_CHECKING:
     from orsbench.scenarios import Scenario
+    from orsbench.servers.engine import Engine
     from orsbench.servers.differences import Difference
 
 #: ``build(scenarios, config) -> ASGI app``.
@@ -114,14 +115,28 @@ def in_suite() -> tuple[str, ...]:
 
 
 # -- the built-in implementations --------------------------------------------------------------------
-def _mock(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:
+def _mock_engine(scenarios: Sequence[Scenario], config: ServerConfig) -> tuple[Engine, Any]:
     from orsbench.servers.engine import Engine
     from orsbench.servers.faults import apply_faults
     from orsbench.servers.replay import RecordedAnswers, answering
 
     engine = Engine(list(scenarios), config)
     app = apply_faults(engine, config.faults, config.seed) if config.faults else engine
-    return RecordedAnswers(app, list(scenarios)) if answering(list(scenarios)) else app
+    return engine, (RecordedAnswers(app, list(scenarios)) if answering(list(scenarios)) else app)
+
+
+def mock_engine(scenarios: Sequence[Scenario], config: ServerConfig) -> tuple[Engine, Any]:
+    """The mock engine serving ``scenarios`` (their companions beside them), and the app that serves it.
+
+    What ``build_app`` of ``mock`` builds, with the engine itself handed back too: a process that hosts
+    several engines at once (``check-client --hosted``) reads each one's sessions and adds its
+    :class:`~orsbench.servers.engine.Hooks` through the engine's public seam.
+    """
+    return _mock_engine([served for scenario in scenarios for served in scenario.served()], config)
+
+
+def _mock(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:
+    return _mock_engine(scenarios, config)[1]
 
 
 def _sdk(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:

@@ -157,8 +157,8 @@ def test_a_defect_decides_where_it_shows_and_what_it_does(monkeypatch: pytest.Mo
     silent = D.Defect(
         "dummy-silent", D.SDK, "a dummy (tests/test_client_model.py)", "P8", shows_in=on_echo, effect=Effect.WRONG_DATA
     )
-    monkeypatch.setitem(D.DEFECTS, silent.id, silent)
-    C.facts.cache_clear()
+    # A new table each time (never edited in place: the docs list the defects in the table's order).
+    monkeypatch.setattr(D, "DEFECTS", {**D.DEFECTS, silent.id: silent})
     assert [d.id for d in C.cell_defects(cell)] == ["dummy-silent"]
     assert C.predicted(cell) is Verdict.FAILS_SILENTLY
     assert not C.cell_defects(C.Cell("ors", "mock", "echo")), "ors-sdk's client does not run the openreward client"
@@ -167,11 +167,11 @@ def test_a_defect_decides_where_it_shows_and_what_it_does(monkeypatch: pytest.Mo
         "dummy-crash", D.SDK, "a dummy (tests/test_client_model.py)", "P8",
         shows_in=on_echo, effect=Effect.REPORTS_ERROR, masks=True, breaks=(("client.env_name", on_echo),),
     )
-    monkeypatch.setitem(D.DEFECTS, crash.id, crash)
+    monkeypatch.setattr(D, "DEFECTS", {**D.DEFECTS, crash.id: crash})
     assert [d.id for d in C.cell_defects(cell)] == ["dummy-crash"]
     assert C.predicted(cell) is Verdict.FAILS_CLEARLY
     assert C.rule_defects(cell)["client.env_name"].id == "env-name-not-sent", "the first defect breaking a rule names it"
-    monkeypatch.delitem(D.DEFECTS, "env-name-not-sent")
+    monkeypatch.setattr(D, "DEFECTS", {k: d for k, d in D.DEFECTS.items() if k != "env-name-not-sent"})
     assert C.rule_defects(cell)["client.env_name"].id == "dummy-crash"
 
 

@@ -224,6 +224,7 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
             reproduce = reproducer(
                 outcome.evidence,
                 ev.history or list(ev.exchanges.values()),
+                sequence=outcome.replay,
                 api_key=bool(ev.options.api_key),
                 note=f"{check.id} ({SPEC_DOCUMENT} {check.spec}): {outcome.message}",
             )

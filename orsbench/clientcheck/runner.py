@@ -274,13 +274,14 @@ class RunningCase:
         return self.stopped_for is not None
 
     def wait(self) -> CaseRun:
-        """Watch the client until it ends or is stopped; collect it."""
-        while not self.done():
-            time.sleep(POLL_S)
+        """Watch the client until it ends or is stopped; collect it (the same as :meth:`finish`)."""
         return self.finish()
 
     def finish(self) -> CaseRun:
-        """Stop the client's process group (it may have left children), read both ends, delete the directory."""
+        """Wait until the client ends or meets a bound, stop its process group (it may have left children),
+        read both ends, delete the directory."""
+        while not self.done():
+            time.sleep(POLL_S)
         self.process.stop()
         duration = time.monotonic() - self.started
         run = CaseRun(

@@ -53,7 +53,8 @@ class Implementation:
     speaks_ors: bool = True
     #: Can hold a session open across a long streaming call (``bench --sessions`` measures it).
     holds_sessions: bool = True
-    #: Fault profiles (``--fault``) apply to it: they change the mock engine through its seam.
+    #: Every fault (``--fault``) applies to it: faults change the mock engine through its seam. Any other
+    #: ORS server takes the faults told at the HTTP level (``Fault.wrap``), wrapped around its app.
     takes_faults: bool = False
     #: The other project's server it runs the scenario through (a twin); empty for orsbench's own.
     #: A twin's known differences from the reference are listed in the README.
@@ -65,12 +66,23 @@ class Implementation:
 
     def build_app(self, scenarios: Sequence[Scenario], config: ServerConfig) -> Any:
         """The ASGI app; ``ValueError`` for a config it cannot honour, :class:`MissingExtra` without its extra."""
+        served = [s for scenario in scenarios for s in scenario.served()]  # companions (two-envs) beside it, everywhere
         if config.faults and not self.takes_faults:
-            takers = ", ".join(i.name for i in IMPLEMENTATIONS.select(lambda i: i.takes_faults))
-            raise ValueError(f"fault profiles apply to the mock engine only (--impl {takers})")
+            # Another server takes the faults told at the HTTP level: they wrap its app, as they wrap a proxied one.
+            from orsbench.servers.faults import FAULTS, wrap_app
+
+            engine_only = [name for name in config.faults if FAULTS.get(name).wrap is None]
+            if engine_only or not self.speaks_ors:
+                takers = ", ".join(i.name for i in IMPLEMENTATIONS.select(lambda i: i.takes_faults))
+                raise ValueError(
+                    f"fault {engine_only[0] if engine_only else config.faults[0]!r} changes the mock engine itself "
+                    f"(--impl {takers}); around {self.name} only faults told at the HTTP level apply"
+                )
+            self.require()
+            app = self.build(served, config.replace(faults=()))
+            return wrap_app(app, config.faults, config.seed, ping_interval=config.ping_interval)
         self.require()
-        # A scenario's companions (two-envs) are served beside it, on every implementation.
-        return self.build([served for scenario in scenarios for served in scenario.served()], config)
+        return self.build(served, config)
 
     def require(self, feature: str | None = None) -> None:
         """Raise :class:`~orsbench.extras.MissingExtra` naming the extra when it is not installed."""

@@ -85,3 +85,14 @@ def test_an_event_stream_is_rechunked_and_ends_with_its_last_chunk(proxy):
     assert b"transfer-encoding: chunked" in sid_data.lower() and sid_data.endswith(b"0\r\n\r\n")
     sid = sid_data.split(b"data: ")[1].split(b"\r\n")[0].decode()
     assert protocol.EVENT_TASK_ID.encode() in sid_data and len(sid) == 36
+
+
+def test_a_client_gone_before_the_answer_still_leaves_the_servers_answer_on_the_evidence(proxy):
+    """The server is graded on what it sent: a client that hangs up (a readiness probe timing out) costs no server check."""
+    host, port = proxy.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"GET /version HTTP/1.1\r\nhost: x\r\n\r\n")  # nothing else in this module asks for /version
+    assert exchange(proxy, b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n").startswith(b"HTTP/1.1 200")  # after the hang-up
+    report = json.loads(exchange(proxy, b"GET /_orsbench/report HTTP/1.1\r\nhost: x\r\n\r\n").partition(b"\r\n\r\n")[2])
+    version = next(c for c in report["checks"] if c["id"] == "discovery.version")
+    assert version["status"] == "pass", version["message"]

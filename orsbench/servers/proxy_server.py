@@ -127,7 +127,7 @@ class _Client(asyncio.Protocol):
         self._writable: asyncio.Future[None] | None = None
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
-        self._body: list[bytes] = []
+        self._pieces: list[bytes] = []
         self._size = 0
 
     # -- the connection -------------------------------------------------------------------
@@ -178,7 +178,7 @@ class _Client(asyncio.Protocol):
 
     # -- httptools callbacks ----------------------------------------------------------------
     def on_message_begin(self) -> None:
-        self._url, self._headers, self._body, self._size = b"", [], [], 0
+        self._url, self._headers, self._pieces, self._size = b"", [], [], 0
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -196,7 +196,7 @@ class _Client(asyncio.Protocol):
             self.transport.write(_CONTINUE)  # the whole body is read before anything goes upstream
 
     def on_body(self, body: bytes) -> None:
-        self._body.append(body)
+        self._pieces.append(body)
         self._size += len(body)
         if self._size > BODY_LIMIT:
             self._refuse(413, "orsbench proxy: request body too large")
@@ -204,7 +204,7 @@ class _Client(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         method = self.parser.get_method().decode("latin-1")
-        body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
+        body = self._pieces[0] if len(self._pieces) == 1 else b"".join(self._pieces)
         self.queue.append(_Request(method, self._url, self._headers, body, self.parser.should_keep_alive()))
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(self._run())
@@ -256,10 +256,8 @@ class _Client(asyncio.Protocol):
         parser: SSEParser | None = None
         self.response = response
         try:
-            if self.closed:
-                raise Aborted("the client disconnected")
             # The upstream's own date and server headers pass: no server of ours writes others.
-            headers = app.answer_headers(response, forwarding, drop=_NOTHING)
+            headers = app.answer_headers(response, forwarding, drop=_NOTHING)  # the status goes on the evidence here
             status = response.status
             bodyless = request.method == "HEAD" or status in (204, 304) or status < 200
             chunked = not bodyless and not any(k.lower() == b"content-length" for k, _ in headers)
@@ -277,6 +275,12 @@ class _Client(asyncio.Protocol):
                 head.append(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
             if done and chunked:
                 head.append(b"0\r\n\r\n")
+            if self.closed:
+                # The client hung up while the upstream answered (a probe that timed out): what the
+                # server sent is evidence all the same, as under uvicorn; a stream still going is aborted.
+                if not done:
+                    raise Aborted("the client disconnected")
+                return False
             transport.write(b"".join(head))
             while not done:
                 if self._writable is not None:  # a slow client: stop taking pieces until it drains

@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -115,8 +116,12 @@ def run(sessions: int, concurrency: int, duration: float) -> dict[str, Any]:
                 time.sleep(0.5)
             readings["graded"] = _read(server.pid)
         finally:
-            server.process.send_signal(signal.SIGTERM)
-            code = server.process.wait(60)
+            server.process.send_signal(signal.SIGTERM)  # writes the report
+            try:
+                code: int | None = server.process.wait(60)
+            except subprocess.TimeoutExpired:
+                server.stop()  # by its PID, killed if need be
+                code = None
         report = json.loads(report_path.read_text())
     deleted = [c for c in report["checks"] if c["id"].startswith("client.session_deleted[")]
     out["report"] = {

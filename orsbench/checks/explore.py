@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from orsbench import schema_examples
+from orsbench import protocol, schema_examples
 from orsbench.checks.collector import Collector, probe
 from orsbench.checks.evidence import NO_SUCH_TOOL, Episode, Facts, Failure, result_of
 from orsbench.checks.gameplay import Player, answer_text
@@ -73,6 +73,22 @@ def classify(exchange: Exchange, timeout: float) -> Outcome:
     return Outcome("stream", None, f"the end event is not a JSON object: {str(body)[:120]}")
 
 
+#: ``ok: false`` reasons that say nothing about the input sent: the tool did not run, and the call tried nothing.
+UNRELATED_REASONS = (protocol.REASON_EPISODE_FINISHED, protocol.REASON_NOT_FOUND, protocol.REASON_NAME_COLLISION)
+
+
+def refusal_of(outcome: Outcome) -> str | None:
+    """Why a call was refused without its input being judged (see :class:`~.evidence.Refusal`); ``None`` if it ran."""
+    if outcome.kind == "reaped":
+        return "404"
+    if outcome.kind != "ok-false":
+        return None
+    if not isinstance(outcome.result, dict):
+        return outcome.detail or "refused"  # an HTTP 4xx before any stream
+    reason = outcome.result.get("reason")
+    return reason if reason in UNRELATED_REASONS else None
+
+
 def _prompt_text(exchange: Exchange | None) -> str:
     if exchange is None or exchange.status != 200:
         return ""
@@ -106,8 +122,11 @@ def task_indices(count: int | None, wanted: tuple[int, ...] | None) -> list[int]
     return sorted({0, count // 2, count - 1})
 
 
-def play_one(col: Collector, sid: str, index: int | None, label: str) -> Episode:
-    """Play one episode on ``sid`` until ``finished: true``, the call budget, or the time budget."""
+def play_one(col: Collector, sid: str, index: int | None, label: str, *, fresh: bool = True) -> Episode:
+    """Play one episode on ``sid`` until ``finished: true``, the call budget, or the time budget.
+
+    ``fresh``: ``sid`` was just created and no call was made in it (its first call must run).
+    """
     ev, options = col.ev, col.options
     episode = Episode(index, col.task_at(index))
     episode.prompt = _prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid)))
@@ -135,6 +154,12 @@ def play_one(col: Collector, sid: str, index: int | None, label: str) -> Episode
         outcome = classify(exchange, options.timeout)
         _count_answer(ev.facts, tool, outcome)
         episode.answers.append(_answer_of(outcome))
+        refusal = ev.facts.note_call("play", name, refusal_of(outcome), fresh=fresh and len(episode.calls) == 1)
+        if refusal is not None:
+            episode.refused.add(len(episode.calls) - 1)
+            if refusal.wrong:
+                episode.stopped = f"{name}: the session's first call was answered {refusal.reason}, so it started finished"
+                break
         if outcome.kind == "reaped":
             episode.reaped = f"{name}: {tool} answered 404 after {len(episode.calls)} call(s) in {time.monotonic() - started:.1f} s"
             break
@@ -219,8 +244,8 @@ def _cover_unplayed(col: Collector, episodes: list[Episode], index: int | None) 
     report: dict[str, JSON] = {}
     best = max((e.reward for e in episodes if e.finished and e.reward is not None), default=None)
     for episode in episodes:
-        for tool, _value in episode.calls:
-            report.setdefault(tool, {"played": 0, "won": False})["played"] += 1
+        for n, (tool, _value) in enumerate(episode.calls):
+            report.setdefault(tool, {"played": 0, "won": False})["played"] += n not in episode.refused
         if episode.finished and best is not None and episode.reward == best:
             report[episode.calls[-1][0]]["won"] = True
     for name, why in ev.facts.unbuildable.items():
@@ -241,7 +266,9 @@ def _cover_unplayed(col: Collector, episodes: list[Episode], index: int | None) 
             name = f"play.cover.{tool}"
             outcome = classify(col.fresh(name, col.kept_call(sid, tool, step[1])), col.options.timeout)
             _count_answer(ev.facts, tool, outcome)
-            entry["covered"] = outcome.kind
+            refused = refusal_of(outcome)
+            ev.facts.note_call("play", name, refused, fresh=True)
+            entry["covered"] = outcome.kind if refused is None else f"refused: {refused}"
             if outcome.failure:
                 ev.facts.tool_failures.append(Failure(tool, outcome.kind, step[1], outcome.detail, name, "play"))
         finally:
@@ -308,7 +335,9 @@ def probe_quality(col: Collector) -> None:
         sid = col.open_on(done.index)
         if sid is None:
             break
-        result = classify(col.rec(f"quality.hack.{label}", col.kept_call(sid, tool, hack)), col.options.timeout)
+        name = f"quality.hack.{label}"
+        result = classify(col.rec(name, col.kept_call(sid, tool, hack)), col.options.timeout)
+        ev.facts.note_call("hack", name, refusal_of(result), fresh=True)
         seen[label] = _reward(result.result) if result.kind == "ok" and _finished(result.result) else None
         col.end_session(sid)
     ev.facts.hacks = {"tool": tool, "inputs": dict(probes), "rewards": seen}
@@ -331,6 +360,7 @@ def _replay(col: Collector, done: Episode, label: str) -> JSON | None:
     try:
         for n, (tool, value) in enumerate(done.calls):
             result = classify(col.rec(f"{label}{n}", col.kept_call(sid, tool, value)), col.options.timeout)
+            col.ev.facts.note_call("replay", f"{label}{n}", refusal_of(result), fresh=n == 0)
             answer = _answer_of(result)
             if diverged is None and n < len(done.answers) and answer != done.answers[n]:
                 diverged = {"call": n, "tool": tool, "first": done.answers[n][:200], "again": answer[:200]}
@@ -394,8 +424,14 @@ class _ToolFuzz:
         self.budget = examples * 3  # generation plus shrinking
         self.deadline = time.monotonic() + collector.options.fuzz_seconds
         self.sid: str | None = None
+        #: No call was made yet in :attr:`sid` (its first call must run).
+        self.fresh = False
         self.found: Failure | None = None
         self.hang: Failure | None = None
+        #: Fresh sessions in a row whose first call was answered episode_finished.
+        self.wrong_starts = 0
+        #: Set when sessions keep starting finished: every further call would be refused too.
+        self.blocked = False
 
     def close(self) -> None:
         if self.sid is not None:
@@ -404,7 +440,7 @@ class _ToolFuzz:
 
     @property
     def spent(self) -> bool:
-        return self.calls >= self.budget or time.monotonic() > self.deadline
+        return self.blocked or self.calls >= self.budget or time.monotonic() > self.deadline
 
     def attempt(self, value: dict[str, Any], found_by: str) -> Failure | None:
         """Call the tool once with ``value``; a Failure when it raised, hung or broke the stream."""
@@ -412,11 +448,20 @@ class _ToolFuzz:
             self.sid = self.c.open_session()
             if self.sid is None:
                 return None
+            self.fresh = True
         self.calls += 1
         name = f"fuzz.{self.tool}.{self.calls}"
         exchange = self.c.rec(name, self.c.kept_call(self.sid, self.tool, value))
         outcome = classify(exchange, self.c.options.timeout)
         _count_answer(self.c.ev.facts, self.tool, outcome)
+        refusal = self.c.ev.facts.note_call("fuzz", name, refusal_of(outcome), fresh=self.fresh)
+        self.fresh = False
+        if refusal is not None and refusal.wrong:
+            # A new session started finished. Twice in a row means they all do: stop spending calls on it.
+            self.wrong_starts += 1
+            self.blocked = self.wrong_starts >= 2
+        elif refusal is None:
+            self.wrong_starts = 0
         if outcome.kind in ("ok", "ok-false") and (outcome.kind == "ok-false" or not _finished(outcome.result)):
             if isinstance(outcome.result, dict) and outcome.result.get("reason") == "episode_finished":
                 self.close()

@@ -132,13 +132,5 @@ _register("trl", "none_forwarded", Severity.RECOMMENDED, "TRL does not send null
 _register("inspect", "lost_type", Severity.ADVISORY, "inspect-openreward keeps each parameter's type ($ref models, tuple and dict element types)", _inspect_untyped)
 _register("inspect", "provider_name", Severity.ADVISORY, "tool names are accepted by model providers (inspect-openreward passes them through)", _provider_name)
 
-#: Every binding check id.
-BINDING_CHECKS = (
-    "binding.trl.crash",
-    "binding.trl.dropped_tool",
-    "binding.trl.reserved_name",
-    "binding.trl.lost_schema",
-    "binding.trl.none_forwarded",
-    "binding.inspect.lost_type",
-    "binding.inspect.provider_name",
-)
+#: Every binding check id, in registration order.
+BINDING_CHECKS = tuple(f"binding.{client}.{rule}" for client, rule, _finding in _RULES)

@@ -19,7 +19,7 @@ The contract itself is in ``docs/clients.md``; the rules in ``docs/protocol.md``
 """
 
 from orsbench.clientcheck.cases import CASES, Case, cases, get_case
-from orsbench.clientcheck.checks import CLIENT_CHECKS, ClientCheck, checks
+from orsbench.clientcheck.checks import CLIENT_CHECKS, ClientCheck, Role, checks
 from orsbench.clientcheck.runner import CaseRun, run_case
 from orsbench.clientcheck.suite import check_client, grade, scoped
 
@@ -29,6 +29,7 @@ __all__ = [
     "Case",
     "CaseRun",
     "ClientCheck",
+    "Role",
     "cases",
     "check_client",
     "checks",

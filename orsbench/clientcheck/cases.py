@@ -22,8 +22,8 @@ from secrets import token_urlsafe
 from typing import Any, Literal
 
 from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, Step, scenarios, script
+from orsbench.clientcheck.profiles import BASELINE, profiles
 from orsbench.clientcheck.profiles import SCENARIO as PROFILE_SCENARIO
-from orsbench.clientcheck.profiles import FAIL_CLEARLY, profiles
 from orsbench.config import ServerConfig
 from orsbench.registry import Registry
 from orsbench.scenarios import SCENARIOS, get_scenario, suite_params
@@ -32,11 +32,6 @@ Expect = Literal["finish", "error"]
 
 #: Seconds a case's command may run unless the case or ``--timeout`` says otherwise.
 DEFAULT_DEADLINE_S = 20.0
-#: Fault profiles after which a correct client reports an error rather than finishing
-#: (the matrix's "fails clearly" profiles, and hazards whose answer never reaches the client).
-ERROR_PROFILES = frozenset(FAIL_CLEARLY | {"credits-402", "cut-before-task-id"})
-#: Profiles that are test aids for the server side, not trouble a client meets.
-NOT_CLIENT_CASES = frozenset({"none", "memory-leak"})
 
 
 @dataclass(frozen=True)
@@ -100,8 +95,8 @@ def register_all() -> None:
             )
         )
     for profile in profiles():
-        if profile.name in NOT_CLIENT_CASES:
-            continue
+        if profile.name == BASELINE or profile.facts.test_aid:
+            continue  # the baseline is the scenario's own case; a test aid is no trouble a client meets
         summary = FAULTS.get(profile.name).summary if profile.name in FAULTS else profile.name
         CASES.register(
             Case(
@@ -113,7 +108,7 @@ def register_all() -> None:
                 params=tuple(suite_params(PROFILE_SCENARIO).items()),
                 # The matrix's deadline leaves out a client's start-up (it forks one ready); a command pays for its own.
                 deadline=max(profile.deadline, DEFAULT_DEADLINE_S),
-                expect="error" if profile.name in ERROR_PROFILES else "finish",
+                expect=profile.facts.expect,
                 tags=frozenset({"profile"}),
             )
         )

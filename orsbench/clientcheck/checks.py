@@ -14,7 +14,16 @@ Each check is a :class:`ClientCheck` in :data:`CLIENT_CHECKS` (a
 ``docs/protocol.md`` §12 it enforces, a fix line, and the checks it
 ``requires`` — when one of those *failed*, this one is skipped naming it, so
 one fault makes one failure (a client that never resumes is told so once, not
-again as "the tool ran twice" and "the episode did not finish").
+again as "the tool ran twice" and "the episode did not finish"). Two more facts
+on each entry say where it can be judged and what its failure means:
+
+* ``role`` (:class:`Role`): what it reads — the traffic only (so it grades any
+  client whose requests orsbench sees: a proxy, hosted cases), the client's own
+  report (``ORSBENCH_OUT``), or the client's process (its exit, its deadline);
+* ``effect`` (:class:`~orsbench.verdict.Effect`): what a failure does to the
+  episode's verdict (:func:`orsbench.verdict.verdict_of`) — a hang, wrong data
+  handed on, the server left worse off, or a rule broken without changing the
+  episode (listed beside the verdict, never deciding it).
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
@@ -30,6 +40,7 @@ from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skippe
 from orsbench.clientcheck.contract import OutLine
 from orsbench.clientcheck.traffic import Call, Traffic, body_json, group, session_of, text_of
 from orsbench.registry import Registry
+from orsbench.verdict import Effect
 
 if TYPE_CHECKING:
     from orsbench.clientcheck.runner import CaseRun
@@ -75,6 +86,18 @@ class Context:
 CheckFn = Callable[[Context], "CheckOutcome | None"]
 
 
+class Role(StrEnum):
+    """What a client check needs in order to be judged (the least; it reads more where there is more)."""
+
+    #: The requests the server saw (and its counters): judged for any client whose traffic orsbench sees —
+    #: an adapter run, a client playing hosted cases, a trainer behind ``orsbench proxy``.
+    TRAFFIC = "traffic"
+    #: The client's own report of each call (``ORSBENCH_OUT``, the adapter contract's lines).
+    REPORT = "report"
+    #: The client's process: its exit status, whether it ended within its deadline.
+    PROCESS = "process"
+
+
 @dataclass(frozen=True)
 class ClientCheck:
     id: str
@@ -85,18 +108,34 @@ class ClientCheck:
     remediation: str
     fn: CheckFn
     requires: tuple[str, ...] = ()
+    #: What it reads: the traffic only, the client's report, or the client's process.
+    role: Role = Role.TRAFFIC
+    #: What its failure does to the episode's verdict (:func:`orsbench.verdict.verdict_of`).
+    effect: Effect = Effect.RULE
+    #: A client stopped at its deadline that kept trying fails this check too: beside a hang it says nothing
+    #: new, so a verdict does not list it among the rules broken.
+    fails_with_a_hang: bool = False
 
 
 CLIENT_CHECKS: Registry[ClientCheck] = Registry("client check", modules=("orsbench.clientcheck.checks",), key=lambda c: c.id)
 
 
 def client_check(
-    id: str, *, title: str, severity: Severity, spec: str, remediation: str, requires: tuple[str, ...] = ()
+    id: str,
+    *,
+    title: str,
+    severity: Severity,
+    spec: str,
+    remediation: str,
+    role: Role,
+    effect: Effect,
+    requires: tuple[str, ...] = (),
+    fails_with_a_hang: bool = False,
 ) -> Callable[[CheckFn], CheckFn]:
-    """Register ``fn`` as the client check ``id`` (decorator)."""
+    """Register ``fn`` as the client check ``id`` (decorator); ``role`` and ``effect`` are said for every check."""
 
     def decorate(fn: CheckFn) -> CheckFn:
-        CLIENT_CHECKS.register(ClientCheck(id, title, severity, spec, remediation, fn, requires))
+        CLIENT_CHECKS.register(ClientCheck(id, title, severity, spec, remediation, fn, requires, role, effect, fails_with_a_hang))
         return fn
 
     return decorate
@@ -132,6 +171,8 @@ _ADAPTER = (*_PROCESS, "client.out_valid")
     severity=R,
     spec="§12.1",
     remediation="Bound every wait (a read timeout on each stream, a cap on retries and resumes) and exit when the script is played.",
+    role=Role.PROCESS,
+    effect=Effect.HANGS,
 )
 def exits_in_time(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
@@ -151,6 +192,8 @@ def exits_in_time(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.1",
     remediation="Catch your client's exceptions in the adapter, write {\"error\": ...} for the call, and exit 1; exit 0 only when every call succeeded.",
+    role=Role.PROCESS,
+    effect=Effect.REPORTS_ERROR,
     requires=("client.exits_in_time",),
 )
 def exit_status(ctx: Context) -> CheckOutcome | None:
@@ -177,6 +220,8 @@ def exit_status(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.1",
     remediation='Append one JSON object per call to $ORSBENCH_OUT: {"tool", "text", "reward": number|null, "finished": bool}, or {"error": "..."}.',
+    role=Role.REPORT,
+    effect=Effect.WRONG_DATA,
 )
 def out_valid(ctx: Context) -> CheckOutcome | None:
     out = ctx.run.out
@@ -200,6 +245,8 @@ def out_valid(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.2",
     remediation="Send env_name in the /create body: a server with several environments otherwise serves its default one.",
+    role=Role.TRAFFIC,
+    effect=Effect.RULE,
 )
 def env_name(ctx: Context) -> CheckOutcome | None:
     creates = ctx.traffic.creates
@@ -220,6 +267,8 @@ def env_name(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.2",
     remediation="Send ORSBENCH_SECRETS to the session as the X-Secrets header of /create: base64 of {name: {\"value\": ...}}.",
+    role=Role.TRAFFIC,
+    effect=Effect.RULE,
 )
 def secrets(ctx: Context) -> CheckOutcome | None:
     wanted = sorted(name for name, _ in ctx.run.case.secrets)
@@ -247,6 +296,8 @@ def secrets(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.3",
     remediation="Delete the session when the episode ends, also after a failure (try/finally): an open session holds the environment until its TTL.",
+    role=Role.TRAFFIC,
+    effect=Effect.HARMS_SERVER,
     requires=_PROCESS,
 )
 def session_deleted(ctx: Context) -> CheckOutcome | None:
@@ -290,6 +341,8 @@ def _same_request(a: Exchange, b: Exchange) -> bool:
     severity=R,
     spec="§12.4",
     remediation="On 429/503 (and 502/504) wait the Retry-After seconds before retrying; retrying at once only adds to the overload.",
+    role=Role.TRAFFIC,
+    effect=Effect.RULE,
 )
 def retry_after(ctx: Context) -> CheckOutcome | None:
     exchanges = ctx.traffic.exchanges
@@ -329,6 +382,8 @@ def retry_after(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.4",
     remediation="Treat 4xx answers as final: report the error (its detail says what is wrong) instead of repeating the request.",
+    role=Role.TRAFFIC,
+    effect=Effect.RULE,
 )
 def no_4xx_retry(ctx: Context) -> CheckOutcome | None:
     exchanges = ctx.traffic.exchanges
@@ -360,6 +415,8 @@ def no_4xx_retry(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.5",
     remediation="When a /call stream ends without end/error, POST /call again with the same body plus \"task_id\": the tool already ran.",
+    role=Role.TRAFFIC,
+    effect=Effect.HARMS_SERVER,
 )
 def resume_by_task_id(ctx: Context) -> CheckOutcome | None:
     cuts = 0
@@ -397,6 +454,8 @@ def resume_by_task_id(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.5",
     remediation="Never repeat a /call whose stream may have started the tool (a cut, a timeout): resume it by task_id, or report the failure.",
+    role=Role.TRAFFIC,
+    effect=Effect.HARMS_SERVER,
     requires=("client.resume_by_task_id",),
 )
 def tool_runs(ctx: Context) -> CheckOutcome | None:
@@ -417,6 +476,8 @@ def tool_runs(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.6",
     remediation="End the episode loop as soon as a tool answers finished: true; the server refuses later calls (episode_finished).",
+    role=Role.TRAFFIC,
+    effect=Effect.RULE,
 )
 def stops_at_finished(ctx: Context) -> CheckOutcome | None:
     late = [c for c in ctx.traffic.calls if c.after_finish]
@@ -434,6 +495,8 @@ def stops_at_finished(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.6",
     remediation="Make exactly the calls of $ORSBENCH_SCRIPT, in order, with their inputs; stop only when the client reports finished or fails.",
+    role=Role.TRAFFIC,
+    effect=Effect.RULE,
     requires=_PROCESS,
 )
 def script_followed(ctx: Context) -> CheckOutcome | None:
@@ -467,6 +530,9 @@ def script_followed(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.7",
     remediation="Cap retries and resumes (a handful each, with back-off); a loop of requests against a failing server is a denial of service.",
+    role=Role.TRAFFIC,
+    effect=Effect.RULE,
+    fails_with_a_hang=True,
 )
 def request_budget(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
@@ -488,6 +554,8 @@ def request_budget(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.8",
     remediation="Concatenate chunk data and end data exactly as sent (strip one space after 'data:', never more) and join text blocks unchanged.",
+    role=Role.REPORT,
+    effect=Effect.WRONG_DATA,
     requires=_ADAPTER,
 )
 def text_verbatim(ctx: Context) -> CheckOutcome | None:
@@ -519,6 +587,8 @@ def _reward_matches(sent: Any, shown: Any) -> bool:
     severity=R,
     spec="§12.8",
     remediation="Report the reward as sent (null stays null, never 0.0) and refuse a reward that is not a number (true is not 1.0).",
+    role=Role.REPORT,
+    effect=Effect.WRONG_DATA,
     requires=_ADAPTER,
 )
 def reward_as_sent(ctx: Context) -> CheckOutcome | None:
@@ -550,6 +620,8 @@ def reward_as_sent(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.9",
     remediation='Report a failed call as {"error": ...} (raise in your client): handing the failure on as if the tool had answered trains on it.',
+    role=Role.REPORT,
+    effect=Effect.WRONG_DATA,
     requires=_ADAPTER,
 )
 def failure_as_error(ctx: Context) -> CheckOutcome | None:
@@ -581,6 +653,8 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
     severity=R,
     spec="§12.4",
     remediation="Retry what the server says is transient (429/503 with Retry-After, 502/504) and resume cut streams, so an episode survives them.",
+    role=Role.REPORT,
+    effect=Effect.WRONG_DATA,
     requires=(*_ADAPTER, "client.env_name", "client.secrets", "client.retry_after", "client.resume_by_task_id", "client.no_4xx_retry"),
 )
 def episode_completed(ctx: Context) -> CheckOutcome | None:
@@ -619,6 +693,8 @@ def episode_completed(ctx: Context) -> CheckOutcome | None:
     severity=ADV,
     spec="§12.10",
     remediation="Either convention is valid (§12.10); say which one your client uses, and use it everywhere.",
+    role=Role.REPORT,
+    effect=Effect.RULE,
     requires=_ADAPTER,
 )
 def reward_convention(ctx: Context) -> CheckOutcome | None:

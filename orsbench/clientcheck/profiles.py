@@ -1,11 +1,13 @@
-"""The fault profiles every client plays on the mock engine, with the knobs that keep each short.
+"""The fault profiles every client plays on the mock engine, read from the profiles' own facts.
 
 Each profile of :mod:`orsbench.servers.faults.profiles` is served on the
 ``sparse-reward`` scenario (a multi-call episode with one reward at the end).
-Timings are scaled down through :class:`~orsbench.config.ServerConfig` only —
-no client is patched — so what a cell shows is what a user of that client gets.
-A profile registered later is played with the engine's defaults and the
-default deadline.
+What a profile means for a client — what a correct client does under it, its
+timings scaled down through :class:`~orsbench.config.ServerConfig` (no client
+is patched, so what a cell shows is what a user of that client gets), its
+deadline, whether it is left out and why — is on the profile's registry entry
+(:class:`~orsbench.servers.faults.ClientFacts`, ``Fault.client``). A profile
+registered later is played with no edit here.
 """
 
 from __future__ import annotations
@@ -14,48 +16,55 @@ from dataclasses import dataclass
 from typing import Any
 
 from orsbench.config import ServerConfig
-from orsbench.servers.faults import FAULTS
+from orsbench.servers.faults import FAULTS, ClientFacts
 
 SCENARIO = "sparse-reward"
-#: Profiles where the right outcome is a clear failure, not survival.
-FAIL_CLEARLY = frozenset({"setup-failure", "tool-raises", "restart", "stream-no-end", "credits-402", "cut-before-task-id"})
-DEADLINE_S = 20.0
+#: The baseline: the profile's scenario with no fault (``--profiles none``).
+BASELINE = "none"
 
 
 @dataclass(frozen=True)
 class Profile:
+    """One fault profile as a client episode plays it (``none``: the baseline, no fault)."""
+
     name: str
-    knobs: tuple[tuple[str, Any], ...] = ()
-    #: The client is killed after this many seconds (a hang).
-    deadline: float = DEADLINE_S
-    #: A fresh server per client, so a seeded fault stream starts afresh for each.
-    per_client: bool = False
+    facts: ClientFacts = ClientFacts()
+
+    @property
+    def knobs(self) -> tuple[tuple[str, Any], ...]:
+        return self.facts.knobs
+
+    @property
+    def deadline(self) -> float:
+        """The client is killed after this many seconds (a hang)."""
+        return self.facts.deadline_s
+
+    @property
+    def per_client(self) -> bool:
+        """A fresh server per client, so a seeded fault stream starts afresh for each."""
+        return self.facts.per_client
+
+    @property
+    def expects_error(self) -> bool:
+        """Whether a correct client reports an error under it, rather than riding it out."""
+        return self.facts.expect == "error"
 
     def config(self) -> ServerConfig:
         """The server configuration, with the request log the client checks grade from."""
-        return ServerConfig(faults=(self.name,) if self.name != "none" else (), request_log=True, **dict(self.knobs))
+        return ServerConfig(faults=(self.name,) if self.name != BASELINE else (), request_log=True, **dict(self.knobs))
 
 
-#: Scaled knobs per profile (seed 3: the first request of the episode is refused).
-_KNOBS: dict[str, Profile] = {
-    p.name: p
-    for p in (
-        Profile("none"),
-        Profile("flaky-5xx", (("seed", 3),), per_client=True),
-        Profile("rate-limit", (("seed", 3),), per_client=True),
-        Profile("slow-setup", (("setup_delay", 1.0),)),
-        Profile("stream-stall", (("ping_interval", 0.25),)),
-        Profile("stream-no-end", deadline=6.0),
-    )
-}
-
-#: Profiles left out, and why.
-LEFT_OUT: dict[str, str] = {
-    "short-ttl": "it needs an idle gap longer than the TTL inside the episode; conformance/test_client_robustness.py plays it for the openreward SDK and TRL",
-}
+def left_out() -> dict[str, str]:
+    """Profiles no client plays, and why (from each profile's ``left_out``)."""
+    return {f.name: f.client.left_out for f in FAULTS.values() if f.kind == "profile" and f.client.left_out}
 
 
 def profiles() -> list[Profile]:
-    """``none`` (the baseline) and every registered fault profile, in registry order."""
-    names = ["none", *(f.name for f in FAULTS.values() if f.kind == "profile")]
-    return [_KNOBS.get(name, Profile(name)) for name in names if name not in LEFT_OUT]
+    """``none`` (the baseline) and every registered fault profile a client plays, in registry order."""
+    played = [Profile(f.name, f.client) for f in FAULTS.values() if f.kind == "profile" and f.client.left_out is None]
+    return [Profile(BASELINE), *played]
+
+
+def profile(name: str) -> Profile:
+    """The profile called ``name`` (``none``: the baseline)."""
+    return next(p for p in profiles() if p.name == name)

@@ -10,7 +10,7 @@ names its case: ``client.tool_runs[sparse-reward+stream-drop]``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -19,16 +19,18 @@ from orsbench.checks.evidence import Options
 from orsbench.checks.model import CheckResult, CheckOutcome, Status
 from orsbench.checks.runner import Report, call_check, result_of
 from orsbench.clientcheck.cases import Case
-from orsbench.clientcheck.checks import checks, context
+from orsbench.clientcheck.checks import Role, checks, context
 from orsbench.clientcheck.runner import CaseRun, run_case
 
 CaseCallback = Callable[[CaseRun, list[CheckResult]], None]
 
 
-def grade(run: CaseRun) -> list[CheckResult]:
+def grade(run: CaseRun, roles: Collection[Role] | None = None) -> list[CheckResult]:
     """Every client check's verdict on one case run, in catalogue order (ids without the case).
 
     A check the case does not provoke (no ``Retry-After`` was sent, no stream was cut) has no entry.
+    ``roles``: only the checks that need no more than these (:class:`~orsbench.clientcheck.checks.Role`);
+    ``{Role.TRAFFIC}`` grades a client orsbench saw only on the wire (no report, no process of its own).
 
     A check whose ``requires`` include one that *failed* is skipped, naming it.
     A case whose server did not start or could not be read has no verdicts:
@@ -39,6 +41,8 @@ def grade(run: CaseRun) -> list[CheckResult]:
     ctx = context(run)
     done: dict[str, CheckResult] = {}
     for check in checks():
+        if roles is not None and check.role not in roles:
+            continue
         start = time.monotonic()
         outcome: CheckOutcome | None
         unmet = next((dep for dep in check.requires if dep in done and done[dep].status in (Status.FAIL, Status.ERROR)), None)

@@ -1,10 +1,12 @@
 """The compatibility matrix: clients × servers × scenarios, and clients × fault profiles on the mock.
 
 Each cell names the verdict a correct client gets (:func:`expected`) and the
-pinned upstream defects that make it differ (:func:`cell_defects`), decided by
-predicates over the scenario (its tools' JSON Schemas, its script, its task
-API) and the profile — the same predicates the conformance suite's
-``xfail(strict=True)`` marks and ``orsbench check``'s binding group use.
+pinned upstream defects that make it differ (:func:`cell_defects`). This module
+only gathers a cell's facts (:func:`facts`: the scenario's tools and script, the
+fault profile's facts) and asks every defect: each pinned defect carries its own
+predicate for the cells it shows in and what it does to the verdict
+(:class:`orsbench.upstream.defects.Defect`), the same facts the conformance
+suite's ``xfail(strict=True)`` marks and ``orsbench check``'s binding group use.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from functools import cache
 from orsbench.upstream import defects as D
 from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, scenarios, script
 from orsbench.clientcheck.profiles import SCENARIO as PROFILE_SCENARIO
-from orsbench.clientcheck.profiles import FAIL_CLEARLY, Profile, profiles
+from orsbench.clientcheck.profiles import Profile, profile, profiles
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.scenarios import get_scenario, suite_params
 from orsbench.servers.implementations import ors_servers
+from orsbench.verdict import Verdict
 
 #: Default server chunk size (``ServerConfig.chunk_size``).
 _CHUNK = 4096
@@ -61,11 +64,8 @@ def plan(
 
 
 def profile_of(cell: Cell) -> Profile:
-    return next(p for p in profiles() if p.name == cell.profile)
-
-
-def expected(cell: Cell) -> str:
-    return "fails clearly" if cell.profile in FAIL_CLEARLY else "survives"
+    assert cell.profile is not None, f"{cell.id} is a scenario cell"
+    return profile(cell.profile)
 
 
 @cache
@@ -92,45 +92,10 @@ def _split_spaces(s: Script) -> bool:
     return any(st.expect is not None and len(st.expect) > _CHUNK and "  " in st.expect for st in s.steps)
 
 
-def cell_defects(cell: Cell) -> list[D.Defect]:
-    """The pinned defects that make this cell's outcome differ from :func:`expected`, first the one that shows."""
-    found: list[D.Defect] = []
-    s = cell.script
-    client, profile = cell.client, cell.profile
-    if client == "inspect" and profile is None and _index_only(cell.scenario):
-        return [D.DEFECTS["inspect-list-tasks-only"]]
-    if client == "inspect" and profile == "flaky-5xx":
-        return [D.DEFECTS["inspect-5xx-fails-eval"]]
-    if client == "firehorse" and profile is None and cell.server == "ors-sdk":
-        return [D.DEFECTS["firehorse-get-task-env-name"]]
-    if client == "firehorse" and profile == "flaky-5xx":
-        return [D.DEFECTS["firehorse-5xx-fails-trial"]]
-    if profile == "cut-before-task-id":  # the cut call is re-sent blind: the tool runs twice (§13.5)
-        return [D.DEFECTS["ors-cut-call-rerun" if client == "ors" else "cut-call-rerun"]]
-    if client == "inspect" and profile is None and any(D.sanitized_params(t) for t in _task0_tools(cell.scenario)):
-        return [D.DEFECTS["sanitizer-drops-keyword-params"]]  # the model's call lacks the parameter: nothing runs
-    if client == "trl" and (d := D.factory_defect(_task0_tools(cell.scenario))) is not None:
-        return [d]
-    if profile == "stream-no-end":
-        return [D.DEFECTS["ors-no-end-retried-forever" if client == "ors" else "no-end-retried-forever"]]
-    if client == "trl" and profile == "setup-failure":
-        return [D.DEFECTS["reset-leaks-session"]]
-    if profile is None and _split_spaces(s):
-        found.append(D.DEFECTS["ors-chunk-lstrip" if client == "ors" else "chunk-lstrip"])
-    if profile is None and _several_envs(cell.scenario) and client != "inspect":
-        # The script names a non-default environment; the client's session lands in the default one (§13.6).
-        found.append(D.DEFECTS["ors-create-without-env-name" if client == "ors" else "env-name-not-sent"])
-    if client == "inspect" and s.finished and profile not in FAIL_CLEARLY:
-        # Inspect's loop makes one call after finished: ors-sdk's server runs it, the others refuse it.
-        latch = "ors-sdk-no-finish-latch" if cell.server == "ors-sdk" else "inspect-finished-error"
-        found.insert(0, D.DEFECTS[latch])
-    return found
-
-
-def _omits_a_default(cell: Cell) -> bool:
+def _omits_a_default(scenario: str, s: Script) -> bool:
     """A scripted call leaves out an optional parameter that has a JSON default."""
-    tools = {t["name"]: t for t in _task0_tools(cell.scenario)}
-    for step in cell.script.steps:
+    tools = {t["name"]: t for t in _task0_tools(scenario)}
+    for step in s.steps:
         props = ((tools.get(step.tool) or {}).get("input_schema") or {}).get("properties") or {}
         if any(name not in step.args and prop.get("default") is not None for name, prop in props.items()):
             return True
@@ -141,38 +106,50 @@ def _several_envs(scenario: str) -> bool:
     return len(get_scenario(scenario).served()) > 1
 
 
+@cache
+def facts(cell: Cell) -> D.CellFacts:
+    """What the pinned defects' predicates know of ``cell``: its scenario's tools and script, its profile's facts."""
+    s = cell.script
+    played = profile_of(cell).facts if cell.profile is not None else None
+    return D.CellFacts(
+        client=cell.client,
+        server=cell.server,
+        scenario=cell.scenario,
+        profile=cell.profile,
+        tools=_task0_tools(cell.scenario),
+        index_only=_index_only(cell.scenario),
+        several_envs=_several_envs(cell.scenario),
+        finishes=s.finished,
+        spaced_long_result=_split_spaces(s),
+        omits_a_default=_omits_a_default(cell.scenario, s),
+        expects_error=played is not None and played.expect == "error",
+        refuses_session=played is not None and played.refuses_session,
+        retry_after=played is not None and played.retry_after,
+    )
+
+
+def expected(cell: Cell) -> Verdict:
+    """The verdict a correct client gets in ``cell`` (a clear error, where the profile asks for one)."""
+    return facts(cell).expected
+
+
+def cell_defects(cell: Cell) -> list[D.Defect]:
+    """The pinned defects that make this cell's outcome differ from :func:`expected`, first the one that decides it."""
+    return D.shown_in(facts(cell))
+
+
 def rule_defects(cell: Cell) -> dict[str, D.Defect]:
     """Client checks of rules (not of the episode's outcome) the pinned defects make fail, by check id.
 
-    The verdict does not depend on them (:data:`orsbench.clients.run.OUTCOME_CHECKS`); the conformance
-    suite pins each one, so a fixed upstream shows up as a strict xfail that passes.
+    The verdict does not depend on them (a check whose ``effect`` is a rule); the conformance suite pins
+    each one, so a fixed upstream shows up as a strict xfail that passes.
     """
-    found: dict[str, D.Defect] = {}
-    client, profile = cell.client, cell.profile
-    creates = profile != "credits-402"  # refused at /create_session: no /create to judge
-    if client in ("openreward", "trl") and creates:
-        found["client.env_name"] = D.DEFECTS["env-name-not-sent"]
-    if client == "ors" and creates:
-        found["client.env_name"] = D.DEFECTS["ors-create-without-env-name"]
-        if profile in ("flaky-5xx", "rate-limit", "slow-setup"):
-            found["client.retry_after"] = D.DEFECTS["ors-retry-after-ignored"]
-    if client == "trl" and not D.factory_defect(_task0_tools(cell.scenario)) and _omits_a_default(cell):
-        found["client.script_followed"] = D.DEFECTS["defaults-sent"]
-    if client == "firehorse" and profile is None and _several_envs(cell.scenario) and cell.server != "ors-sdk":
-        found["client.env_name"] = D.DEFECTS["firehorse-task-env-name"]
-    shown = {d.id for d in cell_defects(cell)}
-    if client == "inspect" and (shown & {"inspect-finished-error", "ors-sdk-no-finish-latch"} or profile == "cut-before-task-id"):
-        found["client.stops_at_finished"] = D.DEFECTS["inspect-finished-error"]  # its loop calls once more after finished
-    if client == "inspect" and "sanitizer-drops-keyword-params" in shown:
-        found["client.script_followed"] = D.DEFECTS["sanitizer-drops-keyword-params"]  # the call lacks the parameter
-    if client == "inspect" and profile is None and _several_envs(cell.scenario):
-        found["client.env_name"] = D.DEFECTS["env-name-not-sent"]
-    return found
+    return D.broken_rules(facts(cell))
 
 
 def server_defects(server: str) -> list[D.Defect]:
     """Pinned defects of a server implementation (only ors-sdk's has its own upstream)."""
-    return [d for d in D.DEFECTS.values() if not d.clients and d.upstream.startswith(server + " ")]
+    return [d for d in D.DEFECTS.values() if d.on_server(server)]
 
 
 def client_defects(client: str) -> list[D.Defect]:
@@ -180,29 +157,6 @@ def client_defects(client: str) -> list[D.Defect]:
     return [d for d in D.DEFECTS.values() if client in d.clients]
 
 
-#: What each pinned defect makes of a cell that should survive.
-DEFECT_VERDICT: dict[str, str] = {
-    "inspect-finished-error": "fails clearly",
-    "inspect-list-tasks-only": "fails clearly",
-    "inspect-5xx-fails-eval": "fails clearly",
-    "firehorse-5xx-fails-trial": "fails clearly",
-    "firehorse-get-task-env-name": "fails clearly",
-    "keyword-crash": "fails clearly",
-    "chunk-lstrip": "fails silently",
-    "ors-chunk-lstrip": "fails silently",
-    "no-end-retried-forever": "hangs",
-    "ors-no-end-retried-forever": "hangs",
-    "reset-leaks-session": "fails silently",
-    "ors-sdk-no-finish-latch": "fails silently",
-    "sanitizer-drops-keyword-params": "fails silently",
-    "env-name-not-sent": "fails silently",
-    "ors-create-without-env-name": "fails silently",
-    "cut-call-rerun": "fails silently",
-    "ors-cut-call-rerun": "fails silently",
-}
-
-
-def predicted(cell: Cell) -> str:
+def predicted(cell: Cell) -> Verdict:
     """The verdict the pinned defects predict (the conformance suite checks each prediction)."""
-    found = cell_defects(cell)
-    return DEFECT_VERDICT[found[0].id] if found else expected(cell)
+    return D.predicted(facts(cell))

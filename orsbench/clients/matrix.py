@@ -21,6 +21,7 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
 
+from orsbench.clientcheck.profiles import profiles
 from orsbench.clients import cells as C
 from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun
 from orsbench.clients.targets import CLIENT_TARGETS
@@ -108,7 +109,7 @@ def run(
 
     def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
         busy[cell.client] += 1
-        expect = "error" if C.expected(cell) == "fails clearly" else "finish"
+        expect = "error" if C.facts(cell).expects_error else "finish"
         active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect), replay)
 
     def close(key: tuple[str, str, str, str]) -> None:
@@ -191,7 +192,7 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
         "right, a session left open) · ⛔ hangs. Rules a client breaks without changing the episode (no `env_name` on "
         "`/create`, a retry sooner than `Retry-After`) are pinned defects too, listed under each client. "
         "Fault profiles run on the mock engine (`sparse-reward`); for "
-        + ", ".join(f"`{p}`" for p in sorted(C.FAIL_CLEARLY))
+        + ", ".join(f"`{p.name}`" for p in sorted(profiles(), key=lambda p: p.name) if p.expects_error)
         + " failing clearly is the right outcome. The hazard cases are explained in docs/protocol.md §13. "
         "Defect ids link to the list under each table.",
         "",

@@ -39,7 +39,7 @@ import httpx
 
 from orsbench import protocol
 from orsbench.checks.model import CheckResult, Severity, Status
-from orsbench.clientcheck import CaseRun, grade
+from orsbench.clientcheck import CLIENT_CHECKS, CaseRun, ClientCheck, grade
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import read_out
 from orsbench.clientcheck.runner import OUT_LIMIT, TAIL_BYTES, case_environment, script_json
@@ -49,8 +49,9 @@ from orsbench.clients.fork import ForkedEpisode, forget_parent_ping_thread
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.clients.transcript import AdapterEpisode
 from orsbench.servers.launch import RunningServer, local_http
+from orsbench.verdict import Effect, Verdict, verdict_of
 
-VERDICTS = ("survives", "fails clearly", "fails silently", "hangs")
+VERDICTS = tuple(Verdict)
 
 
 @dataclass
@@ -86,11 +87,11 @@ class ClientOutcome:
     problems: list[str] = field(default_factory=list)
     #: Ids of the failed required checks of rules the episode's outcome did not depend on (``client.env_name``, ...).
     rules: list[str] = field(default_factory=list)
-    verdict: str = "survives"
+    verdict: str = Verdict.WORKS
 
     @property
     def survived(self) -> bool:
-        return self.verdict == "survives"
+        return self.verdict == Verdict.WORKS
 
     @property
     def failed_checks(self) -> list[str]:
@@ -249,54 +250,41 @@ class ClientRun(ForkedEpisode):
         outcome.checks = grade(run)
         outcome.verdict = verdict(run, outcome.checks)
         failed = failed_required(outcome.checks)
-        shown = OUTCOME_CHECKS | PROCESS_CHECKS
-        outcome.problems = [f"{r.id}: {r.message}" for r in failed if r.id in shown]
+        rule = [r for r in failed if _check(r).effect is Effect.RULE]
+        outcome.problems = [f"{r.id}: {r.message}" for r in failed if r not in rule]
         # A client stopped at its deadline is told that (client.exits_in_time), not also that it sent many requests meanwhile.
-        during_hang = {"client.request_budget"} if run.stopped_for else set()
-        outcome.rules = [r.id for r in failed if r.id not in shown and r.id not in during_hang]
+        outcome.rules = [r.id for r in rule if not (run.stopped_for and _check(r).fails_with_a_hang)]
         if outcome.verdict == "fails silently" and not outcome.problems:
             outcome.problems = [f"script: {why}" for why in unmet_expectations(run)]
         return outcome
 
 
-#: Checks of this episode's outcome: a failure means the client took wrong data for right, left the
-#: server worse off, or quietly stopped short.
-OUTCOME_CHECKS = frozenset(
-    {
-        "client.text_verbatim",
-        "client.reward_as_sent",
-        "client.tool_runs",
-        "client.resume_by_task_id",
-        "client.session_deleted",
-        "client.failure_as_error",
-        "client.episode_completed",
-    }
-)
-#: Checks of the adapter process itself (a hang, a crash, garbage written): always shown with the verdict.
-PROCESS_CHECKS = frozenset({"client.exits_in_time", "client.exit_status", "client.out_valid"})
-#: Of the outcome checks, the ones that make even a clearly reported failure silent (the server was left worse off).
-SILENT_EVEN_AFTER_ERROR = frozenset({"client.tool_runs", "client.resume_by_task_id", "client.session_deleted"})
+def _check(result: CheckResult) -> ClientCheck:
+    return CLIENT_CHECKS.get(result.id)
 
 
 def failed_required(results: list[CheckResult]) -> list[CheckResult]:
     return [r for r in results if r.status in (Status.FAIL, Status.ERROR) and r.severity is Severity.REQUIRED]
 
 
-def verdict(run: CaseRun, results: list[CheckResult]) -> str:
+def verdict(run: CaseRun, results: list[CheckResult]) -> Verdict:
     """survives / fails clearly / fails silently / hangs, from the client checks' results on ``run``.
 
-    Only the checks of the episode's outcome (:data:`OUTCOME_CHECKS`) and the process decide it; a rule
-    the client broke without changing this episode (``client.env_name`` on a one-environment server,
-    ``client.retry_after`` where the retry still succeeded) is listed beside the verdict
-    (:attr:`ClientOutcome.rules`) and pinned like any defect, but does not turn a survival into a failure.
+    Each failed required check brings its :attr:`~orsbench.clientcheck.checks.ClientCheck.effect`, the
+    process what it did (stopped at its deadline, an error reported or a non-zero exit), the script what a
+    winning episode shows; :func:`orsbench.verdict.verdict_of` picks the word. A rule the client broke
+    without changing this episode (``client.env_name`` on a one-environment server, ``client.retry_after``
+    where the retry still succeeded) is listed beside the verdict (:attr:`ClientOutcome.rules`) and pinned
+    like any defect, but does not turn a survival into a failure.
     """
-    failed = {r.id for r in failed_required(results)}
-    if run.stopped_for is not None or "client.exits_in_time" in failed:
-        return "hangs"
-    reported = any(line.is_error for line in run.out.lines) or (run.exit_code not in (0, None))
-    if reported:
-        return "fails silently" if failed & SILENT_EVEN_AFTER_ERROR else "fails clearly"
-    return "fails silently" if failed & OUTCOME_CHECKS or unmet_expectations(run) else "survives"
+    effects = {_check(r).effect for r in failed_required(results)}
+    if run.stopped_for is not None:
+        effects.add(Effect.HANGS)
+    if any(line.is_error for line in run.out.lines) or run.exit_code not in (0, None):
+        effects.add(Effect.REPORTS_ERROR)
+    if unmet_expectations(run):
+        effects.add(Effect.WRONG_DATA)
+    return verdict_of(effects)
 
 
 def unmet_expectations(run: CaseRun) -> list[str]:

@@ -15,18 +15,29 @@ TRL shows up as an unexpected pass.
 
 ``docs/conformance.md`` lists the same defects, one line each
 (``test_docs_list_every_defect`` keeps the two in step).
+
+A defect that shows in the client matrix knows where and how, on its own entry:
+``shows_in`` is its predicate over a cell's facts (:class:`CellFacts`: which
+client, which server, the scenario's tools and script, the fault profile's
+facts), ``effect`` what it does to the verdict there
+(:class:`~orsbench.verdict.Effect`, combined by :func:`orsbench.verdict.verdict_of`),
+``masks`` whether it ends the episode before any other defect can show, and
+``breaks`` the client checks of rules it makes fail (and where) without
+deciding the verdict. :func:`shown_in` and :func:`broken_rules` ask every
+defect; nothing outside this module branches on a client's name.
 """
 
 from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from orsbench.upstream import schema_view
 from orsbench.protocol import JSON
+from orsbench.upstream import schema_view
+from orsbench.verdict import Effect, Verdict, verdict_of
 
 if TYPE_CHECKING:
     import pytest
@@ -38,6 +49,50 @@ ADAPTER_STATE = ("reward", "rewards", "metadata", "finished", "last_output")
 
 
 @dataclass(frozen=True)
+class CellFacts:
+    """What a defect's predicate knows of one cell of the client matrix: who plays what, where, under which profile.
+
+    Built by :mod:`orsbench.clients.cells` from the scenario (its task's tools, its script) and the fault
+    profile's facts (:class:`orsbench.servers.faults.ClientFacts`), so a defect decides from data alone.
+    """
+
+    #: The client target (:data:`orsbench.clients.targets.CLIENT_TARGETS` name).
+    client: str
+    #: The server implementation (``mock``, ``sdk``, ``ors-sdk``).
+    server: str
+    scenario: str
+    #: The fault profile played on the mock (``None``: a scenario cell).
+    profile: str | None = None
+    #: The tools of the task played, as the server lists them.
+    tools: tuple[JSON, ...] = ()
+    #: The scenario serves its tasks by index only (``/tasks`` answers 400).
+    index_only: bool = False
+    #: The server serves several environments and the script names a non-default one.
+    several_envs: bool = False
+    #: The script ends on ``finished``.
+    finishes: bool = True
+    #: A scripted result longer than one SSE chunk has runs of spaces: some chunk then starts with a space.
+    spaced_long_result: bool = False
+    #: A scripted call leaves out an optional parameter that has a JSON default.
+    omits_a_default: bool = False
+    #: Under the profile a correct client reports an error rather than finishing.
+    expects_error: bool = False
+    #: The profile refuses ``POST /create_session``: no ``/create`` reaches the server.
+    refuses_session: bool = False
+    #: The profile's refusals carry ``Retry-After``.
+    retry_after: bool = False
+
+    @property
+    def expected(self) -> Verdict:
+        """The verdict a correct client gets in this cell."""
+        return verdict_of([Effect.REPORTS_ERROR] if self.expects_error else [])
+
+
+#: A predicate over a cell's facts.
+Where = Callable[[CellFacts], bool]
+
+
+@dataclass(frozen=True)
 class Defect:
     id: str
     upstream: str
@@ -45,11 +100,32 @@ class Defect:
     behaviour: str
     #: Client pain point(s) it belongs to (P1–P13, listed in docs/conformance.md).
     pain: str
+    #: The matrix cells where it changes the episode (asked only for the clients that inherit it, or on its
+    #: server for a server's defect); ``None``: it shows in no cell (a binding defect, judged per tool).
+    shows_in: Where | None = None
+    #: What it does to a cell's verdict where it shows.
+    effect: Effect = Effect.RULE
+    #: It ends the episode before any other defect can show (a failed dataset, a crashed factory, a hang).
+    masks: bool = False
+    #: Client checks of rules it makes fail, each with the cells where it does (the verdict does not depend on them).
+    breaks: tuple[tuple[str, Where], ...] = ()
 
     @property
     def clients(self) -> tuple[str, ...]:
         """The client targets (:data:`orsbench.clients.targets.CLIENT_TARGETS` names) that inherit this defect."""
         return UPSTREAM_CLIENTS[self.upstream]
+
+    def on_server(self, server: str) -> bool:
+        """Whether this is a defect of the server implementation ``server`` (every client meets it there)."""
+        return not self.clients and self.upstream.startswith(server + " ")
+
+    def reaches(self, cell: CellFacts) -> bool:
+        """Whether the cell's client inherits it, or (a server's defect) the cell is on its server."""
+        return cell.client in self.clients or self.on_server(cell.server)
+
+    def shows(self, cell: CellFacts) -> bool:
+        """Whether it changes the episode in ``cell`` (other defects masking it aside: :func:`shown_in`)."""
+        return self.shows_in is not None and self.reaches(cell) and self.shows_in(cell)
 
     @property
     def summary(self) -> str:
@@ -67,6 +143,90 @@ ORS = "ors-sdk 0.1.0 client"
 INSPECT = "inspect-openreward 0.3.0"
 ORS_SERVER = "ors-sdk 0.1.0 server"
 FIREHORSE = "firehorse-cli 0.1.4"
+
+# -- where each defect shows in the client matrix (the predicates its entry names) ---------------------
+# A predicate may name a client or a server where the defect's mechanism is that client's own use of an
+# upstream library (only inspect-openreward sanitises schemas; only ors-sdk's server has no finish latch):
+# it is the defect's fact, on its entry.
+def _scenario_cell(cell: CellFacts) -> bool:
+    return cell.profile is None
+
+
+def _under(profile: str) -> Where:
+    return lambda cell: cell.profile == profile
+
+
+def _creates(cell: CellFacts) -> bool:
+    """A ``/create`` reaches the server (the profile does not refuse the session first)."""
+    return not cell.refuses_session
+
+
+def _index_only(cell: CellFacts) -> bool:
+    return _scenario_cell(cell) and cell.index_only
+
+
+def _sanitized(cell: CellFacts) -> bool:
+    """inspect-openreward sanitises the task's tool schemas (for the openai provider) and one loses a parameter."""
+    return cell.client == "inspect" and _scenario_cell(cell) and any(sanitized_params(t) for t in cell.tools)
+
+
+def _factory(defect_id: str) -> Where:
+    return lambda cell: (found := factory_defect(cell.tools)) is not None and found.id == defect_id
+
+
+def _spaced_result(cell: CellFacts) -> bool:
+    return _scenario_cell(cell) and cell.spaced_long_result
+
+
+def _lands_in_default_env(cell: CellFacts) -> bool:
+    """The script names a non-default environment and the session lands in the default one (§13.6).
+
+    Not inspect-openreward's cell: it fails first at the call after ``finished`` (inspect-finished-error).
+    """
+    return _scenario_cell(cell) and cell.several_envs and cell.client != "inspect"
+
+
+def _plays_to_finished(cell: CellFacts) -> bool:
+    """The episode reaches its ``finished`` answer, in a case a correct client finishes."""
+    return cell.finishes and not cell.expects_error
+
+
+def _no_latch(cell: CellFacts) -> bool:
+    """The server refuses a call after ``finished`` (it has a finish latch): the next call's answer is an error."""
+    return not DEFECTS["ors-sdk-no-finish-latch"].on_server(cell.server) and _plays_to_finished(cell)
+
+
+def _calls_after_finished(cell: CellFacts) -> bool:
+    """The client's loop makes one call after ``finished`` (a client with inspect-finished-error), and the episode got there."""
+    return cell.client in DEFECTS["inspect-finished-error"].clients and _plays_to_finished(cell)
+
+
+def _get_task_on_ors_sdk(cell: CellFacts) -> bool:
+    """A firehorse trial starts from get_task, and ors-sdk's server answers /task without env_name."""
+    return _scenario_cell(cell) and cell.server == "ors-sdk"
+
+
+def _shown(*ids: str) -> Where:
+    return lambda cell: any(d.id in ids for d in shown_in(cell))
+
+
+def _by_name_sessions(cell: CellFacts) -> bool:
+    """The openreward SDK and TRL open every session by name with no variant: /create never carries env_name."""
+    return cell.client in ("openreward", "trl") and _creates(cell)
+
+
+def _task_default_env(cell: CellFacts) -> bool:
+    """inspect-openreward opens sessions from the Tasks its dataset listed, all from the default environment."""
+    return cell.client == "inspect" and _scenario_cell(cell) and cell.several_envs
+
+
+def _trl_defaults(cell: CellFacts) -> bool:
+    return factory_defect(cell.tools) is None and cell.omits_a_default
+
+
+def _firehorse_task_env(cell: CellFacts) -> bool:
+    return _scenario_cell(cell) and cell.several_envs and not _get_task_on_ors_sdk(cell)
+
 
 #: Which client targets run each upstream's code: TRL and inspect-openreward drive the openreward client.
 UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
@@ -86,6 +246,9 @@ DEFECTS: dict[str, Defect] = {
             TRL,
             "a tool or parameter named like a Python keyword (class, from, lambda) passes the identifier regex, then exec() raises SyntaxError inside _RolloutEnvironment.__init__, so environment_factory() crashes",
             "P3",
+            shows_in=_factory("keyword-crash"),
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
         ),
         Defect(
             "non-identifier-skipped",
@@ -182,6 +345,9 @@ DEFECTS: dict[str, Defect] = {
             TRL,
             "when get_prompt() fails inside reset(), the ORS session just created stays open on the server until the next reset() or _close()",
             "P13",
+            shows_in=_under("setup-failure"),
+            effect=Effect.HARMS_SERVER,
+            masks=True,
         ),
         Defect(
             "images-dropped",
@@ -218,54 +384,80 @@ DEFECTS: dict[str, Defect] = {
             SDK,
             "sanitize_tool_schema (and session.list_tools(format=...)) deletes every key named title at any depth, so a parameter named title vanishes from properties for every provider (google also loses parameters named default and examples) while required still names it: the model is shown a schema without a parameter the server requires",
             "P5",
+            shows_in=_sanitized,  # the model's call lacks the parameter: nothing runs
+            effect=Effect.WRONG_DATA,
+            masks=True,
+            breaks=(("client.script_followed", _shown("sanitizer-drops-keyword-params")),),
         ),
         Defect(
             "env-name-not-sent",
             SDK,
             "environments.get(name) without variant= sends the name only as X-Deployment: every path is bare (308 to the server's first environment) and /create carries no env_name, so on a server with several environments the episode silently runs in the default one (TRL's OpenRewardSpec(url, env_name=) and inspect-openreward pass the name this way)",
             "P12",
+            shows_in=_lands_in_default_env,
+            effect=Effect.WRONG_DATA,
+            breaks=(("client.env_name", _by_name_sessions), ("client.env_name", _task_default_env)),
         ),
         Defect(
             "cut-call-rerun",
             SDK,
             "a /call stream that drops before its task_id event is re-POSTed without one (call_tool does not pass resumable_only=True, 'deferred to a follow-up' in client.py), so the tool runs a second time and the episode takes a step nobody asked for",
             "P8",
+            shows_in=_under("cut-before-task-id"),
+            effect=Effect.HARMS_SERVER,
+            masks=True,
         ),
         Defect(
             "chunk-lstrip",
             SDK,
             "every SSE data line is lstrip()ped, so a result whose next chunk starts with spaces loses them: the model sees a different text than the environment returned",
             "P8",
+            shows_in=_spaced_result,
+            effect=Effect.WRONG_DATA,
         ),
         Defect(
             "no-end-retried-forever",
             SDK,
             "resumable_sse resets its retry counter on every HTTP 200, so a call whose stream ends without `end` is re-POSTed with its task_id forever: no error, the episode hangs and its session stays open",
             "P8",
+            shows_in=_under("stream-no-end"),
+            effect=Effect.HANGS,
+            masks=True,
         ),
         Defect(
             "ors-no-end-retried-forever",
             ORS,
             "resumable_sse sets attempt = 0 on every HTTP 200, so a call whose stream ends without `end` is re-POSTed with its task_id forever: no error, the episode hangs and its session stays open",
             "P8",
+            shows_in=_under("stream-no-end"),
+            effect=Effect.HANGS,
+            masks=True,
         ),
         Defect(
             "ors-chunk-lstrip",
             ORS,
             "_parse_sse_events lstrip()s every data value, so a result whose next chunk starts with spaces loses them: the model sees a different text than the environment returned",
             "P8",
+            shows_in=_spaced_result,
+            effect=Effect.WRONG_DATA,
         ),
         Defect(
             "ors-create-without-env-name",
             ORS,
             "a session opened by split and index POSTs /create without env_name (only a Task carries one) while its calls go to /{name}/call, which the server routes by session: on a server with several environments the episode silently runs in the default one",
             "P12",
+            shows_in=_lands_in_default_env,
+            effect=Effect.WRONG_DATA,
+            breaks=(("client.env_name", _creates),),
         ),
         Defect(
             "ors-cut-call-rerun",
             ORS,
             "a /call stream that drops before its task_id event is re-POSTed without one, so the tool runs a second time",
             "P8",
+            shows_in=_under("cut-before-task-id"),
+            effect=Effect.HARMS_SERVER,
+            masks=True,
         ),
         Defect(
             "ors-4xx-retried",
@@ -284,18 +476,26 @@ DEFECTS: dict[str, Defect] = {
             ORS,
             "request_retryable waits its own 0.5 s, 1 s backoff whatever Retry-After says: a 429 or 503 with Retry-After: 1 or 2 is retried too soon (the retry usually still succeeds, so the episode survives)",
             "P2",
+            breaks=(("client.retry_after", lambda cell: _creates(cell) and cell.retry_after),),
         ),
         Defect(
             "defaults-sent",
             TRL,
             "the generated tool method forwards every parameter, so a call that leaves out an optional parameter sends its JSON default explicitly (step() arrives as step(note='')): the server sees a different call than the model made",
             "P6",
+            breaks=(("client.script_followed", _trl_defaults),),
         ),
         Defect(
             "inspect-finished-error",
             INSPECT,
             "generate(tool_calls='loop') does not stop on finished; the next call's episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
             "P7",
+            shows_in=_no_latch,
+            effect=Effect.REPORTS_ERROR,
+            breaks=(
+                ("client.stops_at_finished", _shown("inspect-finished-error", "ors-sdk-no-finish-latch")),
+                ("client.stops_at_finished", _under("cut-before-task-id")),
+            ),
         ),
         Defect(
             "inspect-ref-untyped",
@@ -308,6 +508,8 @@ DEFECTS: dict[str, Defect] = {
             ORS_SERVER,
             "no finish latch: a call after the one that returned finished=True still runs the tool and answers ok with a new reward, so a client that keeps calling (Inspect's tool loop) runs tools the episode no longer accepts, and a trainer reading the last reward trains on the later one",
             "P7",
+            shows_in=_calls_after_finished,
+            effect=Effect.HARMS_SERVER,
         ),
         Defect(
             "inspect-items-dropped",
@@ -326,18 +528,27 @@ DEFECTS: dict[str, Defect] = {
             INSPECT,
             "openreward_dataset() reads the split with list_tasks() only: an environment that serves tasks by index (/tasks answers 400) cannot be evaluated at all",
             "P11",
+            shows_in=_index_only,
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
         ),
         Defect(
             "inspect-5xx-fails-eval",
             INSPECT,
             "under the flaky-5xx profile (a quarter of requests 502/503/504 with Retry-After: 1, at most 2 in a row) the eval fails: the 5xx surfaces from openreward_dataset()'s list_tasks() or, in the sample, from the async client's calls (observed: 'sample error: Upstream unavailable'), while the sync openreward client and TRL ride the same profile out",
             "P8",
+            shows_in=_under("flaky-5xx"),
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
         ),
         Defect(
             "firehorse-5xx-fails-trial",
             FIREHORSE,
             "under the flaky-5xx profile the trial fails before the agent starts: run_trial's own session set-up (get_prompt, list_tools on the async openreward client) raises the 502/503/504 it was answered with Retry-After (observed: SessionResponseError 504 on /task_tools), where the sync openreward client and TRL ride the same profile out",
             "P8",
+            shows_in=_under("flaky-5xx"),
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
         ),
         Defect(
             "firehorse-reward-shown",
@@ -350,12 +561,16 @@ DEFECTS: dict[str, Defect] = {
             FIREHORSE,
             "a trial starts from get_task(split, index) on the async openreward client, which reads env_name from the /task answer: against ors-sdk's server (whose /task answer has none) every trial ends with KeyError: 'env_name' before a session is opened",
             "P11",
+            shows_in=_get_task_on_ors_sdk,
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
         ),
         Defect(
             "firehorse-task-env-name",
             FIREHORSE,
             "both of a trial's sessions are opened from the Task that get_task returned, and the SDK fetched it from the server's default environment (its bare path, see env-name-not-sent): on a server with several environments /create names the default one ('two-envs-decoy' where the trial was started for 'two-envs') and the episode plays there",
             "P12",
+            breaks=(("client.env_name", _firehorse_task_env),),
         ),
         Defect(
             "firehorse-two-sessions",
@@ -365,6 +580,37 @@ DEFECTS: dict[str, Defect] = {
         ),
     )
 }
+
+#: The order defects that show together are named in: the one that decides the verdict first.
+_WEIGHT = {Effect.HANGS: 0, Effect.REPORTS_ERROR: 1, Effect.HARMS_SERVER: 2, Effect.WRONG_DATA: 3, Effect.RULE: 4}
+
+
+def shown_in(cell: CellFacts) -> list[Defect]:
+    """The pinned defects that change the episode in ``cell``, the one that decides its verdict first.
+
+    A defect that ``masks`` (the episode ends where it strikes) is the only one shown.
+    """
+    shown = [d for d in DEFECTS.values() if d.shows(cell)]
+    masking = [d for d in shown if d.masks]
+    return masking[:1] if masking else sorted(shown, key=lambda d: _WEIGHT[d.effect])
+
+
+def predicted(cell: CellFacts) -> Verdict:
+    """The verdict the pinned defects predict for ``cell``: the cell's own expectation and each shown defect's effect."""
+    expected = [Effect.REPORTS_ERROR] if cell.expects_error else []
+    return verdict_of([*expected, *(d.effect for d in shown_in(cell))])
+
+
+def broken_rules(cell: CellFacts) -> dict[str, Defect]:
+    """Client checks of rules the pinned defects make fail in ``cell``, by check id (the verdict does not depend on them)."""
+    found: dict[str, Defect] = {}
+    for defect in DEFECTS.values():
+        if defect.reaches(cell):
+            for check, where in defect.breaks:
+                if where(cell):
+                    found.setdefault(check, defect)
+    return found
+
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # the binder's own regex (environment.py)
 _DOC_SECTIONS = ("Args:", "Returns:", "Raises:")

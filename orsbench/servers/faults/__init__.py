@@ -55,6 +55,39 @@ class FaultContext:
 
 
 WrapFn = Callable[[ASGIApp, random.Random, FaultContext], ASGIApp]
+Knobs = tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class ClientFacts:
+    """What a fault profile means for a client played under it (the client matrix, check-client's cases).
+
+    A profile registered without any is played with the engine's defaults, ridden out by a correct
+    client, within :data:`CLIENT_DEADLINE_S`.
+    """
+
+    #: What a correct client does under it: ride it out and finish (``"finish"``), or stop with an error it
+    #: reports (``"error"``: the profile is trouble no client can or should ride out).
+    expect: Literal["finish", "error"] = "finish"
+    #: :class:`~orsbench.config.ServerConfig` fields that scale its timings down for a client episode
+    #: (``(("setup_delay", 1.0),)``), or seed it so the episode's first request is refused.
+    knobs: Knobs = ()
+    #: Seconds a client already started (a built-in one, forked ready) gets before it counts as hanging.
+    deadline_s: float = 20.0
+    #: A fresh server per client: a seeded fault stream then starts afresh for each.
+    per_client: bool = False
+    #: Its refusals carry ``Retry-After`` (a client's retries are timed against it).
+    retry_after: bool = False
+    #: It refuses ``POST /create_session``: no ``/create`` ever reaches the server.
+    refuses_session: bool = False
+    #: Why no client is played under it (``None``: every client is).
+    left_out: str | None = None
+    #: A test aid for the server side, not trouble a client meets: check-client has no case for it.
+    test_aid: bool = False
+
+
+#: Seconds a client gets under a profile that says nothing of its own.
+CLIENT_DEADLINE_S = ClientFacts.deadline_s
 
 
 @dataclass(frozen=True)
@@ -66,6 +99,8 @@ class Fault:
     apply: ApplyFn
     #: For HTTP faults: ``wrap(app, rng, context) -> app``, usable around any ORS ASGI app.
     wrap: WrapFn | None = None
+    #: For a profile: what a correct client does under it, and its timings scaled for a client episode.
+    client: ClientFacts = ClientFacts()
 
 
 #: The modules that register faults (see :mod:`orsbench.registry`).
@@ -80,32 +115,40 @@ FAULTS: Registry[Fault] = Registry("fault", modules=MODULES)
 
 
 def fault(
-    name: str, summary: str, kind: Literal["violation", "profile"], *, wrap: WrapFn | None = None
+    name: str,
+    summary: str,
+    kind: Literal["violation", "profile"],
+    *,
+    wrap: WrapFn | None = None,
+    client: ClientFacts = ClientFacts(),
 ) -> Callable[[ApplyFn], ApplyFn]:
     """Register an engine fault ``apply(engine, app, rng) -> app`` under ``name`` (decorator).
 
     ``wrap``, if given, is the same fault told at the HTTP level, for :func:`wrap_app`
-    (the engine keeps its own, more faithful ``apply``).
+    (the engine keeps its own, more faithful ``apply``). ``client``: a profile's facts for client episodes.
     """
 
     def decorate(fn: ApplyFn) -> ApplyFn:
-        FAULTS.register(Fault(name, summary, kind, fn, wrap), origin=fn.__module__)
+        FAULTS.register(Fault(name, summary, kind, fn, wrap, client), origin=fn.__module__)
         return fn
 
     return decorate
 
 
-def http_fault(name: str, summary: str, kind: Literal["violation", "profile"]) -> Callable[[WrapFn], WrapFn]:
+def http_fault(
+    name: str, summary: str, kind: Literal["violation", "profile"], *, client: ClientFacts = ClientFacts()
+) -> Callable[[WrapFn], WrapFn]:
     """Register an HTTP fault ``wrap(app, rng, context) -> app`` under ``name`` (decorator).
 
-    On the engine it is applied with a context that counts into the engine's stats.
+    On the engine it is applied with a context that counts into the engine's stats. ``client``: a
+    profile's facts for client episodes.
     """
 
     def decorate(fn: WrapFn) -> WrapFn:
         def apply(engine: "Engine", app: Any, rng: random.Random) -> Any:
             return fn(app, rng, engine_context(engine))
 
-        FAULTS.register(Fault(name, summary, kind, apply, fn), origin=fn.__module__)
+        FAULTS.register(Fault(name, summary, kind, apply, fn, client), origin=fn.__module__)
         return fn
 
     return decorate

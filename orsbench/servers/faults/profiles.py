@@ -39,7 +39,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
-from orsbench.servers.faults import FaultContext, WrapFn, engine_context, fault, http_fault
+from orsbench.servers.faults import ClientFacts, FaultContext, WrapFn, engine_context, fault, http_fault
 from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept, ReapIdle
 from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope, header
 from orsbench.servers.state import TaskRegistry
@@ -84,6 +84,14 @@ INSUFFICIENT_CREDITS = (
     "Top up your credits, then start the session again (orsbench fault profile credits-402)."
 )
 
+
+
+#: Seeded so the first request of a client episode is refused: a client shows at once how it retries.
+CLIENT_SEED = 3
+#: What each profile means for a client episode (the client matrix, check-client's cases): what a correct
+#: client does under it, and its timings scaled down through ServerConfig only (no client is patched).
+RIDE_OUT_SEEDED = ClientFacts(knobs=(("seed", CLIENT_SEED),), per_client=True, retry_after=True)
+REPORT_ERROR = ClientFacts(expect="error")
 
 
 # -- building blocks ---------------------------------------------------------
@@ -155,10 +163,10 @@ def _error_profile(name: str, statuses: tuple[int, ...], detail: str) -> WrapFn:
 
 _BURSTS = f"{ERROR_RATE:.0%} of requests (at most {MAX_BURST} in a row) get"
 _RETRY = f"with Retry-After: {RETRY_AFTER_S}"
-flaky_5xx = http_fault("flaky-5xx", f"{_BURSTS} 502/503/504 {_RETRY}", kind="profile")(
+flaky_5xx = http_fault("flaky-5xx", f"{_BURSTS} 502/503/504 {_RETRY}", kind="profile", client=RIDE_OUT_SEEDED)(
     _error_profile("flaky-5xx", FLAKY_STATUSES, "Upstream unavailable (orsbench fault profile flaky-5xx); retry later.")
 )
-rate_limit = http_fault("rate-limit", f"{_BURSTS} 429 {_RETRY}", kind="profile")(
+rate_limit = http_fault("rate-limit", f"{_BURSTS} 429 {_RETRY}", kind="profile", client=RIDE_OUT_SEEDED)(
     _error_profile("rate-limit", (429,), "Too many requests (orsbench fault profile rate-limit); retry later.")
 )
 
@@ -168,6 +176,7 @@ rate_limit = http_fault("rate-limit", f"{_BURSTS} 429 {_RETRY}", kind="profile")
     f"setup takes {SLOW_SETUP_S:g} s (or --setup-delay); /prompt and /call answer 503 X-Backend-State: starting "
     f"after {SLOW_SETUP_WAIT_S:g} s",
     kind="profile",
+    client=ClientFacts(knobs=(("setup_delay", 1.0),), retry_after=True),
 )
 def slow_setup(engine: Engine, app: Any, rng: random.Random) -> Any:
     config = engine.config
@@ -182,7 +191,12 @@ class SetupFailed(RuntimeError):
     """The injected setup failure (its name is what clients see in the 500 detail)."""
 
 
-@fault("setup-failure", "every session's setup fails: a sticky 500 on every session-bound request until /delete", kind="profile")
+@fault(
+    "setup-failure",
+    "every session's setup fails: a sticky 500 on every session-bound request until /delete",
+    kind="profile",
+    client=REPORT_ERROR,
+)
 def setup_failure(engine: Engine, app: Any, rng: random.Random) -> Any:
     # The engine only runs a background setup when there is a delay or a scenario setup.
     engine.config = engine.config.replace(setup_delay=max(engine.config.setup_delay, SETUP_FAILURE_AFTER_S))
@@ -208,12 +222,18 @@ def stream_drop(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGI
     f"every fresh /call stream goes silent after task_id for {STALL_PING_INTERVALS} keep-alive intervals, "
     "with no keep-alives; resuming by task_id works",
     kind="profile",
+    client=ClientFacts(knobs=(("ping_interval", 0.25),)),
 )
 def stream_stall(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
     return _cut(app, context, "stream-stall", "stall")
 
 
-@http_fault("stream-no-end", "every /call stream, resumes included, ends cleanly after task_id with no end event", kind="profile")
+@http_fault(
+    "stream-no-end",
+    "every /call stream, resumes included, ends cleanly after task_id with no end event",
+    kind="profile",
+    client=ClientFacts(expect="error", deadline_s=6.0),
+)
 def stream_no_end(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
     return _cut(app, context, "stream-no-end", "no-end", resumes_too=True)
 
@@ -224,14 +244,26 @@ def _reap_idle(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIA
 
 
 @fault(
-    "short-ttl", f"sessions idle for {SHORT_TTL_S:g} s (or a shorter --ttl) are reaped", kind="profile", wrap=_reap_idle
+    "short-ttl",
+    f"sessions idle for {SHORT_TTL_S:g} s (or a shorter --ttl) are reaped",
+    kind="profile",
+    wrap=_reap_idle,
+    client=ClientFacts(
+        left_out="it needs an idle gap longer than the TTL inside the episode; "
+        "conformance/test_client_robustness.py plays it for the openreward SDK and TRL"
+    ),
 )
 def short_ttl(engine: Engine, app: Any, rng: random.Random) -> Any:
     engine.config = engine.config.replace(ttl=min(engine.config.ttl, SHORT_TTL_S))
     return app
 
 
-@fault("tool-raises", f"tool call number {TOOL_RAISES_AT} of every session raises (an SSE error event)", kind="profile")
+@fault(
+    "tool-raises",
+    f"tool call number {TOOL_RAISES_AT} of every session raises (an SSE error event)",
+    kind="profile",
+    client=REPORT_ERROR,
+)
 def tool_raises(engine: Engine, app: Any, rng: random.Random) -> Any:
     counter = _SessionCounter(engine)
     count = engine_context(engine).count
@@ -254,6 +286,7 @@ def tool_raises(engine: Engine, app: Any, rng: random.Random) -> Any:
     f"the server restarts when a session makes tool call number {RESTART_AT_CALL}: every session and task is lost, "
     f"and for {RESTART_DOWN_S:g} s every request gets 502",
     kind="profile",
+    client=REPORT_ERROR,
 )
 def restart(engine: Engine, app: Any, rng: random.Random) -> Any:
     counter = _SessionCounter(engine)
@@ -298,6 +331,7 @@ LEAK_BYTES = 2048
     "memory-leak",
     f"test aid: every request keeps {LEAK_BYTES} bytes for good — a planted leak the soak benchmark must fail on",
     kind="profile",
+    client=ClientFacts(test_aid=True),
 )
 def memory_leak(engine: Engine, app: Any, rng: random.Random) -> Any:
     kept: list[bytes] = []
@@ -314,6 +348,7 @@ def memory_leak(engine: Engine, app: Any, rng: random.Random) -> Any:
     "credits-402",
     "every POST /create_session answers 402 Payment Required, insufficient credits: a client must stop, not retry",
     kind="profile",
+    client=ClientFacts(expect="error", refuses_session=True),
 )
 def credits_402(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
     async def decide(scope: Scope) -> Answer | None:
@@ -344,6 +379,7 @@ def _first_call_per_session() -> Any:
     "the first fresh /call of every session is cut after its 200 headers, before the task_id event; the tool ran, "
     "so a client that re-sends the call runs it twice (stats: calls)",
     kind="profile",
+    client=REPORT_ERROR,
 )
 def cut_before_task_id(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
     return CutStreams(app, "cut-before-task-id", "before-task-id", context, select=_first_call_per_session())

@@ -289,3 +289,15 @@ def test_retry_after_judges_only_the_same_request_sent_again(second_sid: str, ve
     traffic = group([_ping("A", 10.0, 503), _ping(second_sid, 10.02, 200), _ping("A", 11.2, 200)])
     outcome = retry_after(Context(run=None, traffic=traffic))  # type: ignore[arg-type]
     assert outcome is not None and outcome.status is verdict, outcome
+
+
+def test_retry_after_with_no_retry_is_a_skip_not_a_pass() -> None:
+    """Issue 27: a client that never sent the request again was graded as having waited out Retry-After.
+    Nothing was retried, so nothing was exercised: a skip that says so, never a pass."""
+    from orsbench.clientcheck.checks import Context, retry_after
+    from orsbench.clientcheck.traffic import group
+
+    traffic = group([_ping("A", 10.0, 503), _ping("B", 10.5, 200)])
+    outcome = retry_after(Context(run=None, traffic=traffic))  # type: ignore[arg-type]
+    assert outcome is not None and outcome.status is Status.SKIP, outcome
+    assert "never sent the request again" in outcome.message

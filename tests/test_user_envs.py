@@ -162,3 +162,29 @@ def test_a_prompt_that_blocks_past_the_timeout_fails_starting_503() -> None:
     result = report.result("session.starting_503")
     assert result.status is Status.FAIL and "blocked" in result.message and "no 503" in result.message
     assert report.exit_code == 1
+
+
+#: The checks whose probes the play probe's own finish starves on a server that caches the environment per task.
+STARVED = ("tool.no_crash_on_valid_input", "tool.no_hang", "quality.reward_hacking", "quality.reward_deterministic")
+
+
+def test_sessions_that_start_finished_are_failures_not_vacuous_passes() -> None:
+    """Issue 24: a task's second session started finished (an environment cached per task); every fuzz and quality
+    call was answered episode_finished and the checker graded those checks as passes because nothing ran."""
+    report = check("cached_per_task.py:CachedPerTask")
+    assert report.exit_code == 1
+    for check_id in STARVED:
+        result = report.result(check_id)
+        assert result.status is Status.FAIL, (check_id, result.status, result.message)
+        assert "episode_finished" in result.message and "started finished" in result.message, result.message
+        assert result.measured["ran"] == 0 and result.measured["refused"] == {"episode_finished": result.measured["refused"]["episode_finished"]}
+        assert result.evidence and result.reproduce  # the refused first call, and a curl script that shows it
+    fuzz_calls = sum(entry["calls"] for entry in report.evidence.facts.fuzz.values())
+    assert fuzz_calls <= 2  # two sessions that start finished stop the fuzz: no budget spent on refusals
+
+
+def test_the_same_game_without_the_cache_passes_what_it_failed() -> None:
+    report = check("command_game.py:CommandGame")
+    for check_id in STARVED:
+        assert report.result(check_id).status is Status.PASS, (check_id, report.result(check_id).message)
+    assert not report.evidence.facts.refusals

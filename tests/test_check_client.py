@@ -136,6 +136,11 @@ def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, ch
     assert found.spec.startswith("docs/protocol.md §12.") and found.remediation
     if fault == "no-resume":  # the evidence: the cut stream, then the fresh call the client sent instead of a resume
         assert len(found.evidence) == 2 and "task_id" not in found.evidence[1]["request_body"], found.evidence
+    if fault == "strip-chunks":  # the evidence is shown around the first difference, not cut exactly where the texts part
+        diff = found.measured["difference"]
+        assert diff["at"] == found.measured["first_difference"] > 0 and len(diff["before"]) == min(80, diff["at"])
+        assert diff["expected"] != diff["actual"] and diff["expected"][0] != diff["actual"][0]
+        assert "after '" in found.message and "the environment sent '" in found.message and "the client returned '" in found.message
 
 
 @pytest.mark.parametrize("variant, convention", [("episode-reward-sum", "sum"), ("episode-reward-last", "last non-null")])

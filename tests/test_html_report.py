@@ -17,6 +17,7 @@ import pytest
 
 from orsbench.checks import Options, load_checks, run_checks
 from orsbench.reports import render_check, render_markdown, render_matrix
+from orsbench.reports.html import anchor
 from orsbench.reports.links import _CHECKOUT, _PACKAGED, sections_of, slug, spec_links
 
 from tests.browser import CHECK_FACTS, Chromium, find_chromium
@@ -151,6 +152,145 @@ def test_the_markdown_summary_has_a_fix_column_and_absolute_links_under_a_config
     monkeypatch.setenv("ORSBENCH_DOCS_URL", base + "/")
     assert f"[§4.2]({base}/docs/protocol.md#42-rewards)" in render_markdown(broken)
     assert f'href="{base}/docs/protocol.md#42-rewards"' in render_check(broken)
+
+
+# -- check-client: the case × check grid ------------------------------------------------------
+def client_report(failing: dict[str, list[str]], *, verdict_fail: bool = True) -> dict:
+    """A check-client report document as the real model makes it: every case of the catalogue, every client
+    check passing, except ``failing`` (case → checks), each with a message, evidence and the client's words."""
+    from orsbench.checks.model import CheckResult, Severity, Status
+    from orsbench.checks.runner import Report
+    from orsbench.clientcheck import CLIENT_CHECKS, cases, scoped
+    from orsbench.checks.evidence import Options
+
+    report = Report(target="python my_adapter.py", options=Options())
+    for case in cases():
+        results = []
+        for check in CLIENT_CHECKS.values():
+            bad = check.id in failing.get(case.name, [])
+            results.append(
+                CheckResult(
+                    id=check.id, title=check.title, status=Status.FAIL if bad else Status.PASS, severity=check.severity,
+                    message=f"{check.id} broke in {case.name}" if bad else "fine", measured=None,
+                    evidence=[{"request": "POST /echo/call", "status": 200, "body": "event: end\ndata: {}\n\n"}] if bad else [],
+                    remediation=check.remediation, spec=f"docs/protocol.md {check.spec}",
+                    client={"exit_code": 1, "stopped_for": None, "errors": ["boom"], "stderr_tail": "Traceback: boom"} if bad else None,
+                )
+            )
+        report.results += scoped(results, case.name)
+    doc = report.to_json()
+    assert doc["verdict"] == ("fail" if verdict_fail else "pass")
+    return doc
+
+
+#: Failures in cases late in the catalogue: in a flat list they were thousands of pixels down.
+LATE = {"secrets": ["client.secrets"], "sparse-reward+stream-drop": ["client.resume_by_task_id"], "recover": ["client.episode_completed"]}
+
+
+def test_the_check_client_page_is_a_case_by_check_grid_with_failing_cases_first():
+    from orsbench.clientcheck import CLIENT_CHECKS, cases
+
+    doc = client_report(LATE)
+    page = render_check(doc, title="orsbench check-client")
+    rows = re.findall(r'<tr class="r-(\w+)"><th class="case"><a href="#case-([^"]+)">([^<]+)</a></th>\n(.*?)</tr>', page, re.S)
+    assert [name for *_, name, _ in rows][:3] == [c.name for c in cases() if c.name in LATE]  # failing rows first, in order
+    assert {name for *_, name, _ in rows} == {c.name for c in cases()}
+    assert [style for style, *_ in rows].count("fail") == 3
+    headers = re.findall(r'<th class="check" title="([^"]+)">', page)
+    assert headers == [c.id for c in CLIENT_CHECKS.values()]  # a column per check, in catalogue order
+    cells = [re.findall(r'<td class="cell s-(\w+)">(?:<a href="#([^"]+)")?', row) for *_, row in rows]
+    assert all(len(row) == len(headers) for row in cells)
+    for (_, _, name, _), row in zip(rows, cells):
+        for column, (style, href) in zip(headers, row):
+            assert style == ("fail" if column in LATE.get(name, []) else "pass")
+            assert href == anchor(f"{column}[{name}]") + "-detail" and f'id="{href}"' in page  # the cell opens its detail
+    assert "0 failed" not in page and '<span class="c-fail">3 failed</span>' in page
+
+
+def test_a_rule_broken_in_every_case_is_one_finding_line():
+    from orsbench.clientcheck import cases
+
+    doc = client_report({c.name: ["client.session_deleted"] for c in cases()})
+    page = render_check(doc, title="orsbench check-client")
+    findings = page[page.index("<h2>Findings</h2>") : page.index('<h2 id="grid">')]
+    assert findings.count("<li>") == 1 and f"and {len(cases()) - 6} more case(s)" in findings
+
+
+def test_zero_counts_are_not_drawn_in_alarm_colours_on_a_pass():
+    page = render_check(client_report({}, verdict_fail=False), title="orsbench check-client")
+    counts = page[page.index('<p class="counts"') : page.index("</p>", page.index('<p class="counts"'))]
+    assert '<span class="c-zero">0 failed</span>' in counts and '<span class="c-zero">0 errors</span>' in counts
+    assert "c-fail" not in counts and "c-error" not in counts
+    server = render_check({"target": "x", "verdict": "pass", "exit_code": 0, "checks": [], "summary": {"pass": 3}})
+    assert '<span class="c-zero">0 failed</span>' in server and '<span class="c-pass">3 passed</span>' in server
+
+
+def test_a_text_difference_is_shown_around_the_first_differing_character():
+    from orsbench.clientcheck.checks import difference
+
+    sent = "alpha beta" + "   " + "gamma" * 50
+    returned = "alpha beta" + "gamma" * 50
+    diff = difference(sent, returned, "the environment sent", "the client returned")
+    assert diff["at"] == 10 and diff["before"] == "alpha beta" and diff["expected"].startswith("   gamma") and diff["actual"].startswith("gamma")
+    doc = client_report({}, verdict_fail=False)
+    doc["checks"][0].update(status="fail", message="differs", measured={"difference": diff})
+    page = render_check(doc)
+    block = page[page.index('<div class="difference">') :]
+    assert '<span class="same">alpha·beta</span><span class="differs">···gamma' in block
+    assert '<span class="same">alpha·beta</span><span class="differs">gammagamma' in block
+
+
+@needs_chromium
+def test_a_browser_shows_every_failure_of_a_check_client_page_above_the_fold(tmp_path):
+    """Issue 27: in the flat list the failures were at 2,000 and 5,000 px; in the grid every failing cell is on the
+    first screen (1280 × 1000), red in the screenshot, and a click on one opens its evidence."""
+    from PIL import Image
+
+    path = tmp_path / "client.html"
+    path.write_text(render_check(client_report(LATE), title="orsbench check-client"))
+    facts_js = """(() => ({
+      fold: window.innerHeight,
+      failing: [...document.querySelectorAll('td.cell.s-fail')].map(td => td.getBoundingClientRect().bottom),
+      findings: document.querySelector('h2 + p + ul.tight').getBoundingClientRect().bottom,
+      red: getComputedStyle(document.querySelector('td.cell.s-fail')).backgroundColor,
+    }))()"""
+    with Chromium(height=1000) as browser:
+        load = browser.load(path, facts_js)
+        shot = browser.screenshot(tmp_path / "fold.png", height=1000)
+        browser.evaluate("document.querySelector('td.cell.s-fail a').click(); 0")
+        opened = browser.evaluate(
+            "(() => { const d = document.querySelector(location.hash); const c = d.closest('details.check');"
+            " return [location.hash, c.open, c.closest('details.case').open, !!c.querySelector('.client pre.stderr'),"
+            " c.getBoundingClientRect().top >= 0 && c.getBoundingClientRect().top < window.innerHeight]; })()"
+        )
+    assert load.errors == [] and load.console == []
+    facts = load.facts
+    assert len(facts["failing"]) == 3 and max(facts["failing"]) <= facts["fold"] and facts["findings"] <= facts["fold"]
+    red = tuple(int(v) for v in re.findall(r"\d+", facts["red"])[:3])
+    pixels = Image.open(shot).convert("RGB")
+    assert pixels.size == (1280, 1000)
+    assert sum(1 for p in pixels.getdata() if p == red) > 3 * 200, "three red cells in the first screen"
+    assert opened[0].endswith("-detail") and opened[1:] == [True, True, True, True]
+
+
+def test_not_applicable_is_its_own_status_in_every_report(broken):
+    """A check the environment gives nothing to judge (checker's Status.NOT_APPLICABLE) is neither a pass nor a skip."""
+    from orsbench.reports import junit_xml
+
+    n_a = [r for r in broken.results if r.status.value == "n/a"]
+    assert n_a, "the echo mock has no long tool: call.keepalive_interval is not applicable"
+    assert broken.to_json()["summary"]["n/a"] == len(n_a) and n_a[0].id not in {i["id"] for i in broken.required_not_run()}
+    page = render_check(broken)
+    assert f'<span class="c-skip">{len(n_a)} not applicable</span>' in page
+    assert re.search(rf'id="{anchor(n_a[0].id)}">\s*<summary><span class="tag bg-skip">N/A</span>', page)
+    assert re.search(rf"· {sum(1 for r in n_a if r.group == 'call')} n/a</span>", page)
+    assert f"**{len(n_a)}** not applicable" in render_markdown(broken)
+    xml = junit_xml(broken)
+    case = xml[xml.index(f'name="{n_a[0].id}"') :]
+    assert case.index("<skipped message=\"not applicable: ") < case.index("</testcase>")
+    doc = client_report(LATE)
+    doc["checks"][0]["status"] = "n/a"
+    assert '<td class="cell s-na"><a href="#check-client-exits_in_time-' in render_check(doc)
 
 
 # -- protocol links -----------------------------------------------------------------------

@@ -29,6 +29,7 @@ on each entry say where it can be judged and what its failure means:
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -152,6 +153,39 @@ def _in_its_words(run: CaseRun) -> str:
         return f"; the client reported: {_short(errors[0], 200)}"
     last = next((line.strip() for line in reversed(run.stderr.splitlines()) if line.strip()), "")
     return f"; its stderr ends: {_short(last, 200)}" if last else ""
+
+
+#: Characters of context a text difference keeps before the first differing character, and from it on.
+DIFF_BEFORE, DIFF_AFTER = 80, 120
+
+
+def difference(expected: str, actual: str, expected_is: str, actual_is: str) -> dict[str, Any]:
+    """Where two texts first differ, with context: ``{"at", "before", "expected", "actual", ...}``.
+
+    The shape every report draws as a difference (:mod:`orsbench.reports.html`): ``before`` is the
+    common text just before position ``at``, ``expected``/``actual`` each text from there on — so a
+    reader sees *around* the difference, not a cut that starts exactly where the texts part.
+    """
+    at = next((i for i, (a, b) in enumerate(zip(expected, actual)) if a != b), min(len(expected), len(actual)))
+    return {
+        "at": at,
+        "before": expected[max(0, at - DIFF_BEFORE) : at],
+        "expected": expected[at : at + DIFF_AFTER],
+        "actual": actual[at : at + DIFF_AFTER],
+        "expected_is": expected_is,
+        "actual_is": actual_is,
+        "expected_chars": len(expected),
+        "actual_chars": len(actual),
+    }
+
+
+def _tail(text: str, limit: int = 20) -> str:
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
+def _spaced(text: str) -> str:
+    """``text`` quoted with a run of spaces counted (``'a⟨39 spaces⟩b'``): in a one-line message spaces are invisible."""
+    return repr(re.sub(r" {3,}", lambda m: f"⟨{len(m.group())} spaces⟩", text))
 
 
 def _short(text: Any, limit: int = 120) -> str:
@@ -563,11 +597,13 @@ def text_verbatim(ctx: Context) -> CheckOutcome | None:
     for call, output, line in compared:
         sent, shown = text_of(output), line.get("text")
         if shown != sent:
-            at = next((i for i, (a, b) in enumerate(zip(sent, shown)) if a != b), min(len(sent), len(shown)))
+            diff = difference(sent, shown, "the environment sent", "the client returned")
+            at = diff["at"]
             return failed(
-                f"{call.tool}: the text differs from what the environment sent at character {at} "
-                f"(sent {len(sent)} chars {_short(sent[at:at + 30])!r}, returned {len(shown)} chars {_short(shown[at:at + 30])!r})",
-                {"tool": call.tool, "sent_chars": len(sent), "returned_chars": len(shown), "first_difference": at},
+                f"{call.tool}: the text differs at character {at} (sent {len(sent)} chars, returned {len(shown)}): "
+                f"after {_spaced(_tail(diff['before']))} the environment sent {_spaced(_short(diff['expected'], 40))}, "
+                f"the client returned {_spaced(_short(diff['actual'], 40))}",
+                {"tool": call.tool, "sent_chars": len(sent), "returned_chars": len(shown), "first_difference": at, "difference": diff},
                 call.answer.exchange if call.answer else None,
             )
     if not compared:

@@ -33,7 +33,7 @@ import jinja2
 from orsbench.version import __version__
 from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
-from orsbench.reports.verdict import reasons
+from orsbench.reports.verdict import reasons, split_id
 from orsbench.wire.reproduce import SECRET_VARIABLES
 from orsbench.wire.redact import scrub
 from orsbench.wire.sse import SSEComment, SSEParser
@@ -58,6 +58,17 @@ def anchor(check_id: str) -> str:
 
 
 _ENV.filters["anchor"] = anchor
+
+#: How a difference shows whitespace, so "sent three spaces, returned none" can be seen.
+_VISIBLE = str.maketrans({" ": "·", "\t": "→", "\n": "⏎\n", "\r": "␍"})
+
+
+def visible(text: str) -> str:
+    """``text`` with its whitespace drawn (spaces as ·, tabs as →, line breaks as ⏎)."""
+    return str(text).translate(_VISIBLE)
+
+
+_ENV.filters["visible"] = visible
 
 
 # -- the wire exchange ------------------------------------------------------------------
@@ -133,8 +144,44 @@ def _check_view(result: Mapping[str, Any], docs_url: str | None = None) -> dict[
         "links": spec_links(result.get("spec", ""), docs_url),
         "exchanges": [exchange_view(e) for e in result.get("evidence") or []],
         "client": result.get("client"),
+        "difference": _difference(measured),
         "measured_text": None if measured is None else json.dumps(measured, indent=2, ensure_ascii=False, default=repr)[:4000],
     }
+
+
+def _difference(measured: Any) -> dict[str, Any] | None:
+    """A check's ``measured["difference"]`` when it has the shape reports draw (``clientcheck.checks.difference``)."""
+    diff = measured.get("difference") if isinstance(measured, Mapping) else None
+    keys = ("at", "before", "expected", "actual", "expected_is", "actual_is", "expected_chars", "actual_chars")
+    return dict(diff) if isinstance(diff, Mapping) and all(k in diff for k in keys) else None
+
+
+#: The counts a report's head shows, in order: status key, the word after the number.
+_COUNTED = (("pass", "passed"), ("fail", "failed"), ("warn", "warned"), ("skip", "skipped"), ("n/a", "not applicable"), ("error", "errors"))
+
+
+def _counts(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``12 passed · 0 failed …``: a count is drawn in its colour only when it is not zero ("0 failed" is no alarm).
+
+    A status with no results at all and no place in every report ("not applicable") is left out.
+    """
+    out = []
+    for key, word in _COUNTED:
+        n = int(summary.get(key) or 0)
+        if key == "n/a" and not n:
+            continue
+        style = ("skip" if key == "n/a" else key) if n else "zero"
+        out.append({"n": n, "text": f"{n} {word}", "style": style})
+    return out
+
+
+def _tally(checks: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``[{"label": "n/a", "style": "skip", "n": 2}, ...]``: a group's counts by label (N/A apart from SKIP), first seen first."""
+    counts: dict[str, dict[str, Any]] = {}
+    for c in checks:
+        entry = counts.setdefault(c["label"], {"label": c["label"].lower(), "style": c["style"], "n": 0})
+        entry["n"] += 1
+    return list(counts.values())
 
 
 def _groups(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -144,10 +191,7 @@ def _groups(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         groups.setdefault(check["id"].split(".", 1)[0], []).append(check)
     out = []
     for name, members in groups.items():
-        counts: dict[str, int] = {}
-        for check in members:
-            counts[check["style"]] = counts.get(check["style"], 0) + 1
-        out.append({"name": name, "checks": members, "counts": counts, "open": any(c["open"] for c in members)})
+        out.append({"name": name, "checks": members, "counts": _tally(members), "open": any(c["open"] for c in members)})
     return out
 
 
@@ -196,18 +240,103 @@ def render_check(report: Any, *, title: str = "orsbench check", secrets: Iterabl
     data = {**_DOCUMENT_DEFAULTS, **data}
     checks = [_check_view(r, docs_url) for r in data.get("checks", [])]
     summary = {**dict.fromkeys(("pass", "fail", "warn", "skip", "error", "exchanges"), 0), "required_not_run": [], **(data["summary"] or {})}
-    page = _ENV.get_template("check.html.j2").render(
-        title=title,
-        report=data,
-        summary=summary,
-        checks=checks,
-        groups=_groups(checks),
-        findings=_findings(checks),
-        reasons=reasons(data),
-        generated=_now(),
-        version=data.get("orsbench_version") or __version__,
-    )
+    common = {
+        "title": title,
+        "report": data,
+        "summary": summary,
+        "checks": checks,
+        "counts": _counts(summary),
+        "findings": _findings(checks),
+        "reasons": reasons(data),
+        "generated": _now(),
+        "version": data.get("orsbench_version") or __version__,
+    }
+    if checks and all(split_id(c["id"])[1] is not None for c in checks):
+        not_run = not_run_by_check(summary["required_not_run"])
+        page = _ENV.get_template("cases.html.j2").render(**common, **case_grid(checks), not_run=not_run)
+    else:
+        page = _ENV.get_template("check.html.j2").render(**common, cases=None, groups=_groups(checks))
     return scrub(page, [*known, *secrets], _SCRUBBED)
+
+
+# -- check-client: a case × check grid ----------------------------------------------------
+#: How a row of the grid ranks: a case with a failure first, then one with an error, a warning, the rest.
+_RANK = {"fail": 0, "error": 1, "warn": 2}
+#: The mark a grid cell shows for each label (the label itself is in its tooltip and its detail).
+_MARK = {"PASS": "✓", "FAIL": "✗", "STALE": "✗", "WARN": "!", "XFAIL": "x", "ERROR": "⚠", "SKIP": "–", "N/A": "○"}
+
+
+def _columns(rows: list[list[str]]) -> list[str]:
+    """The checks in catalogue order, merged from each case's (a case lists a subsequence of the catalogue)."""
+    order: list[str] = []
+    for ids in rows:
+        previous = None
+        for check in ids:
+            if check not in order:
+                order.insert(order.index(previous) + 1 if previous is not None else 0, check)
+            previous = check
+    return order
+
+
+def case_grid(checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """check-client's report as Autobahn lays out a fuzzing report: a row per case, a column per check.
+
+    Each cell links to its check's detail (evidence, the client's own words, the wire exchanges); a case
+    the check does not apply to is an empty cell. Rows with a failure come first, so a failing client's
+    problems are on the first screen; within a rank, cases keep the catalogue order.
+    """
+    by_case: dict[str, dict[str, dict[str, Any]]] = {}
+    for c in checks:
+        check, case = split_id(c["id"])
+        c["check"], c["case"] = check, case
+        c["mark"] = _MARK.get(c["label"], c["label"])
+        c["cell"] = "na" if c["label"] == "N/A" else c["style"]
+        by_case.setdefault(str(case), {})[check] = c
+    columns = _columns([list(results) for results in by_case.values()])
+    cases = []
+    for position, (name, results) in enumerate(by_case.items()):
+        styles = [c["style"] for c in results.values()]
+        rank = min((_RANK[s] for s in styles if s in _RANK), default=len(_RANK))
+        # Within a case, the detail lists its findings first, then the rest in catalogue order.
+        detail = sorted(results.values(), key=lambda c: (_RANK.get(c["style"], len(_RANK)), columns.index(c["check"])))
+        cases.append(
+            {
+                "name": name,
+                "anchor": "case-" + anchor(name)[len("check-") :],
+                "cells": [results.get(check) for check in columns],
+                "checks": detail,
+                "counts": _tally(detail),
+                "open": rank < len(_RANK),
+                "rank": (rank, position),
+            }
+        )
+    cases.sort(key=lambda case: case["rank"])
+    headers = [{"id": check, "short": check.split(".", 1)[-1]} for check in columns]
+    return {"cases": cases, "columns": headers, "by_check": _by_check(checks)}
+
+
+def _by_check(checks: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The findings sections with each check once — the cases it failed in beside it — so a client that fails
+    one rule everywhere gets one line, not one per case, and the grid stays on the first screen."""
+    out = []
+    for title, members in _findings(checks):
+        grouped: dict[str, dict[str, Any]] = {}
+        for c in members:
+            entry = grouped.setdefault(c["check"], {"check": c["check"], "message": c["message"], "cases": []})
+            entry["cases"].append({"name": c["case"], "anchor": c["anchor"]})
+        out.append((title, list(grouped.values())))
+    return out
+
+
+def not_run_by_check(not_run: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``summary.required_not_run`` by check: ``[{"check", "cases": [...], "why"}]`` (check-client's page)."""
+    grouped: dict[str, dict[str, Any]] = {}
+    for item in not_run:
+        check, case = split_id(str(item["id"]))
+        grouped.setdefault(check, {"check": check, "why": item["why"], "cases": []})["cases"].append(
+            {"name": case, "anchor": anchor(str(item["id"]))}
+        )
+    return list(grouped.values())
 
 
 # -- the client matrix ------------------------------------------------------------------

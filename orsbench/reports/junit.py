@@ -2,8 +2,8 @@
 
 What turns a CI job red is exactly what makes ``orsbench check`` exit non-zero:
 a failed required check or a stale baseline entry is a ``<failure>``, an
-internal error an ``<error>``. A skipped check and an expected (baselined)
-failure are ``<skipped>``; a failed recommended/advisory check and a warning
+internal error an ``<error>``. A skipped check, one that is not applicable
+(its message says so) and an expected (baselined) failure are ``<skipped>``; a failed recommended/advisory check and a warning
 pass, with the finding in ``<system-out>``, so they are visible without
 breaking the build.
 """
@@ -63,8 +63,15 @@ def _case(suite: ET.Element, result: CheckResult) -> tuple[str, ...]:
     elif result.status is Status.ERROR:
         ET.SubElement(case, "error", message=result.message, type="internal").text = _details(result)
         kinds = ("error",)
-    elif result.status is Status.SKIP or result.baseline == "expected":
-        message = f"expected failure (baseline): {result.message}" if result.baseline == "expected" else result.message
+    elif result.status in (Status.SKIP, Status.NOT_APPLICABLE) or result.baseline == "expected":
+        # JUnit knows no "not applicable": it is a skip whose message says so (never a pass a dashboard would count).
+        message = (
+            f"expected failure (baseline): {result.message}"
+            if result.baseline == "expected"
+            else f"not applicable: {result.message}"
+            if result.status is Status.NOT_APPLICABLE
+            else result.message
+        )
         ET.SubElement(case, "skipped", message=message)
         kinds = ("skipped",)
     ET.SubElement(case, "system-out").text = _details(result)

@@ -47,7 +47,8 @@ def render_markdown(
         "",
         *([f"**{_cell('; '.join(why))}**", ""] if (why := reasons(data)) else []),
         f"**{s.get('pass', 0)}** passed · **{s.get('fail', 0)}** failed · **{s.get('warn', 0)}** warned · "
-        f"**{s.get('skip', 0)}** skipped · **{s.get('error', 0)}** errors — {s.get('total', 0)} checks, "
+        f"**{s.get('skip', 0)}** skipped · {f'**{n_a}** not applicable · ' if (n_a := s.get('n/a')) else ''}"
+        f"**{s.get('error', 0)}** errors — {s.get('total', 0)} checks, "
         f"{s.get('exchanges', 0)} requests{_folded(s)}, {data.get('duration_s', 0)} s (exit {data.get('exit_code')})",
         "",
     ]

@@ -33,7 +33,8 @@ def split_id(result_id: str) -> tuple[str, str | None]:
 
 
 def _cut(text: str, limit: int = MESSAGE_CHARS) -> str:
-    line = " ".join(str(text).split())
+    """One line, cut to ``limit``; runs of spaces are kept (a message may quote text whose spaces matter)."""
+    line = re.sub(r"\s*[\r\n\t]+\s*", " ", str(text)).strip()
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 

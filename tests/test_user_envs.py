@@ -9,6 +9,7 @@ that names its rule; the clean, realistic ones must pass and be played to
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterator
 
 import pytest
@@ -69,6 +70,17 @@ def test_a_tool_that_hangs_on_long_input_fails_no_hang() -> None:
     assert report.exit_code == 1
     found = failure(report, "tool.no_hang")[0]
     assert found["tool"] == "remember" and len(found["input"]["note"]) > 200
+    assert report.result("tool.no_crash_on_valid_input").status is Status.PASS
+
+
+def test_a_command_tool_that_hangs_on_control_characters_fails_no_hang() -> None:
+    """Issue 24's regression: found by tool.no_hang once, missed after the boundary list grew (hypothesis draws left
+    control characters to chance). Control characters are a boundary class now, tried in every fuzz run."""
+    report = check("hangs_on_control.py:HangsOnControl")
+    assert report.exit_code == 1
+    found = failure(report, "tool.no_hang")[0]
+    assert found["tool"] == "command" and found["found_by"] == "boundary"
+    assert any(unicodedata.category(c) == "Cc" and c not in "\t\n\r" for c in found["input"]["command"])
     assert report.result("tool.no_crash_on_valid_input").status is Status.PASS
 
 

@@ -20,6 +20,7 @@ with :func:`~orsbench.checks.collector.probe`; judging stays in the checks.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -211,6 +212,12 @@ def probe_play(col: Collector) -> None:
             continue
         if sid == play_sid:
             play_sid = None
+            if col.client.ping(sid).status == 404:
+                # Opened early and idle since: a short TTL reaped it before its first call (a fresh one, then).
+                col.end_session(sid)
+                sid = col.open_on(index)
+                if sid is None:
+                    continue
         label = "play." if not episodes else f"play.task{index}."
         episode = play_one(col, sid, index, label)
         episodes.append(episode)
@@ -428,6 +435,8 @@ class _ToolFuzz:
         self.fresh = False
         self.found: Failure | None = None
         self.hang: Failure | None = None
+        #: Inputs that ran without a failure (the shrinker does not send them again).
+        self.passed: set[str] = set()
         #: Fresh sessions in a row whose first call was answered episode_finished.
         self.wrong_starts = 0
         #: Set when sessions keep starting finished: every further call would be refused too.
@@ -473,14 +482,18 @@ class _ToolFuzz:
         return None
 
     def run(self, base: dict[str, Any], *, skip_search: bool) -> None:
-        boundaries = schema_examples.boundary_inputs(self.schema, base)
-        for value in [base, *boundaries][: self.examples]:
-            if self.spent:
+        rounds = [(0, base), *schema_examples.boundary_rounds(self.schema, base)]
+        # The first round (every boundary class once on every property) is not cut by the fuzz's
+        # time budget unless the tool is slow: a class that found a real bug is tried in every run.
+        slow = self.c.ev.facts.durations.get(self.tool, 0.0) >= SLOW_TOOL_S
+        for round_, value in rounds[: self.examples]:
+            if self.blocked or self.calls >= self.budget or ((round_ or slow) and self.spent):
                 return
             failure = self.attempt(value, "boundary")
             if failure is not None:
-                self.found = failure
+                self.found = self.shrink(failure, base, slow=slow)
                 return
+            self.passed.add(_key(value))
         if skip_search:
             return
         strategy = schema_examples.input_strategy(self.schema, base)
@@ -506,3 +519,45 @@ class _ToolFuzz:
         schema_examples.search(strategy, fails, examples=left, seed=self.c.options.seed)
         if self.found is None and self.hang is not None:
             self.found = self.hang
+
+    def shrink(self, failure: Failure, base: dict[str, Any], *, slow: bool) -> Failure:
+        """The simplest input that fails the same way as ``failure`` (a boundary value is reported as drawn otherwise).
+
+        Greedy over :func:`~orsbench.schema_examples.simpler_inputs`, smallest first, at most
+        :data:`SHRINK_CALLS` calls; a hang is never shrunk (each try costs ``--timeout``).
+        """
+        if failure.kind == "hang":
+            return failure
+        tries = 0
+        improved = True
+        while improved:
+            improved = False
+            for candidate in schema_examples.simpler_inputs(self.schema, failure.input, base):
+                if tries >= SHRINK_CALLS or self.blocked or self.calls >= self.budget or (slow and self.spent):
+                    return failure
+                if _key(candidate) in self.passed:
+                    continue
+                tries += 1
+                again = self.attempt(candidate, failure.found_by)
+                if again is not None and again.kind == failure.kind and _signature(again.detail) == _signature(failure.detail):
+                    failure, improved = again, True
+                    break
+                if again is None:
+                    self.passed.add(_key(candidate))
+        return failure
+
+
+#: A tool whose first call took this long keeps the fuzz's time budget even for the first round of boundaries.
+SLOW_TOOL_S = 1.0
+#: At most this many calls spent shrinking one failing boundary input.
+SHRINK_CALLS = 16
+_QUOTED_OR_DIGITS = re.compile(r"'[^']*'|\"[^\"]*\"|\d+")
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def _signature(detail: str) -> str:
+    """A failure's message without the values in it: the same bug on a smaller input reads the same."""
+    return _QUOTED_OR_DIGITS.sub("", detail)[:200]

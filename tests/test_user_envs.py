@@ -119,6 +119,17 @@ def test_never_finishing_is_flagged_and_strict_fails_on_what_could_not_run() -> 
     assert strict.exit_code == 1
 
 
+def test_winning_without_finishing_fails_a_recommended_check() -> None:
+    """Issue 27: reward 1.0 and "solved!" with finished: false was only an advisory warning."""
+    report = check("wins_without_finishing.py:WinsWithoutFinishing", max_play_calls=20)
+    result = report.result("reward.win_finishes")
+    assert result.status is Status.FAIL and result.severity.value == "recommended", (result.status, result.message)
+    assert "solved!" in result.message and "reward 1" in result.message and result.evidence
+    assert result.measured["calls_after"] > 0
+    assert report.result("call.episode_finishes").status is Status.WARN
+    assert report.exit_code == 0  # recommended: a warning on the verdict line, not a failed run
+
+
 @pytest.mark.parametrize(
     ("target", "least_calls"),
     [("validator_gated.py:ValidatorGated", 1), ("long_game.py:LongGame", 50)],

@@ -85,6 +85,10 @@ class Failure:
         return {"tool": self.tool, "kind": self.kind, "input": self.input, "detail": self.detail, "found_by": self.found_by}
 
 
+#: The reward that means "solved" on the usual 0–1 scale: a call earning it and not finishing the episode is suspect.
+WIN_REWARD = 1.0
+
+
 @dataclass(frozen=True)
 class Refusal:
     """A call the server answered without running its tool, for a reason that has nothing to do with the input.
@@ -128,6 +132,8 @@ class Episode:
     seconds: float = 0.0
     #: Indices of :attr:`calls` the server refused without running the tool (a :class:`Refusal` each).
     refused: set[int] = field(default_factory=set)
+    #: The first call that earned the top reward (``WIN_REWARD`` or more) with ``finished: false``: its exchange name.
+    unfinished_win: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {

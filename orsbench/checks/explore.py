@@ -27,7 +27,7 @@ from typing import Any
 
 from orsbench import protocol, schema_examples
 from orsbench.checks.collector import Collector, probe
-from orsbench.checks.evidence import NO_SUCH_TOOL, Episode, Facts, Failure, result_of
+from orsbench.checks.evidence import NO_SUCH_TOOL, WIN_REWARD, Episode, Facts, Failure, result_of
 from orsbench.checks.gameplay import Player, answer_text
 from orsbench.protocol import JSON
 from orsbench.wire.evidence import Exchange
@@ -176,6 +176,8 @@ def play_one(col: Collector, sid: str, index: int | None, label: str, *, fresh: 
         reward = _reward(outcome.result)
         if reward is not None:
             episode.rewards.append(reward)
+            if reward >= WIN_REWARD and not _finished(outcome.result) and episode.unfinished_win is None:
+                episode.unfinished_win = name
         if outcome.kind == "ok" and _finished(outcome.result):
             episode.finished, episode.reward = True, reward
             break

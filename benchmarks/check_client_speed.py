@@ -5,7 +5,7 @@
 
 Measures, side by side in one run:
 
-* **end to end** — ``orsbench check-client --cmd <reference adapter> --jobs N -q`` as a subprocess,
+* **end to end** — ``orsbench check-client --client-cmd <reference adapter> --jobs N -q`` as a subprocess,
   the command a user types: interpreter, every case server, every client run, grading, reports;
 * **per case** — from an in-process run of :func:`orsbench.clientcheck.check_client`: the client's own
   time (its command, start to exit) and the overhead orsbench adds around it (serving the case,
@@ -44,7 +44,7 @@ def main() -> int:
     client = command()
     load_before = os.getloadavg()[0]
 
-    argv = [sys.executable, "-m", "orsbench", "check-client", "--cmd", client, "--jobs", str(args.jobs), "-q"]
+    argv = [sys.executable, "-m", "orsbench", "check-client", "--client-cmd", client, "--jobs", str(args.jobs), "-q"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     begin = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, check=False)

@@ -1,4 +1,4 @@
-"""How long ``orsbench check --serve echo`` takes, end to end (target: within 5 s).
+"""How long ``orsbench check --scenario echo`` takes, end to end (target: within 5 s).
 
     python benchmarks/check_speed.py                 # 5 runs of the command, plus the parts
     python benchmarks/check_speed.py --runs 10 --scenario slow --json check_speed.json
@@ -42,7 +42,7 @@ def main() -> int:
     parser.add_argument("--json", dest="json_path", help="write the figures here as JSON")
     args = parser.parse_args()
 
-    command = [sys.executable, "-m", "orsbench", "check", "--serve", args.scenario, "--impl", args.impl, "-q"]
+    command = [sys.executable, "-m", "orsbench", "check", "--scenario", args.scenario, "--impl", args.impl, "-q"]
     end_to_end: list[float] = []
     codes: list[int] = []
     for _ in range(args.runs):

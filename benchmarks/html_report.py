@@ -5,13 +5,16 @@
 Pages measured, each written to a temporary folder and opened from file:// in
 headless chromium (tests/browser.py, DevTools protocol), ``--runs`` times:
 
-* ``check reward-bool``: ``orsbench check --serve echo --fault reward-bool``
+* ``check reward-bool``: ``orsbench check --scenario echo --fault reward-bool``
   with the default fuzz (a real failing run);
 * ``matrix predicted``: the full client matrix (every client × server ×
   scenario and fault profile), as ``orsbench matrix --predicted`` gives it;
 * ``matrix worst case``: the same grid with every cell carrying the longest
   error text a live run keeps (2,000 characters) and five problems, so the size
-  bound holds for a live run too.
+  bound holds for a live run too;
+* ``check-client no-resume``: ``orsbench check-client`` of every case with a
+  client that re-runs a cut call instead of resuming it (``tests/clients/faulty.py
+  no-resume``): the case × check grid of a real failing run.
 
 Printed per page: bytes, median and worst load (navigation start to the end
 of the load event, Performance API), median wall time of Page.navigate →
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import os
 import statistics
 import subprocess
 import sys
@@ -39,10 +43,26 @@ def check_report(folder: Path) -> Path:
     """A real failing run's HTML, written by the CLI itself."""
     out = folder / "check-reward-bool.html"
     subprocess.run(
-        [sys.executable, "-m", "orsbench", "check", "--serve", "echo", "--fault", "reward-bool", "--html", str(out), "-q"],
+        [sys.executable, "-m", "orsbench", "check", "--scenario", "echo", "--fault", "reward-bool", "--html", str(out), "-q"],
         check=False,
         capture_output=True,
         timeout=300,
+    )
+    return out
+
+
+def client_report(folder: Path) -> Path:
+    """A real failing check-client run over every case, written by the CLI itself."""
+    out = folder / "check-client-no-resume.html"
+    # As a user types it (the page shows the command): `python` is this interpreter, the path relative to the checkout.
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    subprocess.run(
+        [sys.executable, "-m", "orsbench", "check-client", "--client-cmd", "python tests/clients/faulty.py no-resume", "--html", str(out), "-q"],
+        check=False,
+        capture_output=True,
+        timeout=900,
+        cwd=ROOT,
+        env=env,
     )
     return out
 
@@ -66,8 +86,8 @@ def matrix_pages(folder: Path) -> list[tuple[str, Path]]:
     return [(f"matrix predicted ({len(result['cells'])} cells)", predicted), (f"matrix worst case ({len(result['cells'])} cells)", worst)]
 
 
-def screenshots(browser: Chromium, check_page: Path, matrix_page: Path, out: Path) -> None:
-    """The README's picture (the failing check, open) and the matrix grid."""
+def screenshots(browser: Chromium, check_page: Path, matrix_page: Path, client_page: Path, out: Path) -> None:
+    """The README's picture (the failing check, open), the matrix grid and the check-client grid (its first screen)."""
     browser.load(check_page)
     browser.evaluate("document.getElementById('check-reward-well_formed').scrollIntoView()")
     top = browser.evaluate("document.getElementById('check-reward-well_formed').getBoundingClientRect().top + window.scrollY")
@@ -86,6 +106,8 @@ def screenshots(browser: Chromium, check_page: Path, matrix_page: Path, out: Pat
     browser.call("Emulation.clearDeviceMetricsOverride")
     browser.load(matrix_page)
     browser.screenshot(out / "matrix.png", height=1100)
+    browser.load(client_page)
+    browser.screenshot(out / "check-client.png", height=1000)
 
 
 def main() -> int:
@@ -96,7 +118,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         check_page = check_report(folder)
-        pages = [("check reward-bool (fuzz on)", check_page), *matrix_pages(folder)]
+        client_page = client_report(folder)
+        pages = [("check reward-bool (fuzz on)", check_page), *matrix_pages(folder), ("check-client no-resume", client_page)]
         print(f"{'page':<32} {'bytes':>9} {'load median':>12} {'load worst':>11} {'wall median':>12} {'errors':>7}")
         with Chromium() as browser:
             for name, path in pages:
@@ -107,7 +130,7 @@ def main() -> int:
                 print(f"{name:<32} {path.stat().st_size:>9,} {statistics.median(ms):>10.0f}ms {max(ms):>9.0f}ms {wall * 1000:>10.0f}ms {errors:>7}")
             if args.screenshots:
                 args.screenshots.mkdir(parents=True, exist_ok=True)
-                screenshots(browser, check_page, pages[1][1], args.screenshots)
+                screenshots(browser, check_page, pages[1][1], client_page, args.screenshots)
                 print(f"screenshots in {args.screenshots}/")
     return 0
 

@@ -11,7 +11,7 @@ and tested on a laptop with a fake ``GITHUB_STEP_SUMMARY`` / ``GITHUB_OUTPUT``:
    composite action;
 2. run ``orsbench check`` on the one target named, writing JSON, JUnit, HTML
    and Markdown into the output folder; with ``client-cmd``, run
-   ``orsbench check-client --cmd`` too, with the same reports;
+   ``orsbench check-client --client-cmd`` too, with the same reports;
 3. append the Markdown to ``$GITHUB_STEP_SUMMARY`` and the paths and verdict
    to ``$GITHUB_OUTPUT``;
 4. exit with the worst exit code of the runs (0 pass, 1 fail, 2 unreachable or
@@ -31,8 +31,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: The inputs that name the server to check; exactly one must be given.
-TARGETS = {"url": None, "serve": "--serve", "app": "--app", "cmd": "--cmd"}
+#: The inputs that name the server to check (and the ``orsbench check`` flag each becomes); exactly one must be given.
+TARGETS = {"url": None, "serve": "--scenario", "app": "--app", "cmd": "--server-cmd"}
 USAGE = 2
 
 
@@ -106,7 +106,7 @@ def check_command(inputs: Inputs, out: Path) -> list[str]:
 
 def client_command(inputs: Inputs, out: Path) -> list[str]:
     """The ``orsbench check-client`` command line (the same report formats as ``check``)."""
-    cmd = _orsbench("check-client", "--cmd", inputs.client_cmd)
+    cmd = _orsbench("check-client", "--client-cmd", inputs.client_cmd)
     cmd += ["--json", str(out / "client-report.json"), "--junit", str(out / "client-junit.xml")]
     cmd += ["--html", str(out / "client-report.html"), "--markdown", str(out / "client-summary.md"), "--verbose"]
     return cmd + inputs.client_args

@@ -59,7 +59,7 @@ class ServerConfig:
     #: Scenario parameters (``--param key=value``), passed to the scenario factory.
     params: dict[str, Any] = field(default_factory=dict)
     #: Fields set on purpose, even to their default value: a scenario's own defaults never override them
-    #: (``orsbench check --serve slow --ping-interval 10`` serves keep-alives every 10 s, not slow's 0.25 s).
+    #: (``orsbench check --scenario slow --ping-interval 10`` serves keep-alives every 10 s, not slow's 0.25 s).
     explicit: tuple[str, ...] = ()
 
     @property

@@ -40,7 +40,7 @@ class Verdict(StrEnum):
     """The one vocabulary of how a client fared with an episode."""
 
     #: Played as a correct client does: to the end, or (where the case asks for it) to a clear error.
-    WORKS = "survives"
+    WORKS = "works"
     #: Stopped with an error that says what happened (right, where the case is one a correct client cannot ride out).
     FAILS_CLEARLY = "fails clearly"
     #: Took wrong data for right, or left the server worse off — with or without an error.

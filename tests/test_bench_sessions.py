@@ -117,9 +117,10 @@ def echo_server():
     ],
 )
 def test_bad_targets_are_usage_errors(args, capsys):
-    assert cli_main(["bench", *args]) == 2
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["bench", *args])
     err = capsys.readouterr().err
-    assert err.startswith("orsbench bench:") and "Traceback" not in err
+    assert exc.value.code == 2 and err.strip().splitlines()[-1].startswith("orsbench bench: error:") and "Traceback" not in err
 
 
 def test_local_target_accepts_loopback_only():

@@ -35,7 +35,7 @@ def _closed_port() -> int:
 
 def test_serve_echo_passes_and_writes_json_and_junit(tmp_path, capsys):
     json_path, junit_path = tmp_path / "report.json", tmp_path / "junit.xml"
-    code = main(["check", "--serve", "echo", "--json", str(json_path), "--junit", str(junit_path)])
+    code = main(["check", "--scenario", "echo", "--json", str(json_path), "--junit", str(junit_path)])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "── discovery" in out and "verdict: PASS (exit 0)" in out
@@ -47,7 +47,7 @@ def test_serve_echo_passes_and_writes_json_and_junit(tmp_path, capsys):
 
 
 def test_serve_with_a_violation_fails_with_exit_1(capsys):
-    code = main(["check", "--serve", "echo", "--fault", "reward-bool", "-q"])
+    code = main(["check", "--scenario", "echo", "--fault", "reward-bool", "-q"])
     out = capsys.readouterr().out
     assert code == 1
     assert "reward.well_formed" in out and "is a bool" in out
@@ -86,7 +86,38 @@ def test_a_server_that_is_not_ors_exits_2(router, capsys):
     # Every path under an unknown violation name answers 404: an HTTP server, but not an ORS one.
     code = main(["check", router.url + ROUTER_PREFIX + "no-such-violation"])
     assert code == 2
-    assert "does not look like an ORS server" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "is not an ORS server" in out and "verdict: NOT-ORS (exit 2)" in out and "UNREACHABLE" not in out
+
+
+def test_a_plain_http_server_is_not_ors_not_unreachable(tmp_path, capsys):
+    """A web server that answers every request (here Python's own, serving a folder) is reachable: its verdict
+    is NOT-ORS, in the terminal, the JSON, the JUnit and the Markdown — never UNREACHABLE."""
+    import functools
+    import http.server
+    import threading
+
+    (tmp_path / "index.html").write_text("<h1>my blog</h1>")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        junit, markdown = tmp_path / "j.xml", tmp_path / "s.md"
+        code = main(["check", url, "--json", "-", "--junit", str(junit), "--markdown", str(markdown)])
+    finally:
+        server.shutdown()
+        server.server_close()
+    captured = capsys.readouterr()
+    assert code == 2
+    report = json.loads(captured.out)
+    assert report["verdict"] == "not-ors" and "is not an ORS server" in report["reason"] and "GET /health answered 404" in report["reason"]
+    assert "verdict: NOT-ORS (exit 2)" in captured.err and "UNREACHABLE" not in captured.err
+    error = ET.parse(junit).getroot().find(".//error")
+    assert error is not None and error.get("type") == "not-ors"
+    assert "NOT-ORS" in markdown.read_text()
 
 
 def test_internal_error_exits_3(echo, capsys):
@@ -134,10 +165,10 @@ def test_list_prints_every_check_with_its_severity(capsys):
     "argv",
     [
         ["check"],
-        ["check", "http://127.0.0.1:1", "--serve", "echo"],
+        ["check", "http://127.0.0.1:1", "--scenario", "echo"],
         ["check", "http://127.0.0.1:1", "--only", "nothing.matches*"],
         ["check", "http://127.0.0.1:1", "--expected-failures", "/nonexistent.yaml"],
-        ["check", "--serve", "echo", "--fault", "no-such-fault"],
+        ["check", "--scenario", "echo", "--fault", "no-such-fault"],
     ],
     ids=["no-target", "two-targets", "only-matches-nothing", "missing-baseline", "unknown-fault"],
 )

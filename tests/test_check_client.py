@@ -187,7 +187,7 @@ def test_a_flooding_client_is_stopped_as_a_request_storm(monkeypatch):
 def test_the_cli_reports_a_faulty_client_with_exit_1_and_names_the_case(tmp_path, capsys):
     out = tmp_path / "report.json"
     html, md = tmp_path / "r.html", tmp_path / "r.md"
-    argv = ["check-client", "--cmd", faulty("drop-env-name"), "--cases", "echo", "--timeout", str(SLACK_S)]
+    argv = ["check-client", "--client-cmd", faulty("drop-env-name"), "--cases", "echo", "--timeout", str(SLACK_S)]
     code = main([*argv, "--json", str(out), "--junit", str(tmp_path / "j.xml"), "--html", str(html), "--markdown", str(md)])
     assert code == 1
     assert 'id="check-client-env_name-echo" open' in html.read_text()  # the same report model, the same page
@@ -201,7 +201,7 @@ def test_the_cli_reports_a_faulty_client_with_exit_1_and_names_the_case(tmp_path
 def test_the_verdict_offers_no_flag_check_client_lacks(tmp_path, capsys):
     """A crash leaves the checks after it unjudged; the reports say so without pointing at a --strict it has not."""
     html = tmp_path / "r.html"
-    assert main(["check-client", "--cmd", faulty("crash"), "--cases", "echo", "--timeout", str(SLACK_S), "--html", str(html)]) == 1
+    assert main(["check-client", "--client-cmd", faulty("crash"), "--cases", "echo", "--timeout", str(SLACK_S), "--html", str(html)]) == 1
     out = capsys.readouterr().out.strip().splitlines()
     verdict = out[-1]
     # The verdict leads with the crash (issue 27); the checks it left unjudged are listed above it.
@@ -214,7 +214,7 @@ def test_the_verdict_offers_no_flag_check_client_lacks(tmp_path, capsys):
 
 def test_a_client_finding_carries_the_clients_error_line_and_stderr_tail(tmp_path, capsys):
     """Issue 27: ``client.episode_completed`` failed with no evidence; now every report shows the client's own words."""
-    argv = ["check-client", "--cmd", faulty("give-up"), "--cases", "sparse-reward+rate-limit", "--timeout", str(SLACK_S), "-v"]
+    argv = ["check-client", "--client-cmd", faulty("give-up"), "--cases", "sparse-reward+rate-limit", "--timeout", str(SLACK_S), "-v"]
     html, junit, out = tmp_path / "r.html", tmp_path / "j.xml", tmp_path / "r.json"
     assert main([*argv, "--html", str(html), "--junit", str(junit), "--json", str(out)]) == 1
     terminal = capsys.readouterr().out
@@ -243,13 +243,53 @@ def test_a_clients_stderr_loses_the_cases_secret_before_it_reaches_a_finding():
     assert runner.CaseRun(case, case.script, "x").client_evidence() is None  # no process ran: nothing to show
 
 
+# -- docs/clients.md is enough to write a client (issue 27) ------------------------------------------------
+CLIENTS_MD = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
+
+
+def _wire_section() -> tuple[str, str]:
+    """docs/clients.md's wire summary (prose) and the client written from it (the code block)."""
+    text = CLIENTS_MD.read_text()
+    prose = text.split("## The wire in one page")[1].split("<!-- wire-client:start -->")[0]
+    block = text.split("<!-- wire-client:start -->")[1].split("<!-- wire-client:end -->")[0]
+    return prose, block.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_wire_summary_names_everything_a_client_sends_and_reads():
+    prose, code = _wire_section()
+    for constant in (protocol.CREATE_SESSION, protocol.CREATE, protocol.DELETE, f"/{{env}}/{protocol.PROMPT}", f"/{{env}}/{protocol.CALL}",
+                     protocol.SESSION_HEADER, protocol.SECRETS_HEADER, protocol.RETRY_AFTER_HEADER, protocol.BACKEND_STATE_HEADER,
+                     f"`{protocol.EVENT_TASK_ID}`", f"`{protocol.EVENT_CHUNK}`", f"`{protocol.EVENT_END}`", f"`{protocol.EVENT_ERROR}`",
+                     '"task_id"', "4096", "Retry-After", "finished: true", "docs/protocol.md"):  # fmt: skip
+        assert constant in prose, constant
+    imports = set()
+    for line in code.splitlines():
+        if line.startswith("import "):
+            imports |= {name.strip().split(".")[0] for name in line[len("import ") :].split(",")}
+        elif line.startswith("from "):
+            imports.add(line.split()[1].split(".")[0])
+    assert imports == {"base64", "json", "math", "os", "sys", "time", "httpx"}, imports  # the standard library and httpx: no orsbench
+
+
+def test_a_client_written_from_docs_clients_md_alone_passes_check_client(tmp_path):
+    """The block is the summary made code: a client that knows only the page passes the cases that test each rule."""
+    _, code = _wire_section()
+    client = tmp_path / "client.py"
+    client.write_text(code)
+    picked = ["echo", "schema-zoo", "sparse-reward+stream-drop", "sparse-reward+rate-limit", "sparse-reward+cut-before-task-id",
+              "echo+missing-task", "echo+reward-bool", "sparse-reward+tool-raises", "recover", "secrets"]  # fmt: skip
+    report = check_client(shlex.join([sys.executable, str(client)]), [get_case(name) for name in picked], timeout=SLACK_S, jobs=2)
+    assert report.exit_code == 0, [(r.id, r.message) for r in report.results if r.status is not Status.PASS]
+    assert {r.id.split("[")[1].rstrip("]") for r in report.results} == set(picked)
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
         (["check-client"], "give the client command"),
-        (["check-client", "--cmd", "x", "--cases", "nope"], "unknown client case 'nope'"),
-        (["check-client", "--cmd", "x --token {secrets}"], "secrets never go on a command line"),
-        (["check-client", "--cmd", "x", "--timeout", "0"], "must be greater than 0"),
+        (["check-client", "--client-cmd", "x", "--cases", "nope"], "unknown client case 'nope'"),
+        (["check-client", "--client-cmd", "x --token {secrets}"], "secrets never go on a command line"),
+        (["check-client", "--client-cmd", "x", "--timeout", "0"], "must be greater than 0"),
     ],
 )
 def test_usage_errors_exit_2_naming_the_fix(argv, message, capsys):
@@ -306,3 +346,38 @@ def test_retry_after_with_no_retry_is_a_skip_not_a_pass() -> None:
     outcome = retry_after(Context(run=None, traffic=traffic))  # type: ignore[arg-type]
     assert outcome is not None and outcome.status is Status.SKIP, outcome
     assert "never sent the request again" in outcome.message
+
+
+# -- a command the shell cannot run is the user's usage error, not a client bug (issue 27) -----------------------
+@pytest.mark.parametrize(
+    ("command", "fragment"),
+    [
+        ("pyhton my_adapter.py", "'pyhton' is not found on PATH (/bin/sh would exit 127)"),
+        ("ORSBENCH_X=1 pyhton my_adapter.py", "'pyhton' is not found"),
+        ("./no/such/adapter.sh", "'./no/such/adapter.sh' does not exist (/bin/sh would exit 127)"),
+        ("{not_executable}", "is not executable (/bin/sh would exit 126)"),
+    ],
+)
+def test_a_command_that_does_not_exist_or_cannot_run_is_a_usage_error(command, fragment, tmp_path, capsys):
+    script = tmp_path / "adapter.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")  # no x bit
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as exc:
+        main(["check-client", "--client-cmd", command.replace("{not_executable}", str(script)), "--cases", "echo"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2, err
+    assert fragment in err.strip().splitlines()[-1] and "Traceback" not in err
+    assert time.monotonic() - started < 10  # said before any case server starts
+
+
+def test_a_program_the_command_runs_that_is_missing_is_found_out_by_running_and_is_a_usage_error(capsys):
+    """The shell finds ``sh``, but the program *it* runs is missing (exit 127, no request): exit 2 naming the
+    command and the shell's own line — never graded as a client that fails every check (exit 1)."""
+    command = "sh -c 'pyhton my_adapter.py'"
+    with pytest.raises(SystemExit) as exc:
+        main(["check-client", "--client-cmd", command, "--cases", "echo,pick"])
+    err = capsys.readouterr().err
+    line = err.strip().splitlines()[-1]
+    assert exc.value.code == 2, err
+    assert "exited 127 before any request" in line and "pyhton" in line and repr(command) in line
+    assert "verdict: FAIL" not in err

@@ -62,14 +62,14 @@ def test_check_app_with_a_crashing_tool_fails():
 
 
 def test_check_cmd_runs_any_server_command_on_a_free_port_and_stops_it_by_pid():
-    result = cli("--cmd", f"{PYTHON} -m orsbench serve echo --port {{port}}", "--only", QUICK)
+    result = cli("--server-cmd", f"{PYTHON} -m orsbench serve echo --port {{port}}", "--only", QUICK)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "env echo" in result.stdout
     assert _closed(_checked_url(result.stdout)), "the command's server is still listening"
 
 
 def test_check_cmd_that_exits_shows_its_output_and_exits_2():
-    result = cli("--cmd", f"{PYTHON} -c \"print('port {{port}} is taken, giving up'); raise SystemExit(3)\"", "--wait", "20")
+    result = cli("--server-cmd", f"{PYTHON} -c \"print('port {{port}} is taken, giving up'); raise SystemExit(3)\"", "--wait", "20")
     assert result.returncode == 2, result.stderr
     assert "exited with status 3" in result.stderr and "giving up" in result.stderr
     assert "Traceback" not in result.stderr
@@ -77,7 +77,7 @@ def test_check_cmd_that_exits_shows_its_output_and_exits_2():
 
 def test_check_cmd_slower_than_wait_is_stopped_with_a_hint():
     slow = f"{PYTHON} -c \"import time; print('warming up', flush=True); time.sleep(30)\" {{port}}"
-    result = cli("--cmd", slow, "--wait", "1")
+    result = cli("--server-cmd", slow, "--wait", "1")
     assert result.returncode == 2, result.stderr
     assert "within 1 s" in result.stderr and "--wait" in result.stderr and "warming up" in result.stderr
 
@@ -87,9 +87,9 @@ def test_check_cmd_slower_than_wait_is_stopped_with_a_hint():
     [
         (("--app", "tests/envs/long_game.py"), "FILE.py:Class"),
         (("--app", "no_such_file.py:X"), "no such file 'no_such_file.py'"),
-        (("--cmd", "python my_env.py"), "{port}"),
-        (("--app", "x.py:X", "--cmd", "y {port}"), "give one target"),
-        (("--serve", "echo", "--wait", "0"), "--wait"),
+        (("--server-cmd", "python my_env.py"), "{port}"),
+        (("--app", "x.py:X", "--server-cmd", "y {port}"), "give one target"),
+        (("--scenario", "echo", "--wait", "0"), "--wait"),
     ],
 )
 def test_target_mistakes_are_usage_errors(argv, fragment):

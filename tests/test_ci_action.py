@@ -2,7 +2,7 @@
 
 No CI service is reachable here, so the action's logic (``python -m
 orsbench.ci_action``) runs locally with a fake ``GITHUB_STEP_SUMMARY`` and
-``GITHUB_OUTPUT``, against ``--serve echo`` and against a broken profile.
+``GITHUB_OUTPUT``, against ``--scenario echo`` and against a broken profile.
 ``action.yml`` and the README's workflow are validated against the action and
 workflow schemas SchemaStore publishes (vendored under fixtures/schemas/ from
 the check-jsonschema package: no network at test time).
@@ -157,7 +157,7 @@ def test_bad_inputs_are_a_usage_error_naming_the_fix(tmp_path: Path, capsys: pyt
 
 
 def test_client_cmd_runs_check_client_with_every_report(tmp_path: Path) -> None:
-    """client-cmd runs ``orsbench check-client --cmd`` on a faulty client: exit 1, its summary and HTML written."""
+    """client-cmd runs ``orsbench check-client --client-cmd`` on a faulty client: exit 1, its summary and HTML written."""
     client = ROOT / "tests" / "clients" / "faulty.py"  # tests/test_check_client.py's faulty client
     code, summary, outputs, out = _run(tmp_path, client_cmd=f"{sys.executable} {client} drop-env-name", client_args="--cases echo")
     assert code == 1

@@ -40,23 +40,23 @@ def assert_usage_error(result: subprocess.CompletedProcess[str], *fragments: str
 
 # -- what to check: names the server does not have ---------------------------------------------------------------
 def test_unknown_env_lists_the_environments():
-    line = assert_usage_error(orsbench("check", "--serve", "echo", "--env", "nosuchenv", "-q"), "'nosuchenv'", "echo", "--env echo")
+    line = assert_usage_error(orsbench("check", "--scenario", "echo", "--env", "nosuchenv", "-q"), "'nosuchenv'", "echo", "--env echo")
     assert line.startswith("orsbench check: error:")
 
 
 def test_unknown_split_lists_the_splits():
-    assert_usage_error(orsbench("check", "--serve", "echo", "--split", "nosuchsplit", "-q"), "'nosuchsplit'", "train, test")
+    assert_usage_error(orsbench("check", "--scenario", "echo", "--split", "nosuchsplit", "-q"), "'nosuchsplit'", "train, test")
 
 
 def test_an_empty_train_split_is_reported_as_empty_with_the_splits_that_have_tasks():
-    result = orsbench("check", "--serve", "echo", "--param", "train_size=0", "-q")
+    result = orsbench("check", "--scenario", "echo", "--param", "train_size=0", "-q")
     line = assert_usage_error(result, "'train'", "has no tasks", "--split", "test (16 tasks)")
     assert "session.create" not in result.stdout + result.stderr, line
 
 
 def test_the_json_report_of_a_usage_error_says_why(tmp_path):
     path = tmp_path / "report.json"
-    assert_usage_error(orsbench("check", "--serve", "echo", "--env", "nope", "--json", str(path), "-q"))
+    assert_usage_error(orsbench("check", "--scenario", "echo", "--env", "nope", "--json", str(path), "-q"))
     import json
 
     report = json.loads(path.read_text())
@@ -77,7 +77,7 @@ def test_env_name_in_the_url_path_suggests_env(ors_server_factory):
 # -- numbers out of range -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("value", ["-5", "0"])
 def test_check_timeout_must_be_positive(value):
-    assert_usage_error(orsbench("check", "--serve", "echo", "--timeout", value), "--timeout", "greater than 0")
+    assert_usage_error(orsbench("check", "--scenario", "echo", "--timeout", value), "--timeout", "greater than 0")
 
 
 def test_serve_rejects_an_invalid_port():
@@ -110,16 +110,16 @@ def test_the_later_commands_parse_numbers_and_names_with_the_same_types(argv, fr
     assert_usage_error(orsbench(*argv), fragment)
 
 
-@pytest.mark.parametrize("command", [("check", "--serve", "echo"), ("serve", "echo"), ("bench",)])
+@pytest.mark.parametrize("command", [("check", "--scenario", "echo"), ("serve", "echo"), ("bench",)])
 def test_param_without_equals_is_a_usage_error_in_every_command(command):
     assert_usage_error(orsbench(*command, "--param", "train_size"), "--param", "KEY=VALUE")
 
 
 def test_param_of_the_wrong_type_names_the_type():
-    assert_usage_error(orsbench("check", "--serve", "echo", "--param", "train_size=many"), "train_size", "int", "'many'")
+    assert_usage_error(orsbench("check", "--scenario", "echo", "--param", "train_size=many"), "train_size", "int", "'many'")
 
 
-@pytest.mark.parametrize("command", [("check", "--serve", "echo"), ("serve", "echo")])
+@pytest.mark.parametrize("command", [("check", "--scenario", "echo"), ("serve", "echo")])
 def test_unknown_fault_is_a_usage_error(command):
     assert_usage_error(orsbench(*command, "--fault", "reward-bool,no-such-fault"), "--fault", "'no-such-fault'")
 
@@ -129,7 +129,7 @@ BLOCK = "import sys\nfor name in {names!r}:\n    sys.modules[name] = None  # imp
 
 
 def test_check_impl_sdk_without_the_sdk_extra_names_the_extra():
-    result = orsbench("check", "--serve", "echo", "--impl", "sdk", prelude=BLOCK.format(names=["openreward"]))
+    result = orsbench("check", "--scenario", "echo", "--impl", "sdk", prelude=BLOCK.format(names=["openreward"]))
     assert_usage_error(result, "openreward", 'pip install "orsbench[sdk]"')
 
 
@@ -211,8 +211,8 @@ def test_serve_on_a_port_in_use_says_so():
 @pytest.mark.parametrize("flag", ["--json", "--junit"])
 def test_a_report_path_in_a_missing_folder_is_refused_before_the_run(flag, tmp_path):
     missing = tmp_path / "no" / "such" / "report.out"
-    assert_usage_error(orsbench("check", "--serve", "echo", flag, str(missing)), flag, "no folder")
+    assert_usage_error(orsbench("check", "--scenario", "echo", flag, str(missing)), flag, "no folder")
 
 
 def test_a_missing_baseline_file_is_a_usage_error(tmp_path):
-    assert_usage_error(orsbench("check", "--serve", "echo", "--expected-failures", str(tmp_path / "nope.yaml")), "cannot read")
+    assert_usage_error(orsbench("check", "--scenario", "echo", "--expected-failures", str(tmp_path / "nope.yaml")), "cannot read")

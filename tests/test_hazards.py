@@ -271,7 +271,7 @@ HAZARDS = ("images", "schema-keywords", "dense-reward", "two-envs", "secrets", "
 
 @pytest.mark.parametrize("scenario", HAZARDS)
 def test_check_fails_only_what_the_scenario_fails_by_design(ors_server_factory, scenario: str) -> None:
-    """``orsbench check --serve X`` on the mock (``--secret`` for ``secrets``): every required check passes but
+    """``orsbench check --scenario X`` on the mock (``--secret`` for ``secrets``): every required check passes but
     the ones the scenario names."""
     from orsbench.checks import Options, Severity, Status, run_checks
 

@@ -110,9 +110,22 @@ def test_check_writes_html_and_markdown(ors_server_factory, tmp_path):
     assert "`discovery.health`" not in summary  # passes are counted, not listed
 
 
+def test_the_docs_url_flag_sets_where_protocol_links_point(tmp_path, monkeypatch):
+    """The configurable base on the command line (the Action sets $ORSBENCH_DOCS_URL; a flag wins over it)."""
+    monkeypatch.setenv("ORSBENCH_DOCS_URL", "https://example.org/wrong")
+    base = "https://github.com/example/orsbench/blob/v0.1.0"
+    md = tmp_path / "r.md"
+    argv = [sys.executable, "-m", "orsbench", "check", "--scenario", "echo", "--fault", "reward-bool", "--no-fuzz", "-q"]
+    done = subprocess.run([*argv, "--markdown", str(md), "--docs-url", base + "/"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert f"[§4.2]({base}/docs/protocol.md#42-rewards)" in md.read_text() and "example.org/wrong" not in md.read_text()
+    bad = subprocess.run([*argv, "--markdown", str(md), "--docs-url", "docs"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "is not an absolute URL" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_a_bad_report_path_is_a_usage_error():
     done = subprocess.run(
-        [sys.executable, "-m", "orsbench", "check", "--serve", "echo", "--html", "/no/such/folder/r.html"], capture_output=True, text=True
+        [sys.executable, "-m", "orsbench", "check", "--scenario", "echo", "--html", "/no/such/folder/r.html"], capture_output=True, text=True
     )
     assert done.returncode == 2 and "no folder" in done.stderr
 
@@ -121,7 +134,7 @@ def test_the_matrix_is_a_grid_with_cells_that_open(predicted_matrix, tmp_path):
     page = render_matrix(predicted_matrix)
     cells = re.findall(r'<td class="cell s-(\w+)"><details><summary>([^<]+)', page)
     assert len(cells) == len(predicted_matrix["cells"])
-    styles = {"survives": "pass", "fails clearly": "warn", "fails silently": "fail", "hangs": "error"}
+    styles = {"works": "pass", "fails clearly": "warn", "fails silently": "fail", "hangs": "error"}
     assert all(styles[verdict.split(" (")[0].strip()] == style for style, verdict in cells)
     defective = next(c for c in predicted_matrix["cells"] if c["defects"])
     assert f"<code>{defective['defects'][0]}</code> — " in page

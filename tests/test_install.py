@@ -46,7 +46,7 @@ def test_the_blocker_blocks(tmp_path: Path) -> None:
 
 
 def test_check_and_serve_need_no_extra(tmp_path: Path) -> None:
-    done = base_install(tmp_path, "check", "--serve", "echo")
+    done = base_install(tmp_path, "check", "--scenario", "echo")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "verdict: PASS" in done.stdout
 

@@ -40,7 +40,7 @@ def test_a_server_that_cannot_start_reports_its_log(spawner):
 
 @pytest.mark.parametrize(("asked", "served"), [(10.0, 10.0), (2.0, 2.0), (None, 0.25)])
 def test_a_knob_set_to_its_default_still_reaches_a_started_scenario(asked: float | None, served: float) -> None:
-    """``check --serve slow --ping-interval 10``: 10 equals the protocol default, yet it is what the user asked
+    """``check --scenario slow --ping-interval 10``: 10 equals the protocol default, yet it is what the user asked
     for — slow's own default (0.25 s) applies only when nothing was asked."""
     from orsbench.api import prepare
     from orsbench.servers import targets

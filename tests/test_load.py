@@ -341,7 +341,9 @@ def test_bench_cli_writes_json(tmp_path, capsys):
     assert set(data["servers"]) == {"mock", "floor"} and data["servers"]["mock"]["failures"] == 0
     assert "calls=2" in data["plan"]
     assert "round 1" not in capsys.readouterr().err  # -q: no progress lines
-    assert cli_main(["bench", "--args", "[1]", "-q"]) == 2
+    with pytest.raises(SystemExit) as exc:  # a usage error, as argparse's own
+        cli_main(["bench", "--args", "[1]", "-q"])
+    assert exc.value.code == 2 and "must be a JSON object" in capsys.readouterr().err
 
 
 # -- the engine's hot path keeps its behaviour ------------------------------------------

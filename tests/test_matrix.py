@@ -37,11 +37,14 @@ def test_every_client_defect_lists_under_the_clients_it_reaches() -> None:
         assert set(row["defects"]) <= listed, row
 
 
-@pytest.mark.parametrize("argv", [["--clients", "nope"], ["--servers", "floor"], ["--profiles", "bogus"], ["--parallel", "0"]])
+@pytest.mark.parametrize(
+    "argv", [["--clients", "nope"], ["--servers", "floor"], ["--profiles", "bogus"], ["--jobs", "0"], ["--parallel", "0"], ["--budget", "0"]]
+)
 def test_unknown_names_are_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["matrix", *argv]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["matrix", *argv])
     err = capsys.readouterr().err
-    assert "orsbench matrix: error:" in err and "Traceback" not in err
+    assert exc.value.code == 2 and "orsbench matrix: error:" in err and "Traceback" not in err
 
 
 def test_reduced_matrix_runs_and_keeps_the_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -72,13 +75,13 @@ def test_a_builtin_adapter_through_check_client_gets_the_matrix_verdict(client: 
     not the matrix's fork) and graded by the same checks gives the verdict the matrix predicts for that cell."""
     pytest.importorskip("trl")
     from orsbench.clientcheck import get_case, grade, run_case
-    from orsbench.clients.run import verdict
+    from orsbench.clientcheck.judgement import judge
 
     run = run_case(f"python -m orsbench.clients.adapter {client}", get_case(case), timeout=180)
     results = grade(run)
     profile = case.split("+", 1)[1] if "+" in case else None
     cell = C.Cell(client, "mock", case.split("+", 1)[0], profile)
-    assert verdict(run, results) == C.predicted(cell), [(r.id, r.status, r.message) for r in results]
+    assert judge(run, results).verdict == C.predicted(cell), [(r.id, r.status, r.message) for r in results]
     failed_rules = {r.id for r in results if r.status == "fail" and r.id in C.rule_defects(cell)}
     assert failed_rules == set(C.rule_defects(cell)), failed_rules
 

@@ -13,7 +13,6 @@ from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.servers.launch import start
 
 CLIENTS = [name for name in ("openreward", "ors") if CLIENT_TARGETS[name].installed]
-LIVE_OK = {"trains", "evaluates"}
 
 
 @pytest.mark.parametrize(("scenario", "impl"), [("echo", "mock"), ("pick", "mock"), ("echo", "sdk"), ("echo", "ors-sdk")])
@@ -36,9 +35,8 @@ def test_live_verdicts_match_the_prediction(scenario: str, impl: str, tmp_path: 
     assert sorted(rows) == sorted(CLIENTS)
     for client, row in rows.items():
         predicted = C.predicted(C.Cell(client, impl, scenario))
-        live_ok = row["verdict"] in LIVE_OK
-        assert live_ok == (predicted == "survives"), (client, row, predicted)
-        assert row["verdict"] == "evaluates"  # neither is the trainer target
+        assert row["verdict"] == predicted, (client, row, predicted)  # the matrix's words, the same judgement
+        assert row["verdict"] == "works" and row["trains"] is None  # neither is the trainer target
         assert row["client"] in printed.out
     # The secret went to the adapters by environment: it is in no output orsbench wrote.
     for text in (out.read_text(), md.read_text(), printed.out, printed.err):
@@ -57,7 +55,7 @@ def test_a_client_error_is_the_reason(capsys: pytest.CaptureFixture[str]) -> Non
         server.stop()
     printed = capsys.readouterr()
     assert code == 0
-    assert "openreward  fails — because ValueError: Secret key 'MY_ENV_KEY' is not in WELL_KNOWN_SECRETS" in printed.out
+    assert "openreward  fails clearly — because ValueError: Secret key 'MY_ENV_KEY' is not in WELL_KNOWN_SECRETS" in printed.out
     assert "s3cr3t-value" not in printed.out + printed.err
 
 
@@ -71,9 +69,9 @@ def test_a_predicted_failure_fails_live() -> None:
         result = live.play_on_url(server.url, clients=["inspect"], timeout=60)
     finally:
         server.stop()
-    row = result["rows"][0]
-    assert C.predicted(C.Cell("inspect", "mock", "echo")) != "survives"
-    assert row["verdict"] == "fails" and "finished" in row["why"], row
+    [row] = result.rows
+    assert C.predicted(C.Cell("inspect", "mock", "echo")) == "fails clearly"
+    assert row.verdict == "fails clearly" and "finished" in row.why, row
 
 
 def test_not_installed_is_listed_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,50 +85,57 @@ def test_not_installed_is_listed_not_run(monkeypatch: pytest.MonkeyPatch) -> Non
         result = live.play_on_url(server.url, clients=[missing], timeout=10)
     finally:
         server.stop()
-    assert result["rows"][0]["verdict"] == "not installed"
+    assert result.rows[0].verdict == "not installed"
 
 
-def test_judge_names_the_difference() -> None:
-    """A client that showed the model another text than the server answered fails, naming the call."""
+def test_the_one_judgement_names_the_difference() -> None:
+    """A client that showed the model another text, or another reward, than the server answered fails silently,
+    naming the call; one that reported an error fails clearly with its own words — the judgement every view uses."""
+    from orsbench.clientcheck.cases import Case
     from orsbench.clientcheck.contract import OutFile, parse_line
-    from orsbench.clientcheck.runner import Executed
-    from orsbench.clients.live import judge
+    from orsbench.clientcheck.episodes import Script, Step
+    from orsbench.clientcheck.judgement import judge
+    from orsbench.clientcheck.runner import CaseRun
 
-    line = parse_line(1, json.dumps({"tool": "echo", "text": "hello", "reward": 1.0, "finished": True}))
-    run = Executed(0, None, 0.0, 0.1, "", "", OutFile([line], 1, True))
-    assert judge("ors", run, ["hello"], 1.0, 5) == ("evaluates", "reward 1.0")
-    assert judge("trl", run, ["hello"], 1.0, 5) == ("trains", "reward 1.0")
-    verdict, why = judge("ors", run, [" hello"], 1.0, 5)
-    assert verdict == "fails" and "call 0 (echo)" in why
-    verdict, why = judge("ors", run, ["hello"], 0.5, 5)
-    assert verdict == "fails" and "reward is 1.0" in why
-    error = parse_line(1, json.dumps({"error": "ToolFailed: boom\nmore", "stage": "call"}))
-    verdict, why = judge("ors", Executed(1, None, 0.0, 0.1, "", "", OutFile([error], 1, True)), ["hello"], 1.0, 5)
-    assert (verdict, why) == ("fails", "ToolFailed: boom")
+    def run(expect: str, reward: float, *lines: dict, exit_code: int = 0) -> CaseRun:
+        script = Script("url", (Step("echo", {"text": "hello"}, expect),), reward=reward)
+        out = OutFile([parse_line(n, json.dumps(line)) for n, line in enumerate(lines, 1)], 1, True)
+        return CaseRun(Case("url", "", "yours"), script, "adapter", exit_code=exit_code, out=out)
+
+    line = {"tool": "echo", "text": "hello", "reward": 1.0, "finished": True}
+    assert judge(run("hello", 1.0, line), []).verdict == "works"
+    silent = judge(run(" hello", 1.0, line), [])
+    assert silent.verdict == "fails silently" and "echo returned 'hello', the scenario answers ' hello'" in silent.because
+    silent = judge(run("hello", 0.5, line), [])
+    assert silent.verdict == "fails silently" and "last reward is 1.0" in silent.because
+    clear = judge(run("hello", 1.0, {"error": "ToolFailed: boom\nmore", "stage": "call"}, exit_code=1), [])
+    assert (clear.verdict, clear.because) == ("fails clearly", "ToolFailed: boom")
 
 
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
         (["matrix", "--url", "http://192.0.2.1:8000"], "not on this machine"),
-        (["matrix", "--url", "ftp://127.0.0.1:8000"], "must look like"),
-        (["matrix", "--url", "http://127.0.0.1:9", "--clients", "nope"], "unknown nope"),
+        (["matrix", "--url", "ftp://127.0.0.1:8000"], "expected an http(s) URL like http://127.0.0.1:8000"),
+        (["matrix", "--url", "http://127.0.0.1:9", "--clients", "nope"], "unknown client 'nope'"),
         (["matrix", "--url", "http://127.0.0.1:9", "--servers", "mock"], "leave out --servers"),
         (["matrix", "--secret", "K=V"], "need --url"),
+        (["matrix", "--api-key", "k"], "need --url"),
     ],
 )
 def test_usage_errors(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
     err = capsys.readouterr().err
-    assert needle in err and "Traceback" not in err
+    assert exc.value.code == 2 and needle in err and "Traceback" not in err
 
 
-# -- your own client beside the installed ones (--cmd) ----------------------------------------------
+# -- your own client beside the installed ones (--client-cmd) ----------------------------------------------
 FAULTY = Path(__file__).parent / "clients" / "faulty.py"
 
 
 def test_adapter_commands_get_rows_and_the_html_page_shows_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``--cmd`` plays check-client-style adapters: the reference adapter evaluates, a crashing one fails with its error."""
+    """``--client-cmd`` plays check-client-style adapters: the reference adapter evaluates, a crashing one fails with its error."""
     import shlex
     import sys
 
@@ -140,7 +145,7 @@ def test_adapter_commands_get_rows_and_the_html_page_shows_them(tmp_path: Path, 
     html, out = tmp_path / "m.html", tmp_path / "m.json"
     server = start("echo")
     try:
-        code = main(["matrix", "--url", server.url, "--clients", "ors", "--cmd", reference_command(), "--cmd", crash,
+        code = main(["matrix", "--url", server.url, "--clients", "ors", "--client-cmd", reference_command(), "--client-cmd", crash,
                      "--secret", "OPENAI_API_KEY=s3cr3t-value", "--timeout", "60", "--json", str(out), "--html", str(html)])
     finally:
         server.stop()
@@ -148,11 +153,12 @@ def test_adapter_commands_get_rows_and_the_html_page_shows_them(tmp_path: Path, 
     assert code == 0, printed.err
     rows = {row["client"]: row for row in json.loads(out.read_text())["rows"]}
     assert list(rows) == ["ors", "cmd 1", "cmd 2"]
-    assert rows["cmd 1"]["verdict"] == "evaluates" and rows["cmd 1"]["command"] == reference_command(), rows["cmd 1"]
-    assert rows["cmd 2"]["verdict"] == "fails" and "the client fell over" in rows["cmd 2"]["why"], rows["cmd 2"]
+    assert rows["cmd 1"]["verdict"] == "works" and rows["cmd 1"]["command"] == reference_command(), rows["cmd 1"]
+    # It crashed (exit 1, nothing reported): a clear failure, in its own words (the crash is the one fault named).
+    assert rows["cmd 2"]["verdict"] == "fails clearly" and "the client fell over" in rows["cmd 2"]["why"], rows["cmd 2"]
     assert f"command: {crash}" in printed.out
     page = html.read_text()
-    assert "cmd 2" in page and "the client fell over" in page and 'class="cell s-fail"' in page and 'class="cell s-pass"' in page
+    assert "cmd 2" in page and "the client fell over" in page and 'class="cell s-warn"' in page and 'class="cell s-pass"' in page
     assert "<script" not in page
     for text in (page, out.read_text(), printed.out, printed.err):
         assert "s3cr3t-value" not in text
@@ -161,12 +167,15 @@ def test_adapter_commands_get_rows_and_the_html_page_shows_them(tmp_path: Path, 
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["matrix", "--cmd", "python a.py"], "--cmd needs --url"),
-        (["matrix", "--url", "http://127.0.0.1:9", "--cmd", "python a.py {secrets}"], "secrets never go on a command line"),
-        (["matrix", "--url", "http://127.0.0.1:9", "--cmd", "  "], "--cmd is empty"),
+        (["matrix", "--client-cmd", "python a.py"], "--client-cmd needs --url"),
+        (["matrix", "--url", "http://127.0.0.1:9", "--client-cmd", "python a.py {secrets}"], "secrets never go on a command line"),
+        (["matrix", "--url", "http://127.0.0.1:9", "--client-cmd", "  "], "--client-cmd is empty"),
+        (["matrix", "--url", "http://127.0.0.1:9", "--client-cmd", "pyhton a.py"], "'pyhton' is not found"),
+        (["matrix", "--cmd", "python a.py"], "--client-cmd needs --url"),  # the old spelling, for a release
     ],
 )
 def test_adapter_command_usage_errors(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
     err = capsys.readouterr().err
-    assert needle in err and "Traceback" not in err
+    assert exc.value.code == 2 and needle in err and "Traceback" not in err

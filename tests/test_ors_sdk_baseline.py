@@ -1,7 +1,7 @@
 """``fixtures/expected-failures/ors-sdk.yaml`` is exactly what ors-sdk fails, on every scenario.
 
 Each built-in scenario is served with ``--impl ors-sdk`` and checked with the
-baseline, as ``orsbench check --serve S --impl ors-sdk --expected-failures
+baseline, as ``orsbench check --scenario S --impl ors-sdk --expected-failures
 fixtures/expected-failures/ors-sdk.yaml`` does: no failure may fall outside it
 and no entry may be stale (a listed check that passes). ``broken-session``
 breaks sessions on purpose, so there the only failures allowed outside the
@@ -89,7 +89,7 @@ def test_every_entry_is_expected_somewhere(ors_server_factory) -> None:
 
 def test_the_cli_command_exits_0(tmp_path: Path) -> None:
     """The command the issue names, as a user runs it (a fresh server, not the fixture's)."""
-    command = [sys.executable, "-m", "orsbench", "check", "--serve", "echo", "--impl", "ors-sdk", "--quiet",
+    command = [sys.executable, "-m", "orsbench", "check", "--scenario", "echo", "--impl", "ors-sdk", "--quiet",
                "--expected-failures", str(BASELINE), "--json", str(tmp_path / "report.json")]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

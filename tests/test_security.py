@@ -357,6 +357,11 @@ def test_secrets_come_from_flags_files_and_the_environment(tmp_path: Path, monke
         ("--secret", "my key=hunter2-value"),
         ("--secret", "EMPTY="),
         ("--secret", "NO_SUCH_VARIABLE_ORSBENCH"),
+        ("--secret", "API_KEY:hunter2-value"),  # the first-hour typo: ':' for '='
+        ("--secret", "API_KEY: hunter2-value"),
+        ("--secret", "hunter2value"),  # a value alone, that could be a variable's name
+        ("--secret", "A:B=hunter2-value"),
+        ("--secrets-file", "colon"),
         ("--secrets-file", "line"),
         ("--secrets-file", "json"),
         ("--secrets-file", "/no/such/file"),
@@ -365,7 +370,11 @@ def test_secrets_come_from_flags_files_and_the_environment(tmp_path: Path, monke
 def test_a_bad_secret_is_a_usage_error_that_never_shows_a_value(
     flag: str, text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if text == "line":
+    colon = text == "colon" or text.startswith("API_KEY:")
+    if text == "colon":
+        (tmp_path / "s").write_text("OK=fine\nAPI_KEY: hunter2-value\n")
+        text = str(tmp_path / "s")
+    elif text == "line":
         (tmp_path / "s").write_text("OK=fine\nhunter2-value\n")
         text = str(tmp_path / "s")
     elif text == "json":
@@ -377,6 +386,21 @@ def test_a_bad_secret_is_a_usage_error_that_never_shows_a_value(
     err = capsys.readouterr().err
     assert f"argument {flag}:" in err
     assert "hunter2" not in err
+    if colon:  # the typo names the fix
+        assert "use '=' between the name and the value, not ':'" in err, err
+
+
+def test_a_secret_typed_with_a_colon_is_never_echoed_by_any_command(tmp_path: Path) -> None:
+    """``--secret API_KEY:value`` printed the value back on stderr (issue 27); every command shares the parser."""
+    value = "sk-live-TYPO-0123456789"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
+    for argv in (["check", "http://127.0.0.1:9"], ["record", "http://127.0.0.1:9", "--out", str(tmp_path / "c.json")],
+                 ["proxy", "http://127.0.0.1:9"], ["bench", "--url", "http://127.0.0.1:9"], ["matrix", "--url", "http://127.0.0.1:9"]):
+        done = subprocess.run([sys.executable, "-m", "orsbench", *argv, "--secret", f"API_KEY:{value}"],
+                              capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+        assert done.returncode == 2, (argv, done.stderr)
+        assert value not in done.stderr + done.stdout, argv
+        assert "use '='" in done.stderr.strip().splitlines()[-1], (argv, done.stderr)
 
 
 def _command_lines() -> dict[int, str]:

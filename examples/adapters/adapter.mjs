@@ -1,6 +1,6 @@
 // A correct ORS client in JavaScript (Node.js 18+, no dependencies), speaking orsbench's adapter contract.
 //
-//     orsbench check-client --cmd "node examples/adapters/adapter.mjs"
+//     orsbench check-client --client-cmd "node examples/adapters/adapter.mjs"
 //
 // Why it exists: `orsbench check-client` grades a client in any language, and this file shows it on
 // one that is not Python. It is the JavaScript twin of orsbench/clientcheck/reference.py and passes
@@ -317,7 +317,7 @@ export class Adapter {
 export async function main(AdapterClass = Adapter) {
   const missing = REQUIRED.filter((name) => !(name in process.env));
   if (missing.length > 0) {
-    console.error(`adapter.mjs: run me under \`orsbench check-client --cmd ...\`: ${missing.join(", ")} not set`);
+    console.error(`adapter.mjs: run me under \`orsbench check-client --client-cmd ...\`: ${missing.join(", ")} not set`);
     return 2;
   }
   return new AdapterClass().play();

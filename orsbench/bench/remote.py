@@ -37,24 +37,26 @@ def run_url_bench(
     max_episodes_per_window: int | None = None,
     progress: Callable[[str], None] = lambda _line: None,
     secrets: Mapping[str, str] | None = None,
+    api_key: str | None = None,
 ) -> BenchReport:
-    """Measure ``target`` in ``rounds`` windows of ``window_seconds``; CPU and RSS when its PID is known."""
+    """Measure ``target`` in ``rounds`` windows of ``window_seconds``; CPU and RSS when its PID is known (sent ``api_key``)."""
     loadavg_before = loadavg()
-    plan = discover(target.url, split=split, tool=tool, tool_input=tool_input, calls=calls, think_time=think_time, secrets=secrets)
+    plan = discover(target.url, split=split, tool=tool, tool_input=tool_input, calls=calls, think_time=think_time, secrets=secrets, api_key=api_key)
     progress(f"episode: {plan.describe()}")
     if warmup_seconds > 0:
-        warm = drive(target.url, plan, concurrency=concurrency, duration=warmup_seconds)
+        warm = drive(target.url, plan, concurrency=concurrency, duration=warmup_seconds, api_key=api_key)
         progress(f"warm-up: {warm.episodes} episodes, {warm.failures} failures")
     figures = ServerFigures(target.name, target.url, cpu_seconds=0.0 if target.pid else None)
     for round_no in range(1, rounds + 1):
         before = tree_cpu_seconds(target.pid) if target.pid else None
-        result = drive(target.url, plan, concurrency=concurrency, duration=window_seconds, max_episodes=max_episodes_per_window)
+        result = drive(target.url, plan, concurrency=concurrency, duration=window_seconds, max_episodes=max_episodes_per_window, api_key=api_key)
         after = tree_cpu_seconds(target.pid) if target.pid else None
         cpu = after - before if before is not None and after is not None else None
         record_window(figures, round_no, result, cpu, f"round {round_no}", progress)
     figures.rss_bytes = tree_rss_bytes(target.pid) if target.pid else None
     try:
-        response = httpx.get(target.url + protocol.STATS, timeout=10)
+        headers = {protocol.API_KEY_HEADER: api_key} if api_key else None
+        response = httpx.get(target.url + protocol.STATS, timeout=10, headers=headers)
         value = response.json().get("active_sessions") if response.status_code == 200 else None
         figures.active_sessions_after = value if isinstance(value, int) else None
     except (httpx.HTTPError, ValueError, AttributeError):

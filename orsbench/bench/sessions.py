@@ -213,10 +213,11 @@ def measure_held(
     ramp_concurrency: int,
     warmup: int = 20,
     progress: Callable[[str], None] = lambda _line: None,
+    api_key: str | None = None,
 ) -> HeldFigures:
     """Warm ``url`` up with a few held sessions, then hold ``sessions`` and read ``pid``'s tree around it."""
     if warmup > 0:
-        warm = run_hold(url, plan, warmup, hold=0.2, timed_arg=timed_arg, ramp_concurrency=ramp_concurrency)
+        warm = run_hold(url, plan, warmup, hold=0.2, timed_arg=timed_arg, ramp_concurrency=ramp_concurrency, api_key=api_key)
         progress(f"{name}: warm-up {warm.sessions_ok}/{warmup} sessions ok")
     rss: dict[str, int | None] = {}
     cpu: dict[str, float | None] = {}
@@ -235,6 +236,7 @@ def measure_held(
         hold=hold,
         timed_arg=timed_arg,
         ramp_concurrency=ramp_concurrency,
+        api_key=api_key,
         probe=probe,
         progress=lambda line: progress(f"{name}: {line}"),
     )
@@ -270,16 +272,17 @@ def run_held_bench(
     warmup: int = 20,
     progress: Callable[[str], None] = lambda _line: None,
     secrets: Mapping[str, str] | None = None,
+    api_key: str | None = None,
 ) -> HeldReport:
-    """Hold ``sessions`` on each of ``impls`` (started here, one after another) or on ``target``."""
+    """Hold ``sessions`` on each of ``impls`` (started here, one after another) or on ``target`` (sent ``api_key``)."""
     loadavg_before = loadavg()
     figures: dict[str, HeldFigures] = {}
     if target is not None:
-        plan, arg = hold_plan(target.url, split=split, tool=tool, tool_input=tool_input, secrets=secrets)
+        plan, arg = hold_plan(target.url, split=split, tool=tool, tool_input=tool_input, secrets=secrets, api_key=api_key)
         progress(f"{target.url}: holding calls of {plan.tool} {plan.tool_input}" + (f" ({arg} set per call)" if arg else ""))
         figures[target.name] = measure_held(
             target.name, target.url, target.pid, sessions, hold,
-            plan=plan, timed_arg=arg, ramp_concurrency=ramp_concurrency, warmup=warmup, progress=progress,
+            plan=plan, timed_arg=arg, ramp_concurrency=ramp_concurrency, warmup=warmup, progress=progress, api_key=api_key,
         )  # fmt: skip
         ping = None
     else:

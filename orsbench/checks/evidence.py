@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,37 @@ NO_SUCH_SPLIT = "orsbench-no-such-split"
 NO_SUCH_ENV = "orsbench-no-such-env"
 NO_SUCH_TOOL = "orsbench_no_such_tool"
 NO_SUCH_TASK_ID = "orsbench-unknown-task-id"
+
+
+#: The one grammar of ``--tasks`` (``check`` and ``record``): which tasks to play.
+TASKS_GRAMMAR = "[SPLIT:]I[-J][,K...]"
+_TASK_ITEM = re.compile(r"^(-?\d+)(?:-(-?\d+))?$")
+
+
+def parse_tasks(spec: str) -> tuple[str | None, list[int]]:
+    """``train:0-3,7`` → ``("train", [0, 1, 2, 3, 7])``; ``0,-1`` → ``(None, [0, -1])``; ``-3--1`` → the last three.
+
+    A negative index counts from the end of the split (resolved once its size is known); a range
+    keeps both ends on one side of zero. A ``ValueError`` names the grammar.
+    """
+    split, sep, rest = spec.rpartition(":")
+    indices: list[int] = []
+    bad = ValueError(f"--tasks expects {TASKS_GRAMMAR} (e.g. train:0-3 or 0,-1; negative counts from the end), got {spec!r}")
+    for part in (rest if sep else spec).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        match = _TASK_ITEM.match(part)
+        if match is None:
+            raise bad
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) is not None else low
+        if (low < 0) != (high < 0) or high < low:
+            raise ValueError(f"--tasks: the range {part!r} must go up and stay on one side of zero (0-3, or -3--1 for the last three)")
+        indices.extend(range(low, high + 1))
+    if not indices or (sep and not split.strip()):
+        raise bad
+    return (split.strip() or None) if sep else None, indices
 
 
 @dataclass(frozen=True)
@@ -127,6 +159,8 @@ class Episode:
     finished: bool = False
     reward: float | None = None
     rewards: list[float] = field(default_factory=list)
+    #: Each call's reward exactly as sent (null, a number, anything else), beside ``answers``: None for a failed call.
+    sent_rewards: list[Any] = field(default_factory=list)
     reaped: str | None = None
     stopped: str = ""
     seconds: float = 0.0

@@ -155,6 +155,8 @@ def play_one(col: Collector, sid: str, index: int | None, label: str, *, fresh: 
         outcome = classify(exchange, options.timeout)
         _count_answer(ev.facts, tool, outcome)
         episode.answers.append(_answer_of(outcome))
+        sent = outcome.result.get("output") if not outcome.failure and isinstance(outcome.result, dict) else None
+        episode.sent_rewards.append(sent.get("reward") if isinstance(sent, dict) else None)
         refusal = ev.facts.note_call("play", name, refusal_of(outcome), fresh=fresh and len(episode.calls) == 1)
         if refusal is not None:
             episode.refused.add(len(episode.calls) - 1)

@@ -70,6 +70,10 @@ def probe_discovery(col: Collector) -> None:
         return
     col.rec("version", c.version())
     envs = col.rec("list_environments", c.list_environments())
+    if envs.status in (401, 403):  # an ORS server behind a key: not "not ORS", a key to give
+        given = "the API key sent was refused" if col.options.api_key else "give it in $ORSBENCH_API_KEY (or --api-key KEY)"
+        ev.usage_error = f"GET /list_environments answered {envs.status}: the server wants an API key; {given}"
+        return
     ok, names = json_of(envs)
     listed = [n for n in names if isinstance(n, str) and n] if ok and envs.status == 200 and isinstance(names, list) else []
     env = col.options.env or (listed[0] if listed else None)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from orsbench.checks.evidence import Evidence, Options, json_of
+from orsbench.checks.evidence import Evidence, Options, json_of, parse_tasks
 from orsbench.checks.collector import Collector
 from orsbench.checks.explore import play_one
 from orsbench.wire.cassette import CassetteRecorder
@@ -45,21 +45,6 @@ class RecordResult:
     episodes: int
     calls: int
     problem: str | None = None
-
-
-def parse_tasks(spec: str) -> tuple[str | None, list[int]]:
-    """``train:0-3,7`` → ``("train", [0, 1, 2, 3, 7])``; ``0-3`` → ``(None, [0, 1, 2, 3])``."""
-    split, sep, rest = spec.rpartition(":")
-    indices: list[int] = []
-    for part in (rest if sep else spec).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        low, dash, high = part.partition("-")
-        if not low.isdigit() or (dash and not high.isdigit()):
-            raise ValueError(f"--tasks expects SPLIT:I[-J][,K...] (e.g. train:0-3), got {spec!r}")
-        indices.extend(range(int(low), int(high) + 1) if dash else [int(low)])
-    return (split or None) if sep else None, indices
 
 
 def record(
@@ -96,6 +81,11 @@ def record(
                 listings[split] = body["tasks"]
         split, indices = parse_tasks(tasks) if tasks else (None, [])
         split = split or evidence.split
+        if any(i < 0 for i in indices):  # from the end of the split: its listing says how long it is
+            count = len(listings.get(split or "", []))
+            if not count:
+                return RecordResult(recorder.cassette(), None, 0, 0, f"--tasks {tasks}: a negative index counts from the end, but split {split!r} lists no tasks")
+            indices = [i % count if i < 0 else i for i in indices if i >= -count]
         if split is not None and not indices:
             indices = list(range(min(episodes, len(listings.get(split, [])) or episodes)))
         wanted = [indices[i % len(indices)] for i in range(max(episodes, len(indices)))] if indices else []

@@ -78,8 +78,12 @@ class Report:
 
     @property
     def verdict(self) -> str:
+        """``pass``, ``fail``, ``error``; or, when nothing could be checked (exit 2): ``unreachable`` (no HTTP
+        answer), ``not-ors`` (an HTTP server answered, but not as ORS does) or ``usage``."""
         if self.usage_error:
             return "usage"
+        if self.not_ors and not self.unreachable:
+            return "not-ors"
         return {EXIT_PASS: "pass", EXIT_FAIL: "fail", EXIT_UNREACHABLE: "unreachable", EXIT_INTERNAL: "error"}[self.exit_code]
 
     @property
@@ -88,7 +92,7 @@ class Report:
         if self.unreachable:
             return f"cannot reach {self.target}: {self.unreachable}"
         if self.not_ors:
-            return f"{self.target} does not look like an ORS server: {self.not_ors}"
+            return f"{self.target} answers HTTP but is not an ORS server: {self.not_ors}"
         if self.usage_error:
             return self.usage_error
         return None

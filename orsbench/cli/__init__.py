@@ -5,6 +5,21 @@ A subcommand module decorates its ``register(subparsers)`` with
 the parsed namespace; its return value is the exit code). Adding a subcommand
 means one module and its line in :data:`MODULES` (the order ``--help`` lists
 them in).
+
+The conventions every subcommand follows, so the command line reads as one:
+
+* a flag's value is parsed by an ``argparse`` ``type=`` from :mod:`.types` (a bad
+  value is argparse's usage error, exit 2, naming the flag);
+* a command that produces a report adds its flags with
+  :func:`.reporting.add_report_arguments` (``--json/--junit/--html/--markdown``,
+  ``-`` for stdout, paths checked before the run, ``-q/-v``) and writes with
+  :func:`.reporting.write_reports` or :func:`.reporting.write_text`;
+* shared ideas are added by :mod:`.flags` — ``--scenario``, ``--server-cmd``,
+  ``--client-cmd``, ``--jobs``, ``--tasks``, ``--api-key`` (``$ORSBENCH_API_KEY``) —
+  and an old spelling stays a release through :func:`.flags.renamed`;
+* any other usage error is ``raise flags.UsageError("... the fix")`` (or a check
+  registered with :func:`.flags.after_parse`); :func:`main` has the command's
+  parser print it. Nothing prints a usage error by hand.
 """
 
 from __future__ import annotations
@@ -63,10 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in SUBCOMMANDS.values():
         command.add_parser(subparsers)
+        # Each command's own parser prints its usage errors (``orsbench NAME: error: ...``).
+        subparsers.choices[command.name].set_defaults(_parser=subparsers.choices[command.name])
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``orsbench ARGV``; the exit code. A usage error exits 2 through argparse, as a bad flag does."""
+    from orsbench.cli.flags import UsageError, run_after_parse
     from orsbench.extras import MissingExtra
 
     parser = build_parser()
@@ -75,7 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        run_after_parse(args)
         return int(args.func(args) or 0)
+    except UsageError as exc:
+        args._parser.error(str(exc))  # SystemExit(2), as argparse's own errors
     except MissingExtra as exc:
         print(f"orsbench {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from orsbench.cli import subcommand, types
+from orsbench.cli import flags, reporting, subcommand, types
 from orsbench.extras import require
-from orsbench.scenarios import SCENARIOS
 from orsbench.servers.implementations import IMPLEMENTATIONS, benched_by_default
 
 
@@ -27,12 +24,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "mock and reports its rate as a ratio to the driver's. See docs/load.md.",
         epilog="example: orsbench bench --concurrency 32 --window 5 --rounds 2 --locust 10 --json bench.json",
     )
-    parser.add_argument("--scenario", default="echo", choices=sorted(SCENARIOS), help="scenario to serve (default echo)")
+    flags.add_scenario(parser, default="echo", help="scenario served by every server started (default echo)")
     parser.add_argument(
         "--impl", dest="impls", action="append", choices=IMPLEMENTATIONS.names(), default=None,
         help=f"server(s) to measure, repeatable (default: {', '.join(benched_by_default())})",
     )  # fmt: skip
-    parser.add_argument("--concurrency", "-c", type=types.positive(int), default=32, help="concurrent episodes (default 32)")
+    parser.add_argument(
+        "--concurrency", "-c", type=types.positive(int), default=32,
+        help="concurrent episodes: the load measured, not orsbench's own parallelism (default 32)",
+    )  # fmt: skip
     parser.add_argument("--window", type=types.positive(float), default=5.0, help="seconds per measured window (default 5)")
     parser.add_argument("--rounds", type=types.positive(int), default=2, help="windows per server, alternating between servers (default 2)")
     parser.add_argument("--warmup", type=types.non_negative(float), default=1.0, help="seconds of unmeasured load per server first (default 1)")
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--calls", type=types.positive(int), default=1, help="tool calls per episode (default 1)")
     parser.add_argument("--think-time", type=types.non_negative(float), default=0.0, help="seconds before create, prompt and each call (default 0)")
     parser.add_argument("--tool", default=None, help="tool to call (default: the first tool)")
-    parser.add_argument("--args", dest="tool_args", default=None, help="tool input as a JSON object (default: from its schema)")
+    parser.add_argument("--args", dest="tool_args", type=types.json_object, default=None, help="tool input as a JSON object (default: from its schema)")
     parser.add_argument("--split", default=None, help="split to draw tasks from (default: the first train split)")
     parser.add_argument("--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="scenario parameter")
     parser.add_argument(
@@ -51,10 +51,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also run one headless Locust process this long against the mock (default 0: off)",
     )
     parser.add_argument("--locust-users", type=types.positive(int), default=None, help="Locust users (default: --concurrency)")
-    parser.add_argument(
-        "--json", dest="json_path", type=types.output_file, default=None, metavar="PATH", help="also write the figures as JSON ('-' for stdout)"
+    reporting.add_report_arguments(
+        parser,
+        formats=("json",),
+        helps={"json": "also write the figures as JSON"},
+        verbose_help="also print the machine the figures come from: cores, Python, load average before and after",
+        quiet_help="no progress lines",
     )
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     held = parser.add_argument_group(
         "held sessions and your own server",
         "--sessions N switches to held-session mode: N sessions, each inside one long streaming tool call "
@@ -62,26 +65,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "reports memory and CPU per held session, errors, sessions left, the longest keep-alive gap and the p99 "
         "time to first byte. --url measures a server of yours on this machine instead of starting any.",
     )
-    held.add_argument("--sessions", type=int, default=None, metavar="N", help="hold N sessions at once (held-session mode)")
-    held.add_argument("--hold", type=float, default=10.0, metavar="S", help="seconds every stream is held open together (default 10)")
+    held.add_argument("--sessions", type=types.positive(int), default=None, metavar="N", help="hold N sessions at once (held-session mode)")
     held.add_argument(
-        "--ping-interval", type=float, default=5.0, metavar="S",
+        "--hold", type=types.non_negative(float), default=10.0, metavar="S", help="seconds every stream is held open together (default 10)"
+    )
+    held.add_argument(
+        "--ping-interval", type=types.positive(float), default=5.0, metavar="S",
         help="keep-alive interval of the servers started for --sessions (default 5; the protocol's is 10)",
     )  # fmt: skip
     held.add_argument(
-        "--ramp", type=int, default=128, metavar="K",
+        "--ramp", type=types.positive(int), default=128, metavar="K",
         help="with --sessions: opens, call starts and deletes in flight at once (default 128)",
     )  # fmt: skip
     held.add_argument(
-        "--url", default=None,
+        "--url", type=types.http_url, default=None,
         help="measure the ORS server at this URL (127.0.0.1, localhost or [::1] only) instead of starting servers",
     )  # fmt: skip
     held.add_argument(
         "--server-pid", type=int, default=None, metavar="PID",
         help="with --url: the server's process id, to report its CPU time and memory from /proc",
     )  # fmt: skip
+    flags.add_api_key(held, help="with --url: send this X-API-Key to your server")
     types.add_secret_arguments(held)
+    flags.after_parse(parser, _flags_agree)
     parser.set_defaults(func=run)
+
+
+def _flags_agree(args: argparse.Namespace) -> None:
+    if args.url is not None and args.impls:
+        raise flags.UsageError("--url measures your server; --impl starts orsbench's own: pass one or the other")
+    if args.server_pid is not None and args.url is None:
+        raise flags.UsageError("--server-pid needs --url (the servers orsbench starts are measured without it)")
+    if (types.secrets_of(args) or args.api_key is not None) and args.url is None:
+        raise flags.UsageError("--secret/--secrets-file/--api-key need --url (the servers orsbench starts need none)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,20 +106,10 @@ def run(args: argparse.Namespace) -> int:
         IMPLEMENTATIONS.get(name).require(f"measuring {name} (leave it out: name the others with --impl)")
     from orsbench.bench.runner import run_bench
 
-    tool_input = None
-    if args.tool_args:
-        try:
-            tool_input = json.loads(args.tool_args)
-        except ValueError as exc:
-            print(f"orsbench bench: --args is not JSON: {exc}", file=sys.stderr)
-            return 2
-        if not isinstance(tool_input, dict):
-            print("orsbench bench: --args must be a JSON object", file=sys.stderr)
-            return 2
     params = dict(args.param)
     progress = (lambda line: None) if args.quiet else (lambda line: print(f"  {line}", file=sys.stderr, flush=True))
     if args.sessions is not None or args.url is not None or args.server_pid is not None:
-        return _run_held_or_url(args, tool_input, progress)
+        return _run_held_or_url(args, args.tool_args, progress)
     report = run_bench(
         args.scenario,
         impls=tuple(dict.fromkeys(args.impls)) if args.impls else benched_by_default(),
@@ -114,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         calls=args.calls,
         think_time=args.think_time,
         tool=args.tool,
-        tool_input=tool_input,
+        tool_input=args.tool_args,
         split=args.split,
         params=params or None,
         locust_seconds=args.locust,
@@ -122,19 +128,9 @@ def run(args: argparse.Namespace) -> int:
         max_episodes_per_window=args.max_episodes,
         progress=progress,
     )
-    if args.json_path == "-":
-        print(report.to_json())
-    else:
-        print(report.render())
-        if args.json_path:
-            Path(args.json_path).write_text(report.to_json() + "\n")
+    _emit(args, report)
     failed = any(f.driver.failures for f in report.servers.values())
     return 1 if failed else 0
-
-
-def _usage(message: str) -> int:
-    print(f"orsbench bench: {message}", file=sys.stderr)
-    return 2
 
 
 def _run_held_or_url(
@@ -143,19 +139,14 @@ def _run_held_or_url(
     """``--sessions N`` (held sessions, started servers or ``--url``) and ``--url`` alone (episodes/s)."""
     from orsbench.bench.target import TargetError, local_target
 
-    if args.url is not None and args.impls:
-        return _usage("--url measures your server; --impl starts orsbench's own: pass one or the other")
-    if args.server_pid is not None and args.url is None:
-        return _usage("--server-pid needs --url (the servers orsbench starts are measured without it)")
     secrets = types.secrets_of(args)
-    if secrets and args.url is None:
-        return _usage("--secret/--secrets-file need --url (the servers orsbench starts need no secrets)")
+    api_key = flags.api_key_of(args) if args.url is not None else None
     target = None
     if args.url is not None:
         try:
             target = local_target(args.url, args.server_pid)
         except TargetError as exc:
-            return _usage(str(exc))
+            raise flags.UsageError(str(exc)) from None
     if args.sessions is None:
         from orsbench.bench.remote import run_url_bench
 
@@ -163,31 +154,35 @@ def _run_held_or_url(
         report = run_url_bench(
             target, concurrency=args.concurrency, window_seconds=args.window, rounds=args.rounds, warmup_seconds=args.warmup,
             calls=args.calls, think_time=args.think_time, tool=args.tool, tool_input=tool_input, split=args.split,
-            max_episodes_per_window=args.max_episodes, progress=progress, secrets=secrets,
+            max_episodes_per_window=args.max_episodes, progress=progress, secrets=secrets, api_key=api_key,
         )  # fmt: skip
         _emit(args, report)
         return 1 if any(f.driver.failures for f in report.servers.values()) else 0
     from orsbench.bench.sessions import run_held_bench
 
-    if args.sessions < 1 or args.hold < 0 or args.ramp < 1 or args.ping_interval <= 0:
-        return _usage("--sessions and --ramp must be at least 1, --hold at least 0, --ping-interval positive")
     impls = tuple(dict.fromkeys(args.impls)) if args.impls else None
     cannot_hold = [name for name in impls or () if not IMPLEMENTATIONS.get(name).holds_sessions]
     if cannot_hold:
-        return _usage(f"{', '.join(sorted(cannot_hold))} cannot hold a session; choose ORS servers with --impl")
+        raise flags.UsageError(f"{', '.join(sorted(cannot_hold))} cannot hold a session; choose ORS servers with --impl")
     held = run_held_bench(
         args.sessions, hold=args.hold, impls=impls, target=target, ping_interval=args.ping_interval, ramp_concurrency=args.ramp,
-        tool=args.tool, tool_input=tool_input, split=args.split, progress=progress, secrets=secrets,
+        tool=args.tool, tool_input=tool_input, split=args.split, progress=progress, secrets=secrets, api_key=api_key,
     )  # fmt: skip
     _emit(args, held)
     return 1 if held.failed or not held.servers else 0
 
 
 def _emit(args: argparse.Namespace, report: Any) -> None:
-    """The table (and ``--json`` file), or only the JSON with ``--json -``."""
-    if args.json_path == "-":
-        print(report.to_json())
-        return
-    print(report.render())
-    if args.json_path:
-        Path(args.json_path).write_text(report.to_json() + "\n")
+    """The table for people (on stderr when ``--json -`` takes stdout), and the ``--json`` report."""
+    out = reporting.people(args)
+    print(report.render(), file=out)
+    if args.verbose and report.machine:
+        print(_machine(report.machine), file=out)
+    if args.json:
+        reporting.write_text(args.json, report.to_json())
+
+
+def _machine(facts: dict[str, Any]) -> str:
+    """``-v``: the machine behind the figures (a loaded machine explains a slow figure)."""
+    shown = ", ".join(f"{key} {value}" for key, value in facts.items() if value is not None)
+    return f"machine: {shown}"

@@ -13,7 +13,7 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from orsbench.cli import reporting, subcommand, types
+from orsbench.cli import flags, reporting, subcommand, types
 from orsbench.servers.implementations import IMPLEMENTATIONS, ors_servers  # records only; imports no server
 
 if TYPE_CHECKING:
@@ -27,17 +27,19 @@ EPILOG = """\
 examples:
   orsbench check http://127.0.0.1:8080
   orsbench check http://127.0.0.1:8080 --env myenv --json report.json --junit junit.xml
-  orsbench check --serve echo                       # start an embedded mock and check it
+  orsbench check --scenario echo                    # start an embedded mock and check it
   orsbench check --app my_env.py:MyEnv              # serve your Environment class, check it, stop it
-  orsbench check --cmd "python my_env.py --port {port}" --wait 120   # any server command
-  orsbench check --serve echo --fault reward-bool   # ... with one protocol violation (exit 1)
+  orsbench check --server-cmd "python my_env.py --port {port}" --wait 120   # any server command
+  orsbench check --scenario echo --fault reward-bool   # ... with one protocol violation (exit 1)
   orsbench check URL --only 'call.*' --expected-failures fixtures/expected-failures/ors-sdk.yaml
   orsbench check URL --tasks 0,-1 --fuzz 100 --strict  # play two tasks, fuzz harder, no untested PASS
-  orsbench check URL --secret OPENAI_API_KEY --secrets-file env.secrets   # an env whose /create needs secrets
+  ORSBENCH_API_KEY=... orsbench check URL --secret OPENAI_API_KEY --secrets-file env.secrets   # key and secrets
   orsbench check URL --html report.html --markdown summary.md -v   # reports people read
+  orsbench check URL --json - -q | jq .verdict      # the JSON report on stdout, the table on stderr
 
 exit codes: 0 pass (warnings allowed), 1 a required check failed or a baseline entry is stale,
-2 target unreachable / not an ORS server, 3 internal error of orsbench. Catalogue: docs/checks.md
+2 target unreachable (verdict UNREACHABLE) / an HTTP server that is not ORS (verdict NOT-ORS) / usage error,
+3 internal error of orsbench. Catalogue: docs/checks.md
 """
 
 
@@ -53,29 +55,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("url", nargs="?", help="base URL of the ORS server, e.g. http://127.0.0.1:8080")
     target = parser.add_argument_group("a server orsbench starts on 127.0.0.1, checks and stops (instead of URL)")
-    target.add_argument("--serve", metavar="SCENARIO", help="a built-in scenario")
+    flags.add_scenario(target, help="a built-in scenario, served by --impl", old="--serve")
     target.add_argument(
         "--app",
         metavar="FILE.py:Class",
         help="your openreward Environment class(es), served by the SDK Server: FILE.py:Class or module:Class[,Class2]",
     )
-    target.add_argument(
-        "--cmd",
-        metavar="COMMAND",
-        help='any ORS server command; {port} is replaced by a free port, e.g. "python my_env.py --port {port}"',
+    flags.add_server_cmd(
+        target,
+        help='any command that starts your ORS server; {port} is replaced by a free port, e.g. "python my_env.py --port {port}" '
+        "(split like a shell line, run without a shell; stopped by its process group)",
     )
     target.add_argument(
         "--wait", type=types.positive(float), default=60.0, metavar="S",
-        help="with --app/--cmd/--serve: how long the server may take to answer /health (default 60)",
+        help="with --scenario/--app/--server-cmd: how long the server may take to answer /health (default 60)",
     )  # fmt: skip
     target.add_argument(
         "--impl",
         choices=ors_servers(),
         default="mock",
-        help="with --serve: " + "; ".join(f"{n}: {IMPLEMENTATIONS[n].summary}" for n in ors_servers()) + " (default mock)",
+        help="with --scenario: " + "; ".join(f"{n}: {IMPLEMENTATIONS[n].summary}" for n in ors_servers()) + " (default mock)",
     )
     target.add_argument(
-        "--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="with --serve: a scenario parameter"
+        "--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="with --scenario: a scenario parameter"
     )
     target.add_argument(
         "--fault",
@@ -83,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="extend",
         default=[],
         metavar="NAME[,NAME]",
-        help="with --serve: apply faults (e.g. a violation)",
+        help="with --scenario: apply faults (e.g. a violation)",
     )
     what = parser.add_argument_group("what to check")
     what.add_argument("--env", help="environment to check (default: the server's first)")
@@ -99,15 +101,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--timeout", type=types.positive(float), default=30.0, metavar="S", help="longest wait of any one probe; bounds long checks (default 30)"
     )
     what.add_argument(
-        "--ttl", type=types.positive(float), metavar="S", help="the server's session TTL, to check reaping (with --serve: serve with it)"
+        "--ttl", type=types.positive(float), metavar="S", help="the server's session TTL, to check reaping (with --scenario: serve with it)"
     )
     what.add_argument(
         "--ping-interval",
         type=types.positive(float),
         metavar="S",
-        help="keep-alive cadence the server promises (default: as reported, else 10; with --serve: serve with it)",
+        help="keep-alive cadence the server promises (default: as reported, else 10; with --scenario: serve with it)",
     )
-    what.add_argument("--api-key", help="send this X-API-Key")
+    flags.add_api_key(what)
     types.add_secret_arguments(what)
     play = parser.add_argument_group("gameplay and fuzz (tool failures on valid input)")
     play.add_argument(
@@ -118,12 +120,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="inputs tried per tool: boundaries, then seeded hypothesis-jsonschema examples (default 25)",
     )
     play.add_argument("--no-fuzz", action="store_true", help="no fuzz: only the inputs played (faster)")
-    play.add_argument(
-        "--tasks",
-        type=types.indices,
-        metavar="I[,J...]",
-        help="task indices to play to finished:true (negative from the end; default: first, middle and last)",
-    )
+    flags.add_tasks(play, help="tasks to play to finished:true (default: first, middle and last of --split)")
     play.add_argument(
         "--strict", action="store_true", help="fail (exit 1) when a required check did not run, e.g. for want of a finished episode "
         "(a check the environment gives nothing to judge, such as keep-alives when no tool runs long, is n/a: no failure)"
@@ -135,6 +132,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser,
         html_help="write a self-contained HTML report here: findings open with their exchange and a curl reproducer",
         verbose_help="show remediation, evidence and a curl reproducer under every finding",
+        links=True,
     )
     out.add_argument("--list", action="store_true", help="list every check with its severity and exit")
     parser.set_defaults(func=run, _parser=parser)
@@ -147,7 +145,11 @@ def _patterns(values: list[str]) -> list[str]:
 def _options(args: argparse.Namespace, **overrides: Any) -> Options:
     from orsbench.checks import Options
 
-    values = {k: getattr(args, k) for k in ("env", "split", "timeout", "ttl", "ping_interval", "api_key", "tasks", "strict")}
+    values = {k: getattr(args, k) for k in ("env", "split", "timeout", "ttl", "ping_interval", "strict")}
+    values["api_key"] = flags.api_key_of(args)
+    if args.tasks is not None:
+        values["tasks"] = args.tasks.indices
+        values["split"] = args.tasks.split or args.split
     values["fuzz"] = 0 if args.no_fuzz else args.fuzz
     values["secrets"] = types.secrets_of(args)
     return Options(**{**values, **overrides})
@@ -170,8 +172,6 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
     plan = _plan(args, parser)
-    if conflict := reporting.stdout_conflict(args):
-        parser.error(conflict)
     only = _patterns(args.only)
     if only and not select(only):
         parser.error(f"--only {','.join(only)} matches no check (see --list)")
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _check(plan, args, only, baseline)
     except ServerStartError as exc:
-        if args.serve:  # our own scenario did not come up: orsbench's bug
+        if args.scenario:  # our own scenario did not come up: orsbench's bug
             print(f"orsbench check: the embedded server did not start: {exc}", file=sys.stderr)
             return EXIT_INTERNAL
         print(f"orsbench check: the server to check did not start: {exc}", file=sys.stderr)
@@ -205,23 +205,25 @@ def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> CheckPla
     from orsbench.servers.targets import CheckTarget, resolve
     from orsbench.servers.user_app import AppTarget
 
-    given = {"URL": args.url, "--serve": args.serve, "--app": args.app, "--cmd": args.cmd}
+    given = {"URL": args.url, "--scenario": args.scenario, "--app": args.app, "--server-cmd": args.server_cmd}
     named = [flag for flag, value in given.items() if value]
     if len(named) != 1:
         both = f" (got {' and '.join(named)})" if named else ""
-        parser.error(f"give one target: a URL, --serve SCENARIO, --app FILE.py:Class or --cmd COMMAND{both}")
-    if (args.param or args.fault) and not args.serve:
-        parser.error("--param and --fault need --serve")
-    impl = args.impl if args.serve else "mock"
+        parser.error(f"give one target: a URL, --scenario SCENARIO, --app FILE.py:Class or --server-cmd COMMAND{both}")
+    if (args.param or args.fault) and not args.scenario:
+        parser.error("--param and --fault need --scenario")
+    if args.tasks is not None and args.tasks.split and args.split and args.tasks.split != args.split:
+        parser.error(f"--tasks {args.tasks.text} names split {args.tasks.split!r}, --split names {args.split!r}: give one")
+    impl = args.impl if args.scenario else "mock"
     try:
         if args.url:
             target = CheckTarget("url", args.url)
-        elif args.serve:
-            target = CheckTarget("scenario", args.serve)
+        elif args.scenario:
+            target = CheckTarget("scenario", args.scenario)
         elif args.app:
             target = resolve(AppTarget.parse(args.app))  # AppTargetError (a ValueError) names the spelling
         else:
-            target = CheckTarget("command", args.cmd)
+            target = CheckTarget("command", args.server_cmd)
         return prepare(target, impl=impl, params=dict(args.param), faults=args.fault, wait=args.wait, **vars(_options(args)))
     except ValueError as exc:  # a bad URL, scenario, parameter, app spelling or command: the message names the fix
         parser.error(str(exc))

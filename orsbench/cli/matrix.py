@@ -1,4 +1,4 @@
-"""``orsbench matrix``: which ORS client survives which server, scenario and fault profile."""
+"""``orsbench matrix``: which ORS client works with which server, scenario and fault profile."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
-from orsbench.cli import subcommand, types
+from orsbench.cli import flags, reporting, subcommand, types
 
 
 @subcommand("matrix")
@@ -19,130 +20,193 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Play a scripted episode with each installed ORS client target (openreward SDK, ors-sdk, TRL "
         "OpenRewardSpec, inspect-openreward, firehorse-cli's MCP bridge) on each server implementation and scenario, "
         "and on the mock under each fault profile, through the client's built-in adapter; each episode is graded by "
-        "the client checks of `orsbench check-client`. Each cell: survives / fails clearly / fails silently / hangs, "
+        "the client checks of `orsbench check-client`. Each cell: works / fails clearly / fails silently / hangs, "
         "with the pinned upstream defects. "
         "Servers bind 127.0.0.1; every episode runs in a child killed at its deadline.",
-        epilog="examples:\n  orsbench matrix --clients trl,inspect --servers mock --profiles none,flaky-5xx --markdown m.md\n"
+        epilog="examples:\n  orsbench matrix --clients trl,inspect --servers mock --profiles none,flaky-5xx --markdown m.md --jobs 2\n"
         "  orsbench matrix --url http://127.0.0.1:8000 --secret API_KEY=... --markdown clients.md   # your own server\n"
-        '  orsbench matrix --url http://127.0.0.1:8000 --cmd "node my_adapter.js" --html clients.html   # and your own client',
+        '  orsbench matrix --url http://127.0.0.1:8000 --client-cmd "node my_adapter.js" --html clients.html   # and your own client\n'
+        "  orsbench matrix --predicted --json - | jq .cells   # the JSON on stdout, the summary on stderr",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     mine = parser.add_argument_group(
         "your own server (--url): which installed clients can use it",
         "The checker's own player plays one episode on the server (a winning one where it finds one); every installed "
-        "client (and each --cmd adapter command) then replays those calls through its adapter. One row per client: trains (TRL) / evaluates / fails — "
+        "client (and each --client-cmd adapter command) then replays those calls through its adapter. One row per client: trains (TRL) / evaluates / fails — "
         "because ..., beside the binding problems predicted from /tools. Loopback URLs only; secrets reach the clients "
         "by environment, never a command line.",
     )
-    mine.add_argument("--url", default=None, help="your ORS server on this machine, e.g. http://127.0.0.1:8000")
+    mine.add_argument("--url", type=types.http_url, default=None, help="your ORS server on this machine, e.g. http://127.0.0.1:8000")
     mine.add_argument("--env", default=None, metavar="E", help="with --url: the environment to play (default: the server's first)")
-    mine.add_argument("--timeout", type=float, default=60.0, metavar="S", help="with --url: seconds each client's episode may take (default 60)")
     mine.add_argument(
-        "--cmd",
-        action="append",
-        default=[],
-        metavar="COMMAND",
-        help="with --url: also play your own client, given as a check-client adapter command (docs/clients.md); repeatable",
+        "--timeout", type=types.positive(float), default=60.0, metavar="S", help="with --url: seconds each client's episode may take (default 60)"
     )
+    flags.add_client_cmd(
+        mine,
+        repeatable=True,
+        help="with --url: also play your own client, given as a check-client adapter command (run by /bin/sh; docs/clients.md); repeatable",
+    )
+    flags.add_api_key(mine, help="with --url: the key your server requires, sent by the player and given to every client")
     types.add_secret_arguments(mine)
-    parser.add_argument("--clients", type=types.names, default=None, metavar="A,B", help="client targets to run (default: every installed one)")
-    parser.add_argument("--servers", type=types.names, default=None, metavar="A,B", help="server implementations (default: all)")
-    parser.add_argument("--profiles", type=types.names, default=None, metavar="A,B", help="fault profiles on the mock; 'no' for none (default: all)")
-    parser.add_argument("--budget", type=float, default=900.0, metavar="S", help="stop starting cells after this many seconds (default 900)")
-    parser.add_argument("--parallel", type=int, default=3, metavar="N", help="servers playing at once (default 3)")
-    parser.add_argument("--markdown", type=Path, default=None, metavar="F", help="write the per-client report here")
-    parser.add_argument("--json", type=Path, default=None, metavar="F", help="write the JSON result here")
-    parser.add_argument("--html", type=types.output_file, default=None, metavar="F", help="write a self-contained HTML page: a coloured grid per client, each cell opening to its episode (with --url: one row per client)")
+    parser.add_argument(
+        "--clients", type=types.one_of(_client_names, "client"), default=None, metavar="A,B", help="client targets to run (default: every installed one)"
+    )
+    parser.add_argument("--servers", type=types.one_of(_server_names, "server"), default=None, metavar="A,B", help="server implementations (default: all)")
+    parser.add_argument(
+        "--profiles", type=types.one_of(_profile_names, "fault profile", extra=("no",)), default=None, metavar="A,B",
+        help="fault profiles on the mock; 'no' for none (default: all)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--budget", type=types.positive(float), default=900.0, metavar="S", help="stop starting cells after this many seconds (default 900)"
+    )
+    flags.add_jobs(parser, default=3, what="servers playing")
+    flags.renamed(parser, "--parallel", "--jobs", dest="jobs", type=types.positive(int), metavar="N")
     parser.add_argument("--predicted", action="store_true", help="write what the pinned defects predict, without running (docs/compatibility.md)")
+    reporting.add_report_arguments(
+        parser,
+        formats=("json", "html", "markdown"),
+        helps={
+            "json": "write the JSON result here",
+            "markdown": "write the per-client report here",
+            "html": "write a self-contained HTML page: a coloured grid per client, each cell opening to its episode (with --url: one row per client)",
+        },
+        verbose_help="under each cell that does not survive, print the client's error and the checks it broke",
+        quiet_help="no progress lines: only the summary",
+    )
+    flags.after_parse(parser, _flags_agree)
     parser.set_defaults(func=run)
+
+
+def _client_names() -> list[str]:
+    from orsbench.clients.targets import CLIENT_TARGETS
+
+    return CLIENT_TARGETS.names()
+
+
+def _server_names() -> list[str]:
+    from orsbench.clients import cells
+
+    return cells.servers()
+
+
+def _profile_names() -> list[str]:
+    from orsbench.clientcheck.profiles import profiles
+
+    return [p.name for p in profiles()]
+
+
+def _flags_agree(args: argparse.Namespace) -> None:
+    """The flags of the two modes (orsbench's own servers; ``--url``) are not mixed."""
+    if args.url is not None:
+        if args.servers or args.profiles or args.predicted:
+            raise flags.UsageError("--url plays your server: leave out --servers, --profiles and --predicted")
+        return
+    if args.env is not None or types.secrets_of(args) or args.api_key is not None:
+        raise flags.UsageError("--env, --api-key and --secret/--secrets-file need --url (the matrix's own servers need none of them)")
+    if args.client_cmd:
+        raise flags.UsageError(
+            "--client-cmd needs --url (your server); to grade your client on orsbench's own cases run "
+            'orsbench check-client --client-cmd "..."'
+        )
 
 
 def run(args: argparse.Namespace) -> int:
     from orsbench.clients import cells as C
     from orsbench.clients import matrix as M
     from orsbench.clients.targets import CLIENT_TARGETS
-    from orsbench.clientcheck.profiles import profiles
 
-    known = {"--clients": CLIENT_TARGETS.names(), "--servers": C.servers(), "--profiles": [p.name for p in profiles()] + ["no"]}
-    for flag, given in (("--clients", args.clients), ("--servers", args.servers), ("--profiles", args.profiles)):
-        unknown = sorted(set(given or []) - set(known[flag]))
-        if unknown:
-            print(f"orsbench matrix: error: {flag}: unknown {', '.join(unknown)}; choose from {', '.join(known[flag])}", file=sys.stderr)
-            return 2
     if args.url is not None:
         return _run_url(args)
-    if args.env is not None or types.secrets_of(args):
-        print("orsbench matrix: error: --env and --secret/--secrets-file need --url (the matrix's own servers need neither)", file=sys.stderr)
-        return 2
-    if args.cmd:
-        print(
-            "orsbench matrix: error: --cmd needs --url (your server); to grade your client on orsbench's own cases run "
-            'orsbench check-client --cmd "..."',
-            file=sys.stderr,
-        )
-        return 2
-    if args.parallel < 1 or args.budget <= 0:  # checked here, not by argparse: main() returns 2 instead of exiting
-        print("orsbench matrix: error: --parallel must be >= 1 and --budget > 0", file=sys.stderr)
-        return 2
     # By default every client target that is installed here (all of them for --predicted: the docs list every one).
     clients = args.clients or [n for n in CLIENT_TARGETS.names() if args.predicted or CLIENT_TARGETS[n].installed]
     servers = args.servers or C.servers()
     profile_names = [] if args.profiles == ["no"] else args.profiles
     cells = C.plan(clients, servers, profile_names)
     started = time.monotonic()
+    progress = _progress(args)
     if args.predicted:
         result = M.predicted(cells, clients, servers)
     else:
-        print(f"orsbench matrix: {len(cells)} cells ({len(clients)} clients × {len(servers)} servers), budget {args.budget:g} s", file=sys.stderr)
-        result = M.run(cells, clients, servers, budget=args.budget, parallel=args.parallel, progress=lambda line: print(line, file=sys.stderr, flush=True))
+        progress(f"orsbench matrix: {len(cells)} cells ({len(clients)} clients × {len(servers)} servers), budget {args.budget:g} s")
+        result = M.run(cells, clients, servers, budget=args.budget, parallel=args.jobs, progress=progress, on_outcome=_details(args))
     result["seconds"] = round(time.monotonic() - started, 1)
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        reporting.write_text(args.json, json.dumps(result, indent=2))
     if args.markdown:
-        args.markdown.write_text(M.markdown(result))
+        reporting.write_text(args.markdown, M.markdown(result))
     if args.html:
-        from orsbench.reports import render_matrix, write_html
+        from orsbench.reports import render_matrix
 
-        write_html(render_matrix(result), args.html)
+        reporting.write_text(args.html, render_matrix(result))
+    out = reporting.people(args)
     for name, counts in M.summary(result).items():
-        print(f"{name:<11} " + "  ".join(f"{v}: {n}" for v, n in counts.items() if n))
-    print(f"{len(cells)} cells in {result['seconds']} s")
+        print(f"{name:<11} " + "  ".join(f"{v}: {n}" for v, n in counts.items() if n), file=out)
+    print(f"{len(cells)} cells in {result['seconds']} s", file=out)
     return 0
+
+
+def _progress(args: argparse.Namespace) -> Callable[[str], None]:
+    if args.quiet:
+        return lambda _line: None
+    return lambda line: print(line, file=sys.stderr, flush=True)
+
+
+def _details(args: argparse.Namespace) -> Callable[[Any, Any], None]:
+    """With ``-v``: under each cell that does not survive, the client's error and the checks it broke."""
+
+    def show(cell: Any, outcome: Any) -> None:
+        if not args.verbose or outcome.verdict == "survives":
+            return
+        if outcome.error:
+            print(f"      error: {str(outcome.error)[:300]}", file=sys.stderr, flush=True)
+        for problem in outcome.problems:
+            print(f"      broke: {problem[:300]}", file=sys.stderr, flush=True)
+
+    return show
 
 
 def _run_url(args: argparse.Namespace) -> int:
     """``--url``: the installed clients on the user's own server (the logic: :mod:`orsbench.clients.live`)."""
     from orsbench.clients import live
 
-    def usage(text: str) -> int:
-        print(f"orsbench matrix: error: {text}", file=sys.stderr)
-        return 2
-
-    if args.servers or args.profiles or args.predicted:
-        return usage("--url plays your server: leave out --servers, --profiles and --predicted")
-    if args.timeout <= 0:
-        return usage("--timeout must be > 0")
+    secrets = types.secrets_of(args)
     try:
         live.check_url(args.url)
+        for command in args.client_cmd:
+            if problem := _client_cmd_problem(command):
+                raise flags.UsageError(problem)
         result = live.play_on_url(
             args.url,
             args.env,
             args.clients,
-            types.secrets_of(args),
+            secrets,
             args.timeout,
-            progress=lambda line: print(line, file=sys.stderr, flush=True),
-            commands=args.cmd,
+            progress=_progress(args),
+            commands=args.client_cmd,
+            api_key=flags.api_key_of(args),
         )
     except live.LiveUsageError as exc:
-        return usage(str(exc))
+        raise flags.UsageError(str(exc)) from None
+    for row in result.rows:
+        if row.did_not_run:
+            raise flags.UsageError(row.did_not_run)
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        reporting.write_text(args.json, json.dumps(result.to_json(), indent=2))
     if args.markdown:
-        args.markdown.write_text(live.markdown(result))
+        reporting.write_text(args.markdown, live.markdown(result))
     if args.html:
-        from orsbench.reports import render_live, write_html
+        from orsbench.reports import render_live
 
-        write_html(render_live(result, secrets=types.secrets_of(args).values()), args.html)
-    for row in result["rows"]:
-        print(live.line_of(row))
+        reporting.write_text(args.html, render_live(result.to_json(), secrets=secrets.values()))
+    out = reporting.people(args)
+    for row in result.rows:
+        print(live.line_of(row), file=out)
     return 0
+
+
+def _client_cmd_problem(command: str) -> str | None:
+    from orsbench.clientcheck import contract
+
+    if not command.strip():
+        return '--client-cmd is empty: give the adapter command, e.g. --client-cmd "python my_adapter.py"'
+    return contract.not_runnable(command)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from orsbench.cli import subcommand, types
+from orsbench.cli import flags, reporting, subcommand, types
 from orsbench.config import DEFAULT_EVIDENCE_LIMIT
 
 EPILOG = """\
@@ -36,20 +36,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(keep-alives, chunk boundaries and timing preserved). Meanwhile grade the traffic with every check "
         "that can be judged from observed exchanges (the ids and report formats of `orsbench check`), "
         "optionally inject fault profiles, and record a cassette. Binds 127.0.0.1 on a free port unless "
-        "told otherwise; SIGINT/SIGTERM writes --json/--junit/--record and stops.",
+        "told otherwise; SIGINT/SIGTERM writes the reports (--json/--junit/--html/--markdown) and --record, and stops.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("upstream", metavar="UPSTREAM", help="the ORS server to forward to, e.g. http://127.0.0.1:8000")
+    parser.add_argument("upstream", metavar="UPSTREAM", type=types.http_url, help="the ORS server to forward to, e.g. http://127.0.0.1:8000")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; anything else is reachable from outside)")
     parser.add_argument("--port", type=types.port, default=0, help="port to bind; 0 picks a free one (default 0)")
     parser.add_argument("--fault", dest="faults", type=types.fault_names, action="extend", default=[], metavar="NAME[,NAME]", help="inject HTTP-level fault profiles into the upstream's traffic: flaky-5xx, latency-jitter, rate-limit, stream-drop, stream-no-end, stream-stall (docs/robustness.md)")
     parser.add_argument("--seed", type=int, default=0, help="seed for fault profiles, as on the mock engine (default 0)")
     parser.add_argument("--ping-interval", type=types.positive(float), default=10.0, help="the upstream's keep-alive cadence in seconds; stream-stall stays silent for 4 of them (default 10, the reference's)")
-    parser.add_argument("--record", metavar="FILE", help="write the traffic as a cassette on exit (docs/cassettes.md)")
-    parser.add_argument("--json", metavar="FILE", help="write the grading report (JSON, as `orsbench check --json`) on exit")
-    parser.add_argument("--junit", metavar="FILE", help="write the grading report as JUnit XML on exit")
-    parser.add_argument("--html", type=types.output_file, metavar="FILE", help="write the grading report as a self-contained HTML page on exit")
+    parser.add_argument("--record", type=types.output_file, metavar="FILE", help="write the traffic as a cassette on exit (docs/cassettes.md)")
     parser.add_argument(
         "--evidence-limit",
         type=types.non_negative(int),
@@ -58,14 +55,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"keep at most N unnamed and played-call exchanges as evidence; later ones are judged on arrival and "
         f"folded into counts, so memory stays bounded and verdicts stay the same; 0 keeps everything (default {DEFAULT_EVIDENCE_LIMIT:,})",
     )
+    parser.add_argument(
+        "--request-log",
+        action="store_true",
+        help="also keep every request and its answer at /_orsbench/requests, as a case server does for the client checks "
+        "(bounded; secrets recorded by name only)",
+    )
+    flags.add_api_key(parser, help="add this X-API-Key to every request forwarded upstream that carries no key of its own")
     types.add_secret_arguments(parser)
+    reporting.add_report_arguments(
+        parser,
+        helps={name: f"write the grading report as {what} on exit" for name, what in
+               (("json", "JSON (as `orsbench check --json`)"), ("junit", "JUnit XML"), ("html", "a self-contained HTML page"),
+                ("markdown", "a compact Markdown summary"))},
+        verbose_help="print one line per exchange as it is forwarded, and remediation and evidence under every finding on exit",
+        quiet_help="on exit, only the summary line (no findings)",
+        links=True,
+    )  # fmt: skip
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from orsbench.checks.passive import PassiveGrader
-    from orsbench.reports import render_check, write_html, write_json, write_junit
     from orsbench.reports.json_report import dumps
     from orsbench.servers.app import announce_ready, serve_forever
     from orsbench.servers.proxy import ProxyApp, wrap_faults
@@ -77,22 +89,24 @@ def run(args: argparse.Namespace) -> int:
     recorder = CassetteRecorder(args.upstream, "orsbench proxy", secrets=secrets) if args.record else None
     if recorder is not None:
         observers.append(recorder)
+    if args.verbose:
+        observers.append(_print_exchange)
+    terminal = reporting.terminal_of(args)
+    if terminal.out is sys.stdout:
+        terminal.out = sys.stderr  # stdout carries the banner (the URL) for whoever started the proxy
 
     def live_report() -> tuple[int, str, bytes]:
         return 200, "application/json", dumps(grader.report()).encode()
 
     def write_outputs() -> None:
         report = grader.report()
-        if args.json:
-            write_json(report, args.json)
-        if args.junit:
-            write_junit(report, args.junit)
-        if args.html:
-            write_html(render_check(report, title="orsbench proxy"), args.html)
+        reporting.write_reports(report, args, title="orsbench proxy")
         if recorder is not None:
             data = recorder.save(args.record)
             calls = sum(len(e["calls"]) for env in data["environments"].values() for e in env["episodes"])
             print(f"orsbench: recorded {calls} call(s) to {args.record}", file=sys.stderr)
+        if not args.quiet:
+            terminal.finish(report)
         counts = report.summary()
         folded = f" ({report.folded:,} folded into counts)" if report.folded else ""
         print(
@@ -103,17 +117,30 @@ def run(args: argparse.Namespace) -> int:
         )
 
     try:
-        proxy = ProxyApp(args.upstream, observers=observers, routes={REPORT_PATH: live_report}, on_shutdown=[write_outputs], secrets=secrets)
+        proxy = ProxyApp(
+            args.upstream, observers=observers, routes={REPORT_PATH: live_report}, on_shutdown=[write_outputs], secrets=secrets,
+            api_key=flags.api_key_of(args),
+        )  # fmt: skip
         app = wrap_faults(proxy, tuple(args.faults), args.seed, ping_interval=args.ping_interval)
-    except ValueError as exc:
-        print(f"orsbench proxy: {exc}", file=sys.stderr)
-        return 2
+        if args.request_log:  # outermost: it records what the faults answered, as on a case server
+            from orsbench.servers.request_log import RequestLog
+
+            app = RequestLog(app)
+    except ValueError as exc:  # a fault that works on the engine only, ...: the message names the fix
+        raise flags.UsageError(str(exc)) from None
 
     faults = f", faults {', '.join(args.faults)}" if args.faults else ""
     on_ready = announce_ready(
         lambda url: f"orsbench: proxying {url} -> {proxy.upstream}{faults}; report at {url}{REPORT_PATH}; Ctrl-C stops",
         args.ready_file,
+        stream=reporting.people(args),
     )
 
     serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)  # SIGINT/SIGTERM: write_outputs, then exit
     return 0
+
+
+def _print_exchange(exchange: Any) -> None:
+    """``-v``: one line per forwarded exchange, as it finishes (never its headers: they may carry a key)."""
+    status = exchange.status if exchange.status is not None else (exchange.error or "no answer")
+    print(f"  {exchange.method} {exchange.url} -> {status} in {exchange.elapsed:.3f} s", file=sys.stderr, flush=True)

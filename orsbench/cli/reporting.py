@@ -1,68 +1,146 @@
-"""The report flags of the commands that grade (``check``, ``check-client``), and the one way they are written.
+"""The report flags of every command that produces a report, and the one way they are written.
 
-Both commands grade into the same :class:`~orsbench.checks.runner.Report`, so
-they offer the same outputs with the same meaning: a terminal table (to stderr
-when a report owns stdout), ``--json``, ``--junit``, ``--html``, ``--markdown``.
+``check``, ``check-client``, ``proxy``, ``matrix`` and ``bench`` offer the same flags with the
+same meaning, added by one call to :func:`add_report_arguments`:
+
+* ``--json FILE``, ``--junit FILE``, ``--html FILE``, ``--markdown FILE`` — each a format the
+  command's result has (``formats=``); ``-`` writes it to stdout, and then everything a person
+  reads (progress, the table, the verdict) goes to stderr;
+* every path is checked when the command line is parsed — its folder exists and is writable — and
+  two reports cannot both take stdout: a usage error (exit 2) before a long run starts, never
+  a run lost at its end;
+* ``-q/--quiet`` (less while it runs: only findings and the summary) and ``-v/--verbose`` (more
+  under every finding); ``-q -v`` is quiet progress with detailed findings.
+
+A command then writes with :func:`write_reports` (a :class:`~orsbench.checks.runner.Report`) or
+:func:`write_text` (a result with its own renderer), and prints for people on :func:`people`.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
-from orsbench.cli import types
+from orsbench.cli import flags, types
 
 if TYPE_CHECKING:
     from orsbench.reports import TerminalReporter
+
+#: Every report format, in ``--help`` order.
+FORMATS = ("json", "junit", "html", "markdown")
+
+_HELP = {
+    "json": "write the JSON report here",
+    "junit": "write JUnit XML here",
+    "html": "write a self-contained HTML report here",
+    "markdown": "write a compact Markdown summary here (a PR comment, $GITHUB_STEP_SUMMARY)",
+}
 
 
 def add_report_arguments(
     parser: argparse.ArgumentParser,
     *,
-    junit_help: str = "write JUnit XML here",
-    html_help: str = "write a self-contained HTML report here",
+    formats: tuple[str, ...] = FORMATS,
+    helps: dict[str, str] | None = None,
+    junit_help: str | None = None,
+    html_help: str | None = None,
     verbose_help: str = "show remediation and evidence under every finding",
+    quiet_help: str = "print only findings and the summary",
+    links: bool = False,
 ) -> argparse._ArgumentGroup:
-    """The ``reports`` group; a command adds its own flags to the group it returns."""
-    out = parser.add_argument_group("reports")
-    out.add_argument("--json", type=types.output_file, metavar="FILE", help="write the JSON report here ('-' for stdout)")
-    out.add_argument("--junit", type=types.output_file, metavar="FILE", help=junit_help)
-    out.add_argument("--html", type=types.output_file, metavar="FILE", help=html_help)
-    out.add_argument(
-        "--markdown", type=types.output_file, metavar="FILE",
-        help="write a compact Markdown summary here (a PR comment, $GITHUB_STEP_SUMMARY; '-' for stdout)",
-    )  # fmt: skip
+    """The ``reports`` group (``formats`` of :data:`FORMATS`, ``-q``, ``-v``); a command adds its own flags to it.
+
+    ``links``: the command's HTML and Markdown link each finding to its section of docs/protocol.md,
+    so it takes ``--docs-url`` (where that document lives) too.
+    """
+    texts = {**_HELP, **(helps or {})}
+    if junit_help:
+        texts["junit"] = junit_help
+    if html_help:
+        texts["html"] = html_help
+    out = parser.add_argument_group(
+        "reports", "FILE - is stdout (people's text then goes to stderr); each FILE is checked before the run starts"
+    )
+    for name in formats:
+        out.add_argument(f"--{name}", type=types.output_file, default=None, metavar="FILE", help=f"{texts[name]} ('-' for stdout)")
     out.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
-    out.add_argument("-q", "--quiet", action="store_true", help="print only findings and the summary")
+    out.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
+    if links:
+        out.add_argument(
+            "--docs-url", type=docs_url, default=None, metavar="URL",
+            help="where the protocol links of --html/--markdown point: a repository's …/blob/<ref> or a docs site's root, "
+            "holding docs/protocol.md (default: $ORSBENCH_DOCS_URL, else this checkout's docs/protocol.md as a file:// URL)",
+        )  # fmt: skip
+    parser.set_defaults(_formats=formats)
+    flags.after_parse(parser, _one_report_on_stdout)
     return out
+
+
+def docs_url(value: str) -> str:
+    """``--docs-url``: an absolute http(s) or file URL (a report is read away from where it was written)."""
+    if not value.startswith(("https://", "http://", "file://")):
+        raise argparse.ArgumentTypeError(f"{value!r} is not an absolute URL: give https://…/blob/<ref> (or a file:// URL)")
+    return value.rstrip("/")
+
+
+def _on_stdout(args: argparse.Namespace) -> list[str]:
+    return [f"--{name}" for name in getattr(args, "_formats", FORMATS) if getattr(args, name, None) == "-"]
+
+
+def _one_report_on_stdout(args: argparse.Namespace) -> None:
+    if conflict := stdout_conflict(args):
+        raise flags.UsageError(conflict)
 
 
 def stdout_conflict(args: argparse.Namespace) -> str | None:
     """The usage error when two reports both want stdout, else None."""
-    if args.json == "-" and args.markdown == "-":
-        return "--json - and --markdown - both want stdout: write one of them to a file"
+    taken = _on_stdout(args)
+    if len(taken) > 1:
+        return f"{' - and '.join(taken)} - all want stdout: write all but one of them to a file"
     return None
 
 
-def terminal_of(args: argparse.Namespace) -> TerminalReporter:
-    """The progress table; on stderr when ``--json -`` or ``--markdown -`` owns stdout."""
-    import sys
+def stdout_taken(args: argparse.Namespace) -> bool:
+    """Whether a report is written to stdout (``--json -`` and the like)."""
+    return bool(_on_stdout(args))
 
+
+def people(args: argparse.Namespace) -> TextIO:
+    """Where text for people goes: stdout, or stderr when a report owns stdout."""
+    return sys.stderr if stdout_taken(args) else sys.stdout
+
+
+def terminal_of(args: argparse.Namespace) -> TerminalReporter:
+    """The progress table; on stderr when a report owns stdout."""
     from orsbench.reports import TerminalReporter
 
-    to_stdout = "-" in (args.json, args.markdown)
-    return TerminalReporter(sys.stderr if to_stdout else None, verbose=args.verbose, quiet=args.quiet)
+    stream = sys.stderr if stdout_taken(args) else None
+    return TerminalReporter(stream, verbose=getattr(args, "verbose", False), quiet=getattr(args, "quiet", False))
 
 
 def write_reports(report: Any, args: argparse.Namespace, *, title: str) -> None:
-    """Every report file the flags ask for, from the one report."""
-    from orsbench.reports import render_check, write_html, write_json, write_junit, write_markdown
+    """Every report the flags ask for, from the one :class:`~orsbench.checks.runner.Report` (``-``: stdout)."""
+    from orsbench.reports import junit_xml, render_check, render_markdown
+    from orsbench.reports.json_report import dumps
 
-    if args.json:
-        write_json(report, args.json)
-    if args.junit:
-        write_junit(report, args.junit)
-    if args.html:
-        write_html(render_check(report, title=title), args.html)
-    if args.markdown:
-        write_markdown(report, args.markdown, title=title)
+    renders = {
+        "json": lambda: dumps(report),
+        "junit": lambda: junit_xml(report),
+        "html": lambda: render_check(report, title=title, docs_url=getattr(args, "docs_url", None)),
+        "markdown": lambda: render_markdown(report, title=title, docs_url=getattr(args, "docs_url", None)),
+    }
+    for name, render in renders.items():
+        if path := getattr(args, name, None):
+            write_text(path, render())
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write a rendered report to ``path`` (``-``: stdout), ending in one newline."""
+    text = text if text.endswith("\n") else text + "\n"
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        Path(path).expanduser().write_text(text, encoding="utf-8")

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
-from orsbench.cli import subcommand, types
+from orsbench.cli import flags, subcommand, types
 from orsbench.config import ServerConfig, effective_config, read_config_file
 from orsbench.scenarios import SCENARIOS, get_scenario
 from orsbench.servers.app import BindError, announce_ready, build_app, serve_forever
@@ -16,7 +15,7 @@ from orsbench.servers.implementations import IMPLEMENTATIONS
 
 #: Read when neither --api-key nor a launcher's config gives a key: a key in the
 #: environment does not show in ``ps`` output the way a command-line flag does.
-API_KEY_ENV = "ORSBENCH_API_KEY"
+API_KEY_ENV = flags.API_KEY_ENV
 
 #: CLI flag → ServerConfig field, for the knobs settable one by one.
 KNOBS: dict[str, tuple[str, Callable[[str], Any], str]] = {
@@ -46,6 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="example: orsbench serve slow --ttl 3 --param long_call=20 --ping-interval 1",
     )
     parser.add_argument("scenario", nargs="?", choices=sorted(SCENARIOS), metavar="SCENARIO", help=f"one of: {', '.join(SCENARIOS)} (omit with --cassette)")
+    parser.add_argument(
+        "--scenario", dest="scenario_flag", choices=sorted(SCENARIOS), metavar="SCENARIO", default=None,
+        help="the same as the positional SCENARIO (the spelling of check and bench)",
+    )  # fmt: skip
     parser.add_argument("--cassette", metavar="FILE", default=None, help="replay a cassette recorded by `orsbench record` or `orsbench proxy --record` (offline; docs/cassettes.md)")
     parser.add_argument("--on-miss", choices=("error", "nearest"), default=None, help="with --cassette: a call no recording matches answers ok:false (error, default) or the closest recorded call's answer (nearest)")
     impls = "; ".join(f"{i.name}: {i.summary}" for i in IMPLEMENTATIONS.values())
@@ -90,31 +93,30 @@ def config_from_args(args: argparse.Namespace) -> tuple[ServerConfig, set[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.scenario_flag is not None:
+        if args.scenario not in (None, args.scenario_flag):
+            raise flags.UsageError(f"give the scenario once: {args.scenario!r} or --scenario {args.scenario_flag!r}")
+        args.scenario = args.scenario_flag
     if args.cassette is not None:
         if args.scenario not in (None, "cassette"):
-            print(f"orsbench serve: give a SCENARIO or --cassette FILE, not both (got {args.scenario!r})", file=sys.stderr)
-            return 2
+            raise flags.UsageError(f"give a SCENARIO or --cassette FILE, not both (got {args.scenario!r})")
         args.scenario = "cassette"
         args.param = [*args.param, ("path", args.cassette)] + ([("on_miss", args.on_miss)] if args.on_miss else [])
     elif args.scenario is None:
-        print("orsbench serve: name a SCENARIO (see `orsbench scenarios`) or give --cassette FILE", file=sys.stderr)
-        return 2
+        raise flags.UsageError("name a SCENARIO (see `orsbench scenarios`) or give --cassette FILE")
     elif args.on_miss is not None:
-        print("orsbench serve: --on-miss applies to --cassette only", file=sys.stderr)
-        return 2
+        raise flags.UsageError("--on-miss applies to --cassette only")
     IMPLEMENTATIONS.get(args.impl).require()  # a missing extra is a usage error before anything is built
     config, explicit = config_from_args(args)
     try:
         scenario = get_scenario(args.scenario, **config.params)
-    except ValueError as exc:
-        print(f"orsbench serve: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:  # a bad parameter, an unreadable cassette: the message names it
+        raise flags.UsageError(str(exc)) from None
     config = effective_config(scenario, config, explicit)
     try:
         app = build_app([scenario], config, args.impl)
     except ValueError as exc:  # an unknown fault, a knob the SDK twin lacks, ...
-        print(f"orsbench serve: {exc}", file=sys.stderr)
-        return 2
+        raise flags.UsageError(str(exc)) from None
 
     on_ready = announce_ready(
         lambda url: f"orsbench: serving {scenario.name} ({args.impl}) at {url} — env name {scenario.name!r}; Ctrl-C stops",
@@ -124,6 +126,5 @@ def run(args: argparse.Namespace) -> int:
     try:
         serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)
     except BindError as exc:
-        print(f"orsbench serve: error: {exc} (choose another --port, or 0 for a free one)", file=sys.stderr)
-        return 2
+        raise flags.UsageError(f"{exc} (choose another --port, or 0 for a free one)") from None
     return 0

@@ -8,7 +8,9 @@ usage error (exit 2) naming the flag. No subcommand re-parses a flag by hand.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
 
 
 def _number(kind: type, text: str) -> float:
@@ -60,27 +62,88 @@ def param(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def indices(text: str) -> tuple[int, ...]:
-    """``0,5,-1`` → ``(0, 5, -1)``: task indices (negative ones count from the end)."""
+class Tasks(NamedTuple):
+    """What ``--tasks`` names: a split (or ``None``: the command's own), the indices, and the text as given."""
+
+    split: str | None
+    indices: tuple[int, ...]
+    text: str
+
+
+def tasks(text: str) -> Tasks:
+    """``[SPLIT:]I[-J][,K...]`` → :class:`Tasks` (negative indices count from the end): one grammar for every command."""
+    from orsbench.checks.evidence import parse_tasks
+
     try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected task indices like 0,5,-1, got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one task index")
-    return values
+        split, values = parse_tasks(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return Tasks(split, tuple(values), text)
+
+
+#: ``--tasks``'s metavar and help, the same on every command that plays tasks.
+TASKS_METAVAR = "[SPLIT:]I[-J][,K]"
+
+
+def json_object(text: str) -> dict[str, object]:
+    """A JSON object given on the command line (a tool's input)."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object like '{{\"text\": \"hi\"}}', got {type(value).__name__}")
+    return value
+
+
+def http_url(text: str) -> str:
+    """An ``http(s)://host[:port]`` URL (a server to talk to); a missing scheme suggests ``http://``."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        hint = f"; did you mean http://{text}?" if "://" not in text and text else ""
+        raise argparse.ArgumentTypeError(f"expected an http(s) URL like http://127.0.0.1:8000, got {text!r}{hint}")
+    return text
+
+
+def one_of(known: Callable[[], Iterable[str]], what: str, *, extra: Iterable[str] = ()) -> Callable[[str], list[str]]:
+    """``A,B`` → ``["A", "B"]``, each one of ``known()`` (read when the flag is parsed: a registry's names)."""
+
+    def parse(text: str) -> list[str]:
+        given = names(text)
+        choices = [*known(), *extra]
+        unknown = [n for n in given if n not in choices]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(map(repr, unknown))}; choose from {', '.join(choices)}")
+        if not given:
+            raise argparse.ArgumentTypeError(f"name at least one {what}")
+        return given
+
+    parse.__name__ = what
+    return parse
 
 
 def output_file(text: str) -> str:
-    """A file to write a report to (``-``: stdout): its folder must exist, so a run is not lost at the end."""
+    """A file to write a report to (``-``: stdout), checked when the flag is parsed so a long run is not lost at the end:
+    its folder exists and is writable, it is not a folder, and an existing file is writable."""
+    import os
     from pathlib import Path
 
-    if text != "-":
-        folder = Path(text).expanduser().parent
-        if not folder.is_dir():
-            raise argparse.ArgumentTypeError(f"cannot write {text!r}: no folder {str(folder)!r}")
-        if Path(text).is_dir():
-            raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name")
+    if text == "-":
+        return text
+    path = Path(text).expanduser()
+    folder = path.parent
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: no folder {str(folder)!r}")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: the file is not writable")
+    if not path.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: the folder {str(folder)!r} is not writable")
     return text
 
 
@@ -116,23 +179,39 @@ SECRET_HELP = (
 SECRETS_FILE_HELP = "secrets from a file: NAME=VALUE lines (# comments), or a JSON object {NAME: VALUE}; see docs/protocol.md §14"
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SHOWN_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")  # a conventional variable name: safe to say back
+
+
 def _secret_name(name: str, where: str) -> str:
     name = name.strip()
-    if not name or any(c.isspace() or c in "=\"'" for c in name):
-        raise argparse.ArgumentTypeError(f"{where}: a secret needs a NAME (no spaces or quotes) before '='")
+    if not name or any(c.isspace() or c in "=\"':" for c in name):
+        raise argparse.ArgumentTypeError(f"{where}: a secret needs a NAME (no spaces, quotes or ':') before '='")
     return name
 
 
 def secret(text: str) -> tuple[str, str]:
-    """``NAME=VALUE`` → ``(NAME, VALUE)``; ``NAME`` alone → its value from the environment variable ``NAME``."""
+    """``NAME=VALUE`` → ``(NAME, VALUE)``; ``NAME`` alone → its value from the environment variable ``NAME``.
+
+    No message says back what was given after a separator, nor a bare argument that does not look like a
+    variable name: a typo such as ``NAME:VALUE`` must not print the value into a terminal or a CI log.
+    """
     import os
 
     name, sep, value = text.partition("=")
-    name = _secret_name(name, "expected NAME=VALUE or NAME")
     if not sep:
+        if ":" in text:
+            raise argparse.ArgumentTypeError("expected NAME=VALUE: use '=' between the name and the value, not ':' (the value is not shown)")
+        if not _ENV_NAME.fullmatch(text.strip()):
+            raise argparse.ArgumentTypeError(
+                "expected NAME=VALUE, or NAME alone to read the environment variable NAME (what was given is not shown)"
+            )
+        name = text.strip()
         if name not in os.environ:
-            raise argparse.ArgumentTypeError(f"no environment variable {name!r} to read the secret from (give NAME=VALUE)")
+            shown = f" ${name}" if _SHOWN_NAME.fullmatch(name) else " of that name (the name is not shown: it may be a value)"
+            raise argparse.ArgumentTypeError(f"no environment variable{shown} to read the secret from (give NAME=VALUE)")
         value = os.environ[name]
+    name = _secret_name(name, "expected NAME=VALUE or NAME")
     if not value:
         raise argparse.ArgumentTypeError(f"secret {name!r} is empty")
     return name, value
@@ -165,7 +244,8 @@ def secrets_file(text: str) -> dict[str, str]:
             continue
         name, sep, value = line.removeprefix("export ").partition("=")
         if not sep:
-            raise argparse.ArgumentTypeError(f"{text!r} line {number}: expected NAME=VALUE")
+            colon = ": use '=' between the name and the value, not ':'" if ":" in line else ""
+            raise argparse.ArgumentTypeError(f"{text!r} line {number}: expected NAME=VALUE{colon}")
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
             value = value[1:-1]

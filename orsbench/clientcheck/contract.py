@@ -52,6 +52,59 @@ def refused_placeholders(command: str) -> list[str]:
     return ["{secrets}"] if "{secrets}" in command else []
 
 
+#: What ``/bin/sh`` exits with when it cannot find (127) or cannot execute (126) the program.
+SHELL_NOT_FOUND, SHELL_NOT_EXECUTABLE = 127, 126
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
+_SHELL_EXPANDS = set("$`{}()<>|;&*?[]~\\")
+
+
+def not_runnable(command: str) -> str | None:
+    """Why ``/bin/sh`` could not start ``command``'s program — asked before any case runs — or ``None``.
+
+    Only the first program is looked at (after ``NAME=value`` assignments), and only when the shell
+    would not expand it; anything else is found out by running (:func:`did_not_run`). A wrong
+    command is the user's usage error, never a client that fails every check.
+    """
+    import os
+    import subprocess
+
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        return f"the client command is not a valid shell line ({exc}): {command!r}"
+    words = words[next((i for i, w in enumerate(words) if not _ASSIGNMENT.fullmatch(w)), len(words)) :]
+    if not words or _SHELL_EXPANDS & set(words[0]):
+        return None
+    program = words[0]
+    if "/" in program:
+        path = Path(program).expanduser()
+        if not path.exists():
+            return f"the client command's program {program!r} does not exist (/bin/sh would exit 127): check the path in {command!r}"
+        if path.is_dir() or not os.access(path, os.X_OK):
+            return (
+                f"the client command's program {program!r} is not executable (/bin/sh would exit 126): "
+                f"chmod +x {shlex.quote(program)}, or run it with its interpreter, in {command!r}"
+            )
+        return None
+    found = subprocess.run(["/bin/sh", "-c", 'command -v -- "$1"', "sh", program], capture_output=True, timeout=10, check=False)
+    if found.returncode != 0:
+        return (
+            f"the client command's program {program!r} is not found on PATH (/bin/sh would exit 127): "
+            f"check the spelling, or give its path, in {command!r}"
+        )
+    return None
+
+
+def did_not_run(command: str, exit_code: int | None, requests: int, stderr: str) -> str | None:
+    """The usage error when a case's command exited 126/127 before making any request: the shell could not run it."""
+    if exit_code not in (SHELL_NOT_FOUND, SHELL_NOT_EXECUTABLE) or requests:
+        return None
+    what = "could not find a program it runs" if exit_code == SHELL_NOT_FOUND else "could not execute a program it runs"
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    said = f" ({lines[-1][:200]})" if lines else ""
+    return f"the client command exited {exit_code} before any request: the shell {what}{said}; check {command!r}"
+
+
 @dataclass
 class OutLine:
     """One line of ``ORSBENCH_OUT`` as the adapter wrote it, checked against the contract."""
@@ -98,6 +151,10 @@ def parse_line(number: int, raw: str) -> OutLine:
     if "error" in data:
         if not isinstance(data["error"], str):
             line.problems.append('"error" is not a string')
+        return line
+    if "tool" not in data and "episode_reward" in data:  # an episode line: the reward the client took, after its calls
+        if data["episode_reward"] is not None and not _is_number(data["episode_reward"]):
+            line.problems.append('"episode_reward" is not a finite number or null')
         return line
     if not isinstance(data.get("tool"), str):
         line.problems.append('no "tool" string (and no "error")')

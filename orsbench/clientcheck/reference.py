@@ -1,6 +1,6 @@
 """The reference adapter: a correct ORS client in raw httpx, speaking the adapter contract.
 
-``orsbench check-client --cmd "python -m orsbench.clientcheck.reference"`` (or, a second
+``orsbench check-client --client-cmd "python -m orsbench.clientcheck.reference"`` (or, a second
 faster per case, the file itself: :func:`command`)
 passes every case; that is how the suite tests itself, and this file is the
 worked example of ``docs/clients.md`` §"What a correct client does" for anyone
@@ -284,7 +284,7 @@ def command() -> str:
 def main(adapter: type[Adapter] = Adapter) -> int:
     missing = [name for name in (contract.URL, contract.ENV, contract.SPLIT, contract.INDEX, contract.SCRIPT, contract.OUT) if name not in os.environ]
     if missing:
-        print(f"{sys.argv[0]}: run me under `orsbench check-client --cmd ...`: {', '.join(missing)} not set", file=sys.stderr)
+        print(f"{sys.argv[0]}: run me under `orsbench check-client --client-cmd ...`: {', '.join(missing)} not set", file=sys.stderr)
         return 2
     return adapter().play()
 

@@ -1,28 +1,32 @@
-"""Run a client command on one case: serve it, run the command under a deadline, collect both ends.
+"""The one runner for every client: start it on a case, bound it, stop it, collect both ends.
 
-The command runs through ``/bin/sh -c`` in a process group of its own, so a
-deadline (or a request storm, or an output flood) ends the whole group —
-a wrapper script and the client it started alike — with SIGTERM, then SIGKILL
-after :data:`GRACE_S`. Its stdout and stderr are read by threads that keep
-only the last :data:`TAIL_BYTES` of each; ``ORSBENCH_OUT`` is read back up to
-:data:`OUT_LIMIT` bytes, and a command that writes more is stopped. While it
-runs, the server's request count is watched: past :data:`STORM_LIMIT`
-requests the command is stopped as a request storm. A case therefore always
-ends within its deadline plus a few seconds, whatever the command does.
+Every client orsbench grades — a user's adapter command (``check-client``), a
+built-in client target forked ready (``matrix``), either of them on the user's
+own server (``orsbench clients URL``) — goes through :class:`RunningCase`:
 
-Secrets reach the command through its environment only (``ORSBENCH_SECRETS``),
-never its command line, and are never written to the reports.
+* the script and an empty ``ORSBENCH_OUT`` in a private directory, the contract's
+  variables (:func:`case_environment`) in the client's environment;
+* the client started by its :class:`~orsbench.clientcheck.process.Launch`, in a
+  process group of its own, its stdout and stderr in files;
+* bounded: stopped at its deadline, on a request storm (:data:`STORM_LIMIT`
+  requests the server saw since it started) and on an output flood
+  (``ORSBENCH_OUT`` past :data:`OUT_LIMIT`, its stdout or stderr past
+  :data:`STDIO_LIMIT`) — SIGTERM to the group, SIGKILL after
+  :data:`~orsbench.clientcheck.process.GRACE_S`;
+* collected into a :class:`CaseRun`: the out file, the tails of what it printed,
+  the slice of the server's request log it caused and the server's counters'
+  change over its episode — what :func:`orsbench.clientcheck.grade` judges.
+
+A case therefore always ends within its deadline plus a few seconds, whatever
+the client does. Secrets reach the client through its environment only
+(``ORSBENCH_SECRETS``), never its command line, and are never written to a report.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +40,7 @@ from orsbench.clientcheck import contract
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import OutFile
 from orsbench.clientcheck.episodes import Script
+from orsbench.clientcheck.process import ClientProcess, Command, Launch
 from orsbench.servers.launch import RunningServer, ServerStartError, local_http, start
 from orsbench.wire.redact import scrub
 
@@ -45,43 +50,15 @@ TAIL_BYTES = 8192
 STDERR_LINES, STDERR_CHARS = 20, 2000
 #: Characters of each reported error a finding shows.
 ERROR_CHARS = 500
-#: Bytes of ``ORSBENCH_OUT`` read back; a command writing more is stopped.
+#: Bytes of ``ORSBENCH_OUT`` read back; a client writing more is stopped.
 OUT_LIMIT = 4 * 1024 * 1024
-#: Requests after which a command is stopped as a request storm.
+#: Bytes a client may print on stdout or stderr before it is stopped as an output flood.
+STDIO_LIMIT = 64 * 1024 * 1024
+#: Requests after which a client is stopped as a request storm.
 STORM_LIMIT = 2000
-#: Seconds between SIGTERM and SIGKILL of the command's process group.
-GRACE_S = 1.0
-#: How often the command, its output and the server's request count are looked at.
+#: How often a client is looked at, and how often its server's request count and its output sizes.
 POLL_S = 0.05
 WATCH_SERVER_S = 0.25
-
-
-class _Tail:
-    """Keeps the last ``limit`` bytes read from a pipe, and how many were read in all."""
-
-    def __init__(self, stream: Any, limit: int = TAIL_BYTES) -> None:
-        self.stream, self.limit = stream, limit
-        self.data = bytearray()
-        self.total = 0
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                chunk = self.stream.read1(65536)
-            except (OSError, ValueError):
-                return
-            if not chunk:
-                return
-            self.total += len(chunk)
-            self.data += chunk
-            if len(self.data) > self.limit:
-                del self.data[: len(self.data) - self.limit]
-
-    def text(self) -> str:
-        self.thread.join(timeout=2)
-        return bytes(self.data).decode("utf-8", errors="replace")
 
 
 @dataclass
@@ -95,9 +72,9 @@ class CaseRun:
     url: str = ""
     env: str = ""
     exit_code: int | None = None
-    #: Seconds the command was given.
+    #: Seconds the client was given.
     deadline: float = 0.0
-    #: Why orsbench stopped the command: ``"deadline"``, ``"request storm"``, ``"output flood"`` (``None``: it ended).
+    #: Why orsbench stopped the client: ``"deadline"``, ``"request storm"``, ``"output flood"`` (``None``: it ended).
     stopped_for: str | None = None
     started_at: float = 0.0
     duration_s: float = 0.0
@@ -106,10 +83,14 @@ class CaseRun:
     stdout: str = ""
     stderr: str = ""
     out: OutFile = field(default_factory=OutFile)
-    #: The server's request log (:mod:`orsbench.servers.request_log`) entries, and how many requests it saw.
+    #: The server's request log (:mod:`orsbench.servers.request_log`) entries of this episode, and how many requests it sent.
     log: list[dict[str, Any]] = field(default_factory=list)
     requests_total: int = 0
+    #: How the server's counters (``/_orsbench/stats``) changed over the episode: ``calls``, ``requests`` and
+    #: ``statuses`` by how much, ``sessions_left_open``; empty where the server keeps none (a proxy to yours).
     stats: dict[str, Any] = field(default_factory=dict)
+    #: What a built-in client observed beyond the contract (Inspect: ``tools_seen``; firehorse: ``shown``).
+    extras: dict[str, Any] = field(default_factory=dict)
     #: The case server could not be started or read: orsbench's problem, not the client's.
     server_error: str | None = None
 
@@ -166,147 +147,198 @@ def case_environment(case: Case, url: str, env: str, script_path: Path, out_path
     }
 
 
+def stat_delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """The counters that changed between two ``/_orsbench/stats`` snapshots, by how much."""
+    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+
+
+def _stats(server: RunningServer) -> dict[str, Any] | None:
+    """The server's counters, or ``None`` where it keeps none (the user's own server behind a proxy)."""
+    try:
+        return dict(server.stats())
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+def _request_log(server: RunningServer) -> tuple[list[dict[str, Any]], int]:
+    """The server's request log entries and total (the server runs with a request log)."""
+    response = local_http().get(server.url + protocol.REQUEST_LOG, timeout=30)
+    response.raise_for_status()
+    log = response.json()
+    return list(log["entries"]), int(log["total"])
+
+
+def _tail(path: Path, limit: int = TAIL_BYTES) -> str:
+    """The last ``limit`` bytes of a file the client printed to."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - limit))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+class RunningCase:
+    """One client playing one case under way; :meth:`done` watches it, :meth:`finish` collects it.
+
+    ``server`` is where it plays: a case server, a shared matrix server, or a proxy to the user's server; it
+    must keep a request log (``ServerConfig(request_log=True)``), which is graded from the entries this
+    episode added. ``deadline`` defaults to the case's own; the launch's ``startup_s`` is added to it.
+    ``extra_env`` adds variables to the client's environment; ``overrides`` replaces contract ones (the
+    user's API key for the SDK's ``OPENREWARD_API_KEY`` on the user's server).
+    """
+
+    def __init__(
+        self,
+        launch: Launch,
+        case: Case,
+        server: RunningServer,
+        *,
+        script: Script | None = None,
+        env: str | None = None,
+        deadline: float | None = None,
+        extra_env: Mapping[str, str] | None = None,
+        overrides: Mapping[str, str] | None = None,
+    ) -> None:
+        self.case, self.server = case, server
+        self.script = script if script is not None else case.script
+        self.env = env if env is not None else server.env_name
+        self.deadline = (deadline if deadline is not None else case.deadline) + launch.startup_s
+        self.workdir = Path(tempfile.mkdtemp(prefix="orsbench-client-"))  # 0700: only this user reads the script and output
+        script_path, self.out_path = self.workdir / "script.json", self.workdir / "out.jsonl"
+        self.stdout_path, self.stderr_path = self.workdir / "stdout.log", self.workdir / "stderr.log"
+        script_path.write_text(json.dumps(script_json(self.script)))
+        self.out_path.touch(mode=0o600)
+        variables = case_environment(case, server.url, self.env, script_path, self.out_path)
+        self.command = launch.shown(variables)
+        self.server_error: str | None = None
+        try:
+            self.log_before = _request_log(server)[1]
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            self.log_before, self.server_error = 0, f"could not read the server's request log: {exc}"
+        self.stats_before = _stats(server)
+        self.requests_before = _requests(self.stats_before)
+        self.stopped_for: str | None = None
+        self._next_look = 0.0
+        self.started = time.monotonic()
+        environ = {**(extra_env or {}), **variables, **(overrides or {})}
+        self.process: ClientProcess = launch.start(environ, self.stdout_path, self.stderr_path, self.workdir)
+
+    @property
+    def ends_by(self) -> float:
+        """The monotonic time of its deadline."""
+        return self.started + self.deadline
+
+    def done(self) -> bool:
+        """Whether the client ended, or has just been found past a bound (then :attr:`stopped_for` says which)."""
+        if self.stopped_for is not None or self.process.poll() is not None:
+            return True
+        now = time.monotonic()
+        if now > self.ends_by:
+            self.stopped_for = "deadline"
+        elif now >= self._next_look:
+            self._next_look = now + WATCH_SERVER_S
+            if _requests(_stats(self.server)) - self.requests_before > STORM_LIMIT:
+                self.stopped_for = "request storm"
+            elif _size(self.out_path) > OUT_LIMIT or max(_size(self.stdout_path), _size(self.stderr_path)) > STDIO_LIMIT:
+                self.stopped_for = "output flood"
+        return self.stopped_for is not None
+
+    def wait(self) -> CaseRun:
+        """Watch the client until it ends or is stopped; collect it."""
+        while not self.done():
+            time.sleep(POLL_S)
+        return self.finish()
+
+    def finish(self) -> CaseRun:
+        """Stop the client's process group (it may have left children), read both ends, delete the directory."""
+        self.process.stop()
+        duration = time.monotonic() - self.started
+        run = CaseRun(
+            self.case,
+            self.script,
+            self.command,
+            url=self.server.url,
+            env=self.env,
+            exit_code=self.process.returncode,
+            deadline=self.deadline,
+            stopped_for=self.stopped_for,
+            started_at=self.started,
+            duration_s=duration,
+            stdout=_tail(self.stdout_path),
+            stderr=_tail(self.stderr_path),
+            out=contract.read_out(self.out_path, OUT_LIMIT),
+            extras=_extras(self.workdir),
+            server_error=self.server_error,
+        )
+        try:
+            entries, total = _request_log(self.server)
+            skipped = max(0, total - len(entries))  # entries past the log's bound are counted, not kept
+            run.log, run.requests_total = entries[max(0, self.log_before - skipped) :], total - self.log_before
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            run.server_error = run.server_error or f"could not read the server's request log: {exc}"
+        after = _stats(self.server)
+        if self.stats_before is not None and after is not None:
+            run.stats = {
+                key: stat_delta(self.stats_before.get(key) or {}, after.get(key) or {}) for key in ("calls", "requests", "statuses")
+            }
+            run.stats["sessions_left_open"] = after["active_sessions"] - self.stats_before["active_sessions"]
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        return run
+
+
+def _requests(stats: Mapping[str, Any] | None) -> int:
+    # A cut stream counts twice (request and fault): a bound, not a tally.
+    return int(sum((stats or {}).get("requests", {}).values()))
+
+
+def _extras(workdir: Path) -> dict[str, Any]:
+    try:
+        value = json.loads((workdir / "extras.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def play(launch: Launch, case: Case, server: RunningServer, **options: Any) -> CaseRun:
+    """Run one client on ``case`` against ``server`` until it ends or is stopped (:class:`RunningCase`'s options)."""
+    return RunningCase(launch, case, server, **options).wait()
+
+
 def run_case(
-    command: str,
+    command: str | Launch,
     case: Case,
     timeout: float | None = None,
     *,
     impl: str = "mock",
     extra_env: Mapping[str, str] | None = None,
 ) -> CaseRun:
-    """Serve ``case``, run ``command`` against it (deadline: ``timeout`` or the case's own), collect both ends.
+    """Serve ``case``, run the client against it (deadline: ``timeout`` or the case's own), collect both ends.
 
-    ``impl`` serves the case on another implementation (``sdk``, ``ors-sdk``: the SDK twins; a case
-    with faults needs the mock); ``extra_env`` adds variables to the command's environment.
+    ``command`` is a user's adapter command (run by ``/bin/sh``) or any :class:`Launch`; ``impl`` serves
+    the case on another implementation (``sdk``, ``ors-sdk``: the SDK twins; a case with faults needs the
+    mock); ``extra_env`` adds variables to the client's environment.
     """
     began = time.monotonic()
-    script = case.script
-    run = CaseRun(case, script, command, deadline=timeout if timeout is not None else case.deadline)
+    launch = Command(command) if isinstance(command, str) else command
     try:
         server = start(case.scenario, impl=impl, config=case.config(), params=dict(case.params))
     except ServerStartError as exc:
+        shown = command if isinstance(command, str) else launch.shown({})
+        run = CaseRun(case, case.script, shown, deadline=timeout if timeout is not None else case.deadline)
         run.server_error = f"the case server did not start: {exc}"
         run.wall_s = time.monotonic() - began
         return run
-    workdir = Path(tempfile.mkdtemp(prefix="orsbench-client-"))  # 0700: only this user reads the script and output
     try:
-        run.url, run.env = server.url, server.env_name
-        _play(run, server, workdir, run.deadline, extra_env or {})
+        run = play(launch, case, server, deadline=timeout, extra_env=extra_env)
     finally:
         server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
     run.wall_s = time.monotonic() - began
     return run
-
-
-def _play(run: CaseRun, server: RunningServer, workdir: Path, deadline: float, extra_env: Mapping[str, str]) -> None:
-    script_path, out_path = workdir / "script.json", workdir / "out.jsonl"
-    script_path.write_text(json.dumps(script_json(run.script)))
-    out_path.touch(mode=0o600)
-    variables = case_environment(run.case, server.url, server.env_name, script_path, out_path)
-    run.command = contract.expand(run.command, variables)
-    done = execute(run.command, {**extra_env, **variables}, out_path, deadline, server)
-    run.started_at, run.duration_s, run.stopped_for = done.started_at, done.duration_s, done.stopped_for
-    run.exit_code, run.stdout, run.stderr, run.out = done.exit_code, done.stdout, done.stderr, done.out
-    _read_server(run, server)
-
-
-@dataclass
-class Executed:
-    """How one command run under :func:`execute` ended."""
-
-    exit_code: int | None
-    #: Why orsbench stopped it (``"deadline"``, ``"request storm"``, ``"output flood"``), ``None`` when it ended.
-    stopped_for: str | None
-    started_at: float
-    duration_s: float
-    stdout: str
-    stderr: str
-    out: OutFile
-
-
-def execute(
-    command: str, variables: Mapping[str, str], out_path: Path, deadline: float, server: RunningServer | None = None
-) -> Executed:
-    """Run ``command`` (``/bin/sh -c``, its own process group) with ``variables`` added to this environment.
-
-    It is stopped at ``deadline`` seconds, on an output flood, and — when ``server`` is orsbench's own —
-    on a request storm; ``out_path`` (``ORSBENCH_OUT``) is read back within :data:`OUT_LIMIT`. Shared by
-    ``check-client`` (a case server) and ``matrix --url`` (the user's server: no storm count to read).
-    """
-    environ = {**os.environ, **variables}
-    started = time.monotonic()
-    process = subprocess.Popen(
-        ["/bin/sh", "-c", command],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=environ,
-        start_new_session=True,  # its own process group: stopped as one
-    )
-    stdout, stderr = _Tail(process.stdout), _Tail(process.stderr)
-    try:
-        stopped_for = _watch(process, server, out_path, started + deadline)
-    finally:
-        _stop_group(process)
-        duration = time.monotonic() - started
-    return Executed(process.returncode, stopped_for, started, duration, stdout.text(), stderr.text(), contract.read_out(out_path, OUT_LIMIT))
-
-
-def _watch(process: subprocess.Popen[bytes], server: RunningServer | None, out_path: Path, deadline: float) -> str | None:
-    """Wait for the command; the reason orsbench stopped it early, or ``None`` when it ended by itself."""
-    next_look = 0.0
-    while process.poll() is None:
-        now = time.monotonic()
-        if now > deadline:
-            return "deadline"
-        if now >= next_look:
-            next_look = now + WATCH_SERVER_S
-            if server is not None and _requests_seen(server) > STORM_LIMIT:
-                return "request storm"
-            try:
-                if out_path.stat().st_size > OUT_LIMIT:
-                    return "output flood"
-            except OSError:
-                pass
-        time.sleep(POLL_S)
-    return None
-
-
-def _requests_seen(server: RunningServer) -> int:
-    try:
-        stats = server.stats()
-    except (httpx.HTTPError, ValueError):
-        return 0
-    return int(sum(stats.get("requests", {}).values()))  # a cut stream counts twice (request and fault): a bound, not a tally
-
-
-def _stop_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the command's process group, SIGKILL it after the grace period; reap the shell."""
-    for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            break
-        try:
-            process.wait(wait)
-            # The shell is gone; children it left in the group may not be: SIGKILL them too.
-            os.killpg(process.pid, signal.SIGKILL)
-        except subprocess.TimeoutExpired:
-            continue
-        except (ProcessLookupError, PermissionError):
-            pass
-        break
-    if process.poll() is None:
-        process.wait(5)
-
-
-def _read_server(run: CaseRun, server: RunningServer) -> None:
-    try:
-        response = local_http().get(server.url + protocol.REQUEST_LOG, timeout=30)
-        response.raise_for_status()
-        log = response.json()
-        run.log, run.requests_total = log["entries"], int(log["total"])
-        run.stats = server.stats()
-    except (httpx.HTTPError, ValueError, KeyError) as exc:
-        run.server_error = f"could not read the case server's request log: {exc}"

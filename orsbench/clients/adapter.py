@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Sequence
 
 from orsbench.clients.targets import CLIENT_TARGETS
-from orsbench.clients.transcript import ClientReported, AdapterEpisode, UsageError
+from orsbench.clients.transcript import AdapterEpisode, ClientExited, ClientReported, UsageError
 
 
 def play(name: str, episode: AdapterEpisode) -> int:
@@ -38,6 +38,8 @@ def play(name: str, episode: AdapterEpisode) -> int:
     target = CLIENT_TARGETS.get(name)
     try:
         target.play(episode)
+    except ClientExited as exc:  # a command adapter wrote its own lines: only its status is ours to pass on
+        return exc.code
     except Exception as exc:  # noqa: BLE001 - what the client raised is the result
         if isinstance(exc, ClientReported):
             episode.error(str(exc), raised=False)
@@ -55,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             "usage: python -m orsbench.clients.adapter NAME\n\n"
             "Play one episode with a built-in ORS client under the adapter contract of docs/clients.md\n"
-            f"(run it through `orsbench check-client --cmd`). NAME: {', '.join(names)}",
+            f"(run it through `orsbench check-client --client-cmd`). NAME: {', '.join(names)}",
             file=sys.stderr,
         )
         return 0 if argv and argv[0] in ("-h", "--help") else 2
@@ -64,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     target = CLIENT_TARGETS.get(argv[0])
     if not target.installed:
-        print(f'orsbench adapter: error: {target.title} is not installed: pip install "orsbench[{target.extra}]"', file=sys.stderr)
+        print(f"orsbench adapter: error: {target.title} is not installed: {target.install_hint}", file=sys.stderr)
         return 2
     try:
         episode = AdapterEpisode.from_environment(os.environ)

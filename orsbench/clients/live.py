@@ -1,32 +1,32 @@
-"""``orsbench matrix --url``: which installed clients can use *your* environment, played live.
+"""``orsbench clients URL``: which installed clients can use *your* environment, played live and judged as everywhere.
 
 The checker's own player (:func:`orsbench.checks.explore.play_one`) plays one
 episode on the user's server — a winning one where it finds one, else a valid
 one — and the calls it made become the script every installed client target
-then plays through its built-in adapter (``python -m orsbench.clients.adapter
-NAME``, the contract of ``docs/clients.md``), each in a fresh session. A client
-*trains* (TRL, the trainer target) or *evaluates* (the others) when its
-episode ran to the end showing the model the texts the player saw and
-reporting the same reward; otherwise it *fails — because* its first error
-line or the first difference. Beside each verdict: what the static binding
-rules (:func:`orsbench.checks.binding.predict`) predict from the server's
-``/tools`` listing.
+(and each ``--cmd`` adapter command) then plays, each in a fresh session,
+through an ``orsbench proxy`` with a request log in front of the server. Each
+client runs under the one runner every client goes through
+(:class:`~orsbench.clientcheck.runner.RunningCase`: a built-in target forked
+ready, a command by ``/bin/sh``), is graded by the client checks from both ends
+(what it reported, what the proxy saw) and judged by the one function
+(:func:`orsbench.clientcheck.judgement.judge`): a row says ``works``,
+``fails clearly``, ``fails silently`` or ``hangs`` — the matrix's and
+check-client's words — with, for a trainer, whether it would train (a reward to
+train on), and beside a failure the pinned upstream defect that explains it
+(:func:`orsbench.upstream.defects.shown_in` over what the player learnt of the
+server), so a client's known bug is not taken for the environment's. Beside each
+row: what the static binding rules (:func:`orsbench.checks.binding.predict`)
+predict from the server's ``/tools`` listing.
 
 Only a loopback URL is played (the same rule as ``bench --url``); secrets reach
-the adapters by their environment (``ORSBENCH_SECRETS``), never a command line,
+the clients by their environment (``ORSBENCH_SECRETS``), never a command line,
 and appear in no result.
 """
 
 from __future__ import annotations
 
-import json
-import shlex
-import shutil
-import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from orsbench.bench.target import TargetError, local_target
@@ -34,20 +34,31 @@ from orsbench.checks import binding
 from orsbench.checks.collector import Collector
 from orsbench.checks.evidence import Episode, Evidence, Options, json_of
 from orsbench.checks.explore import play_one
+from orsbench.clientcheck import grade
 from orsbench.clientcheck.cases import Case
-from orsbench.clientcheck.contract import expand, refused_placeholders
-from orsbench.clientcheck.runner import case_environment, execute
+from orsbench.clientcheck.contract import did_not_run, refused_placeholders
+from orsbench.clientcheck.episodes import Script, Step
+from orsbench.clientcheck.judgement import judge
+from orsbench.clientcheck.process import Command, Launch
+from orsbench.clientcheck.runner import play
+from orsbench.clients.consumers import Consumer, Prediction
+from orsbench.clients.run import forked, preload
 from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.servers.launch import RunningServer, ServerStartError, start_proxy
+from orsbench.upstream import defects as D
+from orsbench.verdict import Verdict
 from orsbench.wire.client import WireClient
 
-#: The client targets that train (their episodes feed a trainer, so they need a reward); the others evaluate.
-TRAINERS = frozenset({"trl"})
 #: Seconds an adapter command may take to start, beyond ``--timeout`` (a built-in target says its own).
 COMMAND_STARTUP_S = 10.0
 #: Probes the player needs first: the tools listing and environment, then the splits and the task to play.
 _PROBES = ("discovery", "dataset")
 #: What :func:`explore._answer_of` writes for a call that did not answer (not scripted for the clients).
 _FAILED_ANSWERS = ("raise", "hang", "stream", "http", "reaped")
+#: A result longer than this (the servers' default SSE chunk) is sent in several chunks.
+_CHUNK = 4096
+#: What a row says when the client is not installed here.
+NOT_INSTALLED = "not installed"
 
 
 class LiveUsageError(ValueError):
@@ -55,35 +66,110 @@ class LiveUsageError(ValueError):
 
 
 @dataclass(frozen=True)
+class PlayerEpisode:
+    """The episode the checker's player played: what every client replays."""
+
+    calls: int
+    finished: bool
+    reward: float | None
+    stopped: str | None = None
+
+
+@dataclass
+class PinnedDefect:
+    """A pinned upstream defect a row names: its id and what upstream does (``upstream: behaviour``)."""
+
+    id: str
+    summary: str
+
+
+@dataclass
+class Row:
+    """One client on the user's server: the one verdict, and why."""
+
+    client: str
+    version: str
+    #: The verdict in the one vocabulary (:class:`~orsbench.verdict.Verdict`), ``"not installed"`` when it could not play.
+    verdict: str
+    #: Why, in one line: the client's error, the first failed check, or (working) the reward it reported.
+    why: str
+    #: For a client that trains (``ClientTarget.trains``): whether this episode gives it a reward to train on.
+    trains: bool | None = None
+    #: The user's adapter command, for a ``--client-cmd`` row.
+    command: str | None = None
+    #: What the binding rules predict from ``/tools`` for this client.
+    predicted: list[str] = field(default_factory=list)
+    #: Pinned upstream defects that explain a failing verdict (the first one decides it).
+    defects: list[PinnedDefect] = field(default_factory=list)
+    #: Failed checks that decided the verdict, ``"<check id>: <message>"``.
+    problems: list[str] = field(default_factory=list)
+    #: Rules broken without changing the episode (check ids), each with the pinned defect that breaks it, if any.
+    rules: dict[str, str | None] = field(default_factory=dict)
+    seconds: float | None = None
+    #: A ``--client-cmd`` the shell could not run (exit 126/127 before any request): a usage error, not a verdict.
+    did_not_run: str | None = None
+    #: What the client's consumer profile predicts of the player's episode (a built-in target: ``ClientTarget.consumer``).
+    consumer: str | None = None
+    #: Whether the live run confirmed that prediction (None: not judged, the client did not play it out).
+    consumer_confirmed: bool | None = None
+
+    @property
+    def words(self) -> str:
+        """The verdict as printed: ``works — trains``, ``fails clearly``."""
+        if self.trains is None or self.verdict != Verdict.WORKS:
+            return self.verdict
+        return f"{self.verdict} — {'trains' if self.trains else 'would not train'}"
+
+
+@dataclass
+class LiveResult:
+    """Every row of one ``orsbench clients URL`` run, and the player's episode they replayed."""
+
+    url: str
+    env: str | None
+    split: str | None
+    index: int | None
+    episode: PlayerEpisode
+    rows: list[Row] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for row, shown in zip(self.rows, data["rows"]):
+            shown["words"] = row.words
+        return data
+
+
+@dataclass(frozen=True)
 class _Player:
-    """One row's client: an installed target's built-in adapter, or the user's own adapter command."""
+    """One row's client: an installed target's built-in adapter (forked ready), or the user's own adapter command."""
 
     name: str
     version: str
-    #: The command run once (placeholders expanded); the target's adapter module for a built-in target.
-    run: str
-    startup_s: float
-    #: The user's command as given (a ``--cmd`` row), else None.
+    launch: Launch | None
+    trainer: bool = False
+    #: The user's command as given (a ``--client-cmd`` row), else None.
     command: str | None = None
     #: Why it cannot play (not installed), else None.
     missing: str | None = None
+    #: What its user makes of an episode (a built-in target's profile; None for a command).
+    consumer: Consumer | None = None
 
     @classmethod
     def of_target(cls, name: str) -> _Player:
         target = CLIENT_TARGETS[name]
-        missing = None if target.installed else f'pip install "orsbench[{target.extra}]"'
-        run = f"{shlex.quote(sys.executable)} -m orsbench.clients.adapter {shlex.quote(name)}"
-        return cls(name, target.version, run, target.startup_s, missing=missing)
+        if not target.installed:
+            return cls(name, target.version, None, target.trains, missing=target.install_hint, consumer=target.consumer)
+        return cls(name, target.version, forked(name), target.trains, consumer=target.consumer)
 
     @classmethod
     def of_command(cls, number: int, command: str) -> _Player:
-        return cls(f"cmd {number}", "—", command, COMMAND_STARTUP_S, command=command)
+        return cls(f"cmd {number}", "—", Command(command, COMMAND_STARTUP_S), command=command)
 
 
 def check_url(url: str) -> str:
     """``url`` without its trailing slash, when it is http(s) on this machine (the rule of ``bench --url``)."""
     try:
-        return local_target(url, command="orsbench matrix").url
+        return local_target(url, command="orsbench clients").url
     except TargetError as exc:
         raise LiveUsageError(str(exc)) from None
 
@@ -114,53 +200,114 @@ def _player_episode(url: str, options: Options) -> tuple[Evidence, Episode, list
             client.close()
 
 
-def _script(episode: Episode) -> tuple[list[dict[str, Any]], list[str]]:
-    """The calls (and what each answered) the clients replay: those that answered, in the player's order."""
-    calls, answers = [], []
+def _script(episode: Episode, reward: float | None) -> Script:
+    """The calls the clients replay — those that answered, in the player's order — each expecting what it answered."""
+    steps = []
     for (tool, value), answer in zip(episode.calls, episode.answers):
         if answer in _FAILED_ANSWERS or answer.startswith("ok:false"):
             continue  # a call the server refused or failed on: no client is judged by it
-        calls.append({"tool": tool, "input": value})
-        answers.append(answer)
-    return calls, answers
+        steps.append(Step(tool, dict(value) if isinstance(value, dict) else {}, answer))
+    return Script("url", tuple(steps), reward=reward, finished=episode.finished)
 
 
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0][:300] if lines else ""
+def facts(client: str, evidence: Evidence, tools: list[dict[str, Any]], script: Script) -> D.CellFacts:
+    """What the pinned defects' predicates know of the user's server, from what the player learnt of it."""
+    ok, envs = json_of(evidence.get("list_environments"))
+    names = [e for e in envs if isinstance(e, str)] if ok and isinstance(envs, list) else []
+    listing = evidence.get("dataset.tasks")
+    defaults = {t.get("name"): ((t.get("input_schema") or {}).get("properties") or {}) for t in tools}
+    omits = any(
+        name not in step.args and isinstance(prop, dict) and prop.get("default") is not None
+        for step in script.steps
+        for name, prop in (defaults.get(step.tool) or {}).items()
+    )
+    return D.CellFacts(
+        client=client,
+        server="url",
+        scenario=evidence.env or "",
+        tools=tuple(tools),
+        index_only=listing is not None and listing.status is not None and 400 <= listing.status < 500,
+        several_envs=len(names) > 1 and evidence.env not in names[:1],
+        finishes=script.finished,
+        spaced_long_result=any(s.expect is not None and len(s.expect) > _CHUNK and "  " in s.expect for s in script.steps),
+        omits_a_default=omits,
+    )
 
 
-def _client_error(run: Any) -> str | None:
-    """The first error the client reported (its error line, else the last line of its stderr)."""
-    for line in run.out.lines:
-        if line.is_error:
-            return _first_line(str(line.get("error")))
-    if run.exit_code not in (0, None):
-        tail = [line.strip() for line in run.stderr.splitlines() if line.strip()]
-        return f"exit {run.exit_code}: {tail[-1][:300]}" if tail else f"exit {run.exit_code}"
-    return None
+def _reward_text(reward: Any) -> str:
+    return f"reward {reward!r}" if reward is not None else "no reward (a valid, unrewarded episode)"
 
 
-def judge(client: str, run: Any, answers: list[str], reward: float | None, timeout: float) -> tuple[str, str]:
-    """``("trains" | "evaluates" | "fails", why)`` for one client's run of the player's script."""
-    if run.stopped_for is not None:
-        return "fails", f"orsbench stopped it ({run.stopped_for}, {timeout:g} s)"
-    error = _client_error(run)
-    if error:
-        return "fails", error
-    shown = [line for line in run.out.lines if line.is_call]
-    if len(shown) != len(answers):
-        return "fails", f"it reported {len(shown)} of the {len(answers)} scripted calls"
-    for n, (line, answer) in enumerate(zip(shown, answers)):
-        if line.get("text") != answer:
-            return "fails", f"call {n} ({line.get('tool')}) showed {str(line.get('text'))[:80]!r}, the server answered {answer[:80]!r}"
-    rewards = [line.get("reward") for line in shown if line.get("reward") is not None]
-    got = rewards[-1] if rewards else None
-    if got != reward:
-        return "fails", f"its episode reward is {got!r}, the server gave {reward!r}"
-    if client in TRAINERS:
-        return ("trains", f"reward {reward!r}") if reward is not None else ("fails", "the episode gave no reward to train on")
-    return "evaluates", f"reward {reward!r}" if reward is not None else "no reward (a valid, unrewarded episode)"
+def _sent_rewards(episode: Episode) -> list[Any]:
+    """Each replayed call's reward exactly as the server sent it (the calls :func:`_script` keeps, in order)."""
+    sent = episode.sent_rewards + [None] * (len(episode.answers) - len(episode.sent_rewards))
+    return [
+        reward
+        for answer, reward in zip(episode.answers, sent)
+        if not (answer in _FAILED_ANSWERS or answer.startswith("ok:false"))
+    ]
+
+
+def _confirm(row: Row, expected: Prediction, run: Any, verdict: Verdict, reported: Any) -> None:
+    """Hold the live run to its consumer profile's prediction (:mod:`orsbench.clients.consumers`).
+
+    A predicted refusal is confirmed by a reported failure; a predicted reward by the ``episode_reward`` the client
+    reported (docs/clients.md), else by the last reward it reported for a call.
+    """
+    row.consumer = expected.describe()
+    if verdict is Verdict.HANGS:
+        return
+    if expected.refused:
+        row.consumer_confirmed = verdict is not Verdict.WORKS
+        return
+    if verdict is not Verdict.WORKS:
+        return
+    took = run.out.episode_reward if any("episode_reward" in (line.data or {}) for line in run.out.lines) else reported
+    row.consumer_confirmed = took == expected.reward
+    if not row.consumer_confirmed:
+        row.why += f"; it took reward {took!r} where its consumer profile predicts {expected.reward!r}"
+
+
+def _row(
+    player: _Player,
+    proxy: RunningServer,
+    case: Case,
+    script: Script,
+    env: str,
+    timeout: float,
+    cell: D.CellFacts,
+    overrides: Mapping[str, str],
+    expected: Prediction | None = None,
+) -> Row:
+    assert player.launch is not None
+    run = play(player.launch, case, proxy, script=script, env=env, deadline=timeout, overrides=overrides)
+    judgement = judge(run, grade(run))
+    reported = [line.get("reward") for line in run.out.lines if line.is_call and line.get("reward") is not None]
+    reward = reported[-1] if reported else None
+    row = Row(player.name, player.version, str(judgement.verdict), "", command=player.command, seconds=round(run.duration_s, 1))
+    row.problems = list(judgement.problems)
+    if player.command is not None:
+        row.did_not_run = did_not_run(player.command, run.exit_code, len(run.log), run.stderr)
+    if judgement.verdict is Verdict.WORKS:
+        row.why = _reward_text(reward)
+        if player.trainer:
+            row.trains = reward is not None
+            row.why = row.why if row.trains else "the episode gave no reward to train on"
+    else:
+        if judgement.verdict is Verdict.HANGS:
+            row.why = f"orsbench stopped it ({run.stopped_for}, {run.deadline:g} s)"
+        else:
+            row.why = judgement.because or judgement.verdict
+        if player.command is None and D.predicted(cell) == judgement.verdict:
+            # A built-in target whose pinned defects predict just this: name them, so the environment is not blamed.
+            row.defects = [PinnedDefect(d.id, d.summary) for d in D.shown_in(cell)]
+        if player.trainer:
+            row.trains = False
+    if expected is not None:
+        _confirm(row, expected, run, judgement.verdict, reward)
+    broken = D.broken_rules(cell) if player.command is None else {}
+    row.rules = {rule: (broken[rule].id if rule in broken else None) for rule in judgement.rules}
+    return row
 
 
 def play_on_url(
@@ -171,86 +318,105 @@ def play_on_url(
     timeout: float = 60.0,
     progress: Callable[[str], None] | None = None,
     commands: Sequence[str] = (),
-) -> dict[str, Any]:
+    api_key: str | None = None,
+) -> LiveResult:
     """Play the player's episode on ``url`` with each client target and each adapter command; one row each.
 
     ``commands`` are check-client-style adapter commands (``docs/clients.md``): run by ``/bin/sh`` with the
-    contract's variables and ``{url}``-style placeholders, judged like the built-in targets. Secrets are in
-    no row.
+    contract's variables and ``{url}``-style placeholders, judged like the built-in targets. ``api_key``
+    reaches the player and every client (``OPENREWARD_API_KEY``, ``ORSBENCH_API_KEY``). Secrets are in no row.
     """
     url = check_url(url)
     for command in commands:
         if not command.strip():
-            raise LiveUsageError('--cmd is empty: give the adapter command, e.g. --cmd "python my_adapter.py"')
+            raise LiveUsageError('--client-cmd is empty: give the adapter command, e.g. --client-cmd "python my_adapter.py"')
         if refused := refused_placeholders(command):
-            raise LiveUsageError(f"--cmd uses {', '.join(refused)}: secrets never go on a command line; the adapter reads ORSBENCH_SECRETS")
+            raise LiveUsageError(f"--client-cmd uses {', '.join(refused)}: secrets never go on a command line; the adapter reads ORSBENCH_SECRETS")
     say = progress or (lambda _line: None)
     secrets = dict(secrets or {})
-    options = Options(env=env, secrets=secrets, timeout=min(timeout, 30.0))
+    options = Options(env=env, secrets=secrets, timeout=min(timeout, 30.0), api_key=api_key)
     say(f"playing {url} with the checker's player")
     evidence, episode, tools = _player_episode(url, options)
-    calls, answers = _script(episode)
     reward = episode.reward if episode.finished else (episode.rewards[-1] if episode.rewards else None)
+    script = _script(episode, reward)
+    sent = _sent_rewards(episode)
     predictions = binding.predict(tools)
-    result: dict[str, Any] = {
-        "url": url,
-        "env": evidence.env,
-        "split": evidence.split,
-        "index": evidence.index,
-        "episode": {"calls": len(calls), "finished": episode.finished, "reward": reward, "stopped": episode.stopped},
-        "rows": [],
-    }
-    case = Case("url", "", "the user's server", split=evidence.split or "", index=evidence.index or 0, secrets=tuple(secrets.items()))
+    result = LiveResult(
+        url, evidence.env, evidence.split, evidence.index, PlayerEpisode(len(script.steps), episode.finished, reward, episode.stopped)
+    )
+    case = Case(
+        "url", "", "the user's server", split=evidence.split or "", index=evidence.index or 0, secrets=tuple(secrets.items())
+    )
     players = [_Player.of_target(name) for name in (CLIENT_TARGETS.names() if clients is None else clients)]
     players += [_Player.of_command(n, command) for n, command in enumerate(commands or (), start=1)]
-    for player in players:
-        row: dict[str, Any] = {"client": player.name, "version": player.version, "predicted": predictions.get(player.name, [])}
-        if player.command is not None:
-            row["command"] = player.command
-        result["rows"].append(row)
-        if player.missing is not None:
-            row.update(verdict="not installed", why=player.missing)
-            continue
-        say(f"{player.name}: playing {len(calls)} call(s)")
-        workdir = Path(tempfile.mkdtemp(prefix="orsbench-live-"))  # 0700: only this user reads the script
+    preload([p.name for p in players if p.command is None and p.missing is None])
+    playable = [p for p in players if p.launch is not None]
+    keys = {"OPENREWARD_API_KEY": api_key, "ORSBENCH_API_KEY": api_key} if api_key else {}
+    proxy = None
+    if playable:
         try:
-            script_path, out_path = workdir / "script.json", workdir / "out.jsonl"
-            script_path.write_text(json.dumps({"calls": calls}))
-            out_path.touch(mode=0o600)
-            variables = case_environment(case, url, evidence.env or "", script_path, out_path)
-            deadline = timeout + player.startup_s
-            run = execute(expand(player.run, variables), variables, out_path, deadline)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        verdict, why = judge(player.name, run, answers, reward, deadline)
-        row.update(verdict=verdict, why=why, seconds=round(run.duration_s, 1))
+            # Every client plays through one proxy that keeps the request log the client checks grade from.
+            proxy = start_proxy(url, request_log=True)
+        except ServerStartError as exc:
+            raise LiveUsageError(f"cannot put orsbench's proxy in front of {url}: {exc}") from None
+    try:
+        for player in players:
+            expected = player.consumer.predict(sent, episode.finished) if player.consumer is not None else None
+            if player.launch is None:
+                result.rows.append(Row(player.name, player.version, NOT_INSTALLED, player.missing or "", command=player.command))
+                result.rows[-1].consumer = expected.describe() if expected is not None else None
+            else:
+                assert proxy is not None
+                say(f"{player.name}: playing {len(script.steps)} call(s)")
+                cell = facts(player.name, evidence, tools, script)
+                row = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys, expected)
+                result.rows.append(row)
+            result.rows[-1].predicted = predictions.get(player.name, [])
+    finally:
+        if proxy is not None:
+            proxy.stop()
     return result
 
 
-def line_of(row: Mapping[str, Any]) -> str:
-    """One row as text: ``openreward  evaluates — reward 1.0  (predicted: ...)``."""
-    verdict = row["verdict"] if row["verdict"] != "fails" else "fails — because"
-    text = f"{row['client']:<11} {verdict} {'' if verdict.endswith('because') else '— '}{row['why']}"
-    text += f"\n{'':<11}   command: {row['command']}" if row.get("command") else ""
-    return text + (f"\n{'':<11}   predicted: " + "; ".join(row["predicted"]) if row["predicted"] else "")
+def line_of(row: Row) -> str:
+    """One row as text: ``openreward  works — reward 1.0  (predicted: ...)``, a failure with the pinned defect behind it."""
+    joiner = " — because " if row.verdict not in (Verdict.WORKS, NOT_INSTALLED) else " — "
+    text = f"{row.client:<11} {row.words}{joiner}{row.why}"
+    if row.defects:
+        first = row.defects[0]
+        text += f"\n{'':<11}   pinned upstream defect: {first.id} ({first.summary})"
+    text += f"\n{'':<11}   command: {row.command}" if row.command else ""
+    text += f"\n{'':<11}   its consumer: {_consumer_text(row)}" if row.consumer else ""
+    return text + (f"\n{'':<11}   predicted: " + "; ".join(row.predicted) if row.predicted else "")
 
 
-def markdown(result: Mapping[str, Any]) -> str:
-    """The rows as a Markdown table (the predicted binding problems beside each live verdict)."""
-    ep = result["episode"]
+def _consumer_text(row: Row) -> str:
+    """The consumer profile's prediction and whether the live run confirmed it."""
+    if row.consumer_confirmed is None:
+        return str(row.consumer)
+    return f"{row.consumer} ({'confirmed' if row.consumer_confirmed else 'NOT confirmed by the live run'})"
+
+
+def markdown(result: LiveResult) -> str:
+    """The rows as a Markdown table (the pinned defect and the predicted binding problems beside each live verdict)."""
+    ep = result.episode
     head = (
-        f"# Which clients can use {result['env']} at {result['url']}\n\n"
-        f"The checker's player: {ep['calls']} call(s) on {result['split']}[{result['index']}], "
-        f"{'finished' if ep['finished'] else 'not finished'}, reward {ep['reward']!r}.\n\n"
-        "| client | version | verdict | because | predicted binding problems |\n|---|---|---|---|---|\n"
+        f"# Which clients can use {result.env} at {result.url}\n\n"
+        f"The checker's player: {ep.calls} call(s) on {result.split}[{result.index}], "
+        f"{'finished' if ep.finished else 'not finished'}, reward {ep.reward!r}.\n\n"
+        "| client | version | verdict | because | its consumer (profile) | pinned upstream defect | predicted binding problems |\n"
+        "|---|---|---|---|---|---|---|\n"
     )
-    cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
 
-    def client(row: Mapping[str, Any]) -> str:
-        return f"{row['client']}: `{cell(row['command'])}`" if row.get("command") else str(row["client"])
+    def cell(s: Any) -> str:
+        return str(s).replace("|", "\\|").replace("\n", " ")
+
+    def client(row: Row) -> str:
+        return f"{row.client}: `{cell(row.command)}`" if row.command else row.client
 
     rows = [
-        f"| {client(r)} | {r['version']} | {r['verdict']} | {cell(r['why'])} | {cell('; '.join(r['predicted']) or '—')} |"
-        for r in result["rows"]
+        f"| {client(r)} | {r.version} | {r.words} | {cell(r.why)} | {cell(_consumer_text(r) if r.consumer else '—')} | "
+        f"{cell('; '.join(f'`{d.id}` — {d.summary}' for d in r.defects) or '—')} | {cell('; '.join(r.predicted) or '—')} |"
+        for r in result.rows
     ]
     return head + "\n".join(rows) + "\n"

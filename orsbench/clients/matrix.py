@@ -15,22 +15,28 @@ JSON contract::
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable
-from multiprocessing.connection import wait
 from typing import Any
 
 from orsbench.clientcheck.profiles import profiles
 from orsbench.clients import cells as C
-from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun
-from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.clientcheck.runner import POLL_S
+from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun, preload
+from orsbench.clients.targets import CLIENT_TARGETS, ELSEWHERE
 from orsbench.config import ServerConfig
 from orsbench.scenarios import suite_params
 from orsbench.servers.launch import start
+from orsbench.verdict import Verdict
 
 NOT_RUN = "not run"
-SYMBOL = {"survives": "✅ survives", "fails clearly": "🟨 fails clearly", "fails silently": "❌ fails silently", "hangs": "⛔ hangs", NOT_RUN: "· not run"}
+SYMBOL = {
+    Verdict.WORKS: "✅ works",
+    Verdict.FAILS_CLEARLY: "🟨 fails clearly",
+    Verdict.FAILS_SILENTLY: "❌ fails silently",
+    Verdict.HANGS: "⛔ hangs",
+    NOT_RUN: "· not run",
+}
 JSON = dict[str, Any]
 
 
@@ -47,6 +53,7 @@ def header(clients: list[str], servers: list[str]) -> JSON:
             name: {
                 "version": CLIENT_TARGETS[name].version,
                 "title": CLIENT_TARGETS[name].title,
+                "consumer": CLIENT_TARGETS[name].consumer.summary(),
                 "defects": [{"id": d.id, "summary": d.summary} for d in C.client_defects(name)],
             }
             for name in clients
@@ -87,8 +94,9 @@ def run(
 ) -> JSON:
     """Play ``cells``: one server per configuration, ``parallel`` servers at once, client after client on each.
 
-    Everything happens on the calling thread: episodes are forked children, and a fork taken while
-    another thread holds a lock (an import, a connection pool) can leave the child waiting forever.
+    Everything happens on the calling thread: episodes are forked children (check-client's runner with a
+    :class:`~orsbench.clientcheck.process.Fork` launch), and a fork taken while another thread holds a lock
+    (an import, a connection pool) can leave the child waiting forever.
     A client's :attr:`~orsbench.clients.targets.ClientTarget.concurrency` caps how many of its episodes
     play at once (Inspect evals starve each other on two cores). A cell that hangs although no
     defect predicts it is played once more: on a loaded machine a child can miss its deadline.
@@ -136,10 +144,9 @@ def run(
                     launch(key, queue.pop(0))
             if not active:
                 continue
-            soonest = min(run.started + run.deadline for _, run, _ in active.values())
-            wait([run.reader for _, run, _ in active.values()], timeout=max(0.0, soonest - time.monotonic()))
+            time.sleep(POLL_S)
             for key, (cell, run, replayed) in list(active.items()):
-                if not (run.reader.poll() or time.monotonic() >= run.started + run.deadline):
+                if not run.done():
                     continue
                 outcome = run.finish()
                 del active[key]
@@ -161,15 +168,6 @@ def run(
     return {**header(clients, servers), "cells": rows}
 
 
-def preload(clients: list[str] | None = None) -> None:
-    """Import every installed client in this process before any fork, so no child imports them (seconds each)."""
-    for name in clients or CLIENT_TARGETS.names():
-        target = CLIENT_TARGETS.get(name)
-        if target.installed:
-            for module in target.modules:
-                importlib.import_module(module)
-
-
 def summary(result: JSON) -> dict[str, dict[str, int]]:
     """Verdict counts per client."""
     out: dict[str, dict[str, int]] = {}
@@ -184,11 +182,11 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
     servers = result["servers"]
     lines = [f"# {title}", ""]
     lines += [
-        "Which ORS client survives which server. Each cell is one scripted episode (the winning calls of the "
+        "Which ORS client works with which server. Each cell is one scripted episode (the winning calls of the "
         "scenario's first train task), played by the client's built-in adapter (`python -m orsbench.clients.adapter "
         "NAME`) and graded by the client checks of `orsbench check-client` (docs/clients.md): what the client "
         "reported for each call, and the server's request log (each tool run once, the session deleted). "
-        "✅ survives · 🟨 fails clearly (an error that says what happened) · ❌ fails silently (wrong data taken as "
+        "✅ works · 🟨 fails clearly (an error that says what happened) · ❌ fails silently (wrong data taken as "
         "right, a session left open) · ⛔ hangs. Rules a client breaks without changing the episode (no `env_name` on "
         "`/create`, a retry sooner than `Retry-After`) are pinned defects too, listed under each client. "
         "Fault profiles run on the mock engine (`sparse-reward`); for "
@@ -208,6 +206,8 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
     for name, info in result["clients"].items():
         rows = [r for r in result["cells"] if r["client"] == name]
         lines += [f"## {info.get('title', name)} ({name} {info['version']})", ""]
+        if info.get("consumer"):
+            lines += [f"What its user makes of an episode: {info['consumer']}.", ""]
         lines += ["| Scenario / profile | " + " | ".join(servers) + " |", "|---|" + "---|" * len(servers)]
         keys = list(dict.fromkeys((r["profile"] or r["scenario"], r["profile"] is not None) for r in rows))
         for label, is_profile in keys:
@@ -232,5 +232,9 @@ def markdown(result: JSON, title: str = "Client compatibility") -> str:
     if server_defects:
         lines += ["## Server defects", "", "Every client meets these on that server (cells name them too):", ""]
         lines += [f"- <a id=\"server-{d['id']}\"></a>`{d['id']}` ({name}) — {d['summary']}" for name, d in server_defects]
+        lines.append("")
+    if ELSEWHERE:
+        lines += ["## Trainers that are not client targets", ""]
+        lines += [f"- **{name}** — {why}" for name, why in ELSEWHERE]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -1,55 +1,50 @@
-"""Play one client's episode through its adapter, in a forked child with a hard deadline, and grade it with the client checks.
+"""Play one client's episode through its adapter, forked ready, under check-client's runner, and judge it.
 
 The child runs exactly what ``python -m orsbench.clients.adapter NAME`` runs
 (the adapter contract's variables set, the script in a file, one JSON line
 per call appended to the out file), only forked from a parent that already
-imported the client, so an episode starts in milliseconds instead of seconds.
-The parent then builds the :class:`~orsbench.clientcheck.CaseRun` that
-``orsbench check-client`` builds for a command — the out file, the server's
-request log (the slice this episode sent) and its counters — and grades it with
-the same client checks (:func:`orsbench.clientcheck.grade`): one grading path
-for the built-in clients and any user's adapter. The verdict is read from
-which checks failed (:func:`verdict`):
+imported the client (:class:`~orsbench.clientcheck.process.Fork`), so an
+episode starts in milliseconds instead of seconds. Everything else is the one
+runner every client goes through (:class:`~orsbench.clientcheck.runner.RunningCase`:
+deadline, request-storm and output bounds, the process group stopped, the
+out file, the server's request log slice and counters collected into a
+:class:`~orsbench.clientcheck.CaseRun`), graded by the same client checks
+(:func:`orsbench.clientcheck.grade`) and judged by the same function
+(:func:`orsbench.clientcheck.judgement.judge`) as any user's adapter command:
 
-* ``hangs`` — still going at the deadline; killed (``client.exits_in_time``);
-* ``fails silently`` — a check of the data failed: a changed text, a reward or
-  ``finished`` other than sent, a tool run more often than called, a session
-  left open, a failure handed on as an answer — or, with no error reported, any
-  required check failed;
+* ``hangs`` — still going at the deadline (or stopped at a bound);
+* ``fails silently`` — wrong data handed on (a changed text, a reward or
+  ``finished`` other than sent, a failure handed on as an answer, the episode
+  cut short without a word), or the server left worse off (a tool run more often
+  than called, a session left open) — the latter even after a reported error;
 * ``fails clearly`` — the client reported an error (or exited non-zero), and no
   tool ran twice nor was a session left open;
-* ``survives`` — no required check failed.
+* ``works`` — none of that.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
-import time
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from orsbench import protocol
-from orsbench.checks.model import CheckResult, Severity, Status
-from orsbench.clientcheck import CLIENT_CHECKS, CaseRun, ClientCheck, grade
+from orsbench.checks.model import CheckResult
+from orsbench.clientcheck import CaseRun, grade
 from orsbench.clientcheck.cases import Case
-from orsbench.clientcheck.contract import read_out
-from orsbench.clientcheck.runner import OUT_LIMIT, TAIL_BYTES, case_environment, script_json
-from orsbench.clients import adapter
 from orsbench.clientcheck.episodes import Script
-from orsbench.clients.fork import ForkedEpisode, forget_parent_ping_thread
+from orsbench.clientcheck.judgement import Judgement, judge
+from orsbench.clientcheck.process import Fork
+from orsbench.clientcheck.runner import RunningCase
+from orsbench.clients import adapter
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.clients.transcript import AdapterEpisode
-from orsbench.servers.launch import RunningServer, local_http
-from orsbench.verdict import Effect, Verdict, verdict_of
+from orsbench.servers.launch import RunningServer
+from orsbench.verdict import Verdict
 
 VERDICTS = tuple(Verdict)
 
@@ -88,6 +83,8 @@ class ClientOutcome:
     #: Ids of the failed required checks of rules the episode's outcome did not depend on (``client.env_name``, ...).
     rules: list[str] = field(default_factory=list)
     verdict: str = Verdict.WORKS
+    #: How the one judgement (:func:`orsbench.clientcheck.judgement.judge`) reads the run.
+    judgement: Judgement | None = None
 
     @property
     def survived(self) -> bool:
@@ -124,56 +121,52 @@ class ClientOutcome:
             self.finished = self.finished or line.get("finished") is True
 
 
-def _request_log(server: RunningServer) -> tuple[list[dict[str, Any]], int]:
-    """The server's request log entries and total; the server must run with ``ServerConfig(request_log=True)``."""
-    try:
-        response = local_http().get(server.url + protocol.REQUEST_LOG, timeout=30)
-        response.raise_for_status()
-        log = response.json()
-        return list(log["entries"]), int(log["total"])
-    except (httpx.HTTPError, ValueError, KeyError) as exc:
-        raise RuntimeError(
-            f"the client runner grades from the server's request log, and {server.url} has none ({exc}): "
-            "start it with ServerConfig(request_log=True)"
-        ) from None
+def forget_parent_ping_thread() -> None:
+    """openreward keeps one process-wide ping thread; a fork copies its state but not the thread.
+
+    If the parent already pinged, the child's copy looks running while nothing drives it, and no
+    ping would ever leave the child. Re-initialise it (in the child) so the child starts its own.
+    """
+    session = sys.modules.get("openreward.api._session")
+    if session is None:  # never imported here: no state to forget (and importing it would cost the child seconds)
+        return
+    session.ping.ping_thread.__init__()
 
 
-def _child(client: str, environ: dict[str, str], output: str, prepare: Callable[[], None] | None, conn: Connection) -> None:
-    started = time.monotonic()
-    # What the client prints (its loggers, aiohttp's unclosed-session warnings) goes to a file the parent
-    # keeps the tail of, as check-client keeps a command's: a matrix of 250 episodes must not spill onto the terminal.
-    sink = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(sink, 1)
-    os.dup2(sink, 2)
-    os.close(sink)
-    # Python's own streams too, where a host (pytest's capture) had pointed them somewhere other than fds 1 and 2.
-    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
-    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
-    os.environ.update(environ)
-    forget_parent_ping_thread()
-    if prepare is not None:
-        prepare()
-    episode = AdapterEpisode.from_environment(os.environ)
-    code = adapter.play(client, episode)
-    episode.close()
-    extras = {k: v for k, v in episode.extras.items() if k != "traceback"}
-    report = {"exit": code, "seconds": time.monotonic() - started, "extras": extras}
-    try:
-        conn.send(report)
-    except Exception:  # noqa: BLE001 - an unpicklable value must not lose the outcome
-        conn.send({"exit": code, "seconds": report["seconds"]})
-    conn.close()
-    os._exit(0)  # skip atexit: the SDK's loop threads would otherwise delay the exit
+def forked(client: str, prepare: Callable[[], None] | None = None) -> Fork:
+    """The built-in adapter of ``client`` as a :class:`~orsbench.clientcheck.process.Fork` of this process.
+
+    ``prepare`` runs in the child before the client starts (a test scaling a client's own timers). What a
+    target observed beyond the contract (``episode.extras``) is left in the run's directory (``extras.json``).
+    """
+    target = CLIENT_TARGETS.get(client)
+
+    def body(workdir: Path) -> int:
+        forget_parent_ping_thread()
+        if prepare is not None:
+            prepare()
+        episode = AdapterEpisode.from_environment(os.environ)
+        code = adapter.play(client, episode)
+        episode.close()
+        if code:
+            print(episode.extras.get("traceback", ""), file=sys.stderr)  # as the adapter's command line does
+        extras = {k: v for k, v in episode.extras.items() if k != "traceback"}
+        try:
+            (workdir / "extras.json").write_text(json.dumps(extras, default=repr))
+        except (OSError, TypeError, ValueError):
+            traceback.print_exc()
+        return code
+
+    return Fork(f"python -m orsbench.clients.adapter {client}", body, startup_s=target.startup_s)
 
 
-def _tail(path: Path) -> str:
-    """The last :data:`TAIL_BYTES` of what the child printed (stdout and stderr together)."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(max(0, path.stat().st_size - TAIL_BYTES))
-            return handle.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+def preload(clients: list[str] | None = None) -> None:
+    """Make every installed client start fast in children forked from this process: import its modules (seconds
+    each), or warm a command target's fork server (:meth:`~orsbench.clients.targets.ClientTarget.preload`)."""
+    for name in CLIENT_TARGETS.names() if clients is None else clients:
+        target = CLIENT_TARGETS.get(name)
+        if target.installed:
+            target.preload()
 
 
 def case_for(server: RunningServer, expect: str = "finish") -> Case:
@@ -183,13 +176,14 @@ def case_for(server: RunningServer, expect: str = "finish") -> Case:
     return Case(name, server.scenario, name, faults=faults, expect=expect)  # type: ignore[arg-type]
 
 
-class ClientRun(ForkedEpisode):
-    """One client episode under way in a forked child; :meth:`finish` collects and grades it (at its deadline at the latest).
+class ClientRun(RunningCase):
+    """One client episode under way in a forked child; :meth:`finish` collects, grades and judges it.
 
     The server must keep a request log (``ServerConfig(request_log=True)``): the episode is graded from
     the entries it added. ``expect``: ``"finish"`` where a correct client plays the script to its end,
     ``"error"`` where it reports a failure. ``prepare`` runs in the child before the client starts
-    (a test scaling a client's own timers).
+    (a test scaling a client's own timers). ``deadline`` leaves out the client's start-up, which its
+    target says (``ClientTarget.startup_s``).
     """
 
     def __init__(
@@ -203,107 +197,36 @@ class ClientRun(ForkedEpisode):
         secrets: Mapping[str, str] | None = None,
         prepare: Callable[[], None] | None = None,
     ) -> None:
-        self.client, self.script = client, script
-        self.case = case_for(server, expect)
+        self.client = client
+        case = case_for(server, expect)
         if secrets:
-            self.case = replace(self.case, secrets=tuple(secrets.items()))
-        self.workdir = Path(tempfile.mkdtemp(prefix="orsbench-client-"))
-        script_path, self.out_path = self.workdir / "script.json", self.workdir / "out.jsonl"
-        script_path.write_text(json.dumps(script_json(script)))
-        environ = case_environment(self.case, server.url, server.env_name, script_path, self.out_path)
-        self.output_path = self.workdir / "output.log"
-        self.log_before = _request_log(server)[1]
-        limit = deadline + CLIENT_TARGETS.get(client).startup_s
-        super().__init__(server, _child, (client, environ, str(self.output_path), prepare), limit)
+            case = replace(case, secrets=tuple(secrets.items()))
+        super().__init__(forked(client, prepare), case, server, script=script, deadline=deadline)
 
-    def finish(self, settle: float = 0.0) -> ClientOutcome:
-        got = self.collect(join_s=5.0, settle=settle)
-        entries, total = _request_log(self.server)
-        skipped = max(0, total - len(entries))  # entries past the log's bound are counted, not kept
-        run = CaseRun(
-            self.case,
-            self.script,
-            f"python -m orsbench.clients.adapter {self.client}",
-            url=self.server.url,
-            env=self.server.env_name,
-            exit_code=None if got.result is None else int(got.result.get("exit", 1)),
-            deadline=self.deadline,
-            stopped_for="deadline" if got.result is None else None,
-            duration_s=got.elapsed,
-            out=read_out(self.out_path, OUT_LIMIT),
-            stderr=_tail(self.output_path),
-            log=entries[max(0, self.log_before - skipped) :],
-            requests_total=total - self.log_before,
-            stats={"calls": got.calls, "requests": got.requests, "statuses": got.statuses},
-        )
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        outcome = ClientOutcome(self.client, elapsed=got.elapsed, hung=got.result is None, output=run.stderr)
-        outcome.read(run)
-        if got.result is not None:
-            if "error" in got.result and outcome.error is None:  # the child died before it could write a line
-                outcome.error = str(got.result["error"])
-            outcome.elapsed = got.result.get("seconds", got.elapsed)
-            outcome.extras = got.result.get("extras", {})
-            outcome.tools_seen = outcome.extras.get("tools_seen", [])
-        outcome.calls, outcome.requests, outcome.statuses = got.calls, got.requests, got.statuses
-        outcome.sessions_left_open = got.sessions_left_open
-        outcome.checks = grade(run)
-        outcome.verdict = verdict(run, outcome.checks)
-        failed = failed_required(outcome.checks)
-        rule = [r for r in failed if _check(r).effect is Effect.RULE]
-        outcome.problems = [f"{r.id}: {r.message}" for r in failed if r not in rule]
-        # A client stopped at its deadline is told that (client.exits_in_time), not also that it sent many requests meanwhile.
-        outcome.rules = [r.id for r in rule if not (run.stopped_for and _check(r).fails_with_a_hang)]
-        if outcome.verdict == "fails silently" and not outcome.problems:
-            outcome.problems = [f"script: {why}" for why in unmet_expectations(run)]
-        return outcome
+    def finish(self) -> ClientOutcome:  # type: ignore[override]
+        return outcome_of(self.client, super().finish())
 
 
-def _check(result: CheckResult) -> ClientCheck:
-    return CLIENT_CHECKS.get(result.id)
-
-
-def failed_required(results: list[CheckResult]) -> list[CheckResult]:
-    return [r for r in results if r.status in (Status.FAIL, Status.ERROR) and r.severity is Severity.REQUIRED]
-
-
-def verdict(run: CaseRun, results: list[CheckResult]) -> Verdict:
-    """survives / fails clearly / fails silently / hangs, from the client checks' results on ``run``.
-
-    Each failed required check brings its :attr:`~orsbench.clientcheck.checks.ClientCheck.effect`, the
-    process what it did (stopped at its deadline, an error reported or a non-zero exit), the script what a
-    winning episode shows; :func:`orsbench.verdict.verdict_of` picks the word. A rule the client broke
-    without changing this episode (``client.env_name`` on a one-environment server, ``client.retry_after``
-    where the retry still succeeded) is listed beside the verdict (:attr:`ClientOutcome.rules`) and pinned
-    like any defect, but does not turn a survival into a failure.
-    """
-    effects = {_check(r).effect for r in failed_required(results)}
-    if run.stopped_for is not None:
-        effects.add(Effect.HANGS)
-    if any(line.is_error for line in run.out.lines) or run.exit_code not in (0, None):
-        effects.add(Effect.REPORTS_ERROR)
-    if unmet_expectations(run):
-        effects.add(Effect.WRONG_DATA)
-    return verdict_of(effects)
-
-
-def unmet_expectations(run: CaseRun) -> list[str]:
-    """Where the client's reports differ from what the script expects of a winning episode.
-
-    The client checks compare the client with what the server *sent*; a client that played another
-    environment than it was told to (two environments on one server) reports faithfully what that one
-    sent. The script knows what the right environment answers: each step's ``expect`` text, the reward.
-    """
-    lines = [line for line in run.out.lines if line.is_call]
-    unmet = [
-        f"{step.tool} returned {str(line.get('text'))[:60]!r}, the scenario answers {step.expect[:60]!r}"
-        for step, line in zip(run.script.steps, lines)
-        if step.expect is not None and line.get("text") != step.expect
-    ]
-    rewards = [line.get("reward") for line in lines if line.get("reward") is not None]
-    if run.script.reward is not None and lines and (rewards[-1:] != [run.script.reward]):
-        unmet.append(f"the episode's last reward is {rewards[-1] if rewards else None!r}, the scenario's winning reward {run.script.reward!r}")
-    return unmet
+def outcome_of(client: str, run: CaseRun) -> ClientOutcome:
+    """The matrix's view of one graded run: what the client reported, what the server counted, the judgement."""
+    results = grade(run)
+    judgement = judge(run, results)
+    outcome = ClientOutcome(client, elapsed=run.duration_s, hung=run.stopped_for is not None, output=(run.stdout + run.stderr)[-8192:])
+    outcome.read(run)
+    if outcome.error is None and judgement.error is not None:  # it died before it could write a line
+        outcome.error = judgement.error
+    outcome.extras = run.extras
+    outcome.tools_seen = run.extras.get("tools_seen", [])
+    outcome.calls = dict(run.stats.get("calls") or {})
+    outcome.requests = dict(run.stats.get("requests") or {})
+    outcome.statuses = dict(run.stats.get("statuses") or {})
+    outcome.sessions_left_open = int(run.stats.get("sessions_left_open") or 0)
+    outcome.checks = results
+    outcome.judgement = judgement
+    outcome.verdict = judgement.verdict
+    outcome.problems = list(judgement.problems)
+    outcome.rules = list(judgement.rules)
+    return outcome
 
 
 def play(client: str, server: RunningServer, script: Script, deadline: float = 30.0, **options: Any) -> ClientOutcome:

@@ -47,6 +47,18 @@ class ClientReported(RuntimeError):
     """
 
 
+class ClientExited(RuntimeError):
+    """A command adapter (a client in another interpreter) ended with this exit status, having written its own lines.
+
+    A command target raises it from ``play`` for a non-zero status: the episode ends with that status and no
+    line of orsbench's own beside the client's.
+    """
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"the client's adapter exited {code}")
+        self.code = code
+
+
 class AdapterEpisode:
     """One episode as a client target's ``play`` sees it, writing the contract's JSON lines as it goes.
 

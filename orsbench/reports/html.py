@@ -6,6 +6,9 @@ findings with the exchange that broke the rule, the section it breaks and the
 command that shows it again. One file, inline CSS, no script and nothing
 fetched, so it opens the same from ``file://``, a CI artifact or a mail
 attachment. Failures and warnings are open; passes are folded (``<details>``).
+A report whose every id names a case (``check-client``) is drawn as Autobahn
+draws a fuzzing report: a case × check grid, failing cases first, each cell
+linking to its check's detail (:func:`case_grid`).
 
 The view model is built here (grouping, SSE events one per line, JSON
 pretty-printed); the Jinja2 templates under ``templates/`` only lay it out,
@@ -31,6 +34,7 @@ from typing import Any
 import jinja2
 
 from orsbench.version import __version__
+from orsbench.verdict import Verdict
 from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
 from orsbench.reports.verdict import reasons, split_id
@@ -340,7 +344,7 @@ def not_run_by_check(not_run: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 # -- the client matrix ------------------------------------------------------------------
-_VERDICT_STYLE = {"survives": "pass", "fails clearly": "warn", "fails silently": "fail", "hangs": "error"}
+_VERDICT_STYLE = {Verdict.WORKS: "pass", Verdict.FAILS_CLEARLY: "warn", Verdict.FAILS_SILENTLY: "fail", Verdict.HANGS: "error"}
 
 
 def _cell_view(row: Mapping[str, Any], defects: Mapping[str, str]) -> dict[str, Any]:
@@ -399,12 +403,15 @@ def render_matrix(result: Mapping[str, Any], *, title: str = "orsbench matrix", 
 
 
 # -- which clients can use your server (matrix --url) -----------------------------------
-_LIVE_STYLE = {"trains": "pass", "evaluates": "pass", "fails": "fail", "not installed": "skip"}
+_LIVE_STYLE = {**_VERDICT_STYLE, "not installed": "skip"}
 
 
 def render_live(result: Mapping[str, Any], *, title: str = "orsbench matrix --url", secrets: Iterable[str] = ()) -> str:
     """The HTML page of ``orsbench matrix --url``: one row per client, its live verdict beside the predicted problems."""
-    rows = [{"command": None, "seconds": None, **row, "style": _LIVE_STYLE.get(row["verdict"], "error")} for row in result.get("rows", [])]
+    rows = [
+        {"command": None, "seconds": None, "defects": [], "words": row["verdict"], **row, "style": _LIVE_STYLE.get(row["verdict"], "error")}
+        for row in result.get("rows", [])
+    ]
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1

@@ -97,7 +97,7 @@ def junit_xml(report: Report) -> str:
     counts = {"failure": 0, "error": 0, "skipped": 0}
     if report.reason:
         case = ET.SubElement(suite, "testcase", classname="orsbench.check.target", name="target.reachable", time="0")
-        ET.SubElement(case, "error", message=report.reason, type="unreachable").text = report.reason
+        ET.SubElement(case, "error", message=report.reason, type=report.verdict).text = report.reason
         counts["error"] += 1
     for error in report.internal_errors:
         case = ET.SubElement(suite, "testcase", classname="orsbench.check.internal", name="orsbench.internal", time="0")

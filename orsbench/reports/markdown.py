@@ -18,7 +18,7 @@ from orsbench.reports.links import spec_links
 from orsbench.reports.terminal import label_of
 from orsbench.reports.verdict import reasons
 
-_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "error": "💥", "unreachable": "🔌", "usage": "❔"}
+_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "error": "💥", "unreachable": "🔌", "not-ors": "🚫", "usage": "❔"}
 #: At most this many findings get a row (a summary, not the report).
 MAX_ROWS = 50
 

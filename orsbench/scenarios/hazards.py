@@ -1,7 +1,7 @@
 """Hazard scenarios: the cases real ORS clients get wrong, one scenario each (docs/protocol.md §13).
 
 Each is an ordinary scenario — served by ``orsbench serve``, checked by
-``orsbench check --serve``, played by the client matrix and the conformance
+``orsbench check --scenario``, played by the client matrix and the conformance
 suite — whose environment is correct but provokes one mistake a client can
 make. The two hazards that are server trouble rather than environment content
 (``402`` on ``/create_session``, a ``/call`` stream cut before its

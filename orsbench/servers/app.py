@@ -13,7 +13,7 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 from orsbench.config import ServerConfig
 from orsbench.scenarios import Scenario
@@ -136,12 +136,15 @@ def write_ready_file(path: str | os.PathLike[str]) -> Callable[[str], None]:
     return on_ready
 
 
-def announce_ready(banner: Callable[[str], str], ready_file: str | os.PathLike[str] | None) -> Callable[[str], None]:
-    """An ``on_ready`` for a server command: print ``banner(url)`` for the person, then write the ready file
-    (when given) for the launcher. Every ``orsbench`` server command (serve, proxy, a user's app) says it so."""
+def announce_ready(
+    banner: Callable[[str], str], ready_file: str | os.PathLike[str] | None, *, stream: TextIO | None = None
+) -> Callable[[str], None]:
+    """An ``on_ready`` for a server command: print ``banner(url)`` for the person (on ``stream``, default stdout),
+    then write the ready file (when given) for the launcher. Every ``orsbench`` server command (serve, proxy, a
+    user's app) says it so."""
 
     def on_ready(url: str) -> None:
-        print(banner(url), flush=True)
+        print(banner(url), file=stream or sys.stdout, flush=True)
         if ready_file:
             write_ready_file(ready_file)(url)
 

@@ -4,7 +4,7 @@ An :class:`Implementation` says everything the rest of orsbench needs to know
 about a way of serving scenarios — how to build its ASGI app, which extra it
 needs, whether it speaks ORS at all, whether it can hold sessions, whether
 fault profiles apply to it, which suites and benchmarks include it — so the
-CLI choices, ``check --serve``, ``bench``, ``bench --sessions``, the
+CLI choices, ``check --scenario``, ``bench``, ``bench --sessions``, the
 conformance suite and the README's list of differences all read the same
 record instead of each keeping a tuple of names.
 
@@ -48,7 +48,7 @@ class Implementation:
     build: BuildFn
     #: The ``orsbench[extra]`` it needs (``None``: the core install serves it).
     extra: str | None = None
-    #: An ORS server (``check --serve``, tests and the client matrix may serve it); the bench floor is not.
+    #: An ORS server (``check --scenario``, tests and the client matrix may serve it); the bench floor is not.
     speaks_ors: bool = True
     #: Can hold a session open across a long streaming call (``bench --sessions`` measures it).
     holds_sessions: bool = True

@@ -306,6 +306,7 @@ def proxy_command(
     port: int = 0,
     ready_file: str | None = None,
     evidence_limit: int | None = None,
+    request_log: bool = False,
 ) -> list[str]:
     """The ``orsbench proxy`` command line for these arguments (secrets by file only: docs/protocol.md §14)."""
     cmd = [sys.executable, "-m", "orsbench", "proxy", upstream, "--host", host, "--port", str(port), "--seed", str(seed)]
@@ -314,6 +315,8 @@ def proxy_command(
         cmd += ["--fault", ",".join(faults)]
     if evidence_limit is not None:
         cmd += ["--evidence-limit", str(evidence_limit)]
+    if request_log:
+        cmd.append("--request-log")
     for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report), ("--html", html_report), ("--secrets-file", secrets_file)):
         if value is not None:
             cmd += [flag, str(value)]
@@ -333,6 +336,7 @@ class ProxyOptions(TypedDict, total=False):
     junit_report: str | os.PathLike[str] | None
     html_report: str | os.PathLike[str] | None
     evidence_limit: int | None
+    request_log: bool
 
 
 def start_proxy(
@@ -354,7 +358,7 @@ def start_proxy(
         secrets_file = write_private(Path(ready_file).with_name("secrets.json"), json.dumps(dict(secrets))) if secrets else None
         return proxy_command(upstream, host=host, ready_file=ready_file, secrets_file=secrets_file, **options)
 
-    config = ServerConfig(faults=options.get("faults", ()), seed=options.get("seed", 0))
+    config = ServerConfig(faults=options.get("faults", ()), seed=options.get("seed", 0), request_log=options.get("request_log", False))
     server = _launch(argv, f"orsbench proxy {upstream}", upstream, "proxy", config, timeout)
     _forget_private_files(server)
     return server
@@ -466,7 +470,7 @@ def serve(scenario: ServeTarget, **options: Unpack[ServeOptions]) -> Iterator[Ru
 
 
 # -- any server command ---------------------------------------------------------------------------
-#: The placeholders a server command may contain (``--cmd "python my_env.py --port {port}"``).
+#: The placeholders a server command may contain (``check --server-cmd "python my_env.py --port {port}"``).
 PORT_PLACEHOLDER, HOST_PLACEHOLDER = "{port}", "{host}"
 
 

@@ -46,6 +46,11 @@ Observer = Callable[[Exchange], None]
 #: A local route: returns ``(status, content_type, body)``.
 LocalRoute = Callable[[], tuple[int, str, bytes]]
 
+#: The headers that carry a client's own key (then ``--api-key`` adds none).
+_API_KEY_HEADER = protocol.API_KEY_HEADER.encode("latin-1")
+_API_KEY_LOWER = _API_KEY_HEADER.lower()
+_KEY_HEADERS = frozenset({_API_KEY_LOWER, b"authorization"})
+
 #: Hop-by-hop headers (RFC 9110 §7.6.1) are the connection's, never forwarded.
 HOP_BY_HOP = frozenset(
     {
@@ -103,6 +108,7 @@ class ProxyApp:
         on_shutdown: Sequence[Callable[[], None]] = (),
         connect_timeout: float = 10.0,
         secrets: Mapping[str, str] | None = None,
+        api_key: str | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -113,6 +119,9 @@ class ProxyApp:
         self.observers = list(observers)
         #: Added to every ``/create`` sent upstream as ``X-Secrets`` (``--secret``; docs/protocol.md §14).
         self._secrets = dict(secrets or {})
+        #: Added as ``X-API-Key`` to every request that carries no key of its own (``--api-key``); like the
+        #: secrets, after the evidence is taken: never in a report or a cassette.
+        self._api_key = api_key.encode("latin-1") if api_key else None
         self.routes = dict(routes or {})
         #: Run at lifespan shutdown (SIGINT/SIGTERM): where the front end writes its reports.
         #: (uvicorn re-raises the signal once it has shut down, so code after ``run()`` never runs.)
@@ -189,6 +198,8 @@ class ProxyApp:
         start = exchange.started_at = time.monotonic()
         if self._secrets and scope["path"] == protocol.CREATE:
             headers = _with_secrets(headers, self._secrets)
+        if self._api_key is not None and not any(k.lower() in _KEY_HEADERS and v.strip() for k, v in headers):
+            headers = [(k, v) for k, v in headers if k.lower() != _API_KEY_LOWER] + [(_API_KEY_HEADER, self._api_key)]
         try:
             response = await self.pool.request(scope["method"], target, headers, body)
         except UpstreamError as exc:

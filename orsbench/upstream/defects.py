@@ -143,6 +143,7 @@ ORS = "ors-sdk 0.1.0 client"
 INSPECT = "inspect-openreward 0.3.0"
 ORS_SERVER = "ors-sdk 0.1.0 server"
 FIREHORSE = "firehorse-cli 0.1.4"
+PLATOON = "platoon 0.4.0"
 
 # -- where each defect shows in the client matrix (the predicates its entry names) ---------------------
 # A predicate may name a client or a server where the defect's mechanism is that client's own use of an
@@ -215,6 +216,12 @@ def _by_name_sessions(cell: CellFacts) -> bool:
     return cell.client in ("openreward", "trl") and _creates(cell)
 
 
+def _platoon_by_name(cell: CellFacts) -> bool:
+    """platoon's ors+http service opens every session by name with no variant (through the SDK), when it opens one:
+    not where it refuses a non-default environment first (platoon-non-default-env-refused)."""
+    return cell.client == "platoon" and _creates(cell) and not (_scenario_cell(cell) and cell.several_envs)
+
+
 def _task_default_env(cell: CellFacts) -> bool:
     """inspect-openreward opens sessions from the Tasks its dataset listed, all from the default environment."""
     return cell.client == "inspect" and _scenario_cell(cell) and cell.several_envs
@@ -231,10 +238,11 @@ def _firehorse_task_env(cell: CellFacts) -> bool:
 #: Which client targets run each upstream's code: TRL and inspect-openreward drive the openreward client.
 UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
     TRL: ("trl",),
-    SDK: ("openreward", "trl", "inspect", "firehorse"),
+    SDK: ("openreward", "trl", "inspect", "firehorse", "platoon"),
     ORS: ("ors",),
     INSPECT: ("inspect",),
     FIREHORSE: ("firehorse",),
+    PLATOON: ("platoon",),
     ORS_SERVER: (),  # a server defect: every client on that server meets it
 }
 
@@ -396,7 +404,11 @@ DEFECTS: dict[str, Defect] = {
             "P12",
             shows_in=_lands_in_default_env,
             effect=Effect.WRONG_DATA,
-            breaks=(("client.env_name", _by_name_sessions), ("client.env_name", _task_default_env)),
+            breaks=(
+                ("client.env_name", _by_name_sessions),
+                ("client.env_name", _task_default_env),
+                ("client.env_name", _platoon_by_name),
+            ),
         ),
         Defect(
             "cut-call-rerun",
@@ -555,6 +567,18 @@ DEFECTS: dict[str, Defect] = {
             FIREHORSE,
             "the MCP bridge appends [OR_REWARD:{\"r\": reward, \"f\": finished}] to every tool result, and '[EPISODE COMPLETE] ... Final reward: R. Stop making tool calls.' to the finishing one: the model reads each call's reward, text the environment never sent",
             "P7",
+        ),
+        Defect(
+            "platoon-non-default-env-refused",
+            PLATOON,
+            "an ors+http://HOST/Env service opens its sessions through the openreward client without a variant, which "
+            "sends no env_name (see env-name-not-sent); on a server that serves several environments, Env one of them "
+            "but not the first, check_server_environment refuses the session (EnvSetupError env_config: 'select it with "
+            "?variant=Env') instead of naming Env on /create, so the rollout never starts",
+            "P12",
+            shows_in=lambda cell: _scenario_cell(cell) and cell.several_envs,
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
         ),
         Defect(
             "firehorse-get-task-env-name",

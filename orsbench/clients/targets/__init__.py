@@ -9,7 +9,10 @@ by the module that drives it (``orsbench/clients/targets/<name>.py``)::
 
     register(ClientTarget("mine", package="my-client", title="my client", play=play, modules=("my_client",)))
 
-and the module's name added to :data:`MODULES`. Nothing else changes: the
+and the module's name added to :data:`MODULES`. A client that cannot be imported here (it needs another Python)
+is a *command* target instead: ``command=Command(venv, "script.py")`` (:mod:`orsbench.clients.interpreters`)
+runs a command adapter of ``orsbench/clients/commands/`` in its own virtual environment. Each target carries
+its :class:`~orsbench.clients.consumers.Consumer` profile: what its user makes of an episode. Nothing else changes: the
 adapter (``python -m orsbench.clients.adapter NAME``), ``orsbench matrix``,
 ``matrix --url`` and the conformance suite all list targets from the registry.
 
@@ -27,13 +30,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from orsbench.clients.consumers import Consumer
 from orsbench.extras import installed
 from orsbench.registry import Registry
 
 if TYPE_CHECKING:
+    from orsbench.clients.interpreters import Command
     from orsbench.clients.transcript import AdapterEpisode
 
-__all__ = ["CLIENT_TARGETS", "MODULES", "ClientTarget", "register"]
+__all__ = ["CLIENT_TARGETS", "ELSEWHERE", "MODULES", "ClientTarget", "register"]
 
 #: The modules that register client targets, in listing order (a new target: one module, one line here).
 MODULES = (
@@ -42,6 +47,7 @@ MODULES = (
     "orsbench.clients.targets.trl_spec",
     "orsbench.clients.targets.inspect_eval",
     "orsbench.clients.targets.firehorse_mcp",
+    "orsbench.clients.targets.platoon",
 )
 
 
@@ -53,8 +59,9 @@ class ClientTarget:
     #: The distribution whose version the reports name.
     package: str
     title: str
-    #: Plays one episode (in the adapter's process), recording each call's outcome on the episode.
-    play: Callable[[AdapterEpisode], None]
+    #: Plays one episode (in the adapter's process), recording each call's outcome on the episode
+    #: (a command target's: runs its command, :meth:`Command.play`).
+    play: Callable[[AdapterEpisode], None] | None = None
     #: Top-level modules the client needs: imported before any fork (so children skip the import), and
     #: what :attr:`installed` looks for.
     modules: tuple[str, ...] = ()
@@ -64,9 +71,23 @@ class ClientTarget:
     startup_s: float = 0.0
     #: Episodes of this client that may play at once on a 2-core machine without starving each other.
     concurrency: int = 16
+    #: It trains on the episodes it plays (a trainer's rollouts), so an episode without a reward is no use to it.
+    trains: bool = False
+    #: What its user makes of an episode (reward convention, accepted range, images, failures).
+    consumer: Consumer = Consumer("per-call")
+    #: A client in another Python: the command adapter that plays it, in its virtual environment.
+    command: Command | None = None
+
+    def __post_init__(self) -> None:
+        if self.play is None:
+            if self.command is None:
+                raise ValueError(f"client target {self.name!r} needs a play function or a command")
+            object.__setattr__(self, "play", self.command.play)
 
     @property
     def version(self) -> str:
+        if self.command is not None:
+            return self.command.venv.version_of(self.package)
         try:
             return importlib.metadata.version(self.package)
         except importlib.metadata.PackageNotFoundError:
@@ -74,9 +95,53 @@ class ClientTarget:
 
     @property
     def installed(self) -> bool:
-        """Whether every module the client needs can be imported here."""
+        """Whether every module the client needs can be imported here (a command target: its environment is built)."""
+        if self.command is not None:
+            return self.command.venv.ready
         return all(installed(module) for module in self.modules)
+
+    @property
+    def install_hint(self) -> str:
+        """What to run to install it (or why it cannot be, here)."""
+        if self.command is not None:
+            return self.command.venv.missing() or "installed"
+        return f'pip install "orsbench[{self.extra}]"'
+
+    def preload(self) -> None:
+        """Make its episodes start fast in children forked from this process: import its modules, or warm its command."""
+        if self.command is not None:
+            if self.command.venv.ready:
+                self.command.warm()
+            return
+        for module in self.modules:
+            importlib.import_module(module)
 
 
 CLIENT_TARGETS: Registry[ClientTarget] = Registry("client target", modules=MODULES)
 register = CLIENT_TARGETS.register
+
+
+#: Trainers and harnesses said to consume ORS whose ORS code is not a package orsbench can install, and why
+#: (docs/compatibility.md lists them): looked up on the package index (``pip download --no-deps``) and read.
+ELSEWHERE: tuple[tuple[str, str], ...] = (
+    (
+        "SkyRL",
+        "its PyPI packages (skyrl 0.4.0, skyrl-train 0.3.1, skyrl-gym 0.4.0) hold no ORS client; its ORS integration "
+        "lives only in its repository's examples, which no package installs",
+    ),
+    (
+        "ROLL",
+        "not on the package index under its name (`roll` on PyPI is another project, a web framework)",
+    ),
+    (
+        "marin",
+        "its PyPI packages (marin-core, marin-rolloutengine, marin-rigging, marin-taskcompendium) hold no ORS or "
+        "openreward code",
+    ),
+    (
+        "benchflow",
+        "benchflow 0.7.11 (PyPI, Python >= 3.12) ships no ORS session client: benchflow/adapters/ors.py converts ORS "
+        "tool outputs into its reward records and rejects every reward that is null, non-finite or outside [0, 1], "
+        "and its ors-episode verifier takes the terminal record's reward",
+    ),
+)

@@ -26,6 +26,7 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Any
 
+from orsbench.clients.consumers import Consumer
 from orsbench.clients.targets import ClientTarget, register
 
 if TYPE_CHECKING:
@@ -117,6 +118,12 @@ register(
         extra="firehorse",
         startup_s=10.0,
         concurrency=2,
+        consumer=Consumer(
+            "last",
+            failed_call="error result",
+            source="firehorse-cli 0.1.4: the agents' trial results report final_reward = the bridge's last_reward; "
+            "the MCP bridge flags a failed call isError",
+        ),
     ),
     origin=__name__,
 )

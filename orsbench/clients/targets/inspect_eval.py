@@ -16,6 +16,7 @@ from __future__ import annotations
 import tempfile
 from typing import TYPE_CHECKING, Any
 
+from orsbench.clients.consumers import Consumer
 from orsbench.clients.targets import ClientTarget, register
 
 if TYPE_CHECKING:
@@ -86,6 +87,14 @@ register(
         extra="inspect",
         startup_s=20.0,
         concurrency=2,
+        consumer=Consumer(
+            "last",
+            no_reward="zero",
+            images=False,
+            source="inspect-openreward 0.3.0: _solver._wrap_tool keeps each non-null reward (the last wins), "
+            "openreward_scorer scores 0.0 without one; a call that raises is a sample error; a tool result shows "
+            "its text blocks only (the prompt's images do reach the model)",
+        ),
     ),
     origin=__name__,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from orsbench.clients.consumers import Consumer
 from orsbench.clients.targets import ClientTarget, register, sync_session
 
 if TYPE_CHECKING:
@@ -17,6 +18,14 @@ def play(episode: AdapterEpisode) -> None:
 
 
 register(
-    ClientTarget("openreward", "openreward", "openreward SDK client", play, modules=("openreward",), extra="sdk"),
+    ClientTarget(
+        "openreward",
+        "openreward",
+        "openreward SDK client",
+        play,
+        modules=("openreward",),
+        extra="sdk",
+        consumer=Consumer("per-call", source="openreward 0.1.167: Session.call_tool returns ToolOutput(blocks, reward, finished), raises on failure"),
+    ),
     origin=__name__,
 )

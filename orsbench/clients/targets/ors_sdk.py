@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from orsbench.clients.consumers import Consumer
 from orsbench.clients.targets import ClientTarget, register, sync_session
 
 if TYPE_CHECKING:
@@ -21,6 +22,14 @@ def play(episode: AdapterEpisode) -> None:
 
 
 register(
-    ClientTarget("ors", "ors-sdk", "ors-sdk client (ors.ORS)", play, modules=("ors.client",), extra="ors-sdk"),
+    ClientTarget(
+        "ors",
+        "ors-sdk",
+        "ors-sdk client (ors.ORS)",
+        play,
+        modules=("ors.client",),
+        extra="ors-sdk",
+        consumer=Consumer("per-call", source="ors-sdk 0.1.0: Session.call_tool returns the ToolOutput, raises on failure"),
+    ),
     origin=__name__,
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from orsbench.clients.consumers import Consumer
 from orsbench.clients.targets import ClientTarget, register
 
 if TYPE_CHECKING:
@@ -52,6 +53,20 @@ def play(episode: AdapterEpisode) -> None:
 
 
 register(
-    ClientTarget("trl", "trl", "TRL OpenRewardSpec", play, modules=("trl.experimental.openreward",)),
+    ClientTarget(
+        "trl",
+        "trl",
+        "TRL OpenRewardSpec",
+        play,
+        modules=("trl.experimental.openreward",),
+        trains=True,
+        consumer=Consumer(
+            "last",
+            images=False,
+            failed_call="error text",
+            source="trl 1.16.0 trl/experimental/openreward: _outcome_only_reward_func (last non-null, None without one), "
+            "_call_ors_tool ('Error: ...' text), _join_text_blocks (text only)",
+        ),
+    ),
     origin=__name__,
 )

@@ -58,7 +58,9 @@ class Violation:
 
 
 #: Every violation, registered with its fault by :func:`violation` (a module adding violations joins ``modules``).
-VIOLATIONS: Registry[Violation] = Registry("violation", modules=("orsbench.servers.faults.violations",))
+VIOLATIONS: Registry[Violation] = Registry(
+    "violation", modules=("orsbench.servers.faults.violations", "orsbench.servers.faults.tool_defects")
+)
 #: Path prefix under which the ``violation-router`` test harness (:mod:`.router`) serves each violation.
 ROUTER_PREFIX = "/_violations/"
 

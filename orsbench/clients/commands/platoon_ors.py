@@ -1,0 +1,161 @@
+"""platoon 0.4.0's ORS client under orsbench's adapter contract, run by platoon's own interpreter (Python >= 3.12).
+
+    <venv>/bin/python orsbench/clients/commands/platoon_ors.py
+
+Why a file of its own: platoon needs Python 3.12, orsbench runs on 3.11 too, so platoon cannot be imported
+beside the other client targets. This file imports nothing of orsbench (like ``examples/adapters/adapter.mjs``
+for Node): the ``platoon`` client target (:mod:`orsbench.clients.targets.platoon`) runs it in the virtual
+environment :mod:`orsbench.clients.interpreters` builds, and ``orsbench check-client --cmd`` can run it too.
+
+It drives platoon the way platoon's rollout (``platoon.harness.rollout.run_harness_rollout``) does, with the
+script in the model's place:
+
+* the service from the URI a config names, ``get_service("ors+http://HOST:PORT/ENV", secrets=...)``;
+* the task by its id, ``service.get_task("<split>:<index>")``, then ``service.open(task, rollout_id=...)``;
+* the agent's tool plane: ``session.tools()`` is what the agent sees, a call to a tool it does not see is
+  refused without reaching the env (``platoon.harness.inline.InlineAgentContext.call_tool``), every other call
+  is ``session.call_tool`` (a call that raises becomes an error result, as ``platoon.gateway.mcp`` does);
+* the script goes on after an error result (platoon shows it to the model, which carries on) and stops after a
+  ``finished`` result, as an agent stops after its submit tool;
+* the episode is graded the rollout's way (``platoon.harness.inline.grade_session``, written out in :func:`grade`:
+  ``platoon.harness`` imports the model gateway, which needs ``tinker`` and torch) and the session closed.
+
+What it writes (``docs/clients.md``): one line per call, ``{"tool", "text", "reward", "finished"}`` with the text
+blocks' text as platoon hands them to the model, or ``{"tool", "error", "raised": false, "reason"}`` for an error
+result (platoon reports failures as results, never by raising); then, after the grade, an episode line::
+
+    {"episode_reward": 1.0, "outcome": "scored", "reason": null, "failure_kind": null}
+
+``episode_reward`` is what platoon trains on (``Outcome.reward``: null for an outcome that does not train, which
+is also reported as an error line: the trainer drops that rollout). Exit status 0 when the grade is ``scored``,
+1 when it is not, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+import traceback
+import uuid
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+REQUIRED = ("ORSBENCH_URL", "ORSBENCH_ENV", "ORSBENCH_SCRIPT", "ORSBENCH_OUT")
+
+
+class Out:
+    """``ORSBENCH_OUT``, one JSON line per write, flushed (a client stopped at its deadline leaves what it did)."""
+
+    def __init__(self, path: str) -> None:
+        self.handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the episode, closed in main
+
+    def write(self, line: dict[str, Any]) -> None:
+        self.handle.write(json.dumps(line) + "\n")
+        self.handle.flush()
+
+
+def service_uri(url: str, env: str) -> str:
+    """The URI a platoon config names an ORS env server by: ``ors+http://HOST:PORT/ENV``."""
+    parts = urlsplit(url)
+    return f"ors+{parts.scheme}://{parts.netloc}/{quote(env, safe='')}"
+
+
+def text_of(result: Any) -> str:
+    """The text blocks of a platoon ``ToolResult``, in order, as the model reads them (images are blocks of their own)."""
+    return "".join(str(block.get("text", "")) for block in result.content if block.get("type") == "text")
+
+
+async def play(environ: dict[str, str], out: Out) -> int:
+    from platoon.envs.service import get_service
+
+    calls = json.loads(open(environ["ORSBENCH_SCRIPT"], encoding="utf-8").read())["calls"]
+    secrets = json.loads(environ.get("ORSBENCH_SECRETS") or "{}")
+    split, index = environ.get("ORSBENCH_SPLIT") or "train", int(environ.get("ORSBENCH_INDEX") or 0)
+    service = get_service(service_uri(environ["ORSBENCH_URL"], environ["ORSBENCH_ENV"]), secrets=secrets)
+    try:
+        task = await service.get_task(f"{split}:{index}")
+        session = await service.open(task, rollout_id=f"orsbench-{uuid.uuid4().hex[:12]}")
+    except Exception as exc:  # noqa: BLE001 - the rollout fails here: platoon's EnvSetupError and its kind
+        kind = getattr(exc, "failure_kind", None)
+        out.write({"error": f"{type(exc).__name__}: {exc}", "raised": True, "stage": "session", "failure_kind": kind})
+        return 1
+    try:
+        visible = {tool.name for tool in await session.tools()}
+        for call in calls:
+            if call.get("pause_s"):
+                await asyncio.sleep(float(call["pause_s"]))
+            name, arguments = call["tool"], dict(call.get("input") or {})
+            result = await _call(session, visible, name, arguments)
+            if result.is_error:
+                reason = (result.metadata or {}).get("error_reason")
+                out.write({"tool": name, "error": result.as_text(), "raised": False, "reason": reason})
+            else:
+                images = sum(1 for block in result.content if block.get("type") == "image")
+                line = {"tool": name, "text": text_of(result), "reward": result.reward, "finished": bool(result.finished)}
+                out.write({**line, **({"images": images} if images else {})})
+            if result.finished:
+                break
+        outcome = await grade(session)
+    finally:
+        await session.close()
+    if not outcome.trainable:  # the trainer drops the rollout: the failure platoon reports
+        why = f"the rollout is not trained: {outcome.status} ({outcome.failure_kind}): {outcome.reason}"
+        out.write({"error": why, "raised": False, "stage": "grade"})
+    grade_line = {"outcome": outcome.status, "reason": outcome.reason, "failure_kind": outcome.failure_kind}
+    out.write({"episode_reward": outcome.reward, **grade_line})
+    return 0 if outcome.trainable else 1
+
+
+async def grade(session: Any) -> Any:
+    """``platoon.harness.inline.grade_session``: the session's grade, failing closed (a grader that raises is an
+    infra error, never a score). Written out here because ``platoon.harness`` imports platoon's model gateway,
+    which needs ``tinker`` (and torch): not part of the ORS path."""
+    from platoon.envs.service import Outcome
+
+    try:
+        return await session.grade()
+    except Exception as exc:  # noqa: BLE001 - as grade_session does
+        return Outcome.infra(f"unexpected:{type(exc).__name__}", reason=f"grading raised: {exc}")
+
+
+async def _call(session: Any, visible: set[str], name: str, arguments: dict[str, Any]) -> Any:
+    """One call through platoon's tool plane, as an inline agent makes it."""
+    from platoon.envs.service import ToolResult
+
+    if name not in visible:
+        return ToolResult.text(f"Tool {name!r} is not available to this agent (tool access: all).", is_error=True)
+    try:
+        return await session.call_tool(name, arguments)
+    except Exception as exc:  # noqa: BLE001 - platoon.gateway.mcp turns a raising call into an error result
+        return ToolResult.text(f"Tool {name!r} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+def main() -> int:
+    environ = dict(os.environ)
+    missing = [name for name in REQUIRED if not environ.get(name)]
+    if missing:
+        print(f"platoon adapter: error: {', '.join(missing)} not set: run it under orsbench check-client or matrix", file=sys.stderr)
+        return 2
+    try:
+        import platoon.envs.ors  # noqa: F401 - the client under test must be importable
+    except ImportError as exc:
+        print(f"platoon adapter: error: platoon is not installed in {sys.executable}: {exc}", file=sys.stderr)
+        return 2
+    out = Out(environ["ORSBENCH_OUT"])
+    started = time.monotonic()
+    try:
+        return asyncio.run(play(environ, out))
+    except Exception as exc:  # noqa: BLE001 - a crash of platoon (or of this adapter) is reported, then exits 1
+        out.write({"error": f"{type(exc).__name__}: {exc}", "raised": True})
+        traceback.print_exc()
+        return 1
+    finally:
+        out.handle.close()
+        print(f"platoon adapter: {time.monotonic() - started:.2f}s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""Client targets that run in a Python of their own: the virtual environment each needs, and a warm fork server in it.
+
+Some clients cannot be imported beside orsbench: platoon 0.4.0 and benchflow 0.7.11 need Python 3.12, orsbench
+runs on 3.11 too. Such a target is a *command adapter* (a script under ``orsbench/clients/commands/`` that imports
+nothing of orsbench, as ``examples/adapters/adapter.mjs`` is for Node) run by the Python of a :class:`Venv`:
+
+* :meth:`Venv.ensure` builds it on first use — ``python3.12 -m venv``, then the pinned packages — into an
+  ignored folder (:func:`root`), under a file lock so parallel test workers build it once; ``.ci/run`` and the
+  test fixtures call it (``python -m orsbench.clients.interpreters build`` from a shell). Where no such Python
+  exists, :meth:`Venv.missing` says so and the targets are skipped with that reason.
+* :meth:`Venv.warm` starts, once per orsbench process, a fork server in it
+  (``orsbench/clients/commands/forkserver.py``) that has imported the client already: an episode then starts
+  in milliseconds instead of the seconds ``import openreward`` takes, as the matrix's forked children do for the
+  clients orsbench can import itself (platoon's own rollout workers are forked from a fork server too).
+
+Nothing here downloads at run time: only :meth:`Venv.build` reaches the package index, as ``pip install`` does.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orsbench.clients.transcript import AdapterEpisode
+
+__all__ = ["COMMANDS", "Command", "Venv", "find_python", "root"]
+
+#: The command adapters (scripts run by another Python): they import nothing of orsbench.
+COMMANDS = Path(__file__).resolve().parent / "commands"
+#: Where the virtual environments live unless ``ORSBENCH_VENVS`` says otherwise (see :func:`root`).
+VENVS_VARIABLE = "ORSBENCH_VENVS"
+#: The file in a built environment that says what was installed (a changed pin rebuilds it).
+MARKER = "orsbench-venv.json"
+#: Seconds a fork server may take to import its client before it counts as broken.
+WARM_START_S = 120.0
+
+
+def root() -> Path:
+    """The folder of the virtual environments: ``$ORSBENCH_VENVS``; else ``.venvs/`` of the checkout orsbench
+    runs from (ignored by git); else ``~/.cache/orsbench/venvs`` (an installed orsbench)."""
+    if given := os.environ.get(VENVS_VARIABLE):
+        return Path(given).expanduser()
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file() and os.access(checkout, os.W_OK):
+        return checkout / ".venvs"
+    return Path.home() / ".cache" / "orsbench" / "venvs"
+
+
+@cache
+def find_python(version: str) -> str | None:
+    """A ``python<version>`` on this machine that runs and is that version (a pyenv shim may not be), else None."""
+    for candidate in (shutil.which(f"python{version}"), *sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python{version}"))):
+        if not candidate:
+            continue
+        try:
+            done = subprocess.run(
+                [str(candidate), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                capture_output=True, text=True, timeout=30, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if done.returncode == 0 and done.stdout.strip() == version:
+            return str(candidate)
+    return None
+
+
+@dataclass(frozen=True)
+class Venv:
+    """A virtual environment some client targets run in: a Python version and the pinned packages.
+
+    ``packages`` install with their dependencies; ``bare`` without (``pip install --no-deps``): a trainer whose
+    own requirements pull in a training stack (platoon: wandb, datasets, textual; benchflow: litellm, Vertex AI)
+    when the code its ORS path runs needs none of them — the packages that path does import are in ``packages``.
+    """
+
+    name: str
+    python: str
+    packages: tuple[str, ...] = ()
+    bare: tuple[str, ...] = ()
+
+    @property
+    def path(self) -> Path:
+        return root() / self.name
+
+    @property
+    def interpreter(self) -> Path:
+        return self.path / "bin" / "python"
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return {"python": self.python, "packages": list(self.packages), "bare": list(self.bare)}
+
+    @property
+    def ready(self) -> bool:
+        """Built, with exactly these pins."""
+        try:
+            return json.loads((self.path / MARKER).read_text()) == self.spec and self.interpreter.exists()
+        except (OSError, ValueError):
+            return False
+
+    def missing(self) -> str | None:
+        """Why it cannot be used now (no such Python here, or not built yet and how to build it), else None."""
+        if self.ready:
+            return None
+        if find_python(self.python) is None:
+            return f"no Python {self.python} on this machine (python{self.python} not on PATH, none under ~/.pyenv)"
+        return f"its Python {self.python} environment is not built: python -m orsbench.clients.interpreters build {self.name}"
+
+    def version_of(self, distribution: str) -> str:
+        """The version of ``distribution`` this environment pins (what it runs once built, whether built here or not)."""
+        for requirement in self.bare + self.packages:
+            name, _, version = requirement.partition("==")
+            if name.strip().lower().replace("_", "-") == distribution.lower() and version:
+                return version.strip()
+        return "not pinned"
+
+    def ensure(self, progress: Callable[[str], None] = lambda line: None) -> str | None:
+        """Build it unless it is ready; None when ready, else why it cannot be (no such Python, a failed install)."""
+        if self.ready:
+            return None
+        python = find_python(self.python)
+        if python is None:
+            return self.missing()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.parent / f"{self.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be building it: wait, then find it ready
+            if self.ready:
+                return None
+            try:
+                self.build(python, progress)
+            except (OSError, subprocess.SubprocessError) as exc:
+                return f"building {self.path} failed: {exc}"
+        return None
+
+    def build(self, python: str, progress: Callable[[str], None] = lambda line: None) -> None:
+        """Make the environment afresh; the marker is written last, so a half-built one is never taken as ready."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        started = time.monotonic()
+        progress(f"building {self.path} with {python}: {', '.join(self.bare + self.packages)}")
+        subprocess.run([python, "-m", "venv", str(self.path)], check=True, timeout=300)
+        pip = [str(self.interpreter), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        if self.bare:
+            subprocess.run([*pip, "--no-deps", *self.bare], check=True, timeout=900)
+        if self.packages:
+            subprocess.run([*pip, *self.packages], check=True, timeout=900)
+        (self.path / MARKER).write_text(json.dumps(self.spec))
+        progress(f"built {self.path} in {time.monotonic() - started:.0f} s")
+
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command adapter (``script``, a file of :data:`COMMANDS`) run by ``venv``'s Python: a client target's play.
+
+    ``preload``: the modules the fork server imports before it forks an episode (the client's heavy imports).
+    """
+
+    venv: Venv
+    script: str
+    preload: tuple[str, ...] = ()
+
+    @property
+    def argv(self) -> list[str]:
+        return [str(self.venv.interpreter), str(COMMANDS / self.script)]
+
+    @property
+    def shell(self) -> str:
+        """The command line, for ``orsbench check-client --cmd``."""
+        import shlex
+
+        return " ".join(shlex.quote(part) for part in self.argv)
+
+    def warm(self) -> WarmServer:
+        """The fork server for this command, started on first use in this process (:meth:`preload` of a target)."""
+        server = _WARM.get(self.key)
+        if server is None or not server.alive:
+            server = _WARM[self.key] = WarmServer.start(self.venv, self.script, self.preload)
+        return server
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.venv.name, self.script)
+
+    def play(self, episode: AdapterEpisode) -> None:
+        """Run the command on ``episode`` (its variables are this process's environment under the contract).
+
+        Through the fork server a parent process warmed (the matrix forks its children from one), else as a
+        child process of its own. The command writes the contract's lines itself; a non-zero exit status is
+        passed on as :class:`~orsbench.clients.transcript.ClientExited`.
+        """
+        from orsbench.clients.transcript import ClientExited
+
+        server = _WARM.get(self.key)
+        if server is not None and server.reachable:
+            code = server.play(dict(os.environ))
+        else:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            code = subprocess.run(self.argv, stdin=subprocess.DEVNULL, check=False).returncode
+        if code:
+            raise ClientExited(code)
+
+
+_WARM: dict[tuple[str, str], WarmServer] = {}
+
+
+@dataclass
+class WarmServer:
+    """A fork server (``commands/forkserver.py``) in a :class:`Venv`, with the adapter script imported and ready.
+
+    Started by the orsbench process that plays episodes, stopped by its PID when that process exits (or when its
+    stdin closes, should the process die without cleaning up). Forked children of that process (the matrix's)
+    ask it for episodes through :meth:`play`.
+    """
+
+    process: subprocess.Popen[bytes]
+    socket_path: str
+    owner: int = field(default_factory=os.getpid)
+
+    @classmethod
+    def start(cls, venv: Venv, script: str, preload: tuple[str, ...]) -> WarmServer:
+        folder = tempfile.mkdtemp(prefix="orsbench-warm-")  # 0700: only this user reaches the socket
+        path = os.path.join(folder, "fork.sock")
+        argv = [str(venv.interpreter), str(COMMANDS / "forkserver.py"), path, str(COMMANDS / script), *preload]
+        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+        server = cls(process, path)
+        atexit.register(server.stop)
+        assert process.stdout is not None
+        ready = _read_line(process.stdout, WARM_START_S)
+        if ready != b"ready\n":
+            server.stop()
+            raise RuntimeError(f"the fork server in {venv.path} did not start (it said {ready!r}; exit {process.poll()})")
+        return server
+
+    @property
+    def alive(self) -> bool:
+        """Still running (asked by the process that started it)."""
+        return self.process.poll() is None
+
+    @property
+    def reachable(self) -> bool:
+        """Still running, as a forked child of its starter can tell (``poll`` works only in the starter)."""
+        try:
+            os.kill(self.process.pid, 0)
+        except OSError:
+            return False
+        return os.path.exists(self.socket_path)
+
+    def play(self, environ: Mapping[str, str], stdout: int = 1, stderr: int = 2) -> int:
+        """Run one episode of the adapter script with ``environ`` (its stdout and stderr on these fds); its exit status.
+
+        The episode runs until it ends; the caller's deadline is enforced by killing the caller (the matrix kills
+        its forked child): the server sees the connection close and kills the episode with it.
+        """
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(self.socket_path)
+            request = json.dumps({"environ": dict(environ)}).encode() + b"\n"
+            socket.send_fds(conn, [request], [stdout, stderr])
+            reader = conn.makefile("rb")
+            for raw in reader:
+                message = json.loads(raw)
+                if "exit" in message:
+                    return int(message["exit"])
+            raise RuntimeError("the fork server closed the episode without its exit status")
+
+    def stop(self) -> None:
+        """Stop it by its PID (its process group: an episode still running goes with it)."""
+        if os.getpid() != self.owner or self.process.poll() is not None:
+            return
+        with contextlib.suppress(OSError):
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, sig)
+            try:
+                self.process.wait(2)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        shutil.rmtree(os.path.dirname(self.socket_path), ignore_errors=True)
+
+
+def _read_line(stream: IO[bytes], timeout: float) -> bytes:
+    """One line from ``stream`` within ``timeout`` seconds (b"" when none came)."""
+    import selectors
+
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            return b""
+    return stream.readline()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m orsbench.clients.interpreters build [NAME ...]``: build the environments the client targets need."""
+    from orsbench.clients.targets import CLIENT_TARGETS
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    venvs = {t.command.venv.name: t.command.venv for t in CLIENT_TARGETS.values() if t.command is not None}
+    if not args or args[0] != "build" or set(args[1:]) - set(venvs):
+        print(f"usage: python -m orsbench.clients.interpreters build [{' | '.join(venvs)}]", file=sys.stderr)
+        return 2
+    status = 0
+    for name in args[1:] or list(venvs):
+        problem = venvs[name].ensure(progress=lambda line: print(line, file=sys.stderr, flush=True))
+        print(f"{name}: {problem or f'ready in {venvs[name].path}'}")
+        # No such Python here is not an error (the targets are skipped, saying why); a failed install is.
+        status = status or (1 if problem and find_python(venvs[name].python) else 0)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -178,8 +178,9 @@ def play_one(col: Collector, sid: str, index: int | None, label: str, *, fresh: 
         reward = _reward(outcome.result)
         if reward is not None:
             episode.rewards.append(reward)
-            if reward >= WIN_REWARD and not _finished(outcome.result) and episode.unfinished_win is None:
-                episode.unfinished_win = name
+            flag = (outcome.result.get("output") or {}).get("finished") if isinstance(outcome.result, dict) else None
+            if reward >= WIN_REWARD and flag in (False, None) and episode.unfinished_win is None:
+                episode.unfinished_win = name  # a flag that is not a bool is reward.finished_bool's finding
         if outcome.kind == "ok" and _finished(outcome.result):
             episode.finished, episode.reward = True, reward
             break
@@ -543,7 +544,7 @@ class _ToolFuzz:
                     continue
                 tries += 1
                 again = self.attempt(candidate, failure.found_by)
-                if again is not None and again.kind == failure.kind and _signature(again.detail) == _signature(failure.detail):
+                if again is not None and again.kind == failure.kind and _same_failure(again.detail, failure.detail):
                     failure, improved = again, True
                     break
                 if again is None:
@@ -554,7 +555,9 @@ class _ToolFuzz:
 #: A tool whose first call took this long keeps the fuzz's time budget even for the first round of boundaries.
 SLOW_TOOL_S = 1.0
 #: At most this many calls spent shrinking one failing boundary input.
-SHRINK_CALLS = 16
+SHRINK_CALLS = 24
+#: How :func:`classify` introduces a failure's own message (not part of the message).
+_HOW = re.compile(r"^(SSE error event|HTTP \d+): ")
 _QUOTED_OR_DIGITS = re.compile(r"'[^']*'|\"[^\"]*\"|\d+")
 
 
@@ -562,6 +565,11 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=repr)
 
 
-def _signature(detail: str) -> str:
-    """A failure's message without the values in it: the same bug on a smaller input reads the same."""
-    return _QUOTED_OR_DIGITS.sub("", detail)[:200]
+def _same_failure(a: str, b: str) -> bool:
+    """Whether two failure messages tell of the same bug: most of their words agree once the values in them
+    (quoted text, numbers) are taken out — "can't encode characters in position 0-3" and "can't encode
+    character '\\xe9' in position 0" do, "'int' object is not subscriptable" and "list index out of range" do not."""
+    words_a, words_b = (set(_QUOTED_OR_DIGITS.sub(" ", _HOW.sub("", text)[:300]).lower().split()) for text in (a, b))
+    if not words_a or not words_b:
+        return words_a == words_b
+    return len(words_a & words_b) / len(words_a | words_b) >= 0.5

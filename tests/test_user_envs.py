@@ -57,6 +57,15 @@ def test_a_tool_that_raises_on_valid_input_fails_the_run(target: str, kind: str,
     assert "instead of raising" in report.result("tool.no_crash_on_valid_input").remediation
 
 
+def test_a_crashing_input_is_shrunk_to_a_simple_one_not_reported_as_drawn() -> None:
+    """Issue 27: the finding showed the 5,000- or 10,000-character boundary string that happened to be drawn;
+    the grader fails on anything past 100 characters, and the finding now shows an input close to that."""
+    report = check("long_answer_raises.py:LongAnswerRaises")
+    found = failure(report, "tool.no_crash_on_valid_input")["failures"][0]
+    assert found["found_by"] == "boundary" and "does not fit the grader's buffer" in found["detail"]
+    assert 100 < len(found["input"]["answer"]) < 200, len(found["input"]["answer"])
+
+
 def test_a_tool_that_raises_on_non_ascii_is_found_by_the_boundaries() -> None:
     report = check("nonascii_raises.py:NonAsciiRaises")
     assert report.exit_code == 1

@@ -198,6 +198,8 @@ def probe_play(col: Collector) -> None:
     ev = col.ev
     if ev.env is None or not ev.facts.call_plan:
         return
+    if col.options.fuzz > 0:
+        schema_examples.preload()  # the fuzz's libraries import while this probe waits on the server
     indices: list[int | None] = list(task_indices(ev.facts.count, col.options.tasks)) or [ev.index]
     wanted = col.options.tasks or ()
     missing = [i for i in wanted if ev.facts.count is not None and not -ev.facts.count <= i < ev.facts.count]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from typing import Any
 
 from orsbench.protocol import JSON
@@ -183,6 +184,28 @@ def simpler_inputs(schema: Any, value: JSON, base: JSON) -> list[JSON]:
     return sorted(out, key=lambda c: (size(c), json.dumps(c, sort_keys=True, default=repr)))
 
 
+_PRELOAD: threading.Thread | None = None
+
+
+def preload() -> None:
+    """Import hypothesis and hypothesis-jsonschema on a background thread, once (no-op without them).
+
+    The imports cost about half a second of CPU; started while the play probe waits on the server,
+    they are done by the time the fuzz needs them. :func:`input_strategy` waits for it.
+    """
+    global _PRELOAD
+    if _PRELOAD is None and can_fuzz():
+        _PRELOAD = threading.Thread(target=_import_fuzz_libraries, name="orsbench-fuzz-import", daemon=True)
+        _PRELOAD.start()
+
+
+def _import_fuzz_libraries() -> None:
+    try:
+        import hypothesis_jsonschema  # noqa: F401 - imports hypothesis too
+    except Exception:  # noqa: BLE001 - input_strategy imports again and says why
+        pass
+
+
 def can_fuzz() -> bool:
     """Whether hypothesis and hypothesis-jsonschema are installed (the ``conformance`` extra)."""
     import importlib.util
@@ -206,6 +229,8 @@ def input_strategy(schema: Any, base: JSON | None = None) -> Any:
     """
     if schema is None:
         return None
+    if _PRELOAD is not None:
+        _PRELOAD.join()
     try:
         held = duration_fields(schema)
         strategy = _strategy(schema, schema, 0, held={k: v for k, v in (base or {}).items() if k in held}, drop=held)

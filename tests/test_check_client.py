@@ -107,15 +107,15 @@ def test_the_reference_client_passes_every_case():
 # -- one broken rule, one failing check -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "fault, case, check",
-    [
+#: (faulty client, case, the one check it fails): each broken rule fails exactly the check that names it.
+ONE_RULE_BROKEN = [
         ("no-resume", "sparse-reward+stream-drop", "client.resume_by_task_id"),
         ("strip-chunks", "schema-zoo", "client.text_verbatim"),
         ("retry-4xx", "echo+missing-task", "client.no_4xx_retry"),
         ("ignore-retry-after", "sparse-reward+rate-limit", "client.retry_after"),
         ("no-delete", "echo", "client.session_deleted"),
         ("call-after-finished", "echo", "client.stops_at_finished"),
+        ("skip-first-call", "sparse-reward", "client.script_followed"),
         ("bool-reward", "echo+reward-bool", "client.reward_as_sent"),
         ("drop-env-name", "echo", "client.env_name"),
         ("error-as-text", "sparse-reward+tool-raises", "client.failure_as_error"),
@@ -127,8 +127,10 @@ def test_the_reference_client_passes_every_case():
         ("first-block-only", "images", "client.text_verbatim"),
         ("drop-env-name", "two-envs", "client.env_name"),
         ("retry-4xx", "sparse-reward+credits-402", "client.no_4xx_retry"),
-    ],
-)
+]
+
+
+@pytest.mark.parametrize("fault, case, check", ONE_RULE_BROKEN)
 def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, check):
     results = grade(run_case(faulty(fault), get_case(case), timeout=SLACK_S))
     assert failing(results) == {check}, [(r.id, r.status.value, r.message) for r in results]
@@ -149,6 +151,25 @@ def test_the_report_names_the_reward_convention_a_client_used(variant, conventio
     assert not failing(results)
     found = next(r for r in results if r.id == "client.reward_convention")
     assert found.measured["convention"] == convention and found.measured["sum"] != found.measured["last non-null"]
+
+
+def test_an_episode_reward_of_neither_convention_is_warned():
+    results = grade(run_case(faulty("episode-reward-first"), get_case("dense-reward"), timeout=SLACK_S))
+    found = next(r for r in results if r.id == "client.reward_convention")
+    assert found.status is Status.WARN and "neither the sum" in found.message, found.message
+
+
+#: Client checks shown failing by a process that misbehaves (the tests below: hang, crash, flood) and the
+#: warning above, beside those ONE_RULE_BROKEN shows.
+SHOWN_ELSEWHERE = {"client.exits_in_time", "client.exit_status", "client.request_budget", "client.reward_convention"}
+
+
+def test_every_client_check_is_shown_to_fail_somewhere():
+    """Issue 24: a check that no test can make fail is no check."""
+    from orsbench.clientcheck.checks import CLIENT_CHECKS
+
+    shown = {check for _, _, check in ONE_RULE_BROKEN} | SHOWN_ELSEWHERE
+    assert set(CLIENT_CHECKS.load().names()) - shown == set(), "give each a faulty client in tests/clients/faulty.py"
 
 
 def test_the_made_up_secret_reaches_the_environment_and_no_report(tmp_path):

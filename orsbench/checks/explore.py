@@ -489,12 +489,13 @@ class _ToolFuzz:
         return None
 
     def run(self, base: dict[str, Any], *, skip_search: bool) -> None:
-        rounds = [(0, base), *schema_examples.boundary_rounds(self.schema, base)]
-        # The first round (every boundary class once on every property) is not cut by the fuzz's
-        # time budget unless the tool is slow: a class that found a real bug is tried in every run.
+        # The boundaries are not cut by the fuzz's time budget unless the tool is slow (only by --fuzz N):
+        # they are what found real bugs, and a busy machine must not decide which of them run. For a
+        # slow tool the first round still runs whole (every class once on every property).
         slow = self.c.ev.facts.durations.get(self.tool, 0.0) >= SLOW_TOOL_S
+        rounds = [(0, base), *schema_examples.boundary_rounds(self.schema, base)]
         for round_, value in rounds[: self.examples]:
-            if self.blocked or self.calls >= self.budget or ((round_ or slow) and self.spent):
+            if self.blocked or self.calls >= self.budget or (slow and round_ and self.spent):
                 return
             failure = self.attempt(value, "boundary")
             if failure is not None:

@@ -81,6 +81,14 @@ class CallAfterFinished(Adapter):
         return super().play()
 
 
+class SkipFirstCall(Adapter):
+    """Leaves out the script's first call (a loop that starts one step late) and plays the rest."""
+
+    def play(self) -> int:
+        self.calls = self.calls[1:]
+        return super().play()
+
+
 class BoolReward(Adapter):
     """Takes a JSON boolean reward as a number (true → 1.0)."""
 
@@ -162,6 +170,17 @@ class EpisodeRewardLast(Adapter):
         return {**super().line(tool, output), "episode_reward": self.last}
 
 
+class EpisodeRewardFirst(Adapter):
+    """Reports the first per-call reward as the episode's: neither convention (§12.10), so a warning."""
+
+    first = None
+
+    def line(self, tool: str, output: dict[str, Any]) -> dict[str, Any]:
+        if self.first is None and output.get("reward") is not None:
+            self.first = output["reward"]
+        return {**super().line(tool, output), "episode_reward": self.first}
+
+
 class GiveUp(Adapter):
     """Retries nothing: the first transient answer (a 429 with Retry-After) ends the episode, logged on stderr."""
 
@@ -211,6 +230,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "ignore-retry-after": IgnoreRetryAfter,
     "no-delete": NoDelete,
     "call-after-finished": CallAfterFinished,
+    "skip-first-call": SkipFirstCall,
     "bool-reward": BoolReward,
     "drop-env-name": DropEnvName,
     "error-as-text": ErrorAsText,
@@ -220,6 +240,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "first-block-only": FirstBlockOnly,
     "episode-reward-sum": EpisodeRewardSum,
     "episode-reward-last": EpisodeRewardLast,
+    "episode-reward-first": EpisodeRewardFirst,
     "give-up": GiveUp,
     "hang": Hang,
     "crash": Crash,

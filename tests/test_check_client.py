@@ -154,7 +154,7 @@ def test_the_report_names_the_reward_convention_a_client_used(variant, conventio
 
 
 def test_an_episode_reward_of_neither_convention_is_warned():
-    results = grade(run_case(faulty("episode-reward-first"), get_case("dense-reward"), timeout=SLACK_S))
+    results = grade(run_case(faulty("episode-reward-mean"), get_case("dense-reward"), timeout=SLACK_S))
     found = next(r for r in results if r.id == "client.reward_convention")
     assert found.status is Status.WARN and "neither the sum" in found.message, found.message
 

@@ -170,15 +170,16 @@ class EpisodeRewardLast(Adapter):
         return {**super().line(tool, output), "episode_reward": self.last}
 
 
-class EpisodeRewardFirst(Adapter):
-    """Reports the first per-call reward as the episode's: neither convention (§12.10), so a warning."""
+class EpisodeRewardMean(Adapter):
+    """Reports the mean per-call reward as the episode's: neither convention (§12.10), so a warning."""
 
-    first = None
+    rewards: list[float] = []
 
     def line(self, tool: str, output: dict[str, Any]) -> dict[str, Any]:
-        if self.first is None and output.get("reward") is not None:
-            self.first = output["reward"]
-        return {**super().line(tool, output), "episode_reward": self.first}
+        if output.get("reward") is not None:
+            self.rewards = [*self.rewards, output["reward"]]
+        mean = sum(self.rewards) / len(self.rewards) if self.rewards else None
+        return {**super().line(tool, output), "episode_reward": mean}
 
 
 class GiveUp(Adapter):
@@ -240,7 +241,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "first-block-only": FirstBlockOnly,
     "episode-reward-sum": EpisodeRewardSum,
     "episode-reward-last": EpisodeRewardLast,
-    "episode-reward-first": EpisodeRewardFirst,
+    "episode-reward-mean": EpisodeRewardMean,
     "give-up": GiveUp,
     "hang": Hang,
     "crash": Crash,

@@ -109,24 +109,26 @@ def test_the_reference_client_passes_every_case():
 
 #: (faulty client, case, the one check it fails): each broken rule fails exactly the check that names it.
 ONE_RULE_BROKEN = [
-        ("no-resume", "sparse-reward+stream-drop", "client.resume_by_task_id"),
-        ("strip-chunks", "schema-zoo", "client.text_verbatim"),
-        ("retry-4xx", "echo+missing-task", "client.no_4xx_retry"),
-        ("ignore-retry-after", "sparse-reward+rate-limit", "client.retry_after"),
-        ("no-delete", "echo", "client.session_deleted"),
-        ("call-after-finished", "echo", "client.stops_at_finished"),
-        ("skip-first-call", "sparse-reward", "client.script_followed"),
-        ("bool-reward", "echo+reward-bool", "client.reward_as_sent"),
-        ("drop-env-name", "echo", "client.env_name"),
-        ("error-as-text", "sparse-reward+tool-raises", "client.failure_as_error"),
-        ("garbage", "sparse-reward", "client.out_valid"),
-        # the hazard cases (docs/protocol.md §13)
-        ("rerun-uncut", "sparse-reward+cut-before-task-id", "client.tool_runs"),
-        ("stop-on-refusal", "recover", "client.episode_completed"),
-        ("no-secrets", "secrets", "client.secrets"),
-        ("first-block-only", "images", "client.text_verbatim"),
-        ("drop-env-name", "two-envs", "client.env_name"),
-        ("retry-4xx", "sparse-reward+credits-402", "client.no_4xx_retry"),
+    ("no-resume", "sparse-reward+stream-drop", "client.resume_by_task_id"),
+    ("strip-chunks", "schema-zoo", "client.text_verbatim"),
+    ("retry-4xx", "echo+missing-task", "client.no_4xx_retry"),
+    ("ignore-retry-after", "sparse-reward+rate-limit", "client.retry_after"),
+    ("no-delete", "echo", "client.session_deleted"),
+    ("call-after-finished", "echo", "client.stops_at_finished"),
+    ("skip-first-call", "sparse-reward", "client.script_followed"),
+    ("bool-reward", "echo+reward-bool", "client.reward_as_sent"),
+    ("drop-env-name", "echo", "client.env_name"),
+    ("error-as-text", "sparse-reward+tool-raises", "client.failure_as_error"),
+    ("garbage", "sparse-reward", "client.out_valid"),
+    # the hazard cases (docs/protocol.md §13)
+    ("rerun-uncut", "sparse-reward+cut-before-task-id", "client.tool_runs"),
+    ("stop-on-refusal", "recover", "client.episode_completed"),
+    ("no-secrets", "secrets", "client.secrets"),
+    ("first-block-only", "images", "client.text_verbatim"),
+    ("drop-env-name", "two-envs", "client.env_name"),
+    ("retry-4xx", "sparse-reward+credits-402", "client.no_4xx_retry"),
+    # given the server's URL alone, a client that looks for the SDK's variable instead finds no server
+    ("sdk-url-only", "sparse-reward+url-only", "client.episode_completed"),
 ]
 
 

@@ -104,8 +104,24 @@ def test_what_a_forked_client_prints_stays_with_its_outcome(capfd: pytest.Captur
 
     with serve("echo", config=ServerConfig(request_log=True)) as server:
         capfd.readouterr()
-        outcome = ClientRun("openreward", server, script("echo"), 60, prepare=chatty).finish()
+        outcome = ClientRun("openreward", server, script("echo"), 60, prepare=chatty).wait()
     seen = capfd.readouterr()
     assert outcome.survived, outcome.describe()
     assert "marker on stdout from the client" in outcome.output and "marker on stderr from the client" in outcome.output
     assert "marker" not in seen.out and "marker" not in seen.err
+
+
+def test_play_waits_for_an_episode_longer_than_the_stop_grace() -> None:
+    """``play()`` (and ``ClientRun(...).finish()``) wait for the client: finishing at once SIGTERMed every
+    episode that took longer than the 1 s grace (seen: inspect killed -9 at 1.1 s on echo)."""
+    from orsbench.clientcheck.episodes import Script, script
+    from orsbench.clientcheck.process import GRACE_S
+    from orsbench.clients.run import play
+    from orsbench.config import ServerConfig
+    from orsbench.servers.launch import serve
+
+    [step] = script("echo").steps
+    slow = Script("echo", (type(step)(step.tool, step.args, step.expect, pause_s=GRACE_S + 1.0),))
+    with serve("echo", config=ServerConfig(request_log=True)) as server:
+        outcome = play("openreward", server, slow, 60)
+    assert outcome.survived and outcome.elapsed > GRACE_S + 1.0, outcome.describe()

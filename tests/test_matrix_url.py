@@ -61,17 +61,18 @@ def test_a_client_error_is_the_reason(capsys: pytest.CaptureFixture[str]) -> Non
 
 @pytest.mark.skipif(not CLIENT_TARGETS["inspect"].installed, reason="inspect-openreward is not installed")
 def test_a_predicted_failure_fails_live() -> None:
-    """Inspect's loop calls once more after ``finished`` (the matrix predicts it fails on echo): so it does live."""
+    """inspect-openreward reads a split by list_tasks() only (the matrix predicts it fails on an index-only
+    environment): so it does live, through ``inspect eval`` on the scripted model, and the row names the defect."""
     from orsbench.clients import live
 
-    server = start("echo")
+    server = start("schema-zoo-index")
     try:
         result = live.play_on_url(server.url, clients=["inspect"], timeout=60)
     finally:
         server.stop()
     [row] = result.rows
-    assert C.predicted(C.Cell("inspect", "mock", "echo")) == "fails clearly"
-    assert row.verdict == "fails clearly" and "finished" in row.why, row
+    assert C.predicted(C.Cell("inspect", "mock", "schema-zoo-index")) == "fails clearly"
+    assert row.verdict == "fails clearly" and "list_tasks" in row.why, row
 
 
 def test_not_installed_is_listed_not_run(monkeypatch: pytest.MonkeyPatch) -> None:

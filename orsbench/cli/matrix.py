@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "matrix",
         help="play every client against every server, scenario and fault profile",
         description="Play a scripted episode with each installed ORS client target (openreward SDK, ors-sdk, TRL "
-        "OpenRewardSpec, inspect-openreward, firehorse-cli's MCP bridge) on each server implementation and scenario, "
+        "OpenRewardSpec, inspect-openreward under `inspect eval`, firehorse-cli under its own CLI — the two harnesses on orsbench's scripted model) on each server implementation and scenario, "
         "and on the mock under each fault profile, through the client's built-in adapter; each episode is graded by "
         "the client checks of `orsbench check-client`. Each cell: works / fails clearly / fails silently / hangs, "
         "with the pinned upstream defects. "

@@ -28,6 +28,9 @@ URL, ENV, SPLIT, INDEX, SCRIPT, OUT, SECRETS = (
     "ORSBENCH_OUT",
     "ORSBENCH_SECRETS",
 )
+#: The scripted model's base URL (OpenAI-style, ending ``/v1``): an agent harness's model, offline
+#: (:mod:`orsbench.clientcheck.model`). Not a placeholder: a harness reads it from its environment.
+MODEL_URL = "ORSBENCH_MODEL_URL"
 
 #: Placeholder name → the variable it stands for. ``{secrets}`` is deliberately not one:
 #: a secret never goes on a command line (``ps`` shows command lines to every user).

@@ -37,6 +37,8 @@ class Step:
     args: JSON = field(default_factory=dict)
     expect: str | None = None
     pause_s: float = 0.0
+    #: The reward the call returns, where the script knows it (``None``: none, or not said).
+    reward: float | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,11 @@ class Script:
     #: The reward and ``finished`` a correct client ends with (``None``: the script does not aim for one).
     reward: float | None = 1.0
     finished: bool = True
+
+    @property
+    def rewards_before_the_end(self) -> bool:
+        """Whether a call before the last returns a reward (the episode's reward is spread over its calls)."""
+        return any(step.reward is not None for step in self.steps[:-1])
 
     @property
     def calls(self) -> dict[str, int]:
@@ -120,7 +127,7 @@ def _schema_keywords(task: JSON) -> list[Step]:
 def _dense(task: JSON) -> list[Step]:
     from orsbench.scenarios.hazards import step_text
 
-    return [Step("step", {}, step_text(n, r)) for n, r in enumerate(task["rewards"], start=1)]
+    return [Step("step", {}, step_text(n, r), reward=r) for n, r in enumerate(task["rewards"], start=1)]
 
 
 def _two_envs(task: JSON) -> list[Step]:

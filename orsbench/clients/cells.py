@@ -125,6 +125,8 @@ def facts(cell: Cell) -> D.CellFacts:
         expects_error=played is not None and played.expect == "error",
         refuses_session=played is not None and played.refuses_session,
         retry_after=played is not None and played.retry_after,
+        url_only=cell.profile is not None and not profile_of(cell).sdk_urls,
+        rewards_before_the_end=s.rewards_before_the_end,
     )
 
 

@@ -26,7 +26,7 @@ from orsbench.clients.run import VERDICTS, ClientOutcome, ClientRun, preload
 from orsbench.clients.targets import CLIENT_TARGETS, ELSEWHERE
 from orsbench.config import ServerConfig
 from orsbench.scenarios import suite_params
-from orsbench.servers.launch import start
+from orsbench.servers.launch import ServerStartError, start
 from orsbench.verdict import Verdict
 
 NOT_RUN = "not run"
@@ -118,7 +118,8 @@ def run(
     def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
         busy[cell.client] += 1
         expect = "error" if C.facts(cell).expects_error else "finish"
-        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect), replay)
+        sdk_urls = C.profile_of(cell).sdk_urls if cell.profile else True
+        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect, sdk_urls=sdk_urls), replay)
 
     def close(key: tuple[str, str, str, str]) -> None:
         lanes.pop(key).stop()
@@ -129,7 +130,13 @@ def run(
                 key = pending.pop(0)
                 impl, scenario, profile, _ = key
                 config = C.profile_of(queues[key][0]).config() if profile else ServerConfig(request_log=True)
-                lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else suite_params(scenario))
+                try:
+                    lanes[key] = start(scenario, impl=impl, config=config, params=None if profile else suite_params(scenario))
+                except ServerStartError as exc:  # on a starved machine a server can miss its start-up: its cells are not run
+                    first = str(exc).splitlines()[0]
+                    progress(f"{impl}:{profile or scenario}: its server did not start ({first}); {len(queues[key])} cell(s) not run")
+                    for cell in queues.pop(key):
+                        results[cell] = cell_json(cell, NOT_RUN, error=f"the server did not start: {first}")
             if time.monotonic() >= deadline:
                 pending.clear()
             for key in list(lanes):

@@ -19,6 +19,7 @@ import contextlib
 import http.client
 import json
 import os
+import select
 import shlex
 import signal
 import socket
@@ -63,21 +64,49 @@ class ServerStartError(RuntimeError):
 
 
 class ForkedProcess:
-    """A server forked by the zygote: not our child, so it is watched and stopped by PID alone."""
+    """A server forked by the zygote: not our child, so it is watched and stopped through a pidfd.
+
+    Why not by PID: the zygote's children are reaped by the kernel the moment they exit, and on a busy
+    machine (``pid_max`` 32768, many engineers forking) their PID is soon another process's. ``kill(pid)``
+    on a server that already died then signals whoever holds the number now — seen as a client forked
+    for the matrix dying of a SIGTERM nobody meant for it. A pidfd (Linux 5.3+) names this process only;
+    where there is none, the PID is the fallback.
+    """
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
+        self._fd: int | None = None
+        self._gone = False
+        try:
+            self._fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self._gone = True  # it already exited (and its number is not ours to signal)
+        except (OSError, AttributeError):
+            pass  # no pidfd here: the PID is all there is
 
     def poll(self) -> int | None:
+        if self._gone:
+            return 0
+        if self._fd is not None:
+            readable, _, _ = select.select([self._fd], [], [], 0)
+            if readable:
+                self._close()
+                return 0  # exited (reaped by the kernel: its exit status is not ours to read)
+            return None
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
-            return 0  # gone (reaped by the kernel: its exit status is not ours to read)
+            return 0
         return None
 
     def send_signal(self, sig: int) -> None:
+        if self.poll() is not None:
+            return
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, sig)
+            if self._fd is not None:
+                signal.pidfd_send_signal(self._fd, sig)
+            else:
+                os.kill(self.pid, sig)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
@@ -89,6 +118,16 @@ class ForkedProcess:
                 raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
             time.sleep(0.02)
         return 0
+
+    def _close(self) -> None:
+        self._gone = True
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self._close()
 
 
 #: What the zygote imports beyond the servers' own modules: the ``orsbench serve`` command it forks into.
@@ -362,6 +401,19 @@ def start_proxy(
     server = _launch(argv, f"orsbench proxy {upstream}", upstream, "proxy", config, timeout)
     _forget_private_files(server)
     return server
+
+
+def start_scripted_model(*, host: str = "127.0.0.1", timeout: float = 60.0) -> RunningServer:
+    """Start the scripted model (:mod:`orsbench.servers.scripted_model`) and wait until ``/health`` answers.
+
+    One serves any number of scripts at once (each registered under its own base URL), so a run
+    starts one and registers a script per episode.
+    """
+
+    def argv(ready_file: str) -> list[str]:
+        return [sys.executable, "-m", "orsbench.servers.scripted_model", "--host", host, "--port", "0", "--ready-file", ready_file]
+
+    return _launch(argv, "the scripted model", "scripted-model", "scripted-model", ServerConfig(), timeout)
 
 
 def _forget_private_files(server: RunningServer) -> None:

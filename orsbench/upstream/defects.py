@@ -81,6 +81,10 @@ class CellFacts:
     refuses_session: bool = False
     #: The profile's refusals carry ``Retry-After``.
     retry_after: bool = False
+    #: The client is given the server's URL alone (the ``url-only`` profile: no ``OPENREWARD_SESSION_URL``).
+    url_only: bool = False
+    #: A call before the last returns a reward (the episode's reward is spread over its calls).
+    rewards_before_the_end: bool = False
 
     @property
     def expected(self) -> Verdict:
@@ -180,26 +184,8 @@ def _spaced_result(cell: CellFacts) -> bool:
 
 
 def _lands_in_default_env(cell: CellFacts) -> bool:
-    """The script names a non-default environment and the session lands in the default one (§13.6).
-
-    Not inspect-openreward's cell: it fails first at the call after ``finished`` (inspect-finished-error).
-    """
-    return _scenario_cell(cell) and cell.several_envs and cell.client != "inspect"
-
-
-def _plays_to_finished(cell: CellFacts) -> bool:
-    """The episode reaches its ``finished`` answer, in a case a correct client finishes."""
-    return cell.finishes and not cell.expects_error
-
-
-def _no_latch(cell: CellFacts) -> bool:
-    """The server refuses a call after ``finished`` (it has a finish latch): the next call's answer is an error."""
-    return not DEFECTS["ors-sdk-no-finish-latch"].on_server(cell.server) and _plays_to_finished(cell)
-
-
-def _calls_after_finished(cell: CellFacts) -> bool:
-    """The client's loop makes one call after ``finished`` (a client with inspect-finished-error), and the episode got there."""
-    return cell.client in DEFECTS["inspect-finished-error"].clients and _plays_to_finished(cell)
+    """The script names a non-default environment and the session lands in the default one (§13.6)."""
+    return _scenario_cell(cell) and cell.several_envs
 
 
 def _get_task_on_ors_sdk(cell: CellFacts) -> bool:
@@ -212,8 +198,9 @@ def _shown(*ids: str) -> Where:
 
 
 def _by_name_sessions(cell: CellFacts) -> bool:
-    """The openreward SDK and TRL open every session by name with no variant: /create never carries env_name."""
-    return cell.client in ("openreward", "trl") and _creates(cell)
+    """The openreward SDK and TRL open every session by name with no variant: /create never carries env_name
+    (where a /create is sent: TRL given the URL alone reaches no server)."""
+    return cell.client in ("openreward", "trl") and _creates(cell) and not (cell.client == "trl" and cell.url_only)
 
 
 def _platoon_by_name(cell: CellFacts) -> bool:
@@ -229,6 +216,20 @@ def _task_default_env(cell: CellFacts) -> bool:
 
 def _trl_defaults(cell: CellFacts) -> bool:
     return factory_defect(cell.tools) is None and cell.omits_a_default
+
+
+def _url_only(cell: CellFacts) -> bool:
+    """The client has the server's URL alone, and takes it as a base URL (the SDK's variables are not set)."""
+    return cell.url_only
+
+
+def _setup_fails(cell: CellFacts) -> bool:
+    return cell.profile == "setup-failure"
+
+
+def _rewards_spread(cell: CellFacts) -> bool:
+    """A call before the last is rewarded (dense-reward): a client that keeps only the last reward loses the others."""
+    return _scenario_cell(cell) and cell.rewards_before_the_end
 
 
 def _firehorse_task_env(cell: CellFacts) -> bool:
@@ -372,13 +373,16 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "session-url",
             TRL,
-            "OpenRewardSpec(url) sends session traffic to http://sessions.<host> (the SDK's subdomain rewrite of base_url); OPENREWARD_SESSION_URL must be set as well",
+            "OpenRewardSpec(url) builds openreward.OpenReward(base_url=url), whose base_url is the openreward web host: API and session traffic go to http://api.<host> and http://sessions.<host> (for http://127.0.0.1:PORT, names that do not resolve) instead of url, where environments.get(name, base_url=url) would reach it; given the URL alone, every reset() fails, so OPENREWARD_SESSION_URL must be set as well",
             "P10",
+            shows_in=_url_only,
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
         ),
         Defect(
             "secret-names",
-            TRL,
-            "secrets={'NAME': 'value'} (the documented dict[str, str]) makes the SDK raise ValueError unless NAME is one of openreward's WELL_KNOWN_SECRETS; the tool probe swallows it (shared tools only) and reset() raises",
+            SDK,
+            "build_secrets_header (behind every session(secrets=...) of the SDK) accepts a plain string value only for a name in openreward's WELL_KNOWN_SECRETS and raises ValueError for any other: secrets={'NAME': 'value'} fails before /create for every client on the SDK (the SDK's own session(), TRL's documented dict[str, str], firehorse's --secret NAME=VALUE); TRL's tool probe swallows it (shared tools only) and reset() raises",
             "P13",
         ),
         Defect(
@@ -486,7 +490,7 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "ors-retry-after-ignored",
             ORS,
-            "request_retryable waits its own 0.5 s, 1 s backoff whatever Retry-After says: a 429 or 503 with Retry-After: 1 or 2 is retried too soon (the retry usually still succeeds, so the episode survives)",
+            "request_retryable waits its own backoff, 1 s then 2 s (tenacity wait_exponential(multiplier=1, min=1)), whatever Retry-After says: a 429 or 503 with Retry-After: 2 is retried after 1 s, too soon (the retry usually still succeeds, so the episode survives)",
             "P2",
             breaks=(("client.retry_after", lambda cell: _creates(cell) and cell.retry_after),),
         ),
@@ -500,19 +504,13 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "inspect-finished-error",
             INSPECT,
-            "generate(tool_calls='loop') does not stop on finished; the next call's episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
+            "generate(tool_calls='loop') does not stop on finished: when the model makes another call after the finishing one, its episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
             "P7",
-            shows_in=_no_latch,
-            effect=Effect.REPORTS_ERROR,
-            breaks=(
-                ("client.stops_at_finished", _shown("inspect-finished-error", "ors-sdk-no-finish-latch")),
-                ("client.stops_at_finished", _under("cut-before-task-id")),
-            ),
         ),
         Defect(
             "inspect-ref-untyped",
             INSPECT,
-            "sanitize_tool_schema(..., 'openai') (the provider chosen for mockllm and unknown providers) drops $ref: a parameter whose schema is a $ref (a pydantic model or Enum, also inside anyOf or array items) reaches the model as an untyped {} with only its description",
+            "openreward_solver builds each tool's parameters as Inspect's ToolParams(**schema), whose JSONSchema model has no $ref or $defs field (pydantic drops unknown keys) — whatever the provider, since sanitize_tool_schema keeps $ref: a parameter whose schema is a $ref (a pydantic model or Enum, also inside anyOf or array items) reaches the model as an untyped {} with only its description",
             "P5",
         ),
         Defect(
@@ -520,14 +518,29 @@ DEFECTS: dict[str, Defect] = {
             ORS_SERVER,
             "no finish latch: a call after the one that returned finished=True still runs the tool and answers ok with a new reward, so a client that keeps calling (Inspect's tool loop) runs tools the episode no longer accepts, and a trainer reading the last reward trains on the later one",
             "P7",
-            shows_in=_calls_after_finished,
-            effect=Effect.HARMS_SERVER,
         ),
         Defect(
             "inspect-items-dropped",
             INSPECT,
-            "the same sanitizer drops prefixItems and additionalProperties: a tuple reaches the model as an array with items {}, and a dict loses its value type (dict[str, float] is a bare object)",
+            "ToolParams has no prefixItems either, so a tuple reaches the model as an array with items {} (the openai sanitizer's empty items) or none (anthropic); and sanitize_tool_schema(..., 'openai') — the provider inspect-openreward picks for Inspect's openai API and any it does not know — drops additionalProperties, so a dict loses its value type (dict[str, float] is a bare object)",
             "P5",
+        ),
+        Defect(
+            "inspect-solver-drops-base-url",
+            INSPECT,
+            "openreward_solver opens its sessions on a new AsyncOpenReward().environments.get(environment.deployment_name, variant=...), dropping the base_url of the Environment it was handed: an environment reached by environments.get(name, base_url=URL) lists its dataset from URL, but every session goes to OPENREWARD_SESSION_URL, or to https://sessions.openreward.ai when that is unset",
+            "P10",
+            shows_in=_url_only,
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
+        ),
+        Defect(
+            "inspect-last-reward-only",
+            INSPECT,
+            "each tool overwrites state.metadata['openreward_reward'] with the latest non-null reward and openreward_scorer scores that: the rewards of the calls before the last never reach the eval log, so an episode that rewards every step is scored by its last step alone (0.25 where the steps gave 0.5, -0.25, 0.25)",
+            "P7",
+            shows_in=_rewards_spread,
+            effect=Effect.WRONG_DATA,
         ),
         Defect(
             "inspect-result-images-dropped",
@@ -554,19 +567,18 @@ DEFECTS: dict[str, Defect] = {
             masks=True,
         ),
         Defect(
-            "firehorse-5xx-fails-trial",
+            "firehorse-needs-platform",
             FIREHORSE,
-            "under the flaky-5xx profile the trial fails before the agent starts: run_trial's own session set-up (get_prompt, list_tools on the async openreward client) raises the 502/503/504 it was answered with Retry-After (observed: SessionResponseError 504 on /task_tools), where the sync openreward client and TRL ride the same profile out",
-            "P8",
-            shows_in=_under("flaky-5xx"),
-            effect=Effect.REPORTS_ERROR,
-            masks=True,
+            "before any trial the orchestrator asks the OpenReward platform which secrets the environment requires (GET {OPENREWARD_API_URL}/v1/environments/NS/NAME/required-secrets, not part of ORS) and does not catch a failure: pointed at an ORS server alone (OPENREWARD_API_URL the server's URL), every run ends with a traceback on its 404 before a trial starts",
+            "P10",
         ),
         Defect(
-            "firehorse-reward-shown",
+            "firehorse-setup-leaks-session",
             FIREHORSE,
-            "the MCP bridge appends [OR_REWARD:{\"r\": reward, \"f\": finished}] to every tool result, and '[EPISODE COMPLETE] ... Final reward: R. Stop making tool calls.' to the finishing one: the model reads each call's reward, text the environment never sent",
-            "P7",
+            "run_trial opens the session (__aenter__) and then reads the prompt and tools inside a try that closes the session only for a toolset rejection: when get_prompt() fails (a failed setup(), 500) the error is re-raised, the trial fails, and the session it opened is never deleted",
+            "P13",
+            shows_in=_setup_fails,
+            effect=Effect.HARMS_SERVER,
         ),
         Defect(
             "platoon-non-default-env-refused",
@@ -583,7 +595,7 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "firehorse-get-task-env-name",
             FIREHORSE,
-            "a trial starts from get_task(split, index) on the async openreward client, which reads env_name from the /task answer: against ors-sdk's server (whose /task answer has none) every trial ends with KeyError: 'env_name' before a session is opened",
+            "the orchestrator starts each trial from get_task(split, index) on the async openreward client, which reads env_name from the /task answer: against ors-sdk's server (whose /task answer has none) every trial fails with the error 'env_name' (a KeyError's text) before a session is opened",
             "P11",
             shows_in=_get_task_on_ors_sdk,
             effect=Effect.REPORTS_ERROR,
@@ -592,15 +604,9 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "firehorse-task-env-name",
             FIREHORSE,
-            "both of a trial's sessions are opened from the Task that get_task returned, and the SDK fetched it from the server's default environment (its bare path, see env-name-not-sent): on a server with several environments /create names the default one ('two-envs-decoy' where the trial was started for 'two-envs') and the episode plays there",
+            "a trial's session is opened from the Task that the orchestrator's get_task returned, and the SDK fetched it from the server's default environment (its bare path, see env-name-not-sent): on a server with several environments /create names the default one ('two-envs-decoy' where the run was started for --env orsbench/two-envs) and the episode plays there",
             "P12",
             breaks=(("client.env_name", _firehorse_task_env),),
-        ),
-        Defect(
-            "firehorse-two-sessions",
-            FIREHORSE,
-            "each trial opens two sessions for one task: run_trial's own (the prompt the model reads comes from it) and the MCP bridge's (where the tools run); an environment that draws per-session state shows the model a prompt from another episode than the one it plays",
-            "P1",
         ),
     )
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -182,6 +183,20 @@ class EpisodeRewardMean(Adapter):
         return {**super().line(tool, output), "episode_reward": mean}
 
 
+class SdkUrlOnly(Adapter):
+    """Finds the server by the openreward SDK's OPENREWARD_SESSION_URL, not the URL it was given (ORSBENCH_URL)."""
+
+    def __init__(self, environ: dict[str, str] | None = None) -> None:
+        env = dict(os.environ if environ is None else environ)
+        super().__init__({**env, "ORSBENCH_URL": env.get("OPENREWARD_SESSION_URL", "")})
+
+    def play(self) -> int:
+        if not self.url:
+            self.write({"error": "no server: OPENREWARD_SESSION_URL is not set"})
+            return 1
+        return super().play()
+
+
 class GiveUp(Adapter):
     """Retries nothing: the first transient answer (a 429 with Retry-After) ends the episode, logged on stderr."""
 
@@ -242,6 +257,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "episode-reward-sum": EpisodeRewardSum,
     "episode-reward-last": EpisodeRewardLast,
     "episode-reward-mean": EpisodeRewardMean,
+    "sdk-url-only": SdkUrlOnly,
     "give-up": GiveUp,
     "hang": Hang,
     "crash": Crash,

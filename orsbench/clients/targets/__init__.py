@@ -46,7 +46,7 @@ MODULES = (
     "orsbench.clients.targets.ors_sdk",
     "orsbench.clients.targets.trl_spec",
     "orsbench.clients.targets.inspect_eval",
-    "orsbench.clients.targets.firehorse_mcp",
+    "orsbench.clients.targets.firehorse",
     "orsbench.clients.targets.platoon",
 )
 
@@ -65,6 +65,9 @@ class ClientTarget:
     #: Top-level modules the client needs: imported before any fork (so children skip the import), and
     #: what :attr:`installed` looks for.
     modules: tuple[str, ...] = ()
+    #: Modules the client imports on its way through an episode (its provider, its log writer): imported by
+    #: :meth:`preload` too where they can be, so each forked episode skips them; not part of what "installed" means.
+    warm: tuple[str, ...] = ()
     #: The orsbench extra that installs it (named in the message when it is missing).
     extra: str = "conformance"
     #: Seconds added to every deadline for the client's own start-up (an Inspect eval's set-up).
@@ -115,6 +118,11 @@ class ClientTarget:
             return
         for module in self.modules:
             importlib.import_module(module)
+        for module in self.warm:
+            try:
+                importlib.import_module(module)
+            except ImportError:  # a dependency's internals moved: each episode imports what it needs itself
+                pass
 
 
 CLIENT_TARGETS: Registry[ClientTarget] = Registry("client target", modules=MODULES)

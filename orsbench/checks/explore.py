@@ -219,12 +219,9 @@ def probe_play(col: Collector) -> None:
             continue
         if sid == play_sid:
             play_sid = None
-            if col.client.ping(sid).status == 404:
-                # Opened early and idle since: a short TTL reaped it before its first call (a fresh one, then).
-                col.end_session(sid)
-                sid = col.open_on(index)
-                if sid is None:
-                    continue
+            sid = col.still_open(sid)  # opened early and idle since: a short TTL may have reaped it
+            if sid is None:
+                continue
         label = "play." if not episodes else f"play.task{index}."
         episode = play_one(col, sid, index, label)
         episodes.append(episode)

@@ -352,9 +352,9 @@ def _ping(sid: str, started: float, status: int) -> dict:
 def test_retry_after_judges_only_the_same_request_sent_again(second_sid: str, verdict: Status) -> None:
     """Seen under load with TRL: session B's ping 20 ms after session A's 503 was counted as A's early retry."""
     from orsbench.clientcheck.checks import Context, retry_after
-    from orsbench.clientcheck.traffic import group
+    from orsbench.clientcheck.traffic import from_log, group
 
-    traffic = group([_ping("A", 10.0, 503), _ping(second_sid, 10.02, 200), _ping("A", 11.2, 200)])
+    traffic = group(from_log([_ping("A", 10.0, 503), _ping(second_sid, 10.02, 200), _ping("A", 11.2, 200)]))
     outcome = retry_after(Context(run=None, traffic=traffic))  # type: ignore[arg-type]
     assert outcome is not None and outcome.status is verdict, outcome
 

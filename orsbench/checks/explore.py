@@ -90,7 +90,8 @@ def refusal_of(outcome: Outcome) -> str | None:
     return reason if reason in UNRELATED_REASONS else None
 
 
-def _prompt_text(exchange: Exchange | None) -> str:
+def prompt_text(exchange: Exchange | None) -> str:
+    """The text of a ``/prompt`` answer's blocks ("" unless it answered 200 with blocks)."""
     if exchange is None or exchange.status != 200:
         return ""
     try:
@@ -130,7 +131,7 @@ def play_one(col: Collector, sid: str, index: int | None, label: str, *, fresh: 
     """
     ev, options = col.ev, col.options
     episode = Episode(index, col.task_at(index))
-    episode.prompt = _prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid)))
+    episode.prompt = prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid)))
     player = Player.build(col.session_tools(sid), episode.prompt, episode.task)
     started = time.monotonic()
     durations: dict[str, float] = ev.facts.durations
@@ -154,7 +155,7 @@ def play_one(col: Collector, sid: str, index: int | None, label: str, *, fresh: 
             player.slow.add(tool)
         outcome = classify(exchange, options.timeout)
         _count_answer(ev.facts, tool, outcome)
-        episode.answers.append(_answer_of(outcome))
+        episode.answers.append(answer_of(outcome))
         sent = outcome.result.get("output") if not outcome.failure and isinstance(outcome.result, dict) else None
         episode.sent_rewards.append(sent.get("reward") if isinstance(sent, dict) else None)
         refusal = ev.facts.note_call("play", name, refusal_of(outcome), fresh=fresh and len(episode.calls) == 1)
@@ -270,7 +271,7 @@ def _cover_unplayed(col: Collector, episodes: list[Episode], index: int | None) 
         if sid is None:
             break
         try:
-            step = Player.build([spec], _prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid))), col.task_at(index)).next_input()
+            step = Player.build([spec], prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid))), col.task_at(index)).next_input()
             if step is None:
                 entry["unbuildable"] = "no valid input could be built"
                 continue
@@ -372,7 +373,7 @@ def _replay(col: Collector, done: Episode, label: str) -> JSON | None:
         for n, (tool, value) in enumerate(done.calls):
             result = classify(col.rec(f"{label}{n}", col.kept_call(sid, tool, value)), col.options.timeout)
             col.ev.facts.note_call("replay", f"{label}{n}", refusal_of(result), fresh=n == 0)
-            answer = _answer_of(result)
+            answer = answer_of(result)
             if diverged is None and n < len(done.answers) and answer != done.answers[n]:
                 diverged = {"call": n, "tool": tool, "first": done.answers[n][:200], "again": answer[:200]}
             if result.kind != "ok":
@@ -385,7 +386,7 @@ def _replay(col: Collector, done: Episode, label: str) -> JSON | None:
     return {"reward": rewards[-1] if rewards else None, "diverged_at": diverged, "answers": len(rewards)}
 
 
-def _answer_of(outcome: Outcome) -> str:
+def answer_of(outcome: Outcome) -> str:
     """What a call answered, comparable between two plays of the same calls."""
     if outcome.kind == "ok":
         output = outcome.result.get("output") if isinstance(outcome.result, dict) else None

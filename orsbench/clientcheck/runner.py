@@ -208,7 +208,8 @@ class RunningCase:
     must keep a request log (``ServerConfig(request_log=True)``), which is graded from the entries this
     episode added. ``deadline`` defaults to the case's own; the launch's ``startup_s`` is added to it.
     ``extra_env`` adds variables to the client's environment; ``overrides`` replaces contract ones (the
-    user's API key for the SDK's ``OPENREWARD_API_KEY`` on the user's server).
+    user's API key for the SDK's ``OPENREWARD_API_KEY`` on the user's server). ``model``: register the script
+    with the scripted model (``ORSBENCH_MODEL_URL``) — always for a user's command, which may be an agent harness.
     """
 
     def __init__(
@@ -222,6 +223,7 @@ class RunningCase:
         deadline: float | None = None,
         extra_env: Mapping[str, str] | None = None,
         overrides: Mapping[str, str] | None = None,
+        model: bool = True,
     ) -> None:
         self.case, self.server = case, server
         self.script = script if script is not None else case.script
@@ -232,8 +234,9 @@ class RunningCase:
         self.stdout_path, self.stderr_path = self.workdir / "stdout.log", self.workdir / "stderr.log"
         script_path.write_text(json.dumps(script_json(self.script)))
         self.out_path.touch(mode=0o600)
-        # Any client may be an agent harness: its model is the script, registered with the scripted model.
-        self.model = register_model(case, self.script)
+        # A client may be an agent harness: its model is the script, registered with the scripted model
+        # (``model=False``: a built-in target known to take none, so no scripted model is started for it).
+        self.model = register_model(case, self.script) if model else None
         variables = case_environment(case, server.url, self.env, script_path, self.out_path, self.model)
         self.command = launch.shown(variables)
         self.server_error: str | None = None
@@ -270,13 +273,14 @@ class RunningCase:
         return self.stopped_for is not None
 
     def wait(self) -> CaseRun:
-        """Watch the client until it ends or is stopped; collect it."""
-        while not self.done():
-            time.sleep(POLL_S)
+        """Watch the client until it ends or is stopped; collect it (the same as :meth:`finish`)."""
         return self.finish()
 
     def finish(self) -> CaseRun:
-        """Stop the client's process group (it may have left children), read both ends, delete the directory."""
+        """Wait until the client ends or meets a bound, stop its process group (it may have left children),
+        read both ends, delete the directory."""
+        while not self.done():
+            time.sleep(POLL_S)
         self.process.stop()
         duration = time.monotonic() - self.started
         run = CaseRun(
@@ -295,9 +299,10 @@ class RunningCase:
             out=contract.read_out(self.out_path, OUT_LIMIT),
             extras=_extras(self.workdir),
             server_error=self.server_error,
-            model=used(self.model.transcript()),
+            model=used(self.model.transcript()) if self.model is not None else None,
         )
-        self.model.forget()
+        if self.model is not None:
+            self.model.forget()
         try:
             entries, total = _request_log(self.server)
             skipped = max(0, total - len(entries))  # entries past the log's bound are counted, not kept

@@ -403,6 +403,35 @@ def start_proxy(
     return server
 
 
+def start_hosted(
+    cases: Sequence[str] = (),
+    *,
+    duration: float | None = None,
+    deadline: float | None = None,
+    json_report: str | os.PathLike[str] | None = None,
+    strict: bool = False,
+    host: str = "127.0.0.1",
+    timeout: float = 60.0,
+) -> RunningServer:
+    """Start ``orsbench check-client --hosted`` (``cases``: all when empty) and wait until ``/health`` answers.
+
+    ``deadline``: each case's deadline (``--timeout``). The run ends by itself once every case was played
+    (wait on ``process``), at ``duration``, or on :meth:`RunningServer.stop`; its exit code is check-client's.
+    """
+
+    def argv(ready_file: str) -> list[str]:
+        cmd = [sys.executable, "-m", "orsbench", "check-client", "--hosted", "--host", host, "--ready-file", ready_file]
+        if cases:
+            cmd += ["--cases", ",".join(cases)]
+        for flag, value in (("--duration", duration), ("--timeout", deadline), ("--json", json_report)):
+            if value is not None:
+                cmd += [flag, str(value)]
+        return cmd + (["--strict"] if strict else [])
+
+    # A child of ours, never the zygote's: the caller reads the run's exit status, which a forked server's is not.
+    return _launch(argv, "orsbench check-client --hosted", "hosted", "hosted", ServerConfig(), timeout, fork=False)
+
+
 def start_scripted_model(*, host: str = "127.0.0.1", timeout: float = 60.0) -> RunningServer:
     """Start the scripted model (:mod:`orsbench.servers.scripted_model`) and wait until ``/health`` answers.
 
@@ -431,15 +460,20 @@ def _launch(
     config: ServerConfig,
     timeout: float,
     env: Mapping[str, str] | None = None,
+    *,
+    fork: bool = True,
 ) -> RunningServer:
-    """Run an ``orsbench`` server command, learn its URL from the ready file, wait for ``/health``."""
+    """Run an ``orsbench`` server command, learn its URL from the ready file, wait for ``/health``.
+
+    ``fork``: let the zygote fork it when one runs (a forked server's exit status cannot be read).
+    """
     workdir = Path(tempfile.mkdtemp(prefix="orsbench-"))
     ready = workdir / "url"
     log_path = workdir / "server.log"
     env = {**os.environ, **(env or {}), protocol.ENV_DISABLE_UPDATE_CHECK: "1", "PYTHONUNBUFFERED": "1"}
     argv = argv_for(str(ready))
     process: subprocess.Popen[bytes] | ForkedProcess
-    zygote = _zygote()
+    zygote = _zygote() if fork else None
     if zygote is not None:
         process = zygote.spawn(argv[3:], env, log_path, module=argv[2])  # argv is "python -m MODULE ..."
     else:

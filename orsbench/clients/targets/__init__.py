@@ -74,6 +74,9 @@ class ClientTarget:
     startup_s: float = 0.0
     #: Episodes of this client that may play at once on a 2-core machine without starving each other.
     concurrency: int = 16
+    #: An agent harness: it plays the script through a model (the scripted model, ``ORSBENCH_MODEL_URL``),
+    #: so each of its episodes registers the script with one. The others never start a scripted model.
+    takes_model: bool = False
     #: It trains on the episodes it plays (a trainer's rollouts), so an episode without a reward is no use to it.
     trains: bool = False
     #: What its user makes of an episode (reward convention, accepted range, images, failures).

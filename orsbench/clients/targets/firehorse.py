@@ -161,6 +161,7 @@ register(
             "firehorse.agents.claude_code", "firehorse.rollout_replay", "httpcore2", "truststore", "anyio._backends._asyncio",
         ),  # fmt: skip
         extra="firehorse",
+        takes_model=True,
         startup_s=10.0,
         concurrency=2,
         consumer=Consumer(

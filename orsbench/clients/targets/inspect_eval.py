@@ -119,6 +119,7 @@ register(
             "anyio._backends._asyncio", "inspect_ai._control.scoring", "inspect_ai.hooks._startup",
         ),  # fmt: skip
         extra="inspect",
+        takes_model=True,
         startup_s=20.0,
         concurrency=2,
         consumer=Consumer(

@@ -140,6 +140,8 @@ _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "firehorse-setup-leaks-session": lambda o: o.failed_at == "trial" and "SetupFailed" in (o.error or "") and o.sessions_left_open == 1,
     "platoon-non-default-env-refused": lambda o: o.failed_at == "session" and "?variant=" in (o.error or "") and not o.calls,
     "inspect-5xx-fails-eval": lambda o: o.reward is None and any(s in (o.error or "") for s in ("502", "503", "504", "Upstream unavailable")),
+    "bool-schema-crash": lambda o: o.failed_at == "spec" and "AttributeError: 'bool' object has no attribute 'get'" in (o.error or "") and not o.calls,
+    "inspect-schema-refused": lambda o: "validation error" in (o.error or "") and "ToolParams" in (o.error or "") and not o.calls,
     "keyword-crash": lambda o: o.failed_at == "spec" and (o.error or "").startswith("SyntaxError"),
     "chunk-lstrip": lambda o: "client.text_verbatim" in o.failed_checks or "episode_finished" in (o.error or ""),
     "ors-chunk-lstrip": lambda o: "client.text_verbatim" in o.failed_checks,

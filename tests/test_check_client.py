@@ -365,9 +365,9 @@ def test_retry_after_with_no_retry_is_a_skip_not_a_pass() -> None:
     """Issue 27: a client that never sent the request again was graded as having waited out Retry-After.
     Nothing was retried, so nothing was exercised: a skip that says so, never a pass."""
     from orsbench.clientcheck.checks import Context, retry_after
-    from orsbench.clientcheck.traffic import group
+    from orsbench.clientcheck.traffic import from_log, group
 
-    traffic = group([_ping("A", 10.0, 503), _ping("B", 10.5, 200)])
+    traffic = group(from_log([_ping("A", 10.0, 503), _ping("B", 10.5, 200)]))
     outcome = retry_after(Context(run=None, traffic=traffic))  # type: ignore[arg-type]
     assert outcome is not None and outcome.status is Status.SKIP, outcome
     assert "never sent the request again" in outcome.message

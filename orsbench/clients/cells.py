@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from orsbench.upstream import defects as D
-from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, scenarios, script
+from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, scenarios, script, sent_rewards
 from orsbench.clientcheck.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clientcheck.profiles import Profile, profile, profiles
 from orsbench.clients.targets import CLIENT_TARGETS
@@ -125,6 +125,7 @@ def facts(cell: Cell) -> D.CellFacts:
         expects_error=played is not None and played.expect == "error",
         refuses_session=played is not None and played.refuses_session,
         retry_after=played is not None and played.retry_after,
+        rewards=sent_rewards(cell.scenario),
     )
 
 

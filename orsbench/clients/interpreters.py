@@ -39,7 +39,7 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from orsbench.clients.transcript import AdapterEpisode
 
-__all__ = ["COMMANDS", "Command", "Venv", "find_python", "root"]
+__all__ = ["COMMANDS", "TRAINERS_312", "Command", "Venv", "find_python", "root"]
 
 #: The command adapters (scripts run by another Python): they import nothing of orsbench.
 COMMANDS = Path(__file__).resolve().parent / "commands"
@@ -162,6 +162,17 @@ class Venv:
         (self.path / MARKER).write_text(json.dumps(self.spec))
         progress(f"built {self.path} in {time.monotonic() - started:.0f} s")
 
+
+#: The Python 3.12 environment of the trainers orsbench cannot import (one environment, one build, for all of them):
+#: platoon and benchflow without their own requirements (wandb, datasets, textual; litellm, Vertex AI), the openreward
+#: SDK that both drive, and what ``import benchflow`` needs beyond it (httpx, which the newest openai no longer brings;
+#: agent-client-protocol, tomli-w; its pyyaml and pydantic come with openreward).
+TRAINERS_312 = Venv(
+    "trainers-3.12",
+    "3.12",
+    packages=("openreward==0.1.167", "httpx==0.28.1", "agent-client-protocol==0.12.1", "tomli-w==1.2.0"),
+    bare=("platoon==0.4.0", "benchflow==0.7.11"),
+)
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,8 @@ def main() -> int:
     environ = dict(os.environ)
     missing = [name for name in REQUIRED if not environ.get(name)]
     if missing:
-        print(f"benchflow adapter: error: {', '.join(missing)} not set: run it under orsbench check-client or matrix", file=sys.stderr)
+        why = f"{', '.join(missing)} not set: run it under orsbench check-client or matrix"
+        print(f"benchflow adapter: error: {why}", file=sys.stderr)
         return 2
     try:
         import benchflow.adapters.ors  # noqa: F401 - the code under test must be importable

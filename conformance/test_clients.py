@@ -1,9 +1,9 @@
 """Every client target plays every scenario on every server implementation, and every fault profile on the mock.
 
 The client targets (``orsbench.clients.targets.CLIENT_TARGETS``: the openreward SDK client,
-ors-sdk's client, TRL's OpenRewardSpec, inspect-openreward under a real
-``inspect_ai.eval`` with a scripted offline ``mockllm/model``) each play the
-scenario's scripted episode in a forked child with a deadline; the verdict is
+ors-sdk's client, TRL's OpenRewardSpec, inspect-openreward under ``inspect eval`` and
+firehorse under its own CLI — the two agent harnesses on orsbench's scripted model)
+each play the scenario's scripted episode in a forked child with a deadline; the verdict is
 read from both ends (``orsbench.clients.run``): what the client showed, and the
 server's ``/_orsbench/stats`` — tools run exactly once, no session left open.
 
@@ -42,8 +42,10 @@ import inspect_ai  # noqa: E402,F401
 import inspect_openreward  # noqa: E402,F401
 import ors.client  # noqa: E402,F401
 import trl.experimental.openreward  # noqa: E402,F401
-import mcp  # noqa: E402,F401
-import firehorse.mcp.convert  # noqa: E402,F401
+import anthropic  # noqa: E402,F401
+import inspect_ai._cli.main  # noqa: E402,F401
+import firehorse.cli  # noqa: E402,F401
+import firehorse.agents.react  # noqa: E402,F401
 
 _PROFILE_HALVES = 2
 #: Servers playing at once inside one batch (most of an episode is waiting).
@@ -130,12 +132,16 @@ def _reran(outcome: ClientOutcome) -> bool:
 
 
 _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
-    "inspect-finished-error": lambda o: o.error is not None and "episode_finished" in o.error and o.reward is None,
     "inspect-list-tasks-only": lambda o: o.failed_at == "dataset" and "list_tasks is not supported" in (o.error or ""),
-    "firehorse-get-task-env-name": lambda o: o.failed_at == "task" and "KeyError: 'env_name'" in (o.error or ""),
+    "inspect-solver-drops-base-url": lambda o: "sessions.openreward.ai" in (o.error or "") and not o.requests.get("POST /create"),
+    "inspect-last-reward-only": lambda o: o.error is None and o.failed_checks == ["client.reward_as_sent"] and o.finished,
+    "session-url": lambda o: "sessions.127.0.0.1" in (o.error or "") and not o.requests.get("POST /create"),
+    "firehorse-get-task-env-name": lambda o: o.failed_at == "trial" and "'env_name'" in (o.error or "") and not o.requests.get("POST /create"),
+    "firehorse-setup-leaks-session": lambda o: o.failed_at == "trial" and "SetupFailed" in (o.error or "") and o.sessions_left_open == 1,
     "platoon-non-default-env-refused": lambda o: o.failed_at == "session" and "?variant=" in (o.error or "") and not o.calls,
-    "firehorse-5xx-fails-trial": lambda o: o.failed_at == "prompt" and any(s in (o.error or "") for s in ("502", "503", "504")),
     "inspect-5xx-fails-eval": lambda o: o.reward is None and any(s in (o.error or "") for s in ("502", "503", "504", "Upstream unavailable")),
+    "bool-schema-crash": lambda o: o.failed_at == "spec" and "AttributeError: 'bool' object has no attribute 'get'" in (o.error or "") and not o.calls,
+    "inspect-schema-refused": lambda o: "validation error" in (o.error or "") and "ToolParams" in (o.error or "") and not o.calls,
     "keyword-crash": lambda o: o.failed_at == "spec" and (o.error or "").startswith("SyntaxError"),
     "chunk-lstrip": lambda o: "client.text_verbatim" in o.failed_checks or "episode_finished" in (o.error or ""),
     "ors-chunk-lstrip": lambda o: "client.text_verbatim" in o.failed_checks,
@@ -211,7 +217,7 @@ def _zoo_tool_params() -> list[Any]:
 
 @pytest.mark.parametrize("spec", _zoo_tool_params())
 def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
-    """Inspect's ToolInfo (what mockllm, like any model, receives) types every parameter the server typed."""
+    """The tools ``inspect eval`` offered the scripted model (its openai provider's request) type every parameter the server typed."""
     from orsbench.upstream import schema_view
 
     outcome = outcome_of(C.Cell("inspect", "mock", "schema-zoo"))
@@ -284,29 +290,48 @@ def test_ors_client_rides_out_an_8s_setup(serve: Callable[..., SuiteTarget]) -> 
     assert outcome.verdict == "works", outcome.describe()
 
 
-# -- firehorse-cli's MCP bridge: what the model reads, and how many sessions a trial opens ------------------
-_FIREHORSE_ECHO = C.Cell("firehorse", "mock", "echo")
+# -- the agent harnesses: what only their own entry points show ---------------------------------------
+@pytest.mark.xdist_group(group("echo", "mock"))
+@C.D.DEFECTS["inspect-finished-error"].mark()
+def test_inspect_keeps_the_reward_when_the_model_calls_after_finished(serve: Callable[..., SuiteTarget]) -> None:
+    """An eager model makes one more call after the finishing one: the eval must keep the reward it won."""
+    from orsbench.clientcheck.episodes import Script, Step
+    from orsbench.clients.run import play
+
+    win = script("echo").steps[0]
+    eager = Script("echo", (win, Step("echo", {"text": win.args["text"]})))
+    outcome = play("inspect", serve("echo", "mock", request_log=True).server, eager, 60)
+    assert (outcome.error, outcome.reward) == (None, 1.0), outcome.describe()
 
 
-@pytest.mark.xdist_group(_batch(_FIREHORSE_ECHO))
-def test_observed_firehorse_adds_the_reward_to_the_text_and_opens_two_sessions(outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
-    """What happens today (the two strict xfails below say what should): markers in the text, two /create."""
-    outcome = outcome_of(_FIREHORSE_ECHO)
-    [shown] = outcome.extras["shown"]
-    assert shown.startswith("match") and '[OR_REWARD:{"r": 1.0, "f": true}]' in shown and "[EPISODE COMPLETE]" in shown, shown
-    assert outcome.requests.get("POST /create") == 2, outcome.describe()
-    assert outcome.verdict == "works", outcome.describe()  # the adapter strips the markers as firehorse's logger does
+def _platform_is_the_server(url: str) -> Callable[[], None]:
+    """In the adapter's child: firehorse's OPENREWARD_API_URL is the ORS server itself (no platform beside it)."""
+
+    def prepare() -> None:
+        from orsbench.clients.targets import firehorse
+
+        firehorse.platform_url = lambda _model_url: url  # type: ignore[assignment]
+
+    return prepare
 
 
-@pytest.mark.xdist_group(_batch(_FIREHORSE_ECHO))
-@C.D.DEFECTS["firehorse-reward-shown"].mark()
-def test_firehorse_shows_the_model_only_what_the_environment_sent(outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
-    outcome = outcome_of(_FIREHORSE_ECHO)
-    assert outcome.extras["shown"] == ["match"], outcome.extras["shown"]
+@pytest.fixture(scope="module")
+def firehorse_without_platform(serve: Callable[..., SuiteTarget]) -> ClientOutcome:
+    from orsbench.clients.run import play
+
+    target = serve("echo", "mock", request_log=True)
+    return play("firehorse", target.server, script("echo"), 60, prepare=_platform_is_the_server(target.url))
 
 
-@pytest.mark.xdist_group(_batch(_FIREHORSE_ECHO))
-@C.D.DEFECTS["firehorse-two-sessions"].mark()
-def test_firehorse_plays_a_trial_in_one_session(outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
-    outcome = outcome_of(_FIREHORSE_ECHO)
-    assert outcome.requests.get("POST /create") == 1, outcome.describe()
+@pytest.mark.xdist_group(group("echo", "mock"))
+def test_observed_firehorse_asks_the_platform_before_any_trial(firehorse_without_platform: ClientOutcome) -> None:
+    """What happens today (the strict xfail below says what should): a 404 on required-secrets ends the run."""
+    outcome = firehorse_without_platform
+    assert "required-secrets" in (outcome.error or "") + outcome.output and "404" in (outcome.error or "") + outcome.output, outcome.describe()
+    assert not outcome.requests.get("POST /create"), outcome.describe()
+
+
+@pytest.mark.xdist_group(group("echo", "mock"))
+@C.D.DEFECTS["firehorse-needs-platform"].mark()
+def test_firehorse_plays_on_an_ors_server_alone(firehorse_without_platform: ClientOutcome) -> None:
+    assert firehorse_without_platform.verdict == "works", firehorse_without_platform.describe()

@@ -133,6 +133,29 @@ def test_openreward_client_sends_the_secret_as_x_secrets(serve: Callable[..., Su
 
 
 @pytest.mark.xdist_group(group("secrets", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[secret-names] {D.DEFECTS['secret-names'].summary}")
+def test_openreward_client_sends_a_plain_secret(serve: Callable[..., SuiteTarget]) -> None:
+    """``session(secrets={NAME: value})``, the plain form, for a name of the environment's own (not a well-known API key)."""
+    target = serve("secrets", "mock")
+    with _openreward_env(target, "secrets").session(split="train", index=0, secrets={H.SECRET_NAME: SECRET_VALUE}) as session:
+        _proves_receipt(session.call_tool("whoami", {}).blocks[0].text)
+
+
+@pytest.mark.xdist_group(group("secrets", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[secret-names] {D.DEFECTS['secret-names'].summary}")
+def test_firehorse_passes_its_secret(serve: Callable[..., SuiteTarget]) -> None:
+    """firehorse's own CLI given ``--secret NAME=VALUE`` (in its argument list, never on a command line): the environment receives it."""
+    from orsbench.clientcheck.episodes import Script, Step
+    from orsbench.clients.run import play
+
+    pytest.importorskip("firehorse")
+    whoami = Script("secrets", (Step("whoami", {}, H.secret_text(SECRET_VALUE)),))
+    outcome = play("firehorse", serve("secrets", "mock", request_log=True).server, whoami, 60, secrets={H.SECRET_NAME: SECRET_VALUE})
+    assert outcome.error is None and outcome.outputs == [H.secret_text(SECRET_VALUE)], outcome.describe()
+    assert SECRET_VALUE not in outcome.output, "firehorse printed the secret"
+
+
+@pytest.mark.xdist_group(group("secrets", "mock"))
 def test_openreward_client_without_the_secret_fails_with_the_servers_detail(serve: Callable[..., SuiteTarget]) -> None:
     target = serve("secrets", "mock")
     with pytest.raises(Exception, match=H.SECRET_NAME):

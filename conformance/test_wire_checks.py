@@ -13,12 +13,14 @@ recommended and advisory ones that fail, and warnings, pass with a
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
 import pytest
 
 from orsbench.checks import Options, Report, Severity, Status, load_checks, run_checks
+from orsbench.cli.flags import API_KEY_ENV
 from orsbench.pytest_plugin import secrets_option
 
 #: Scenarios checked when no --ors-url is given.
@@ -55,6 +57,7 @@ def wire_report(
                 env=request.config.getoption("--ors-env"),
                 split=request.config.getoption("--ors-split"),
                 secrets=secrets_option(request.config),
+                api_key=os.environ.get(API_KEY_ENV) or None,  # as `orsbench check` reads it: never on a command line
             )
         else:
             server = ors_server_factory(wire_target)

@@ -22,6 +22,11 @@ from orsbench import protocol
 #: on echo episodes, so the default bounds kept evidence near 30 MiB whatever the traffic.
 DEFAULT_EVIDENCE_LIMIT = 20_000
 
+#: The environment variable every front end that talks to a server reads its API key from (``orsbench
+#: check``, ``record``, ``proxy``, ``bench --url``, the Locust file, the pytest wire checks; ``serve`` requires
+#: it): a key in the environment does not show in ``ps`` the way a command-line flag does.
+API_KEY_ENV = "ORSBENCH_API_KEY"
+
 
 @dataclass(frozen=True)
 class ServerConfig:

@@ -18,7 +18,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "training": ("trl", "torch"),
     "ors-sdk": ("ors",),
     "inspect": ("inspect_ai",),
-    "firehorse": ("firehorse", "mcp"),
+    "firehorse": ("firehorse", "anthropic"),
 }
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import time
 from typing import Any
 
@@ -36,6 +37,7 @@ from locust.exception import StopUser
 from locust.runners import WorkerRunner
 
 from orsbench import protocol
+from orsbench.config import API_KEY_ENV
 from orsbench.bench.episode import (
     EpisodeFailure,
     check_list,
@@ -96,6 +98,16 @@ def _arguments(parser: Any) -> None:
         choices=ors_servers(),
         help=f"embedded server implementation ({', '.join(ors_servers())}), without --host (default mock)",
     )
+
+
+def _api_key() -> str | None:
+    """The server's key, from ``$ORSBENCH_API_KEY`` as every orsbench front end reads it (never a Locust flag: ``ps``)."""
+    return os.environ.get(API_KEY_ENV) or None
+
+
+def _key_headers() -> dict[str, str] | None:
+    key = _api_key()
+    return {protocol.API_KEY_HEADER: key} if key else None
 
 
 def _options(environment: Any) -> dict[str, Any]:
@@ -193,7 +205,7 @@ def _plan_for(host: str, environment: Any) -> EpisodePlan:
     with _plan_lock:
         plan = _plans.get(key)
         if plan is None:
-            plan = _plans[key] = discover(host, **options)
+            plan = _plans[key] = discover(host, api_key=_api_key(), **options)
             log.info("orsbench: episode plan: %s", plan.describe())
     return plan
 
@@ -253,6 +265,8 @@ class ORSEpisodeUser(FastHttpUser):
     # The SDK client's read timeout: a stream silent for longer (no data, no keep-alive) has failed.
     network_timeout = protocol.CLIENT_READ_TIMEOUT_S
     connection_timeout = 10.0
+    # Every request carries the server's key when $ORSBENCH_API_KEY gives one (read when Locust loads this file).
+    default_headers = _key_headers()
 
     def on_start(self) -> None:
         started = time.perf_counter()

@@ -133,4 +133,6 @@ REQUEST_LOG: Final = "/_orsbench/requests"
 #: Environment variables the openreward SDK reads.
 ENV_SESSION_URL: Final = "OPENREWARD_SESSION_URL"
 ENV_API_URL: Final = "OPENREWARD_API_URL"
+#: The openreward web host, from which the SDK derives ``api.<host>`` and ``sessions.<host>`` when the two above are unset.
+ENV_WEB_URL: Final = "OPENREWARD_URL"
 ENV_DISABLE_UPDATE_CHECK: Final = "OPENREWARD_DISABLE_UPDATE_CHECK"

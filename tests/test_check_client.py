@@ -127,6 +127,10 @@ def test_the_reference_client_passes_every_case():
         ("first-block-only", "images", "client.text_verbatim"),
         ("drop-env-name", "two-envs", "client.env_name"),
         ("retry-4xx", "sparse-reward+credits-402", "client.no_4xx_retry"),
+        # given the server's URL alone, a client that looks for the SDK's variable instead finds no server
+        ("sdk-url-only", "sparse-reward+url-only", "client.episode_completed"),
+        # the hazards of docs/protocol.md §13.9+
+        ("drop-nulls", "schema-edges", "client.script_followed"),
     ],
 )
 def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, check):
@@ -329,9 +333,9 @@ def _ping(sid: str, started: float, status: int) -> dict:
 def test_retry_after_judges_only_the_same_request_sent_again(second_sid: str, verdict: Status) -> None:
     """Seen under load with TRL: session B's ping 20 ms after session A's 503 was counted as A's early retry."""
     from orsbench.clientcheck.checks import Context, retry_after
-    from orsbench.clientcheck.traffic import group
+    from orsbench.clientcheck.traffic import from_log, group
 
-    traffic = group([_ping("A", 10.0, 503), _ping(second_sid, 10.02, 200), _ping("A", 11.2, 200)])
+    traffic = group(from_log([_ping("A", 10.0, 503), _ping(second_sid, 10.02, 200), _ping("A", 11.2, 200)]))
     outcome = retry_after(Context(run=None, traffic=traffic))  # type: ignore[arg-type]
     assert outcome is not None and outcome.status is verdict, outcome
 
@@ -369,3 +373,13 @@ def test_a_program_the_command_runs_that_is_missing_is_found_out_by_running_and_
     assert exc.value.code == 2, err
     assert "exited 127 before any request" in line and "pyhton" in line and repr(command) in line
     assert "verdict: FAIL" not in err
+
+
+def test_the_url_only_case_takes_the_sdk_urls_out_of_the_clients_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Given the URL alone, a client cannot find the server by the SDK's variables, not even ones orsbench inherited."""
+    monkeypatch.setenv(protocol.ENV_SESSION_URL, "http://127.0.0.1:9")
+    shows = 'printf "%s|%s|%s" "${OPENREWARD_SESSION_URL-unset}" "${OPENREWARD_API_URL-unset}" "${ORSBENCH_URL:+given}" >&2; exit 3'
+    url_only = run_case(shows, get_case("sparse-reward+url-only"), timeout=SLACK_S)
+    assert url_only.stderr.strip() == "unset|unset|given", url_only.stderr
+    usual = run_case(shows, get_case("sparse-reward"), timeout=SLACK_S)
+    assert usual.stderr.strip() == f"{usual.url}|{usual.url}|given", usual.stderr

@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from orsbench.cli import build_parser, flags, main, reporting
+from tests.needs import needs
 
 ROOT = Path(__file__).parent.parent
 KEY = "sk-cli-test-KEY-0042"
@@ -56,14 +57,35 @@ def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 
 # -- the report flags --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("command", list(REPORTING))
+def _reporting_commands() -> dict[str, tuple[str, ...]]:
+    """Every subcommand that took its report flags from reporting.add_report_arguments, and its formats."""
+    from orsbench.cli import SUBCOMMANDS
+
+    found = {}
+    for name in SUBCOMMANDS.names():
+        formats = _parser(name).get_default("_formats")
+        if formats:
+            found[name] = tuple(formats)
+    return found
+
+
+def test_the_commands_that_report_take_their_flags_from_one_place() -> None:
+    found = _reporting_commands()
+    for command, formats in REPORTING.items():
+        assert set(formats) <= set(found.get(command, ())), command
+
+
+@pytest.mark.parametrize("command", sorted(_reporting_commands()))
 def test_every_reporting_command_has_the_same_report_flags(command: str) -> None:
+    formats = _reporting_commands()[command]
     options = _options(command)
-    assert {f"--{name}" for name in REPORTING[command]} <= options
+    assert {f"--{name}" for name in formats} <= options
     assert {"-q", "--quiet", "-v", "--verbose"} <= options
-    for name in REPORTING[command]:  # one type, so one meaning: '-' is stdout, the folder is checked at parse time
+    for name in formats:  # one type, so one meaning: '-' is stdout, the folder is checked at parse time
         action = next(a for a in _parser(command)._actions if f"--{name}" in a.option_strings)
         assert action.type is reporting.types.output_file, (command, name)
+    for name in set(reporting.FORMATS) - set(formats):  # a format the result has no writer for is not offered
+        assert f"--{name}" not in options, (command, name)
 
 
 @pytest.mark.parametrize(
@@ -209,6 +231,7 @@ def test_check_takes_the_split_from_tasks() -> None:
         ["proxy", "http://127.0.0.1:9"],
         ["bench", "--url", "http://127.0.0.1:9"],
         ["matrix", "--url", "http://127.0.0.1:9"],
+        ["clients", "http://127.0.0.1:9"],
     ],
     ids=lambda argv: argv[0],
 )
@@ -282,3 +305,16 @@ def test_usage_errors_are_printed_by_argparse_with_the_usage_line(capsys: pytest
         main(["bench", "--server-pid", "1"])
     err = capsys.readouterr().err
     assert err.startswith("usage: orsbench bench") and "orsbench bench: error: --server-pid needs --url" in err
+
+
+@needs("sdk")  # conformance/ imports the SDK
+def test_the_pytest_wire_checks_read_the_key_from_the_environment(ors_server_factory) -> None:
+    """``pytest conformance/test_wire_checks.py --ors-url URL`` against a server that wants a key: $ORSBENCH_API_KEY
+    (without it, the run is refused as ``orsbench check`` refuses it: test_check_sends_the_key_from_the_environment)."""
+    server = ors_server_factory("echo", api_key=KEY)
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:xdist", "conformance/test_wire_checks.py",
+            "--ors-url", server.url, "-k", "discovery.tools_listing"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENREWARD_DISABLE_UPDATE_CHECK": "1", flags.API_KEY_ENV: KEY}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:]
+    assert KEY not in done.stdout + done.stderr

@@ -324,14 +324,18 @@ def test_slow_scenario_keepalives_503_starting_and_410_on_delete(ors_server_fact
         assert long.result()["output"]["blocks"][0]["text"] == "waited 1s"
         c.delete(sid)
 
+    # A prompt waiting on setup answers 410 when its session is deleted meanwhile. Its own server waits up to
+    # 5 s on a 10 s setup, so the delete lands within the wait on a loaded machine too (0.5 s did not, at load 30).
+    waiting_server = ors_server_factory("slow", params={"setup": 10.0, "long_call": 1.0}, setup_wait_timeout=5.0)
+    with WireClient(waiting_server.url) as c, WireClient(waiting_server.url) as other:
         waiting = c.new_session()
         c.create(waiting, split="train", index=1)
         results = {}
         thread = threading.Thread(target=lambda: results.setdefault("prompt", c.prompt("slow", waiting)))
         thread.start()
         time.sleep(0.2)
-        WireClient(server.url).delete(waiting)
-        thread.join(5)
+        other.delete(waiting)
+        thread.join(10)
         assert results["prompt"].status == 410 and results["prompt"].detail == protocol.DETAIL_SESSION_DELETED
         assert c.prompt("slow", waiting).status == 404
 

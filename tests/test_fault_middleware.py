@@ -84,7 +84,12 @@ async def fresh_call(app: Any, tool: str = "step", tool_input: dict[str, Any] | 
 
 
 def test_the_http_profiles_are_the_ones_a_proxy_can_use() -> None:
-    assert set(http_fault_names()) == HTTP_PROFILES
+    from orsbench.servers.faults import FAULTS
+
+    profiles = {name for name in http_fault_names() if FAULTS[name].kind == "profile"}
+    assert profiles == HTTP_PROFILES
+    # The isolation violations (docs/protocol.md §15) are told at the HTTP level too: they wrap any server.
+    assert {n for n in http_fault_names() if FAULTS[n].kind == "violation"} >= {"newest-task-serves-all", "session-ids-racy"}
     with pytest.raises(ValueError, match="'tool-raises' changes the mock engine itself"):
         wrap_app(lambda *a: None, ("stream-drop", "tool-raises"), seed=0)
     with pytest.raises(ValueError, match="unknown fault 'nope'"):

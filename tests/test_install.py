@@ -55,3 +55,21 @@ def test_the_sdk_twin_without_its_extra_names_the_extra(tmp_path: Path) -> None:
     done = base_install(tmp_path, "serve", "echo", "--impl", "sdk", "--port", "0")
     assert done.returncode == 2, done.stderr[-2000:]
     assert 'pip install "orsbench[sdk]"' in done.stderr and "Traceback" not in done.stderr
+
+
+def test_every_core_module_exists_and_imports_no_extra() -> None:
+    """The core tests (tests/conftest.py CORE) are real modules, and none imports an extra at module level:
+    ``pytest -m core tests`` collects them on a base install (tox -e py312-core, .ci/run)."""
+    import ast
+
+    from orsbench.extras import EXTRAS
+    from tests.conftest import CORE
+
+    extras = {module for modules in EXTRAS.values() for module in modules}
+    for name in CORE:
+        path = Path(__file__).parent / name
+        assert path.is_file(), name
+        for node in ast.parse(path.read_text()).body:  # module level only: a test may import an extra inside itself
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                top = {(alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0] for alias in node.names}
+                assert not top & extras, (name, top & extras)

@@ -90,3 +90,23 @@ def test_servers_forked_by_the_zygote_die_with_it(tmp_path: Path) -> None:
     finally:
         if zygote.poll() is None:
             zygote.kill()
+
+
+def test_a_forked_server_that_died_is_never_signalled_by_its_old_pid(monkeypatch):
+    """The zygote's children are reaped by the kernel, so a dead server's PID is soon another process's:
+    stopping it must not signal that number (seen as matrix clients dying of a stray SIGTERM)."""
+    import os
+    import signal
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "30"])
+    forked = launch.ForkedProcess(child.pid)
+    assert forked.poll() is None
+    forked.send_signal(signal.SIGTERM)
+    child.wait(10)
+    assert forked.poll() == 0
+    sent: list[int] = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: sent.append(pid))
+    forked.send_signal(signal.SIGTERM)
+    forked.kill()
+    assert sent == []  # the number may already name someone else

@@ -46,7 +46,9 @@ def stats_delta(before: dict, after: dict, key: str) -> int:
     return after["requests"].get(key, 0) - before["requests"].get(key, 0)
 
 
-def run_locust_cli(*args: str, seconds: int = 3, timeout: float = 90) -> tuple[subprocess.CompletedProcess[str], list[dict], str]:
+def run_locust_cli(
+    *args: str, seconds: int = 3, timeout: float = 90, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], list[dict], str]:
     """``locust -f orsbench/load.py --headless ...`` bounded by ``-t`` and a wall-clock timeout.
 
     Returns the process, the ``--json-file`` stats entries and the ``--csv`` failures table.
@@ -58,7 +60,7 @@ def run_locust_cli(*args: str, seconds: int = 3, timeout: float = 90) -> tuple[s
             "--stop-timeout", "5", "--json-file", str(out), "--csv", str(out), "--loglevel", "INFO", *args,
         ]  # fmt: skip
         done = subprocess.run(
-            cmd, check=False, env=LOCUST_ENV, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+            cmd, check=False, env={**LOCUST_ENV, **(env or {})}, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
         )
         stats_path, failures_path = Path(f"{out}.json"), Path(f"{out}_failures.csv")
         entries = json.loads(stats_path.read_text()) if stats_path.exists() else []
@@ -145,6 +147,17 @@ def test_locust_counts_a_truncated_call_stream_as_a_failure(ors_server_factory):
     # Failed episodes still delete their sessions.
     after = broken.stats()
     assert after["active_sessions"] == before["active_sessions"]
+
+
+def test_locust_sends_the_key_from_the_environment(ors_server_factory):
+    """A server that wants a key: every request of every episode carries $ORSBENCH_API_KEY (as every front end reads it)."""
+    key = "sk-locust-KEY-0007"
+    keyed = ors_server_factory("echo", api_key=key)
+    done, entries, failures = run_locust_cli("--host", keyed.url, "--exit-code-on-error", "1", seconds=2, env={"ORSBENCH_API_KEY": key})
+    assert done.returncode == 0, failures + done.stderr[-2000:]
+    episodes = entry(entries, "ORS", "episode")
+    assert episodes["num_requests"] > 0 and episodes["num_failures"] == 0
+    assert key not in done.stdout + done.stderr + failures
 
 
 def test_locust_reports_bad_tool_arguments_with_the_reason(echo):

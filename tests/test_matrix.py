@@ -11,6 +11,7 @@ from orsbench.cli import main
 from orsbench.clients import cells as C
 from orsbench.clients import matrix as M
 from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.reports import clients as report
 
 DOC = Path(__file__).parent.parent / "docs" / "compatibility.md"
 
@@ -18,7 +19,7 @@ DOC = Path(__file__).parent.parent / "docs" / "compatibility.md"
 def test_compatibility_doc_is_the_generated_matrix() -> None:
     """Regenerate with ``orsbench matrix --predicted --markdown docs/compatibility.md``."""
     clients, servers = CLIENT_TARGETS.names(), C.servers()
-    expected = M.markdown(M.predicted(C.plan(clients, servers), clients, servers))
+    expected = report.matrix_markdown(M.predicted(C.plan(clients, servers), clients, servers))
     assert DOC.read_text() == expected, "run: orsbench matrix --predicted --markdown docs/compatibility.md"
 
 
@@ -30,7 +31,7 @@ def test_server_axis_comes_from_the_implementations_registry() -> None:
 
 
 def test_every_client_defect_lists_under_the_clients_it_reaches() -> None:
-    result = M.predicted(C.plan(), CLIENT_TARGETS.names(), C.servers())
+    result = M.predicted(C.plan(), CLIENT_TARGETS.names(), C.servers()).to_json()
     for row in result["cells"]:
         listed = {d["id"] for d in result["clients"][row["client"]]["defects"]}
         listed |= {d["id"] for d in result["server_defects"][row["server"]]}
@@ -104,8 +105,24 @@ def test_what_a_forked_client_prints_stays_with_its_outcome(capfd: pytest.Captur
 
     with serve("echo", config=ServerConfig(request_log=True)) as server:
         capfd.readouterr()
-        outcome = ClientRun("openreward", server, script("echo"), 60, prepare=chatty).finish()
+        outcome = ClientRun("openreward", server, script("echo"), 60, prepare=chatty).wait()
     seen = capfd.readouterr()
     assert outcome.survived, outcome.describe()
     assert "marker on stdout from the client" in outcome.output and "marker on stderr from the client" in outcome.output
     assert "marker" not in seen.out and "marker" not in seen.err
+
+
+def test_play_waits_for_an_episode_longer_than_the_stop_grace() -> None:
+    """``play()`` (and ``ClientRun(...).finish()``) wait for the client: finishing at once SIGTERMed every
+    episode that took longer than the 1 s grace (seen: inspect killed -9 at 1.1 s on echo)."""
+    from orsbench.clientcheck.episodes import Script, script
+    from orsbench.clientcheck.process import GRACE_S
+    from orsbench.clients.run import play
+    from orsbench.config import ServerConfig
+    from orsbench.servers.launch import serve
+
+    [step] = script("echo").steps
+    slow = Script("echo", (type(step)(step.tool, step.args, step.expect, pause_s=GRACE_S + 1.0),))
+    with serve("echo", config=ServerConfig(request_log=True)) as server:
+        outcome = play("openreward", server, slow, 60)
+    assert outcome.survived and outcome.elapsed > GRACE_S + 1.0, outcome.describe()

@@ -142,9 +142,14 @@ def test_live_report_and_reports_written_on_sigterm(ors_server_factory, tmp_path
     written = json.loads((tmp_path / "r.json").read_text())
     assert "<testsuite" in (tmp_path / "r.xml").read_text()
     for report in (live, written):
-        by_id = {c["id"]: c for c in report["checks"]}
+        by_id = {c["id"]: c for c in report["checks"] if not c["id"].startswith("client.")}
         assert list(by_id) == [r.id for r in active.results]  # the same checks, same ids
-        assert report["summary"]["fail"] == 0 and report["summary"]["error"] == 0
+        assert all(c["status"] not in ("fail", "error") for c in by_id.values())
+        # The checker is a client too, and breaks two client rules on purpose: a /create without env_name
+        # (the default environment, §1.2) and calls after finished (the latch, §5). The proxy says so.
+        clients = {c["id"]: c for c in report["checks"] if c["id"].startswith("client.")}
+        failing = {i for i, c in clients.items() if c["status"] in ("fail", "error")}
+        assert failing == {"client.env_name", "client.stops_at_finished"}, failing
         judged = {i for i, c in by_id.items() if c["status"] == "pass"}
         assert {"discovery.tools_listing", "session.create", "call.end_event", "reward.well_formed"} <= judged
         for check_id, check in by_id.items():
@@ -231,9 +236,15 @@ VIOLATION_SUBSET = (
 )
 
 
+def server_statuses(report: dict[str, Any]) -> dict[str, str]:
+    """The server checks' statuses (the client checks beside them judge the clients: the SDK's pinned
+    defects show there — tests/test_proxy_clients.py)."""
+    return {c["id"]: c["status"] for c in report["checks"] if not c["id"].startswith("client.")}
+
+
 def test_real_clients_traffic_without_faults_is_flagged_by_nothing(ors_server_factory):
     report = passive_report(ors_server_factory("echo"))
-    statuses = {c["id"]: c["status"] for c in report["checks"]}
+    statuses = server_statuses(report)
     assert [i for i, s in statuses.items() if s in ("fail", "error")] == []
     assert {"session.create", "session.prompt", "call.end_event", "reward.well_formed", "call.episode_finishes"} <= {
         i for i, s in statuses.items() if s == "pass"
@@ -243,7 +254,7 @@ def test_real_clients_traffic_without_faults_is_flagged_by_nothing(ors_server_fa
 def test_real_clients_traffic_folded_past_a_tiny_evidence_limit_is_flagged_by_nothing(ors_server_factory):
     """--evidence-limit 2: most calls are folded into counts, and the verdicts are those of the default run."""
     report = passive_report(ors_server_factory("echo"), evidence_limit=2)
-    statuses = {c["id"]: c["status"] for c in report["checks"]}
+    statuses = server_statuses(report)
     assert report["summary"]["evidence"]["folded"] > 0
     assert [i for i, s in statuses.items() if s in ("fail", "error")] == []
     assert {"call.end_event", "reward.well_formed", "http.no_server_errors", "call.episode_finishes"} <= {
@@ -253,7 +264,9 @@ def test_real_clients_traffic_folded_past_a_tiny_evidence_limit_is_flagged_by_no
 
 def _assert_flagged(name: str, report: dict[str, Any], *, must_be_exercised: bool) -> None:
     violation = VIOLATIONS[name]
-    by_id = {c["id"]: c for c in report["checks"]}
+    # The server's checks only: a client that meets a broken server may break a client rule in turn
+    # (stop early, leave its session open); the client checks judge that, not the violation.
+    by_id = {c["id"]: c for c in report["checks"] if not c["id"].startswith("client.")}
     failing = {i for i, c in by_id.items() if c["status"] == "fail"}
     for check_id in violation.breaks:
         status = by_id[check_id]["status"]

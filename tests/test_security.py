@@ -37,6 +37,7 @@ from orsbench.servers.app import build_app, is_loopback
 from orsbench.servers.launch import RunningServer, command
 from orsbench.servers.user_app import AppTarget
 from orsbench.wire import WireClient, encode_secrets
+from tests.needs import needs
 
 ENV = "sparse-reward"
 KEY = "orsbench-test-key-7f3a"
@@ -220,6 +221,7 @@ SDK_EPISODES = textwrap.dedent(
 )
 
 
+@needs("sdk")
 def test_the_openreward_sdk_works_with_the_key_and_is_refused_without(ors_server_factory: ServerFactory) -> None:
     """The SDK sends its API key as X-API-Key on every request, pings included; without it: AuthenticationError."""
     server = ors_server_factory(ENV, api_key=KEY)
@@ -296,6 +298,7 @@ def _gated_secret() -> tuple[str, str]:
     return SECRET_NAME, SECRET_VALUE
 
 
+@needs("sdk")
 def test_a_secret_gated_env_passes_check_with_its_secret(
     ors_server_factory: ServerFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -317,6 +320,7 @@ def test_a_secret_gated_env_passes_check_with_its_secret(
         assert value not in text, f"the secret value is in the {where}"
 
 
+@needs("sdk")
 def test_without_its_secret_the_check_is_a_usage_error_naming_it(
     ors_server_factory: ServerFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -395,7 +399,8 @@ def test_a_secret_typed_with_a_colon_is_never_echoed_by_any_command(tmp_path: Pa
     value = "sk-live-TYPO-0123456789"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
     for argv in (["check", "http://127.0.0.1:9"], ["record", "http://127.0.0.1:9", "--out", str(tmp_path / "c.json")],
-                 ["proxy", "http://127.0.0.1:9"], ["bench", "--url", "http://127.0.0.1:9"], ["matrix", "--url", "http://127.0.0.1:9"]):
+                 ["proxy", "http://127.0.0.1:9"], ["bench", "--url", "http://127.0.0.1:9"], ["matrix", "--url", "http://127.0.0.1:9"],
+                 ["clients", "http://127.0.0.1:9"]):
         done = subprocess.run([sys.executable, "-m", "orsbench", *argv, "--secret", f"API_KEY:{value}"],
                               capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
         assert done.returncode == 2, (argv, done.stderr)
@@ -415,6 +420,7 @@ def _command_lines() -> dict[int, str]:
     return out
 
 
+@needs("sdk")
 @pytest.mark.parametrize("zygote", [True, False], ids=["forked", "spawned"])
 def test_no_secret_or_api_key_on_any_command_line(zygote: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from orsbench.servers import launch
@@ -445,6 +451,7 @@ def test_no_secret_or_api_key_on_any_command_line(zygote: bool, tmp_path: Path, 
     assert value not in (tmp_path / "c.json").read_text()
 
 
+@needs("sdk")
 def test_the_proxy_adds_its_secrets_to_the_clients_own(ors_server_factory: ServerFactory, tmp_path: Path) -> None:
     """The client's other X-Secrets entries reach the env; the proxy's win where both name one; none is recorded."""
     from orsbench.servers.launch import start_proxy

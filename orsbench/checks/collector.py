@@ -3,6 +3,7 @@
 A *probe* is a script of requests registered in :data:`PROBES` (``discovery``,
 ``dataset``, ``session`` and ``call`` in :mod:`orsbench.checks.probes`;
 ``play``, ``fuzz`` and ``quality`` in :mod:`orsbench.checks.explore`;
+``isolation`` (several sessions at once) in :mod:`orsbench.checks.isolation_probe`;
 ``timing`` in :mod:`orsbench.checks.timing`). Each records every
 :class:`~orsbench.wire.evidence.Exchange` under a stable name in the
 :class:`~orsbench.checks.evidence.Evidence`. Probes adapt only where the
@@ -50,7 +51,7 @@ class Probe:
 #: a probe may use what every earlier probe found (the call probe needs the tools and a task).
 PROBES: Registry[Probe] = Registry(
     "probe",
-    modules=("orsbench.checks.probes", "orsbench.checks.explore", "orsbench.checks.timing"),
+    modules=("orsbench.checks.probes", "orsbench.checks.explore", "orsbench.checks.isolation_probe", "orsbench.checks.timing"),
 )
 
 
@@ -159,10 +160,12 @@ class Collector:
         self._open_sids.append(sid)
         return sid
 
-    def end_session(self, sid: str) -> None:
-        self.client.delete(sid)
+    def end_session(self, sid: str) -> Exchange:
+        """``/delete`` a session this collector opened (it is not deleted again on close); the exchange."""
+        exchange = self.client.delete(sid)
         if sid in self._open_sids:
             self._open_sids.remove(sid)
+        return exchange
 
     def task_at(self, index: int | None) -> Any:
         """Task ``index`` of the split under test, as listed or fetched (the task under test otherwise)."""

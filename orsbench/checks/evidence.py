@@ -94,6 +94,12 @@ class Options:
     fuzz_seconds: float = 3.0
     #: Seed of the fuzz (the same seed tries the same inputs).
     seed: int = 0
+    #: Steps of the stateful explorer over several sessions at once (``--explore N``; 0: off).
+    explore: int = 0
+    #: Seed of the explorer (``None``: the fuzz's ``seed``).
+    explore_seed: int | None = None
+    #: Where the explorer keeps hypothesis' examples database (``None``: none is kept).
+    explore_db: str | None = None
     #: Count required checks that did not run as failures.
     strict: bool = False
     api_key: str | None = None
@@ -205,6 +211,8 @@ class Facts:
     # quality
     replay: JSON | None = None
     hacks: JSON | None = None
+    # isolation: the scenes of several sessions at once (an orsbench.checks.scenes.Isolation)
+    isolation: Any = None
     # timing
     ttl_skip: str | None = None
     ttl_waited: float | None = None

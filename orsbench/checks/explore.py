@@ -73,7 +73,8 @@ def classify(exchange: Exchange, timeout: float) -> Outcome:
     return Outcome("stream", None, f"the end event is not a JSON object: {str(body)[:120]}")
 
 
-def _prompt_text(exchange: Exchange | None) -> str:
+def prompt_text(exchange: Exchange | None) -> str:
+    """The text of a ``/prompt`` answer's blocks ("" unless it answered 200 with blocks)."""
     if exchange is None or exchange.status != 200:
         return ""
     try:
@@ -110,7 +111,7 @@ def play_one(col: Collector, sid: str, index: int | None, label: str) -> Episode
     """Play one episode on ``sid`` until ``finished: true``, the call budget, or the time budget."""
     ev, options = col.ev, col.options
     episode = Episode(index, col.task_at(index))
-    episode.prompt = _prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid)))
+    episode.prompt = prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid)))
     player = Player.build(col.session_tools(sid), episode.prompt, episode.task)
     started = time.monotonic()
     durations: dict[str, float] = ev.facts.durations
@@ -134,7 +135,7 @@ def play_one(col: Collector, sid: str, index: int | None, label: str) -> Episode
             player.slow.add(tool)
         outcome = classify(exchange, options.timeout)
         _count_answer(ev.facts, tool, outcome)
-        episode.answers.append(_answer_of(outcome))
+        episode.answers.append(answer_of(outcome))
         sent = outcome.result.get("output") if not outcome.failure and isinstance(outcome.result, dict) else None
         episode.sent_rewards.append(sent.get("reward") if isinstance(sent, dict) else None)
         if outcome.kind == "reaped":
@@ -236,7 +237,7 @@ def _cover_unplayed(col: Collector, episodes: list[Episode], index: int | None) 
         if sid is None:
             break
         try:
-            step = Player.build([spec], _prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid))), col.task_at(index)).next_input()
+            step = Player.build([spec], prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid))), col.task_at(index)).next_input()
             if step is None:
                 entry["unbuildable"] = "no valid input could be built"
                 continue
@@ -333,7 +334,7 @@ def _replay(col: Collector, done: Episode, label: str) -> JSON | None:
     try:
         for n, (tool, value) in enumerate(done.calls):
             result = classify(col.rec(f"{label}{n}", col.kept_call(sid, tool, value)), col.options.timeout)
-            answer = _answer_of(result)
+            answer = answer_of(result)
             if diverged is None and n < len(done.answers) and answer != done.answers[n]:
                 diverged = {"call": n, "tool": tool, "first": done.answers[n][:200], "again": answer[:200]}
             if result.kind != "ok":
@@ -346,7 +347,7 @@ def _replay(col: Collector, done: Episode, label: str) -> JSON | None:
     return {"reward": rewards[-1] if rewards else None, "diverged_at": diverged, "answers": len(rewards)}
 
 
-def _answer_of(outcome: Outcome) -> str:
+def answer_of(outcome: Outcome) -> str:
     """What a call answered, comparable between two plays of the same calls."""
     if outcome.kind == "ok":
         output = outcome.result.get("output") if isinstance(outcome.result, dict) else None

@@ -63,6 +63,9 @@ class CheckOutcome:
     evidence: list[Exchange] = field(default_factory=list)
     #: For a skip caused by another check: that check's id.
     depends_on: str | None = None
+    #: For a finding that involves several sessions: every request they sent, in the order sent (other
+    #: sessions' deletes included) — what its reproducer replays instead of ``evidence`` alone.
+    replay: list[Exchange] | None = None
 
 
 def passed(message: str, measured: Any = None, *evidence: Exchange | None) -> CheckOutcome:

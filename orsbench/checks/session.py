@@ -503,13 +503,23 @@ def ttl_reap(ev: Evidence) -> CheckOutcome:
     if idle is None or kept is None:
         return skipped(ev.facts.ttl_skip or "not probed")
     waited = ev.facts.ttl_waited
+    unpinged = ev.get("timing.ttl.idle.ping.unpinged")
+    reaped = idle.status == 404 or (unpinged is not None and unpinged.status == 404)
     problems = []
-    if idle.status != 404:
-        problems.append(f"idle for {waited} s, the session still answers /ping with {answer(idle)}")
+    if not reaped:
+        shown = f"; {waited} s more with nothing pinged: {answer(unpinged)}" if unpinged is not None else ""
+        problems.append(f"idle for {waited} s, the session still answers /ping with {answer(idle)}{shown}")
     if kept.status != 200:
         problems.append(f"pinged throughout, the session answers {answer(kept)}")
     if problems:
-        return failed("; ".join(problems), {"idle": idle.status, "kept": kept.status, "waited_s": waited}, idle, kept)
+        return failed("; ".join(problems), {"idle": idle.status, "kept": kept.status, "waited_s": waited}, idle, unpinged, kept)
+    if idle.status != 404:
+        return passed(
+            f"the idle session was reaped only once no session was pinged (isolation.ttl_per_session); pinged one kept",
+            {"waited_s": waited},
+            unpinged,
+            kept,
+        )
     return passed(f"idle session reaped within {waited} s; pinged one kept", {"waited_s": waited}, idle, kept)
 
 

@@ -47,7 +47,12 @@ def _resume_running(col: Collector) -> None:
 
 
 def _ttl(col: Collector) -> None:
-    """Idle one session past the TTL while pinging another; only when that fits in ``--timeout``."""
+    """Idle one session past the TTL while pinging another; only when that fits in ``--timeout``.
+
+    When the idle one survived, wait one TTL more with nothing pinged: reaped then, it was kept
+    alive by the other session's pings (``isolation.ttl_per_session``); alive still, the server
+    never reaps (``session.ttl_reap``).
+    """
     ev = col.ev
     ttl, reaper = col.ttl()
     if ttl is None:
@@ -69,5 +74,10 @@ def _ttl(col: Collector) -> None:
         col.client.ping(kept)
         time.sleep(min(ttl / 3, 1.0))
     ev.facts.ttl_waited = round(time.monotonic() - start, 3)
-    col.rec("timing.ttl.idle.ping", col.client.ping(idle))
+    idle_ping = col.rec("timing.ttl.idle.ping", col.client.ping(idle))
     col.rec("timing.ttl.kept.ping", col.client.ping(kept))
+    if idle_ping.status == 200:
+        # Not reaped while another session was pinged: is it reaped once nobody pings (a server-wide idle
+        # clock, isolation.ttl_per_session), or never (session.ttl_reap)? Only on this failing path: one TTL more.
+        time.sleep(wait)
+        col.rec("timing.ttl.idle.ping.unpinged", col.client.ping(idle))

@@ -33,6 +33,7 @@ examples:
   orsbench check --scenario echo --fault reward-bool   # ... with one protocol violation (exit 1)
   orsbench check URL --only 'call.*' --expected-failures fixtures/expected-failures/ors-sdk.yaml
   orsbench check URL --tasks 0,-1 --fuzz 100 --strict  # play two tasks, fuzz harder, no untested PASS
+  orsbench check URL --explore 200 --explore-db .orsbench-explore   # 200 steps of random interleavings of sessions
   ORSBENCH_API_KEY=... orsbench check URL --secret OPENAI_API_KEY --secrets-file env.secrets   # key and secrets
   orsbench check URL --html report.html --markdown summary.md -v   # reports people read
   orsbench check URL --json - -q | jq .verdict      # the JSON report on stdout, the table on stderr
@@ -125,6 +126,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--strict", action="store_true", help="fail (exit 1) when a required check did not run, e.g. for want of a finished episode "
         "(a check the environment gives nothing to judge, such as keep-alives when no tool runs long, is n/a: no failure)"
     )
+    many = parser.add_argument_group("sessions at once (docs/protocol.md §15)")
+    many.add_argument(
+        "--explore",
+        type=types.non_negative(int),
+        default=0,
+        metavar="N",
+        help="also run the stateful explorer: N steps of random interleavings of create, prompt, call, resume, ping and "
+        "delete over 2-4 sessions, every step checked; a broken rule is shrunk to the shortest interleaving (default 0: off)",
+    )
+    many.add_argument("--explore-seed", type=int, metavar="S", help="seed of the explorer: the same seed tries the same interleavings (default 0)")
+    many.add_argument(
+        "--explore-db",
+        type=types.output_folder,
+        metavar="DIR",
+        help="keep hypothesis' examples database in DIR: an interleaving that broke a rule is tried first next time (default: none)",
+    )
     what.add_argument(
         "--expected-failures", metavar="FILE", help="YAML baseline of known failures (a listed check that passes fails the run)"
     )
@@ -145,7 +162,7 @@ def _patterns(values: list[str]) -> list[str]:
 def _options(args: argparse.Namespace, **overrides: Any) -> Options:
     from orsbench.checks import Options
 
-    values = {k: getattr(args, k) for k in ("env", "split", "timeout", "ttl", "ping_interval", "strict")}
+    values = {k: getattr(args, k) for k in ("env", "split", "timeout", "ttl", "ping_interval", "strict", "explore", "explore_seed", "explore_db")}
     values["api_key"] = flags.api_key_of(args)
     if args.tasks is not None:
         values["tasks"] = args.tasks.indices

@@ -28,11 +28,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from orsbench import config
 from orsbench.cli import types
 
-#: The environment variable every command that talks to a server reads its API key from
-#: (a key in the environment does not show in ``ps`` the way a command-line flag does).
-API_KEY_ENV = "ORSBENCH_API_KEY"
+#: The environment variable every command that talks to a server reads its API key from (one definition:
+#: :data:`orsbench.config.API_KEY_ENV`).
+API_KEY_ENV = config.API_KEY_ENV
 
 Group = argparse.ArgumentParser | argparse._ArgumentGroup
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 from orsbench.cli import flags, reporting, subcommand, types
 from orsbench.config import DEFAULT_EVIDENCE_LIMIT
@@ -78,6 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from orsbench.checks.passive import PassiveGrader
+    from orsbench.clientcheck.passive import PassiveClientGrader
+    from orsbench.clientcheck.traffic import from_entry, seen_of
+    from orsbench.servers.request_log import RequestLog
     from orsbench.reports.json_report import dumps
     from orsbench.servers.app import announce_ready, serve_forever
     from orsbench.servers.proxy import ProxyApp, wrap_faults
@@ -85,7 +89,12 @@ def run(args: argparse.Namespace) -> int:
 
     secrets = types.secrets_of(args)
     grader = PassiveGrader(args.upstream, limit=args.evidence_limit)
+    clients = PassiveClientGrader()
     observers: list[Any] = [grader]
+    starting: list[Any] = []
+    if not args.faults:  # the clients get what the proxy forwards: grade them from its own exchanges
+        observers.append(lambda exchange: clients.observe(seen_of(exchange)))
+        starting.append(lambda exchange: clients.request_started(exchange.peer, exchange.started_at, urlsplit(exchange.url).path))
     recorder = CassetteRecorder(args.upstream, "orsbench proxy", secrets=secrets) if args.record else None
     if recorder is not None:
         observers.append(recorder)
@@ -95,11 +104,17 @@ def run(args: argparse.Namespace) -> int:
     if terminal.out is sys.stdout:
         terminal.out = sys.stderr  # stdout carries the banner (the URL) for whoever started the proxy
 
+    def graded(final: bool = False) -> Any:
+        """The server checks and, beside them, the client checks of every client session seen."""
+        report = grader.report()
+        report.results += clients.results(final=final)
+        return report
+
     def live_report() -> tuple[int, str, bytes]:
-        return 200, "application/json", dumps(grader.report()).encode()
+        return 200, "application/json", dumps(graded()).encode()
 
     def write_outputs() -> None:
-        report = grader.report()
+        report = graded(final=True)
         reporting.write_reports(report, args, title="orsbench proxy")
         if recorder is not None:
             data = recorder.save(args.record)
@@ -110,22 +125,26 @@ def run(args: argparse.Namespace) -> int:
         counts = report.summary()
         folded = f" ({report.folded:,} folded into counts)" if report.folded else ""
         print(
-            f"orsbench: graded {report.exchanges} exchange(s){folded}: {counts['pass']} pass, {counts['fail']} fail, "
-            f"{counts['warn']} warn, {counts['skip']} skip",
+            f"orsbench: graded {report.exchanges} exchange(s){folded} and {clients.sessions} client session(s): "
+            f"{counts['pass']} pass, {counts['fail']} fail, {counts['warn']} warn, {counts['skip']} skip",
             file=sys.stderr,
             flush=True,
         )
 
     try:
         proxy = ProxyApp(
-            args.upstream, observers=observers, routes={REPORT_PATH: live_report}, on_shutdown=[write_outputs], secrets=secrets,
-            api_key=flags.api_key_of(args),
+            args.upstream, observers=observers, starting=starting, routes={REPORT_PATH: live_report},
+            on_shutdown=[write_outputs], secrets=secrets, api_key=flags.api_key_of(args),
         )  # fmt: skip
         app = wrap_faults(proxy, tuple(args.faults), args.seed, ping_interval=args.ping_interval)
-        if args.request_log:  # outermost: it records what the faults answered, as on a case server
-            from orsbench.servers.request_log import RequestLog
-
-            app = RequestLog(app)
+        if args.faults or args.request_log:  # outermost: it records what the faults answered, as on a case server
+            tapped = bool(args.faults)  # with faults, the clients are graded on what they got: from here, not the proxy
+            app = RequestLog(
+                app,
+                keep=args.request_log,
+                on_start=[lambda entry: clients.request_started(entry.peer, entry.started_at, entry.path)] if tapped else [],
+                on_end=[lambda entry: clients.observe(from_entry(entry))] if tapped else [],
+            )
     except ValueError as exc:  # a fault that works on the engine only, ...: the message names the fix
         raise flags.UsageError(str(exc)) from None
 

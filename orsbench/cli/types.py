@@ -147,6 +147,23 @@ def output_file(text: str) -> str:
     return text
 
 
+def output_folder(text: str) -> str:
+    """A folder to keep files in (created when missing), checked when the flag is parsed: not a file, and
+    its parent (or itself, when it exists) writable."""
+    import os
+    from pathlib import Path
+
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file; give a folder")
+    where = path if path.exists() else path.parent
+    if not where.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot keep files in {text!r}: no folder {str(where)!r}")
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot keep files in {text!r}: {str(where)!r} is not writable")
+    return str(path)
+
+
 def names(text: str) -> list[str]:
     """``A,B`` → ``["A", "B"]`` (a comma-separated list; use with ``action="extend"``)."""
     return [n.strip() for n in text.split(",") if n.strip()]

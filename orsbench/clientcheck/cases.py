@@ -54,6 +54,11 @@ class Case:
     tags: frozenset[str] = field(default_factory=frozenset)
     #: The calls to make, when the scenario's own client episode does not fit the case (``()``: it does).
     steps: tuple[Step, ...] = ()
+    #: How many of the script's calls the scripted model makes in one reply (``ORSBENCH_MODEL_URL``).
+    per_reply: int = 1
+    #: Whether the command's environment carries the openreward SDK's URL variables (``False``: the
+    #: ``url-only`` case, where a client has the server's URL alone).
+    sdk_urls: bool = True
 
     def config(self, **changes: Any) -> ServerConfig:
         """The server configuration of this case (with the request log on: the grader reads it)."""
@@ -97,13 +102,14 @@ def register_all() -> None:
     for profile in profiles():
         if profile.name == BASELINE or profile.facts.test_aid:
             continue  # the baseline is the scenario's own case; a test aid is no trouble a client meets
-        summary = FAULTS.get(profile.name).summary if profile.name in FAULTS else profile.name
+        summary = profile.summary or (FAULTS.get(profile.name).summary if profile.name in FAULTS else profile.name)
         CASES.register(
             Case(
                 f"{PROFILE_SCENARIO}+{profile.name}",
                 PROFILE_SCENARIO,
                 summary,
-                faults=(profile.name,),
+                faults=(profile.name,) if profile.fault else (),
+                sdk_urls=profile.sdk_urls,
                 knobs=profile.knobs,
                 params=tuple(suite_params(PROFILE_SCENARIO).items()),
                 # The matrix's deadline leaves out a client's start-up (it forks one ready); a command pays for its own.

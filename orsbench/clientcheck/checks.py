@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from orsbench import protocol
 from orsbench.checks.model import CheckOutcome, Severity, failed, passed, warned
 from orsbench.clientcheck.contract import OutLine
-from orsbench.clientcheck.traffic import Call, Traffic, body_json, group, session_of, text_of
+from orsbench.clientcheck.traffic import Call, Traffic, body_json, from_log, group, session_of, text_of
 from orsbench.registry import Registry
 from orsbench.verdict import Effect
 
@@ -59,14 +59,19 @@ BUDGET_BASE, BUDGET_PER_CALL = 20, 10
 
 @dataclass
 class Context:
-    """What every check reads: the run, its traffic grouped, and the adapter's lines aligned to the calls."""
+    """What every check reads: the run, its traffic grouped, and the adapter's lines aligned to the calls.
 
-    run: CaseRun
+    ``run`` is ``None`` for a live client session behind ``orsbench proxy``: no case, no script, no
+    process and no report of the client's — only its traffic. A check that needs what is missing
+    answers ``None`` (not judged); the traffic checks judge what the traffic shows.
+    """
+
+    run: CaseRun | None
     traffic: Traffic
 
     @property
     def lines(self) -> list[OutLine]:
-        return self.run.out.entries
+        return self.run.out.entries if self.run is not None else []
 
     def successes(self) -> list[tuple[Call, dict[str, Any], OutLine]]:
         """``(call, output, line)`` for each call that succeeded and that the adapter reported as a success."""
@@ -143,7 +148,7 @@ def client_check(
 
 
 def context(run: CaseRun) -> Context:
-    return Context(run, group(run.log))
+    return Context(run, group(from_log(run.log)))
 
 
 def _in_its_words(run: CaseRun) -> str:
@@ -284,6 +289,15 @@ def env_name(ctx: Context) -> CheckOutcome | None:
     creates = ctx.traffic.creates
     if not creates:
         return None  # not provoked: the client never sent POST /create
+    if ctx.run is None:  # no case: which environment the client meant is unknown, but it must name one
+        bare = [c for c in creates if not body_json(c).get("env_name")]
+        if bare:
+            return failed(
+                f"{len(bare)} of {len(creates)} /create request(s) sent no env_name: the server's default environment answered",
+                {"sent": None},
+                bare[0],
+            )
+        return passed(f"every /create named an environment ({body_json(creates[0]).get('env_name')!r})", {"creates": len(creates)})
     wanted = ctx.run.env.lower()
     wrong = [(c, body_json(c).get("env_name")) for c in creates if str(body_json(c).get("env_name") or "").lower() != wanted]
     if wrong:
@@ -303,13 +317,15 @@ def env_name(ctx: Context) -> CheckOutcome | None:
     effect=Effect.RULE,
 )
 def secrets(ctx: Context) -> CheckOutcome | None:
+    if ctx.run is None:
+        return _secrets_refused(ctx)
     wanted = sorted(name for name, _ in ctx.run.case.secrets)
     if not wanted:
         return None  # not provoked: this case gives no secrets
-    creates = [(e, entry) for e, entry in zip(ctx.traffic.exchanges, ctx.run.log) if e.method == "POST" and e.url == protocol.CREATE]
+    creates = [s for s in ctx.traffic.seen if s.exchange.method == "POST" and s.path == protocol.CREATE]
     if not creates:
         return None  # not provoked: the client never sent POST /create
-    missing = [(e, sorted(set(wanted) - set(entry.get("secret_names") or ()))) for e, entry in creates]
+    missing = [(s.exchange, sorted(set(wanted) - set(s.secret_names or ()))) for s in creates]
     missing = [(e, names) for e, names in missing if names]
     if missing:
         exchange, names = missing[0]
@@ -320,6 +336,25 @@ def secrets(ctx: Context) -> CheckOutcome | None:
         if output is not None and step.expect is not None and call.tool == step.tool and text_of(output) != step.expect:
             return failed(f"the secrets arrived under the right names, but the environment saw other values: {_short(text_of(output))}", {"names": wanted})
     return passed(f"every /create carried X-Secrets with {', '.join(wanted)}", {"names": wanted})
+
+
+def _secrets_refused(ctx: Context) -> CheckOutcome | None:
+    """With no case to say which secrets the session needs: did the environment refuse one for a missing secret?"""
+    refused = [
+        s.exchange
+        for s in ctx.traffic.seen
+        if s.path == protocol.CREATE and 400 <= (s.exchange.status or 0) < 500 and "secret" in str(s.exchange.detail).lower()
+    ]
+    if refused:
+        exchange = refused[0]
+        sent = ", ".join(next(s.secret_names or () for s in ctx.traffic.seen if s.exchange is exchange)) or "none"
+        return failed(
+            f"the environment refused /create for a secret it needs ({exchange.status}: {_short(exchange.detail, 200)}); "
+            f"X-Secrets carried: {sent}",
+            {"status": exchange.status},
+            exchange,
+        )
+    return None  # not provoked: no /create was refused for a secret
 
 
 @client_check(
@@ -484,6 +519,8 @@ def resume_by_task_id(ctx: Context) -> CheckOutcome | None:
     requires=("client.resume_by_task_id",),
 )
 def tool_runs(ctx: Context) -> CheckOutcome | None:
+    if ctx.run is None:
+        return None  # no script to count against (cut streams re-run are client.resume_by_task_id's)
     if "calls" not in ctx.run.stats:
         return None  # not judged: the server keeps no counters of its tool runs (the user's own server, behind a proxy)
     ran = Counter({k: int(v) for k, v in (ctx.run.stats.get("calls") or {}).items()})
@@ -525,6 +562,8 @@ def stops_at_finished(ctx: Context) -> CheckOutcome | None:
     requires=_PROCESS,
 )
 def script_followed(ctx: Context) -> CheckOutcome | None:
+    if ctx.run is None:
+        return None  # no script
     steps = ctx.run.script.steps
     made = ctx.traffic.made
     for i, call in enumerate(made):
@@ -560,13 +599,16 @@ def script_followed(ctx: Context) -> CheckOutcome | None:
     fails_with_a_hang=True,
 )
 def request_budget(ctx: Context) -> CheckOutcome | None:
-    run = ctx.run
-    budget = BUDGET_BASE + BUDGET_PER_CALL * len(run.script.steps)
-    total = max(run.requests_total, len(run.log))
-    if run.stopped_for == "request storm" or total > budget:
-        span = (run.log[-1]["started_at"] - run.log[0]["started_at"]) if len(run.log) > 1 else 0.0
+    run, exchanges = ctx.run, ctx.traffic.exchanges
+    # A live session has no script: its budget follows the calls it made (a storm of retries is one call).
+    calls = len(run.script.steps) if run is not None else max(1, len(ctx.traffic.calls))
+    what = f"a {calls}-call script" if run is not None else f"a session of {calls} call(s)"
+    budget = BUDGET_BASE + BUDGET_PER_CALL * calls
+    total = max(run.requests_total if run is not None else 0, len(exchanges) + ctx.traffic.dropped)
+    if (run is not None and run.stopped_for == "request storm") or total > budget:
+        span = (exchanges[-1].started_at - exchanges[0].started_at) if len(exchanges) > 1 else 0.0
         rate = f", {total / span:.0f}/s" if span > 0 else ""
-        return failed(f"{total} requests for a {len(run.script.steps)}-call script (budget {budget}{rate})", {"requests": total, "budget": budget})
+        return failed(f"{total} requests for {what} (budget {budget}{rate})", {"requests": total, "budget": budget})
     return passed(f"{total} request(s) (budget {budget})", {"requests": total, "budget": budget})
 
 

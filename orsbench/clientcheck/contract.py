@@ -28,6 +28,9 @@ URL, ENV, SPLIT, INDEX, SCRIPT, OUT, SECRETS = (
     "ORSBENCH_OUT",
     "ORSBENCH_SECRETS",
 )
+#: The scripted model's base URL (OpenAI-style, ending ``/v1``): an agent harness's model, offline
+#: (:mod:`orsbench.clientcheck.model`). Not a placeholder: a harness reads it from its environment.
+MODEL_URL = "ORSBENCH_MODEL_URL"
 
 #: Placeholder name → the variable it stands for. ``{secrets}`` is deliberately not one:
 #: a secret never goes on a command line (``ps`` shows command lines to every user).
@@ -39,12 +42,12 @@ CASE_API_KEY = "orsbench-case-server"
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 
-def expand(command: str, values: Mapping[str, str]) -> str:
+def expand(command: str, values: Mapping[str, str | None]) -> str:
     """``command`` with each ``{url}``-style placeholder replaced by its value, shell-quoted.
 
     Other braces are left alone (``{port}``, a shell ``${VAR}``, JSON in the command).
     """
-    return _PLACEHOLDER.sub(lambda m: shlex.quote(values[PLACEHOLDERS[m.group(1)]]), command)
+    return _PLACEHOLDER.sub(lambda m: shlex.quote(values[PLACEHOLDERS[m.group(1)]] or ""), command)
 
 
 def refused_placeholders(command: str) -> list[str]:

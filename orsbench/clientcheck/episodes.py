@@ -41,6 +41,8 @@ class Step:
     args: JSON = field(default_factory=dict)
     expect: str | None = None
     pause_s: float = 0.0
+    #: The reward the call returns, where the script knows it (``None``: none, or not said).
+    reward: float | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,11 @@ class Script:
     #: The reward and ``finished`` a correct client ends with (``None``: the script does not aim for one).
     reward: float | None = 1.0
     finished: bool = True
+
+    @property
+    def rewards_before_the_end(self) -> bool:
+        """Whether a call before the last returns a reward (the episode's reward is spread over its calls)."""
+        return any(step.reward is not None for step in self.steps[:-1])
 
     @property
     def calls(self) -> dict[str, int]:
@@ -108,6 +115,12 @@ def _schema_zoo(task: JSON) -> list[Step]:
     ]
 
 
+def _schema_edges(task: JSON) -> list[Step]:
+    from orsbench.scenarios.schema_edges import INPUTS, answer_text
+
+    return [*(Step(name, dict(args), answer_text(name)) for name, args in INPUTS.items()), Step("done", {}, "done")]
+
+
 def _images(task: JSON) -> list[Step]:
     from orsbench.scenarios.hazards import look_text
 
@@ -124,7 +137,7 @@ def _schema_keywords(task: JSON) -> list[Step]:
 def _dense(task: JSON) -> list[Step]:
     from orsbench.scenarios.hazards import step_text
 
-    return [Step("step", {}, step_text(n, r)) for n, r in enumerate(task["rewards"], start=1)]
+    return [Step("step", {}, step_text(n, r), reward=r) for n, r in enumerate(task["rewards"], start=1)]
 
 
 def _two_envs(task: JSON) -> list[Step]:
@@ -145,6 +158,7 @@ _SCRIPTS: dict[str, Callable[[JSON], list[Step]]] = {
     "sparse-reward": _sparse,
     "slow": _slow,
     "schema-zoo": _schema_zoo,
+    "schema-edges": _schema_edges,
     "schema-zoo-index": lambda task: [Step("answer", {"word": task["word"]}, "right")],
     "schema-zoo-prompt": lambda task: [Step("answer", {"value": str(task["answer"])}, "right")],
     "pick": lambda task: [Step("pick", {"door": task["door"]}, "win")],

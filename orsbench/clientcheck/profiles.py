@@ -29,6 +29,13 @@ class Profile:
 
     name: str
     facts: ClientFacts = ClientFacts()
+    #: Whether the server runs the fault of this name (``False``: the baseline, or trouble on the client's side).
+    fault: bool = True
+    #: Whether the client's environment carries the openreward SDK's URL variables (``OPENREWARD_API_URL``,
+    #: ``OPENREWARD_SESSION_URL``); ``False``: it is given the server's URL alone (``ORSBENCH_URL``).
+    sdk_urls: bool = True
+    #: What the profile does, where no fault of its name says it (a profile on the client's side).
+    summary: str = ""
 
     @property
     def knobs(self) -> tuple[tuple[str, Any], ...]:
@@ -51,7 +58,7 @@ class Profile:
 
     def config(self) -> ServerConfig:
         """The server configuration, with the request log the client checks grade from."""
-        return ServerConfig(faults=(self.name,) if self.name != BASELINE else (), request_log=True, **dict(self.knobs))
+        return ServerConfig(faults=(self.name,) if self.fault else (), request_log=True, **dict(self.knobs))
 
 
 def left_out() -> dict[str, str]:
@@ -59,10 +66,22 @@ def left_out() -> dict[str, str]:
     return {f.name: f.client.left_out for f in FAULTS.values() if f.kind == "profile" and f.client.left_out}
 
 
+#: Trouble on the client's side, played on the baseline server: a client must work with what a user gives it.
+CLIENT_SIDE: tuple[Profile, ...] = (
+    Profile(
+        "url-only",
+        fault=False,
+        sdk_urls=False,
+        summary="the client is given the server's URL alone (no OPENREWARD_API_URL / OPENREWARD_SESSION_URL): "
+        "a client that takes a base URL must send everything there",
+    ),
+)
+
+
 def profiles() -> list[Profile]:
-    """``none`` (the baseline) and every registered fault profile a client plays, in registry order."""
+    """``none`` (the baseline), every registered fault profile a client plays in registry order, then the client-side ones."""
     played = [Profile(f.name, f.client) for f in FAULTS.values() if f.kind == "profile" and f.client.left_out is None]
-    return [Profile(BASELINE), *played]
+    return [Profile(BASELINE, fault=False), *played, *CLIENT_SIDE]
 
 
 def profile(name: str) -> Profile:

@@ -40,6 +40,7 @@ from orsbench.clientcheck import contract
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import OutFile
 from orsbench.clientcheck.episodes import Script
+from orsbench.clientcheck.model import ModelScript, register
 from orsbench.clientcheck.process import ClientProcess, Command, Launch
 from orsbench.servers.launch import RunningServer, ServerStartError, local_http, start
 from orsbench.wire.redact import scrub
@@ -89,8 +90,11 @@ class CaseRun:
     #: How the server's counters (``/_orsbench/stats``) changed over the episode: ``calls``, ``requests`` and
     #: ``statuses`` by how much, ``sessions_left_open``; empty where the server keeps none (a proxy to yours).
     stats: dict[str, Any] = field(default_factory=dict)
-    #: What a built-in client observed beyond the contract (Inspect: ``tools_seen``; firehorse: ``shown``).
+    #: What a built-in client observed beyond the contract (``episode.extras``).
     extras: dict[str, Any] = field(default_factory=dict)
+    #: What the client sent the scripted model (``ORSBENCH_MODEL_URL``), when it asked it anything: the tools it
+    #: offered, the results it showed (:meth:`orsbench.clientcheck.model.ModelScript.transcript`).
+    model: dict[str, Any] | None = None
     #: The case server could not be started or read: orsbench's problem, not the client's.
     server_error: str | None = None
 
@@ -127,12 +131,25 @@ def script_json(script: Script) -> dict[str, Any]:
     return {"calls": [{"tool": step.tool, "input": step.args, **({"pause_s": step.pause_s} if step.pause_s else {})} for step in script.steps]}
 
 
-def case_environment(case: Case, url: str, env: str, script_path: Path, out_path: Path) -> dict[str, str]:
-    """The variables of the contract (``docs/clients.md``) for one case, SDK variables included."""
+#: The openreward SDK's URL variables. A case that gives the server's URL alone (``Case.sdk_urls`` false)
+#: withholds them from the client (``None``: taken out of the environment it inherits, whatever orsbench's holds).
+SDK_URL_VARIABLES = (protocol.ENV_API_URL, protocol.ENV_SESSION_URL, protocol.ENV_WEB_URL)
+
+
+def case_environment(
+    case: Case, url: str, env: str, script_path: Path, out_path: Path, model: ModelScript | None = None
+) -> dict[str, str | None]:
+    """The variables of the contract (``docs/clients.md``) for one case, SDK variables included.
+
+    ``model``: the case's script registered with the scripted model, for a client that takes a model.
+    """
+    # The openreward SDK (and TRL, Inspect) find the case server by these, except in a case that gives the URL alone.
+    sdk_urls: dict[str, str | None] = (
+        {protocol.ENV_API_URL: url, protocol.ENV_SESSION_URL: url} if case.sdk_urls else dict.fromkeys(SDK_URL_VARIABLES)
+    )
     return {
-        # The openreward SDK (and TRL, Inspect) find the case server by these; no network at run time.
-        protocol.ENV_API_URL: url,
-        protocol.ENV_SESSION_URL: url,
+        **(model.environment() if model is not None else {}),
+        **sdk_urls,
         protocol.ENV_DISABLE_UPDATE_CHECK: "1",
         "OPENREWARD_API_KEY": contract.CASE_API_KEY,
         "HF_HUB_OFFLINE": "1",
@@ -192,7 +209,8 @@ class RunningCase:
     must keep a request log (``ServerConfig(request_log=True)``), which is graded from the entries this
     episode added. ``deadline`` defaults to the case's own; the launch's ``startup_s`` is added to it.
     ``extra_env`` adds variables to the client's environment; ``overrides`` replaces contract ones (the
-    user's API key for the SDK's ``OPENREWARD_API_KEY`` on the user's server).
+    user's API key for the SDK's ``OPENREWARD_API_KEY`` on the user's server). ``model``: register the script
+    with the scripted model (``ORSBENCH_MODEL_URL``) — always for a user's command, which may be an agent harness.
     """
 
     def __init__(
@@ -206,6 +224,7 @@ class RunningCase:
         deadline: float | None = None,
         extra_env: Mapping[str, str] | None = None,
         overrides: Mapping[str, str] | None = None,
+        model: bool = True,
     ) -> None:
         self.case, self.server = case, server
         self.script = script if script is not None else case.script
@@ -216,7 +235,10 @@ class RunningCase:
         self.stdout_path, self.stderr_path = self.workdir / "stdout.log", self.workdir / "stderr.log"
         script_path.write_text(json.dumps(script_json(self.script)))
         self.out_path.touch(mode=0o600)
-        variables = case_environment(case, server.url, self.env, script_path, self.out_path)
+        # A client may be an agent harness: its model is the script, registered with the scripted model
+        # (``model=False``: a built-in target known to take none, so no scripted model is started for it).
+        self.model = register_model(case, self.script) if model else None
+        variables = case_environment(case, server.url, self.env, script_path, self.out_path, self.model)
         self.command = launch.shown(variables)
         self.server_error: str | None = None
         try:
@@ -252,13 +274,14 @@ class RunningCase:
         return self.stopped_for is not None
 
     def wait(self) -> CaseRun:
-        """Watch the client until it ends or is stopped; collect it."""
-        while not self.done():
-            time.sleep(POLL_S)
+        """Watch the client until it ends or is stopped; collect it (the same as :meth:`finish`)."""
         return self.finish()
 
     def finish(self) -> CaseRun:
-        """Stop the client's process group (it may have left children), read both ends, delete the directory."""
+        """Wait until the client ends or meets a bound, stop its process group (it may have left children),
+        read both ends, delete the directory."""
+        while not self.done():
+            time.sleep(POLL_S)
         self.process.stop()
         duration = time.monotonic() - self.started
         run = CaseRun(
@@ -277,7 +300,10 @@ class RunningCase:
             out=contract.read_out(self.out_path, OUT_LIMIT),
             extras=_extras(self.workdir),
             server_error=self.server_error,
+            model=used(self.model.transcript()) if self.model is not None else None,
         )
+        if self.model is not None:
+            self.model.forget()
         try:
             entries, total = _request_log(self.server)
             skipped = max(0, total - len(entries))  # entries past the log's bound are counted, not kept
@@ -292,6 +318,16 @@ class RunningCase:
             run.stats["sessions_left_open"] = after["active_sessions"] - self.stats_before["active_sessions"]
         shutil.rmtree(self.workdir, ignore_errors=True)
         return run
+
+
+def register_model(case: Case, script: Script | None = None) -> ModelScript:
+    """``script`` (the case's own by default) registered with this process's scripted model."""
+    return register(script or case.script, per_reply=case.per_reply)
+
+
+def used(transcript: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The scripted model's transcript when the client asked the model anything, else ``None``."""
+    return transcript if transcript and transcript.get("requests") else None
 
 
 def _requests(stats: Mapping[str, Any] | None) -> int:

@@ -19,7 +19,8 @@ from orsbench.checks.evidence import Options
 from orsbench.checks.model import CheckResult, CheckOutcome, Status
 from orsbench.checks.runner import Report, call_check, result_of
 from orsbench.clientcheck.cases import Case
-from orsbench.clientcheck.checks import Role, checks, context
+from orsbench.clientcheck.checks import ClientCheck, Context, Role, checks, context
+from orsbench.clientcheck.judgement import judge
 from orsbench.clientcheck.runner import CaseRun, run_case
 
 CaseCallback = Callable[[CaseRun, list[CheckResult]], None]
@@ -38,11 +39,17 @@ def grade(run: CaseRun, roles: Collection[Role] | None = None) -> list[CheckResu
     """
     if run.server_error:
         return []
-    ctx = context(run)
+    return grade_context(context(run), [check for check in checks() if roles is None or check.role in roles])
+
+
+def grade_context(ctx: Context, selected: Iterable[ClientCheck]) -> list[CheckResult]:
+    """The verdicts of the ``selected`` checks on one context (a case run, or one live session's traffic).
+
+    One grading path for ``check-client``, the matrix, hosted cases and the proxy: only which checks
+    run differs (a live session has no process to judge, and a report only if the client sent one).
+    """
     done: dict[str, CheckResult] = {}
-    for check in checks():
-        if roles is not None and check.role not in roles:
-            continue
+    for check in selected:
         start = time.monotonic()
         outcome: CheckOutcome | None
         unmet = next((dep for dep in check.requires if dep in done and done[dep].status in (Status.FAIL, Status.ERROR)), None)
@@ -52,7 +59,9 @@ def grade(run: CaseRun, roles: Collection[Role] | None = None) -> list[CheckResu
             outcome = call_check(check.fn, ctx)
         if outcome is not None:  # None: the case does not provoke what the check judges
             done[check.id] = result_of(check, outcome, time.monotonic() - start)
-    said = run.client_evidence()
+    said = ctx.run.client_evidence() if ctx.run is not None else None
+    if said is None:
+        return list(done.values())
     # A finding carries the client's own words (its reported error, its stderr): the evidence a reader acts on.
     return [replace(r, client=said) if r.status in (Status.FAIL, Status.WARN) else r for r in done.values()]
 
@@ -95,6 +104,8 @@ def check_client(
         if run.server_error:
             report.internal_errors.append(f"{case.name}: {run.server_error}")
         report.results.extend(scoped(results, case.name))
+        if not run.server_error:
+            report.cases.append(judge(run, results).of_case(case.name))
         report.exchanges += run.requests_total
     report.duration_s = time.monotonic() - began
     return report

@@ -11,23 +11,36 @@ so this module groups the log once, the same way for every check:
 * a ``/call`` carrying a ``task_id`` is a resume, filed under the call whose
   stream handed out that ``task_id``.
 
-Each log entry becomes an :class:`~orsbench.wire.evidence.Exchange`, so the
-checker's own readers (``result_of``, ``task_id_of``) classify the answers and
-reports show them as evidence exactly as ``orsbench check`` does.
+Both sources of traffic give the same typed view: a request-log entry
+(``check-client``, ``matrix``: :func:`from_log`) and an exchange a live server
+or proxy saw (``check-client --hosted``, ``orsbench proxy``: :func:`seen_of`)
+each become a :class:`Seen` — an :class:`~orsbench.wire.evidence.Exchange`, its
+route, whether its answer ended normally and the secret names it carried — so
+the checker's own readers (``result_of``, ``task_id_of``) classify the answers,
+every client check reads one shape, and reports show the exchanges as evidence
+exactly as ``orsbench check`` does.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.checks.evidence import result_of, task_id_of
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import parse
 
+if TYPE_CHECKING:
+    from orsbench.servers.request_log import Entry
+
 SESSION = protocol.SESSION_HEADER.lower()
+_SECRETS = protocol.SECRETS_HEADER.lower()
 
 
 def session_of(exchange: Exchange) -> str | None:
@@ -50,12 +63,67 @@ def exchange_of(entry: dict[str, Any]) -> Exchange:
         body=body,
         started_at=float(entry.get("started_at") or 0.0),
         elapsed=float((entry.get("ended_at") or entry.get("started_at") or 0.0) - (entry.get("started_at") or 0.0)),
+        peer=entry.get("peer"),
     )
     if headers.get("content-type", "").startswith("text/event-stream"):
         exchange.sse = parse(body)
     if entry.get("status") is None:
         exchange.error = "no answer"
     return exchange
+
+
+@dataclass(slots=True)
+class Seen:
+    """One request a client sent and the answer it got, as every client check reads it."""
+
+    exchange: Exchange
+    #: The route (the URL's path; on a hosted case, less the case's prefix).
+    path: str
+    #: The answer ended normally (``False``: cut, or never answered).
+    complete: bool
+    #: The names ``X-Secrets`` carried (never the values); ``None`` without a readable header.
+    secret_names: tuple[str, ...] | None = None
+
+    @property
+    def sid(self) -> str | None:
+        return session_of(self.exchange)
+
+
+def from_log(entries: Iterable[dict[str, Any]]) -> list[Seen]:
+    """The request log's entries (:mod:`orsbench.servers.request_log`) as :class:`Seen` requests."""
+    out = []
+    for entry in entries:
+        names = entry.get("secret_names")
+        out.append(Seen(exchange_of(entry), entry["path"], bool(entry.get("complete")), tuple(names) if names is not None else None))
+    return out
+
+
+def from_entry(entry: Entry, path: str | None = None) -> Seen:
+    """A request-log entry a live server just answered (no JSON round trip) as a :class:`Seen` request."""
+    names = entry.secret_names
+    return Seen(entry.exchange(), path if path is not None else entry.path, entry.complete, tuple(names) if names is not None else None)
+
+
+def secret_names(header: str | None) -> tuple[str, ...] | None:
+    """The names a raw ``X-Secrets`` header carries, sorted (``None`` when absent or unreadable)."""
+    if not header:
+        return None
+    try:
+        decoded = json.loads(base64.b64decode(header, validate=True))
+    except (binascii.Error, ValueError, RecursionError):
+        return None
+    return tuple(sorted(decoded)) if isinstance(decoded, dict) else None
+
+
+def seen_of(exchange: Exchange, path: str | None = None) -> Seen:
+    """An exchange a live server or proxy saw as a :class:`Seen` (``path``: its route, else the URL's path)."""
+    header = next((v for k, v in exchange.request_headers.items() if k.lower() == _SECRETS), None)
+    return Seen(
+        exchange,
+        path if path is not None else urlsplit(exchange.url).path,
+        exchange.error is None and exchange.status is not None,
+        secret_names(header),
+    )
 
 
 def body_json(exchange: Exchange) -> dict[str, Any]:
@@ -156,8 +224,9 @@ def text_of(output: dict[str, Any]) -> str:
 
 @dataclass
 class Traffic:
-    """The request log of one case, grouped."""
+    """The traffic of one client (a case's whole log, or one live session's requests), grouped."""
 
+    seen: list[Seen]
     exchanges: list[Exchange]
     calls: list[Call]
     #: Session ids the server created (``/create`` answered 200), in order.
@@ -165,6 +234,8 @@ class Traffic:
     #: Session ids a ``/delete`` was sent for.
     deleted: set[str]
     creates: list[Exchange]
+    #: Requests seen but not kept (a live session past its bound: a storm is counted, not stored).
+    dropped: int = 0
 
     @property
     def made(self) -> list[Call]:
@@ -172,8 +243,9 @@ class Traffic:
         return [c for c in self.calls if not c.after_finish]
 
 
-def group(entries: list[dict[str, Any]]) -> Traffic:
-    exchanges = [exchange_of(e) for e in entries]
+def group(seen: list[Seen], dropped: int = 0) -> Traffic:
+    """Group one client's requests, in the order they were sent, into sessions and logical calls."""
+    exchanges = [s.exchange for s in seen]
     calls: list[Call] = []
     by_task: dict[str, Call] = {}
     last_in_session: dict[str | None, Call] = {}
@@ -181,9 +253,9 @@ def group(entries: list[dict[str, Any]]) -> Traffic:
     created: list[str] = []
     deleted: set[str] = set()
     creates: list[Exchange] = []
-    for exchange, entry in zip(exchanges, entries):
+    for request in seen:
+        exchange, path = request.exchange, request.path
         sid = session_of(exchange)
-        path = exchange.url
         if exchange.method == "POST" and path == protocol.CREATE:
             creates.append(exchange)
             if exchange.status == 200 and sid:
@@ -199,7 +271,7 @@ def group(entries: list[dict[str, Any]]) -> Traffic:
         asked = body.get("task_id")
         kind, value = result_of(exchange)
         task_id = asked if asked is not None else task_id_of(exchange)
-        attempt = Attempt(exchange, asked is not None, task_id, kind, value, bool(entry.get("complete")))
+        attempt = Attempt(exchange, asked is not None, task_id, kind, value, request.complete)
         if asked is not None and asked in by_task:
             call = by_task[asked]
         else:
@@ -216,4 +288,4 @@ def group(entries: list[dict[str, Any]]) -> Traffic:
             by_task[task_id] = call
         if call.finished and not call.after_finish:
             finished_sessions.add(sid)
-    return Traffic(exchanges, calls, created, deleted, creates)
+    return Traffic(seen, exchanges, calls, created, deleted, creates, dropped)

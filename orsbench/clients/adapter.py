@@ -13,9 +13,12 @@ Why the built-in clients go through the contract too: the matrix then grades
 them by the very checks ``orsbench check-client`` applies to a user's
 command — one grading path — and the adapters are the suite's self-test.
 
-The openreward SDK's own variables (``OPENREWARD_API_URL``,
-``OPENREWARD_SESSION_URL``) must point at the server as well; :func:`environment`
-(:mod:`orsbench.clients.transcript`) builds the whole set. Exit status: 0 when the client played the script to
+Each client is handed the server the way its users hand it one: the base URL
+where it takes one (``ORSBENCH_URL``), the openreward SDK's own variables
+(``OPENREWARD_API_URL``, ``OPENREWARD_SESSION_URL``, set by every case but
+``url-only``) otherwise; an agent harness plays through the scripted model
+(``ORSBENCH_MODEL_URL``). The process resolves loopback names only
+(:mod:`orsbench.clients.offline`). Exit status: 0 when the client played the script to
 its end (or to ``finished``), 1 when it raised, 2 for a usage error.
 """
 
@@ -26,6 +29,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from orsbench.clients.offline import loopback_only
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.clients.transcript import AdapterEpisode, ClientExited, ClientReported, UsageError
 
@@ -68,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not target.installed:
         print(f"orsbench adapter: error: {target.title} is not installed: {target.install_hint}", file=sys.stderr)
         return 2
+    loopback_only()  # the client's code reaches 127.0.0.1 and nothing else (orsbench/clients/offline.py)
     try:
         episode = AdapterEpisode.from_environment(os.environ)
     except UsageError as exc:

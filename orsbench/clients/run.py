@@ -38,16 +38,15 @@ from orsbench.clientcheck import CaseRun, grade
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.episodes import Script
 from orsbench.clientcheck.judgement import Judgement, judge
+from orsbench.clientcheck.model import tools_shown
 from orsbench.clientcheck.process import Fork
 from orsbench.clientcheck.runner import RunningCase
 from orsbench.clients import adapter
+from orsbench.clients.offline import loopback_only
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.clients.transcript import AdapterEpisode
 from orsbench.servers.launch import RunningServer
 from orsbench.verdict import Verdict
-
-VERDICTS = tuple(Verdict)
-
 
 @dataclass
 class ClientOutcome:
@@ -70,10 +69,13 @@ class ClientOutcome:
     requests: dict[str, int] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)
     sessions_left_open: int = 0
-    #: What the client showed the model as tools (inspect only: Inspect's ToolInfo dumps).
+    #: What the client showed the model as tools: for an agent harness, what it offered the scripted model
+    #: (``name``, ``description``, ``parameters``, as its provider API sent them).
     tools_seen: list[Any] = field(default_factory=list)
-    #: What the adapter observed beyond the contract (Inspect: ``tools_seen``; firehorse: ``shown``, the raw MCP texts).
+    #: What the adapter observed beyond the contract (``episode.extras``).
     extras: dict[str, Any] = field(default_factory=dict)
+    #: What an agent harness sent the scripted model (:meth:`orsbench.clientcheck.model.ModelScript.transcript`).
+    model: dict[str, Any] | None = None
     #: The tail of what the client printed (stdout and stderr), kept off the terminal the matrix reports on.
     output: str = ""
     #: The client checks' results on the episode (:func:`orsbench.clientcheck.grade`).
@@ -142,6 +144,7 @@ def forked(client: str, prepare: Callable[[], None] | None = None) -> Fork:
     target = CLIENT_TARGETS.get(client)
 
     def body(workdir: Path) -> int:
+        loopback_only()  # the client's code reaches 127.0.0.1 and nothing else (as the adapter's command line)
         forget_parent_ping_thread()
         if prepare is not None:
             prepare()
@@ -196,14 +199,21 @@ class ClientRun(RunningCase):
         expect: str = "finish",
         secrets: Mapping[str, str] | None = None,
         prepare: Callable[[], None] | None = None,
+        sdk_urls: bool = True,
     ) -> None:
         self.client = client
-        case = case_for(server, expect)
+        case = replace(case_for(server, expect), sdk_urls=sdk_urls)
         if secrets:
             case = replace(case, secrets=tuple(secrets.items()))
-        super().__init__(forked(client, prepare), case, server, script=script, deadline=deadline)
+        takes_model = CLIENT_TARGETS.get(client).takes_model
+        super().__init__(forked(client, prepare), case, server, script=script, deadline=deadline, model=takes_model)
 
     def finish(self) -> ClientOutcome:  # type: ignore[override]
+        """Wait until the client ends or passes a bound (:meth:`RunningCase.finish` waits), then collect, grade and judge it.
+
+        Called directly (``play``, a test's ``ClientRun(...).finish()``) it waits; the matrix, which polls
+        :meth:`done` itself, finds it done at once. Stopping before that would SIGTERM a client mid-episode.
+        """
         return outcome_of(self.client, super().finish())
 
 
@@ -217,6 +227,9 @@ def outcome_of(client: str, run: CaseRun) -> ClientOutcome:
         outcome.error = judgement.error
     outcome.extras = run.extras
     outcome.tools_seen = run.extras.get("tools_seen", [])
+    if run.model is not None:
+        outcome.model = run.model
+        outcome.tools_seen = tools_shown(run.model)
     outcome.calls = dict(run.stats.get("calls") or {})
     outcome.requests = dict(run.stats.get("requests") or {})
     outcome.statuses = dict(run.stats.get("statuses") or {})

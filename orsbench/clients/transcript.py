@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from orsbench.clientcheck.contract import ENV, INDEX, OUT, SCRIPT, SECRETS, SPLIT, URL
+from orsbench.clientcheck.contract import ENV, INDEX, MODEL_URL, OUT, SCRIPT, SECRETS, SPLIT, URL
 
 JSON = dict[str, Any]
 
@@ -63,13 +63,22 @@ class AdapterEpisode:
     """One episode as a client target's ``play`` sees it, writing the contract's JSON lines as it goes.
 
     ``stage`` says where the client is (``session``, ``prompt``, ``call``, ...): an error line names it.
-    ``extras`` carries what a target observed beyond the contract (Inspect: the tools shown to the model).
+    ``extras`` carries what a target observed beyond the contract. ``model_url`` is the scripted model
+    an agent harness plays the script through (``ORSBENCH_MODEL_URL``; empty when none was given).
     """
 
     def __init__(
-        self, url: str, env: str, split: str, index: int, calls: Sequence[Call], secrets: Mapping[str, str], out: IO[str]
+        self,
+        url: str,
+        env: str,
+        split: str,
+        index: int,
+        calls: Sequence[Call],
+        secrets: Mapping[str, str],
+        out: IO[str],
+        model_url: str = "",
     ) -> None:
-        self.url, self.env, self.split, self.index = url, env, split, index
+        self.url, self.env, self.split, self.index, self.model_url = url, env, split, index, model_url
         self.calls = tuple(calls)
         self.secrets = dict(secrets)
         self.stage: str | None = None
@@ -93,7 +102,7 @@ class AdapterEpisode:
         if not isinstance(secrets, dict):
             raise UsageError(f"{SECRETS} must be a JSON object")
         stream = out if out is not None else open(environ[OUT], "a", encoding="utf-8")
-        return cls(environ[URL], environ[ENV], environ.get(SPLIT) or "train", index, calls, secrets, stream)
+        return cls(environ[URL], environ[ENV], environ.get(SPLIT) or "train", index, calls, secrets, stream, environ.get(MODEL_URL, ""))
 
     def steps(self) -> Iterator[Call]:
         """The script's calls in order, each after its pause; the target makes each call, then :meth:`record`."""

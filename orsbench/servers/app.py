@@ -13,7 +13,8 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from collections.abc import Sequence
+from typing import Any, Awaitable, Callable, TextIO
 
 from orsbench.config import ServerConfig
 from orsbench.scenarios import Scenario
@@ -91,17 +92,32 @@ def serve_forever(
     host: str = "127.0.0.1",
     port: int = 0,
     on_ready: Callable[[str], None] | None = None,
+    until: Callable[[], Awaitable[None]] | None = None,
+    more_ports: Sequence[int] = (),
+    on_bound: Callable[[list[int]], None] | None = None,
 ) -> None:
-    """Bind ``host:port`` (0 = a free port), call ``on_ready(url)``, serve until SIGINT/SIGTERM."""
+    """Bind ``host:port`` (0 = a free port), call ``on_ready(url)``, serve until SIGINT/SIGTERM
+    or until the coroutine ``until()`` returns (a server that knows when its work is done).
+
+    ``more_ports``: further ports (0 = free) the same app serves, in one process and one event loop;
+    the app tells them apart by ``scope["server"]``. ``on_bound(ports)`` is told the port each socket
+    got (the first port first) before anything is served; ``on_ready`` gets the first one's URL.
+    """
     import uvicorn
 
     if not is_loopback(host):
         print(f"orsbench: WARNING: binding {host}, reachable beyond this machine", file=sys.stderr)
     raise_open_file_limit()  # one descriptor per held stream
-    sock = bind(host, port)
-    bound_port = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{bound_port}"
+    sockets = [bind(host, port)]
+    try:
+        sockets += [bind(host, more) for more in more_ports]
+    except BindError:
+        for sock in sockets:
+            sock.close()
+        raise
+    url = url_of(host, sockets[0].getsockname()[1])
+    if on_bound is not None:
+        on_bound([sock.getsockname()[1] for sock in sockets])
     config = uvicorn.Config(
         app,
         loop="uvloop",
@@ -114,15 +130,32 @@ def serve_forever(
         proxy_headers=False,
     )
     server = uvicorn.Server(config)
-    if on_ready is not None:
+    if on_ready is not None or until is not None:
         original = server.startup
+        stopping: list[Any] = []  # the task that ends the server, held until the server ends
+
+        async def stop_when_done() -> None:
+            assert until is not None
+            await until()
+            server.should_exit = True
 
         async def startup(sockets: Any = None) -> None:
             await original(sockets=sockets)
-            on_ready(url)
+            if on_ready is not None:
+                on_ready(url)
+            if until is not None:
+                import asyncio
+
+                stopping.append(asyncio.get_running_loop().create_task(stop_when_done()))
 
         server.startup = startup  # type: ignore[method-assign]
-    server.run(sockets=[sock])
+    server.run(sockets=sockets)
+
+
+def url_of(host: str, port: int) -> str:
+    """``http://host:port`` (an IPv6 host in brackets)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
 
 
 def write_ready_file(path: str | os.PathLike[str]) -> Callable[[str], None]:

@@ -113,6 +113,19 @@ def header(scope: Scope, name: bytes) -> bytes | None:
     return found
 
 
+def peer_of(scope: Scope) -> str | None:
+    """The client connection a request came on, as ``host:port`` (ASGI's ``scope["client"]``), if the server says.
+
+    One connection carries the requests of one client process at a time, so a grader of many clients
+    at once (``orsbench proxy``, ``check-client --hosted``) attributes sessionless requests by it.
+    """
+    client = scope.get("client")
+    if not client:
+        return None
+    host, port = client[0], client[1]
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+
+
 def is_event_stream(headers: Headers) -> bool:
     return any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers)
 

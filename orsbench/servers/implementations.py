@@ -31,6 +31,7 @@ from orsbench.registry import Registry
 
 if TYPE_CHECKING:
     from orsbench.scenarios import Scenario
+    from orsbench.servers.engine import Engine
     from orsbench.servers.differences import Difference
 
 #: ``build(scenarios, config) -> ASGI app``.
@@ -52,7 +53,8 @@ class Implementation:
     speaks_ors: bool = True
     #: Can hold a session open across a long streaming call (``bench --sessions`` measures it).
     holds_sessions: bool = True
-    #: Fault profiles (``--fault``) apply to it: they change the mock engine through its seam.
+    #: Every fault (``--fault``) applies to it: faults change the mock engine through its seam. Any other
+    #: ORS server takes the faults told at the HTTP level (``Fault.wrap``), wrapped around its app.
     takes_faults: bool = False
     #: The other project's server it runs the scenario through (a twin); empty for orsbench's own.
     #: A twin's known differences from the reference are listed in the README.
@@ -64,12 +66,23 @@ class Implementation:
 
     def build_app(self, scenarios: Sequence[Scenario], config: ServerConfig) -> Any:
         """The ASGI app; ``ValueError`` for a config it cannot honour, :class:`MissingExtra` without its extra."""
+        served = [s for scenario in scenarios for s in scenario.served()]  # companions (two-envs) beside it, everywhere
         if config.faults and not self.takes_faults:
-            takers = ", ".join(i.name for i in IMPLEMENTATIONS.select(lambda i: i.takes_faults))
-            raise ValueError(f"fault profiles apply to the mock engine only (--impl {takers})")
+            # Another server takes the faults told at the HTTP level: they wrap its app, as they wrap a proxied one.
+            from orsbench.servers.faults import FAULTS, wrap_app
+
+            engine_only = [name for name in config.faults if FAULTS.get(name).wrap is None]
+            if engine_only or not self.speaks_ors:
+                takers = ", ".join(i.name for i in IMPLEMENTATIONS.select(lambda i: i.takes_faults))
+                raise ValueError(
+                    f"fault {engine_only[0] if engine_only else config.faults[0]!r} changes the mock engine itself "
+                    f"(--impl {takers}); around {self.name} only faults told at the HTTP level apply"
+                )
+            self.require()
+            app = self.build(served, config.replace(faults=()))
+            return wrap_app(app, config.faults, config.seed, ping_interval=config.ping_interval)
         self.require()
-        # A scenario's companions (two-envs) are served beside it, on every implementation.
-        return self.build([served for scenario in scenarios for served in scenario.served()], config)
+        return self.build(served, config)
 
     def require(self, feature: str | None = None) -> None:
         """Raise :class:`~orsbench.extras.MissingExtra` naming the extra when it is not installed."""
@@ -114,14 +127,28 @@ def in_suite() -> tuple[str, ...]:
 
 
 # -- the built-in implementations --------------------------------------------------------------------
-def _mock(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:
+def _mock_engine(scenarios: Sequence[Scenario], config: ServerConfig) -> tuple[Engine, Any]:
     from orsbench.servers.engine import Engine
     from orsbench.servers.faults import apply_faults
     from orsbench.servers.replay import RecordedAnswers, answering
 
     engine = Engine(list(scenarios), config)
     app = apply_faults(engine, config.faults, config.seed) if config.faults else engine
-    return RecordedAnswers(app, list(scenarios)) if answering(list(scenarios)) else app
+    return engine, (RecordedAnswers(app, list(scenarios)) if answering(list(scenarios)) else app)
+
+
+def mock_engine(scenarios: Sequence[Scenario], config: ServerConfig) -> tuple[Engine, Any]:
+    """The mock engine serving ``scenarios`` (their companions beside them), and the app that serves it.
+
+    What ``build_app`` of ``mock`` builds, with the engine itself handed back too: a process that hosts
+    several engines at once (``check-client --hosted``) reads each one's sessions and adds its
+    :class:`~orsbench.servers.engine.Hooks` through the engine's public seam.
+    """
+    return _mock_engine([served for scenario in scenarios for served in scenario.served()], config)
+
+
+def _mock(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:
+    return _mock_engine(scenarios, config)[1]
 
 
 def _sdk(scenarios: Sequence[Scenario], config: ServerConfig) -> Any:

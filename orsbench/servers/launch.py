@@ -19,6 +19,7 @@ import contextlib
 import http.client
 import json
 import os
+import select
 import shlex
 import signal
 import socket
@@ -63,21 +64,49 @@ class ServerStartError(RuntimeError):
 
 
 class ForkedProcess:
-    """A server forked by the zygote: not our child, so it is watched and stopped by PID alone."""
+    """A server forked by the zygote: not our child, so it is watched and stopped through a pidfd.
+
+    Why not by PID: the zygote's children are reaped by the kernel the moment they exit, and on a busy
+    machine (``pid_max`` 32768, many engineers forking) their PID is soon another process's. ``kill(pid)``
+    on a server that already died then signals whoever holds the number now — seen as a client forked
+    for the matrix dying of a SIGTERM nobody meant for it. A pidfd (Linux 5.3+) names this process only;
+    where there is none, the PID is the fallback.
+    """
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
+        self._fd: int | None = None
+        self._gone = False
+        try:
+            self._fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self._gone = True  # it already exited (and its number is not ours to signal)
+        except (OSError, AttributeError):
+            pass  # no pidfd here: the PID is all there is
 
     def poll(self) -> int | None:
+        if self._gone:
+            return 0
+        if self._fd is not None:
+            readable, _, _ = select.select([self._fd], [], [], 0)
+            if readable:
+                self._close()
+                return 0  # exited (reaped by the kernel: its exit status is not ours to read)
+            return None
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
-            return 0  # gone (reaped by the kernel: its exit status is not ours to read)
+            return 0
         return None
 
     def send_signal(self, sig: int) -> None:
+        if self.poll() is not None:
+            return
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, sig)
+            if self._fd is not None:
+                signal.pidfd_send_signal(self._fd, sig)
+            else:
+                os.kill(self.pid, sig)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
@@ -89,6 +118,16 @@ class ForkedProcess:
                 raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
             time.sleep(0.02)
         return 0
+
+    def _close(self) -> None:
+        self._gone = True
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self._close()
 
 
 #: What the zygote imports beyond the servers' own modules: the ``orsbench serve`` command it forks into.
@@ -364,6 +403,48 @@ def start_proxy(
     return server
 
 
+def start_hosted(
+    cases: Sequence[str] = (),
+    *,
+    duration: float | None = None,
+    deadline: float | None = None,
+    json_report: str | os.PathLike[str] | None = None,
+    strict: bool = False,
+    host: str = "127.0.0.1",
+    timeout: float = 60.0,
+) -> RunningServer:
+    """Start ``orsbench check-client --hosted`` (``cases``: all when empty) and wait until ``/health`` answers.
+
+    ``deadline``: each case's deadline (``--timeout``). The run ends by itself once every case was played
+    (wait on ``process``), at ``duration``, or on :meth:`RunningServer.stop`; its exit code is check-client's.
+    """
+
+    def argv(ready_file: str) -> list[str]:
+        cmd = [sys.executable, "-m", "orsbench", "check-client", "--hosted", "--host", host, "--ready-file", ready_file]
+        if cases:
+            cmd += ["--cases", ",".join(cases)]
+        for flag, value in (("--duration", duration), ("--timeout", deadline), ("--json", json_report)):
+            if value is not None:
+                cmd += [flag, str(value)]
+        return cmd + (["--strict"] if strict else [])
+
+    # A child of ours, never the zygote's: the caller reads the run's exit status, which a forked server's is not.
+    return _launch(argv, "orsbench check-client --hosted", "hosted", "hosted", ServerConfig(), timeout, fork=False)
+
+
+def start_scripted_model(*, host: str = "127.0.0.1", timeout: float = 60.0) -> RunningServer:
+    """Start the scripted model (:mod:`orsbench.servers.scripted_model`) and wait until ``/health`` answers.
+
+    One serves any number of scripts at once (each registered under its own base URL), so a run
+    starts one and registers a script per episode.
+    """
+
+    def argv(ready_file: str) -> list[str]:
+        return [sys.executable, "-m", "orsbench.servers.scripted_model", "--host", host, "--port", "0", "--ready-file", ready_file]
+
+    return _launch(argv, "the scripted model", "scripted-model", "scripted-model", ServerConfig(), timeout)
+
+
 def _forget_private_files(server: RunningServer) -> None:
     """Delete the 0600 config/secrets files once the server answers: it read them at startup."""
     for name in ("config.json", "secrets.json"):
@@ -379,15 +460,20 @@ def _launch(
     config: ServerConfig,
     timeout: float,
     env: Mapping[str, str] | None = None,
+    *,
+    fork: bool = True,
 ) -> RunningServer:
-    """Run an ``orsbench`` server command, learn its URL from the ready file, wait for ``/health``."""
+    """Run an ``orsbench`` server command, learn its URL from the ready file, wait for ``/health``.
+
+    ``fork``: let the zygote fork it when one runs (a forked server's exit status cannot be read).
+    """
     workdir = Path(tempfile.mkdtemp(prefix="orsbench-"))
     ready = workdir / "url"
     log_path = workdir / "server.log"
     env = {**os.environ, **(env or {}), protocol.ENV_DISABLE_UPDATE_CHECK: "1", "PYTHONUNBUFFERED": "1"}
     argv = argv_for(str(ready))
     process: subprocess.Popen[bytes] | ForkedProcess
-    zygote = _zygote()
+    zygote = _zygote() if fork else None
     if zygote is not None:
         process = zygote.spawn(argv[3:], env, log_path, module=argv[2])  # argv is "python -m MODULE ..."
     else:

@@ -11,9 +11,9 @@ stalls: the proxy adds no timeout of its own to a read.
 
 What passes through is also handed, as one
 :class:`~orsbench.wire.evidence.Exchange` per request (raw bytes, headers,
-parsed SSE events with arrival times), to the *observers* the front end plugs
-in — the passive grader and the cassette recorder — so the proxy itself
-judges nothing and writes nothing. Local routes (``GET /_orsbench/report``)
+parsed SSE events with arrival times, the client connection it came on), to the
+*observers* the front end plugs in — the passive server and client graders and
+the cassette recorder — so the proxy itself judges nothing and writes nothing. Local routes (``GET /_orsbench/report``)
 are answered by callables the front end provides.
 
 The proxy forwards with the upstream's own ``Host`` and rewrites a
@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from orsbench import protocol
+from orsbench.servers.http import peer_of
 from orsbench.servers.upstream import Aborted, UpstreamError, UpstreamPool, UpstreamResponse
 from orsbench.wire.client import add_secrets
 from orsbench.wire.evidence import Exchange
@@ -104,6 +105,7 @@ class ProxyApp:
         upstream: str,
         *,
         observers: Sequence[Observer] = (),
+        starting: Sequence[Observer] = (),
         routes: Mapping[str, LocalRoute] | None = None,
         on_shutdown: Sequence[Callable[[], None]] = (),
         connect_timeout: float = 10.0,
@@ -117,6 +119,8 @@ class ProxyApp:
         self.upstream_origin = _origin(self.upstream)
         self._base_path = parts.path.rstrip("/")
         self.observers = list(observers)
+        #: Told of each request as it starts (before its answer): a client grader tells a busy client from a quiet one.
+        self.starting = list(starting)
         #: Added to every ``/create`` sent upstream as ``X-Secrets`` (``--secret``; docs/protocol.md §14).
         self._secrets = dict(secrets or {})
         #: Added as ``X-API-Key`` to every request that carries no key of its own (``--api-key``); like the
@@ -194,8 +198,10 @@ class ProxyApp:
         url = proxy_origin + scope["path"] + suffix
         if len(self._urls) < _SHARED_TEXTS:
             url = self._urls.setdefault(url, url)
-        exchange = Exchange(scope["method"], url, seen, body)
+        exchange = Exchange(scope["method"], url, seen, body, peer=peer_of(scope))
         start = exchange.started_at = time.monotonic()
+        for watcher in self.starting:
+            watcher(exchange)
         if self._secrets and scope["path"] == protocol.CREATE:
             headers = _with_secrets(headers, self._secrets)
         if self._api_key is not None and not any(k.lower() in _KEY_HEADERS and v.strip() for k, v in headers):

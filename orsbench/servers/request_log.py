@@ -10,7 +10,10 @@ client saw it: a fault's 429 or cut stream included. ``GET
 /_orsbench/requests`` answers the log as JSON.
 
 Why a middleware and not the engine: it must see what the faults answered,
-and it works for every implementation alike. Bounded: bodies are kept up to
+and it works for every implementation alike. It also taps traffic for
+*watchers* without keeping it (``keep=False``): a grader of many clients at once
+(``orsbench proxy --fault``, ``check-client --hosted``) is told of each request as
+it starts and as its answer ends, with the connection it came on. Bounded: bodies are kept up to
 :data:`BODY_LIMIT` bytes each and :data:`TOTAL_LIMIT` bytes in all, entries up
 to :data:`MAX_ENTRIES` (a request storm is counted, not stored). Secrets are
 never kept: ``X-Secrets`` is recorded as the *names* it carries, and
@@ -20,13 +23,16 @@ never kept: ``X-Secrets`` is recorded as the *names* it carries, and
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from orsbench import protocol
-from orsbench.servers.http import ASGIApp, HTTPError, Message, RawJSON, Receive, Scope, Send, read_body, send_json
+from orsbench.wire.evidence import Exchange
+from orsbench.wire.sse import parse
+from orsbench.servers.http import ASGIApp, HTTPError, Message, RawJSON, Receive, Scope, Send, peer_of, read_body, send_json
 
 #: Bytes of each request or response body kept.
 BODY_LIMIT = 256 * 1024
@@ -68,6 +74,29 @@ class Entry:
     complete: bool = False
     ended_at: float | None = None
     truncated: bool = False
+    #: The client connection it came on (``host:port``): which client sent it, when sessions run at once.
+    peer: str | None = None
+
+    def exchange(self) -> Exchange:
+        """This exchange as the checker's :class:`Exchange` (an event stream parsed; cut: ``error`` set)."""
+        body = bytes(self.body)
+        exchange = Exchange(
+            self.method,
+            self.path,
+            self.request_headers,
+            self.request_body,
+            self.status,
+            self.headers,
+            body,
+            started_at=self.started_at,
+            elapsed=(self.ended_at or self.started_at) - self.started_at,
+            peer=self.peer,
+        )
+        if self.headers.get("content-type", "").startswith("text/event-stream"):
+            exchange.sse = parse(body)
+        if not self.complete:
+            exchange.error = "no answer" if self.status is None else "the answer was cut"
+        return exchange
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,14 +112,26 @@ class Entry:
             "body": bytes(self.body).decode("utf-8", "replace"),
             "complete": self.complete,
             "truncated": self.truncated,
+            "peer": self.peer,
         }
 
 
-class RequestLog:
-    """ASGI middleware recording every exchange; serves the log at :data:`protocol.REQUEST_LOG`."""
+#: Told of an entry as its request starts (no answer yet) and again as its answer ends.
+Watcher = Callable[[Entry], None]
 
-    def __init__(self, app: ASGIApp) -> None:
+
+class RequestLog:
+    """ASGI middleware recording every exchange; serves the log at :data:`protocol.REQUEST_LOG`.
+
+    ``keep=False``: keep nothing and serve no log — only tell ``on_start`` and ``on_end`` of each entry.
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, keep: bool = True, on_start: Sequence[Watcher] = (), on_end: Sequence[Watcher] = ()
+    ) -> None:
         self.app = app
+        self.keep = keep
+        self.on_start, self.on_end = list(on_start), list(on_end)
         self.entries: list[Entry] = []
         self.total = 0
         self._kept_bytes = 0
@@ -99,11 +140,11 @@ class RequestLog:
         if scope["type"] != "http" or scope["path"] in (protocol.HEALTH, protocol.STATS):
             await self.app(scope, receive, send)
             return
-        if scope["path"] == protocol.REQUEST_LOG:
+        if self.keep and scope["path"] == protocol.REQUEST_LOG:
             await send_json(send, 200, self.snapshot())
             return
         self.total += 1
-        if len(self.entries) >= MAX_ENTRIES:
+        if self.keep and len(self.entries) >= MAX_ENTRIES:
             await self.app(scope, receive, send)
             return
         body, receive = await read_body(receive, limit=BODY_LIMIT)
@@ -113,8 +154,11 @@ class RequestLog:
             if key == b"x-secrets":
                 secrets = secret_names(value)
             headers[key.decode("latin-1")] = REDACTED if key in _SECRET_HEADERS else value.decode("latin-1")
-        entry = Entry(scope["method"], scope["path"], headers, self._keep(body[:BODY_LIMIT]), time.monotonic(), secrets)
-        self.entries.append(entry)
+        entry = Entry(scope["method"], scope["path"], headers, self._keep(body[:BODY_LIMIT]), time.monotonic(), secrets, peer=peer_of(scope))
+        if self.keep:
+            self.entries.append(entry)
+        for watcher in self.on_start:
+            watcher(entry)
 
         async def recording_send(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -122,12 +166,15 @@ class RequestLog:
                 entry.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in message.get("headers", [])}
             elif message["type"] == "http.response.body":
                 chunk = message.get("body", b"")
-                room = min(BODY_LIMIT - len(entry.body), TOTAL_LIMIT - self._kept_bytes)
+                room = BODY_LIMIT - len(entry.body)
+                if self.keep:
+                    room = min(room, TOTAL_LIMIT - self._kept_bytes)
                 if len(chunk) > room:
                     entry.truncated = True
                     chunk = chunk[: max(0, room)]
                 entry.body += chunk
-                self._kept_bytes += len(chunk)
+                if self.keep:
+                    self._kept_bytes += len(chunk)
                 if not message.get("more_body"):
                     entry.complete = True
                     entry.ended_at = time.monotonic()
@@ -138,8 +185,12 @@ class RequestLog:
         finally:
             if entry.ended_at is None:
                 entry.ended_at = time.monotonic()
+            for watcher in self.on_end:
+                watcher(entry)
 
     def _keep(self, body: bytes) -> bytes:
+        if not self.keep:
+            return body
         if self._kept_bytes + len(body) > TOTAL_LIMIT:
             return b""
         self._kept_bytes += len(body)

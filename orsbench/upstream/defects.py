@@ -82,6 +82,10 @@ class CellFacts:
     refuses_session: bool = False
     #: The profile's refusals carry ``Retry-After``.
     retry_after: bool = False
+    #: The client is given the server's URL alone (the ``url-only`` profile: no ``OPENREWARD_SESSION_URL``).
+    url_only: bool = False
+    #: A call before the last returns a reward (the episode's reward is spread over its calls).
+    rewards_before_the_end: bool = False
     #: The reward each scripted call gets, in order, exactly as the server sends it (``None``: an unscored call).
     rewards: tuple[Any, ...] = ()
 
@@ -184,26 +188,8 @@ def _spaced_result(cell: CellFacts) -> bool:
 
 
 def _lands_in_default_env(cell: CellFacts) -> bool:
-    """The script names a non-default environment and the session lands in the default one (§13.6).
-
-    Not inspect-openreward's cell: it fails first at the call after ``finished`` (inspect-finished-error).
-    """
-    return _scenario_cell(cell) and cell.several_envs and cell.client != "inspect"
-
-
-def _plays_to_finished(cell: CellFacts) -> bool:
-    """The episode reaches its ``finished`` answer, in a case a correct client finishes."""
-    return cell.finishes and not cell.expects_error
-
-
-def _no_latch(cell: CellFacts) -> bool:
-    """The server refuses a call after ``finished`` (it has a finish latch): the next call's answer is an error."""
-    return not DEFECTS["ors-sdk-no-finish-latch"].on_server(cell.server) and _plays_to_finished(cell)
-
-
-def _calls_after_finished(cell: CellFacts) -> bool:
-    """The client's loop makes one call after ``finished`` (a client with inspect-finished-error), and the episode got there."""
-    return cell.client in DEFECTS["inspect-finished-error"].clients and _plays_to_finished(cell)
+    """The script names a non-default environment and the session lands in the default one (§13.6)."""
+    return _scenario_cell(cell) and cell.several_envs
 
 
 def _get_task_on_ors_sdk(cell: CellFacts) -> bool:
@@ -217,8 +203,9 @@ def _shown(*ids: str) -> Where:
 
 def _by_name_sessions(cell: CellFacts) -> bool:
     """The openreward SDK, TRL and benchflow's session (the SDK's, as its users write it) open every session by name
-    with no variant: /create never carries env_name."""
-    return cell.client in ("openreward", "trl", "benchflow") and _creates(cell)
+    with no variant: /create never carries env_name (where a /create is sent: TRL given the URL alone reaches no
+    server)."""
+    return cell.client in ("openreward", "trl", "benchflow") and _creates(cell) and not (cell.client == "trl" and cell.url_only)
 
 
 def _platoon_by_name(cell: CellFacts) -> bool:
@@ -234,6 +221,20 @@ def _task_default_env(cell: CellFacts) -> bool:
 
 def _trl_defaults(cell: CellFacts) -> bool:
     return factory_defect(cell.tools) is None and cell.omits_a_default
+
+
+def _url_only(cell: CellFacts) -> bool:
+    """The client has the server's URL alone, and takes it as a base URL (the SDK's variables are not set)."""
+    return cell.url_only
+
+
+def _setup_fails(cell: CellFacts) -> bool:
+    return cell.profile == "setup-failure"
+
+
+def _rewards_spread(cell: CellFacts) -> bool:
+    """A call before the last is rewarded (dense-reward): a client that keeps only the last reward loses the others."""
+    return _scenario_cell(cell) and cell.rewards_before_the_end
 
 
 def _firehorse_task_env(cell: CellFacts) -> bool:
@@ -340,6 +341,33 @@ DEFECTS: dict[str, Defect] = {
         Defect("nesting-dropped", TRL, "nested object properties are dropped: a $ref model becomes str (or a bare dict)", "P5"),
         Defect("constraints-dropped", TRL, "minimum/maximum, length and item-count bounds are dropped", "P5"),
         Defect(
+            "bool-schema-crash",
+            TRL,
+            "a parameter whose schema is a boolean (true: any value; false: never present, both valid JSON Schema) reaches "
+            "_resolve_param_type, which calls .get() on it: AttributeError inside _RolloutEnvironment.__init__, so "
+            "environment_factory() crashes and no episode starts",
+            "P3",
+            shows_in=_factory("bool-schema-crash"),
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
+        ),
+        Defect(
+            "top-level-only",
+            TRL,
+            "the binder reads only the top level's properties: a tool whose top level is a union of object schemas "
+            "(anyOf/oneOf, as a pydantic RootModel writes it) or takes any key (additionalProperties: true, no properties) "
+            "becomes a method with no parameters, so get_json_schema shows the model none and any argument it passes "
+            "raises TypeError",
+            "P5",
+        ),
+        Defect(
+            "description-filled",
+            TRL,
+            "an empty description is replaced: the tool's by 'Call the NAME tool.', a parameter's by its title or its "
+            "name ('Word' for word), so the model reads text the environment never wrote",
+            "P5",
+        ),
+        Defect(
             "docstring-sections",
             TRL,
             "descriptions are pasted into a Google-style docstring unescaped: a description containing Args:/Returns:/Raises: is cut there, and a parameter description line starting 'Word:' is parsed as another argument, so get_json_schema shows the model a truncated text",
@@ -403,13 +431,16 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "session-url",
             TRL,
-            "OpenRewardSpec(url) sends session traffic to http://sessions.<host> (the SDK's subdomain rewrite of base_url); OPENREWARD_SESSION_URL must be set as well",
+            "OpenRewardSpec(url) builds openreward.OpenReward(base_url=url), whose base_url is the openreward web host: API and session traffic go to http://api.<host> and http://sessions.<host> (for http://127.0.0.1:PORT, names that do not resolve) instead of url, where environments.get(name, base_url=url) would reach it; given the URL alone, every reset() fails, so OPENREWARD_SESSION_URL must be set as well",
             "P10",
+            shows_in=_url_only,
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
         ),
         Defect(
             "secret-names",
-            TRL,
-            "secrets={'NAME': 'value'} (the documented dict[str, str]) makes the SDK raise ValueError unless NAME is one of openreward's WELL_KNOWN_SECRETS; the tool probe swallows it (shared tools only) and reset() raises",
+            SDK,
+            "build_secrets_header (behind every session(secrets=...) of the SDK) accepts a plain string value only for a name in openreward's WELL_KNOWN_SECRETS and raises ValueError for any other: secrets={'NAME': 'value'} fails before /create for every client on the SDK (the SDK's own session(), TRL's documented dict[str, str], firehorse's --secret NAME=VALUE); TRL's tool probe swallows it (shared tools only) and reset() raises",
             "P13",
         ),
         Defect(
@@ -517,7 +548,7 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "ors-retry-after-ignored",
             ORS,
-            "request_retryable waits its own 0.5 s, 1 s backoff whatever Retry-After says: a 429 or 503 with Retry-After: 1 or 2 is retried too soon (the retry usually still succeeds, so the episode survives)",
+            "request_retryable waits its own backoff, 1 s then 2 s (tenacity wait_exponential(multiplier=1, min=1)), whatever Retry-After says: a 429 or 503 with Retry-After: 2 is retried after 1 s, too soon (the retry usually still succeeds, so the episode survives)",
             "P2",
             breaks=(("client.retry_after", lambda cell: _creates(cell) and cell.retry_after),),
         ),
@@ -531,19 +562,13 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "inspect-finished-error",
             INSPECT,
-            "generate(tool_calls='loop') does not stop on finished; the next call's episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
+            "generate(tool_calls='loop') does not stop on finished: when the model makes another call after the finishing one, its episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
             "P7",
-            shows_in=_no_latch,
-            effect=Effect.REPORTS_ERROR,
-            breaks=(
-                ("client.stops_at_finished", _shown("inspect-finished-error", "ors-sdk-no-finish-latch")),
-                ("client.stops_at_finished", _under("cut-before-task-id")),
-            ),
         ),
         Defect(
             "inspect-ref-untyped",
             INSPECT,
-            "sanitize_tool_schema(..., 'openai') (the provider chosen for mockllm and unknown providers) drops $ref: a parameter whose schema is a $ref (a pydantic model or Enum, also inside anyOf or array items) reaches the model as an untyped {} with only its description",
+            "openreward_solver builds each tool's parameters as Inspect's ToolParams(**schema), whose JSONSchema model has no $ref or $defs field (pydantic drops unknown keys) — whatever the provider, since sanitize_tool_schema keeps $ref: a parameter whose schema is a $ref (a pydantic model or Enum, also inside anyOf or array items) reaches the model as an untyped {} with only its description",
             "P5",
         ),
         Defect(
@@ -551,14 +576,49 @@ DEFECTS: dict[str, Defect] = {
             ORS_SERVER,
             "no finish latch: a call after the one that returned finished=True still runs the tool and answers ok with a new reward, so a client that keeps calling (Inspect's tool loop) runs tools the episode no longer accepts, and a trainer reading the last reward trains on the later one",
             "P7",
-            shows_in=_calls_after_finished,
-            effect=Effect.HARMS_SERVER,
         ),
         Defect(
+            "inspect-schema-refused",
+            INSPECT,
+            "_solver._wrap_tool builds inspect_ai's ToolParams(**schema), whose pydantic model refuses a boolean property "
+            "schema (true/false) and items given as a list (draft-07's tuple): building the tool raises ValidationError, "
+            "the sample errors before the model's first turn and the eval scores nothing",
+            "P3",
+            shows_in=lambda cell: cell.client == "inspect" and _scenario_cell(cell) and any(inspect_refused(t) for t in cell.tools),
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
+        ),
+        Defect(
+            "inspect-keywords-dropped",
+            INSPECT,
+            "ToolParams keeps only the keywords it models (type, format, description, default, enum, items, properties, "
+            "additionalProperties, anyOf, required, pattern, min/maxLength, minimum/maximum, examples): const, "
+            "exclusiveMinimum/exclusiveMaximum and minItems/maxItems are dropped, a top level that is a union of objects "
+            "becomes an object with no parameters, and one that takes any key takes none (the openai sanitizer drops "
+            "additionalProperties)",
+            "P5",
+        ),        Defect(
             "inspect-items-dropped",
             INSPECT,
-            "the same sanitizer drops prefixItems and additionalProperties: a tuple reaches the model as an array with items {}, and a dict loses its value type (dict[str, float] is a bare object)",
+            "ToolParams has no prefixItems either, so a tuple reaches the model as an array with items {} (the openai sanitizer's empty items) or none (anthropic); and sanitize_tool_schema(..., 'openai') — the provider inspect-openreward picks for Inspect's openai API and any it does not know — drops additionalProperties, so a dict loses its value type (dict[str, float] is a bare object)",
             "P5",
+        ),
+        Defect(
+            "inspect-solver-drops-base-url",
+            INSPECT,
+            "openreward_solver opens its sessions on a new AsyncOpenReward().environments.get(environment.deployment_name, variant=...), dropping the base_url of the Environment it was handed: an environment reached by environments.get(name, base_url=URL) lists its dataset from URL, but every session goes to OPENREWARD_SESSION_URL, or to https://sessions.openreward.ai when that is unset",
+            "P10",
+            shows_in=_url_only,
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
+        ),
+        Defect(
+            "inspect-last-reward-only",
+            INSPECT,
+            "each tool overwrites state.metadata['openreward_reward'] with the latest non-null reward and openreward_scorer scores that: the rewards of the calls before the last never reach the eval log, so an episode that rewards every step is scored by its last step alone (0.25 where the steps gave 0.5, -0.25, 0.25)",
+            "P7",
+            shows_in=_rewards_spread,
+            effect=Effect.WRONG_DATA,
         ),
         Defect(
             "inspect-result-images-dropped",
@@ -585,19 +645,18 @@ DEFECTS: dict[str, Defect] = {
             masks=True,
         ),
         Defect(
-            "firehorse-5xx-fails-trial",
+            "firehorse-needs-platform",
             FIREHORSE,
-            "under the flaky-5xx profile the trial fails before the agent starts: run_trial's own session set-up (get_prompt, list_tools on the async openreward client) raises the 502/503/504 it was answered with Retry-After (observed: SessionResponseError 504 on /task_tools), where the sync openreward client and TRL ride the same profile out",
-            "P8",
-            shows_in=_under("flaky-5xx"),
-            effect=Effect.REPORTS_ERROR,
-            masks=True,
+            "before any trial the orchestrator asks the OpenReward platform which secrets the environment requires (GET {OPENREWARD_API_URL}/v1/environments/NS/NAME/required-secrets, not part of ORS) and does not catch a failure: pointed at an ORS server alone (OPENREWARD_API_URL the server's URL), every run ends with a traceback on its 404 before a trial starts",
+            "P10",
         ),
         Defect(
-            "firehorse-reward-shown",
+            "firehorse-setup-leaks-session",
             FIREHORSE,
-            "the MCP bridge appends [OR_REWARD:{\"r\": reward, \"f\": finished}] to every tool result, and '[EPISODE COMPLETE] ... Final reward: R. Stop making tool calls.' to the finishing one: the model reads each call's reward, text the environment never sent",
-            "P7",
+            "run_trial opens the session (__aenter__) and then reads the prompt and tools inside a try that closes the session only for a toolset rejection: when get_prompt() fails (a failed setup(), 500) the error is re-raised, the trial fails, and the session it opened is never deleted",
+            "P13",
+            shows_in=_setup_fails,
+            effect=Effect.HARMS_SERVER,
         ),
         Defect(
             "platoon-non-default-env-refused",
@@ -610,6 +669,22 @@ DEFECTS: dict[str, Defect] = {
             shows_in=lambda cell: _scenario_cell(cell) and cell.several_envs,
             effect=Effect.REPORTS_ERROR,
             masks=True,
+        ),
+        Defect(
+            "firehorse-get-task-env-name",
+            FIREHORSE,
+            "the orchestrator starts each trial from get_task(split, index) on the async openreward client, which reads env_name from the /task answer: against ors-sdk's server (whose /task answer has none) every trial fails with the error 'env_name' (a KeyError's text) before a session is opened",
+            "P11",
+            shows_in=_get_task_on_ors_sdk,
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
+        ),
+        Defect(
+            "firehorse-task-env-name",
+            FIREHORSE,
+            "a trial's session is opened from the Task that the orchestrator's get_task returned, and the SDK fetched it from the server's default environment (its bare path, see env-name-not-sent): on a server with several environments /create names the default one ('two-envs-decoy' where the run was started for --env orsbench/two-envs) and the episode plays there",
+            "P12",
+            breaks=(("client.env_name", _firehorse_task_env),),
         ),
         Defect(
             "benchflow-unscored-call-refused",
@@ -648,28 +723,6 @@ DEFECTS: dict[str, Defect] = {
             "_bounded_reward does float(value): a JSON boolean reward (true) passes the [0, 1] check as 1.0 and the "
             "ors-episode verifier scores the episode 1.0 (the openreward client hands the boolean on as sent)",
             "P7",
-        ),
-        Defect(
-            "firehorse-get-task-env-name",
-            FIREHORSE,
-            "a trial starts from get_task(split, index) on the async openreward client, which reads env_name from the /task answer: against ors-sdk's server (whose /task answer has none) every trial ends with KeyError: 'env_name' before a session is opened",
-            "P11",
-            shows_in=_get_task_on_ors_sdk,
-            effect=Effect.REPORTS_ERROR,
-            masks=True,
-        ),
-        Defect(
-            "firehorse-task-env-name",
-            FIREHORSE,
-            "both of a trial's sessions are opened from the Task that get_task returned, and the SDK fetched it from the server's default environment (its bare path, see env-name-not-sent): on a server with several environments /create names the default one ('two-envs-decoy' where the trial was started for 'two-envs') and the episode plays there",
-            "P12",
-            breaks=(("client.env_name", _firehorse_task_env),),
-        ),
-        Defect(
-            "firehorse-two-sessions",
-            FIREHORSE,
-            "each trial opens two sessions for one task: run_trial's own (the prompt the model reads comes from it) and the MCP bridge's (where the tools run); an environment that draws per-session state shows the model a prompt from another episode than the one it plays",
-            "P1",
         ),
     )
 }
@@ -724,8 +777,40 @@ def binding_defect(spec: JSON) -> Defect | None:
     _, params, _ = _properties(spec)
     if not _IDENTIFIER.match(name) or any(not _IDENTIFIER.match(p) for p in params):
         return DEFECTS["non-identifier-skipped"]
+    if bool_schema_params(spec):
+        return DEFECTS["bool-schema-crash"]
     if keyword.iskeyword(name) or any(keyword.iskeyword(p) or p == "self" for p in params):
         return DEFECTS["keyword-crash"]
+    return None
+
+
+def bool_schema_params(spec: JSON) -> list[str]:
+    """Top-level parameters whose schema is a boolean (``true``/``false``): TRL 1.16's ``_resolve_param_type`` calls ``.get`` on them."""
+    props = (spec.get("input_schema") or {}).get("properties") or {}
+    return [name for name, prop in props.items() if isinstance(prop, bool)]
+
+
+def hidden_by_the_top_level(spec: JSON) -> bool:
+    """Whether the tool takes parameters its top level does not list in ``properties``: a union of objects, or any key.
+
+    TRL 1.16 binds only the top-level ``properties`` (``top-level-only``), and so does inspect's ToolParams.
+    """
+    schema = spec.get("input_schema") or {}
+    return not schema.get("properties") and bool(schema_view.view(schema)["names"])
+
+
+def empty_descriptions(spec: JSON) -> list[str]:
+    """Where a description is given but empty: ``"tool"`` and/or the parameters (TRL 1.16 fills them in)."""
+    found = ["tool"] if spec.get("description") == "" else []
+    return found + [name for name, text in schema_view.descriptions(spec.get("input_schema")).items() if text == ""]
+
+
+def signature_defect(spec: JSON) -> Defect | None:
+    """Why the bound method's parameters are not the schema's (``None``: they are)."""
+    if (defect := binding_defect(spec)) is not None:
+        return defect
+    if hidden_by_the_top_level(spec) and schema_view.parameters(spec.get("input_schema"))["properties"]:
+        return DEFECTS["top-level-only"]
     return None
 
 
@@ -765,6 +850,8 @@ def trl_1_16_type(prop: JSON) -> str:
 
 
 def accepts_null(prop: JSON, defs: JSON) -> bool:
+    if isinstance(prop, bool):
+        return prop  # a boolean schema: true takes any value (null too), false none
     node = schema_view.resolve(prop, defs)
     for member in schema_view.members(node):
         kind = member.get("type")
@@ -778,6 +865,8 @@ def aspect_defect(spec: JSON, aspect: str) -> Defect | None:
     if (defect := binding_defect(spec)) is not None:
         return defect
     server = schema_view.view(spec.get("input_schema"))
+    if hidden_by_the_top_level(spec) and server[aspect]:
+        return DEFECTS["top-level-only"]  # TRL shows none of what the top level's members (or its open keys) say
     if aspect == "types":
         props = (spec.get("input_schema") or {}).get("properties") or {}
         if any([trl_1_16_type(props[n])] != server["types"][n] for n in props if server["types"][n]):
@@ -796,6 +885,10 @@ def aspect_defect(spec: JSON, aspect: str) -> Defect | None:
 def docstring_defect(spec: JSON) -> Defect | None:
     if (defect := binding_defect(spec)) is not None:
         return defect
+    if hidden_by_the_top_level(spec) and schema_view.descriptions(spec.get("input_schema")):
+        return DEFECTS["top-level-only"]  # the parameters (and their descriptions) are not shown at all
+    if [where for where in empty_descriptions(spec) if where != "tool"]:
+        return DEFECTS["description-filled"]  # the tool's own empty description is not compared (none to show)
     description = spec.get("description") or ""
     params = schema_view.descriptions(spec.get("input_schema")).values()
     if any(s in description for s in _DOC_SECTIONS) or any(
@@ -811,6 +904,8 @@ def call_defect(spec: JSON) -> Defect | None:
         return defect
     if spec["name"] == "reset":
         return DEFECTS["reset-overridden"]
+    if hidden_by_the_top_level(spec) and schema_view.required_example(spec.get("input_schema")):
+        return DEFECTS["top-level-only"]  # the method takes none of the arguments the schema needs
     schema = spec.get("input_schema") or {}
     defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
     props, _, required = _properties(spec)
@@ -823,11 +918,12 @@ def call_defect(spec: JSON) -> Defect | None:
 
 
 def factory_defect(tools: Iterable[JSON]) -> Defect | None:
-    """Why ``environment_factory()`` cannot build an adapter whose ``reset`` is the adapter's own."""
+    """Why ``environment_factory()`` cannot build an adapter whose ``reset`` is the adapter's own (the first tool that crashes it)."""
     tools = list(tools)
+    crashes = (DEFECTS["keyword-crash"], DEFECTS["bool-schema-crash"])
     for spec in tools:
-        if binding_defect(spec) is DEFECTS["keyword-crash"]:
-            return DEFECTS["keyword-crash"]
+        if (defect := binding_defect(spec)) in crashes:
+            return defect
     if any(spec["name"] == "reset" for spec in tools):
         return DEFECTS["reset-overridden"]
     return None
@@ -886,12 +982,61 @@ def sanitized_params(spec: JSON, provider: str = "openai") -> list[str]:
     return [name for name in props if name in SANITIZED_KEYS[provider]]
 
 
+def inspect_refused(spec: JSON) -> list[str]:
+    """Where inspect_ai's ToolParams refuses the tool's schema: a boolean schema, or ``items`` as a list, where its
+    model (``JSONSchema``) wants an object — in ``properties``, ``items`` and ``anyOf``, at any depth."""
+    found: list[str] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, bool):
+            found.append(f"{where} is {json_bool(node)}")
+            return
+        if not isinstance(node, dict):
+            return
+        items = node.get("items")
+        if isinstance(items, list):
+            found.append(f"{where}.items is a list")
+        elif items is not None:
+            walk(items, f"{where}.items")
+        for name, prop in (node.get("properties") or {}).items():
+            walk(prop, f"{where}.{name}" if where else name)
+        for i, member in enumerate(node.get("anyOf") or []):
+            walk(member, f"{where}.anyOf[{i}]")
+
+    walk(spec.get("input_schema") or {}, "")
+    return found
+
+
+def json_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def inspect_dropped_keywords(spec: JSON) -> list[str]:
+    """What ToolParams leaves out of the tool's schema: ``const``, exclusive bounds, item counts (where), a top level's parameters."""
+    found: list[str] = []
+    if hidden_by_the_top_level(spec):
+        found.append("the top level's parameters")
+    for name, prop in schema_view.parameters(spec.get("input_schema"))["properties"].items():
+        keys = [k for m in schema_view.members(prop) for k in _INSPECT_UNMODELLED if k in m]
+        if keys:
+            found.append(f"{name}: {', '.join(dict.fromkeys(keys))}")
+    return found
+
+
+#: Keywords inspect_ai's JSONSchema model has no field for (dropped when a ToolParams is built).
+_INSPECT_UNMODELLED = ("const", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems")
+
+
 def inspect_binding_defect(spec: JSON) -> Defect | None:
     """Why inspect-openreward shows the model a parameter with less type than the server declared."""
+    if inspect_refused(spec):
+        return DEFECTS["inspect-schema-refused"]
     if sanitized_params(spec):  # inspect-openreward sanitises for the openai provider
         return DEFECTS["sanitizer-drops-keyword-params"]
     if inspect_untyped_params(spec):
         return DEFECTS["inspect-ref-untyped"]
     if inspect_itemless_params(spec):
         return DEFECTS["inspect-items-dropped"]
+    if inspect_dropped_keywords(spec):
+        return DEFECTS["inspect-keywords-dropped"]
     return None

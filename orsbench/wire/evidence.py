@@ -35,6 +35,10 @@ class Exchange:
     started_at: float = 0.0
     #: Transport failure (connection refused, read timeout, ...), if any.
     error: str | None = None
+    #: Where a server or proxy saw the request come from: the client connection's ``host:port``
+    #: (``None`` for requests orsbench sent itself). Requests of one connection come from one client
+    #: process, so the client checks attribute sessionless requests by it (``clientcheck/traffic.py``).
+    peer: str | None = None
 
     # -- convenience --------------------------------------------------------
     @property
@@ -117,6 +121,8 @@ class Exchange:
         }
         if self.error:
             out["error"] = self.error
+        if self.peer:
+            out["peer"] = self.peer
         return out
 
 

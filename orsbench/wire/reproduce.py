@@ -27,6 +27,8 @@ Only the wire layer is involved: the script is built from
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shlex
 from collections.abc import Sequence
 from urllib.parse import urlsplit
@@ -61,21 +63,21 @@ def _base_and_path(url: str) -> tuple[str, str]:
 
 
 def _quote(text: str, sids: dict[str, str]) -> str:
-    """Shell-quote ``text``, with every known session id replaced by its variable (expanded)."""
-    pieces: list[str] = [text]
+    """Shell-quote ``text``, with every known session id (or other value in ``sids``) replaced by its variable (expanded)."""
+    pieces: list[tuple[str, bool]] = [(text, False)]  # (text, is a variable)
     for sid, var in sorted(sids.items(), key=lambda kv: -len(kv[0])):
-        spliced: list[str] = []
-        for piece in pieces:
-            if piece.startswith("$SID"):
-                spliced.append(piece)
+        spliced: list[tuple[str, bool]] = []
+        for piece, is_var in pieces:
+            if is_var:
+                spliced.append((piece, True))
                 continue
             chunks = piece.split(sid)
             for i, chunk in enumerate(chunks):
                 if i:
-                    spliced.append(f"${var}")
-                spliced.append(chunk)
+                    spliced.append((f"${var}", True))
+                spliced.append((chunk, False))
         pieces = spliced
-    out = "".join(f'"{p}"' if p.startswith("$SID") else (shlex.quote(p) if p else "") for p in pieces)
+    out = "".join(f'"{p}"' if is_var else (shlex.quote(p) if p else "") for p, is_var in pieces)
     return out or "''"
 
 
@@ -151,14 +153,19 @@ def reproducer(
     *,
     api_key: bool = False,
     note: str = "",
+    sequence: Sequence[Exchange] | None = None,
 ) -> str | None:
     """A shell script that sends ``evidence`` again (with the session set-up it needs); ``None`` without evidence.
 
     ``history`` is every exchange of the run, in order (where the session set-up comes from);
     ``api_key`` says the run sent an API key (the script then sends ``$ORS_API_KEY``).
+    ``sequence``, for a finding that involves several sessions, is every request they sent in the
+    order sent: the script replays exactly those (see :func:`sequence_steps`) instead of the evidence.
     """
-    if not evidence:
+    if not evidence and not sequence:
         return None
+    if sequence:
+        return _sequence_script(list(sequence), history, api_key=api_key, note=note)
     replayed, sids = steps(evidence, history)
     base, _ = _base_and_path(evidence[0].url)
     lines = []
@@ -172,10 +179,158 @@ def reproducer(
     for var in sorted(secrets):
         lines.append(f'# set ${var} first (orsbench never writes secrets out): export {var}=...')
     key = f' -H "{protocol.API_KEY_HEADER}: $ORS_API_KEY"' if api_key else ""
+    lines += _sessions(sids, history, key)
+    rendered = [_curl(ex, sids, api_key=api_key) for ex in replayed]
+    for i, line in enumerate(rendered):
+        lines.append(line if i == len(rendered) - 1 else line + "; echo")
+    return "\n".join(lines)
+
+
+#: At most this many requests of a multi-session finding are replayed (the first ones).
+MAX_SEQUENCE = 80
+#: A pause of the run at least this long (seconds) is kept in a multi-session script (``sleep``): an idle session
+#: waiting out a TTL, a ping sent into a running call.
+PAUSE_S = 0.1
+#: What each request of a multi-session script prints after its answer: how long it took (a ping that waited shows).
+_TOOK = " -w '\\n(took %{time_total} s)\\n'"
+
+
+def sequence_steps(sequence: Sequence[Exchange]) -> list[list[Exchange]]:
+    """``sequence`` cut into batches: one request after another, and requests that were in flight together.
+
+    A batch of several was sent at once (each started before another had finished): the script sends
+    them at once too (``&`` and ``wait``), since a race shows only when the requests meet.
+    """
+    batches: list[list[Exchange]] = []
+    end = float("-inf")
+    for exchange in sequence[:MAX_SEQUENCE]:
+        if batches and exchange.started_at and exchange.started_at < end:
+            batches[-1].append(exchange)
+        else:
+            batches.append([exchange])
+        end = max(end if len(batches[-1]) > 1 else float("-inf"), exchange.started_at + exchange.elapsed)
+    return batches
+
+
+def _task_ids(sequence: Sequence[Exchange]) -> tuple[dict[int, str], dict[int, str]]:
+    """Calls whose task id a later request of the sequence sends back, and those requests: ``$TASKn`` links them.
+
+    A resume is linked to the last earlier call of its own session that was given that id (else of any
+    session): when two sessions were handed the same id (a per-session counter), the script still resumes
+    the one the run meant. Returns ``({id(call): var}, {id(resume): var})``.
+    """
+    calls: dict[int, str] = {}
+    resumes: dict[int, str] = {}
+    for n, exchange in enumerate(sequence):
+        sent = _task_id_sent(exchange)
+        if sent is None:
+            continue
+        earlier = [e for e in sequence[:n] if e.task_id == sent and _task_id_sent(e) is None]
+        own = [e for e in earlier if _session_of(e) == _session_of(exchange)]
+        source = (own or earlier or [None])[-1]
+        if source is None:
+            continue
+        var = calls.setdefault(id(source), f"TASK{len(calls) + 1}")
+        resumes[id(exchange)] = var
+    return calls, resumes
+
+
+def _task_id_sent(exchange: Exchange) -> str | None:
+    try:
+        body = json.loads(exchange.request_body) if exchange.request_body else None
+    except ValueError:
+        return None
+    value = body.get("task_id") if isinstance(body, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _sequence_script(sequence: list[Exchange], history: Sequence[Exchange], *, api_key: bool, note: str) -> str:
+    """The script of a multi-session finding: every request of its sessions, in the order sent, then their deletes."""
+    sids: dict[str, str] = {}
+    for exchange in sequence:
+        sid = _session_of(exchange)
+        if sid is not None and sid not in sids and _is_session(history or sequence, sid):
+            sids[sid] = f"SID{len(sids) + 1}"
+    stores, sends = _task_ids(sequence)
+    base, _ = _base_and_path(sequence[0].url)
+    lines = [f"# {line}" for line in note.splitlines()] if note else []
+    lines.append(
+        f"# {len(sequence[:MAX_SEQUENCE])} requests of {len(sids) or 'several'} sessions, in the order they were sent "
+        "(requests sent at once are sent at once: & and wait); every session is deleted at the end"
+    )
+    lines.append("# BASE: the server to send to (default: the one this run checked; a server orsbench started is gone now)")
+    lines.append(f'BASE="${{BASE:-{base}}}"' if _plain(base) else f'[ -n "${{BASE:-}}" ] || BASE={shlex.quote(base)}')
+    secrets = {var for ex in sequence for name, var in SECRET_VARIABLES.items() if name in {h.lower() for h in ex.request_headers}}
+    if api_key:
+        secrets.add(SECRET_VARIABLES[protocol.API_KEY_HEADER.lower()])
+    for var in sorted(secrets):
+        lines.append(f'# set ${var} first (orsbench never writes secrets out): export {var}=...')
+    key = f' -H "{protocol.API_KEY_HEADER}: $ORS_API_KEY"' if api_key else ""
+    lines += _sessions(sids, history or sequence, key)
+    count = 0
+    previous: float | None = None
+    batches = sequence_steps(sequence)
+    if any(len(batch) > 1 for batch in batches):
+        lines.append('OUT_DIR=$(mktemp -d)  # what the requests sent at once answer, printed in order once they are all done')
+    for batch in batches:
+        together = len(batch) > 1
+        start = batch[0].started_at
+        if previous is not None and start and start - previous >= PAUSE_S:
+            lines.append(f"sleep {start - previous:.2f}  # the run waited here")
+        shown_after: list[str] = []
+        for exchange in batch:
+            count += 1
+            who = sids.get(_session_of(exchange) or "")
+            path = _base_and_path(exchange.url)[1].split("?")[0]
+            marker = f"echo '### {count}: {exchange.method} {path}{f' ({who})' if who else ''}{' (at once)' if together else ''}'"
+            shown, markers = _marked(exchange, sends.get(id(exchange)))
+            curl = _stored(_curl(shown, {**sids, **markers}, api_key=api_key) + _TOOK, stores.get(id(exchange)))
+            if together:
+                offset = exchange.started_at - start
+                pause = f"sleep {offset:.2f}; " if offset >= PAUSE_S / 2 else ""
+                lines.append(f'{{ {pause}{curl}; echo; }} > "$OUT_DIR/{count}" 2>&1 &')
+                shown_after += [marker, f'cat "$OUT_DIR/{count}"']
+            else:
+                lines += [marker, f"{curl}; echo"]
+        if together:
+            lines.append("wait")
+            lines += shown_after
+        previous = max(e.started_at + e.elapsed for e in batch)
+    if any(len(batch) > 1 for batch in batches):
+        lines.append('rm -rf "$OUT_DIR"')
+    return "\n".join(lines)
+
+
+#: Stands in a request body for a task id that the script reads back from an earlier answer.
+_MARK = "@@orsbench-{}@@"
+
+
+def _marked(exchange: Exchange, var: str | None) -> tuple[Exchange, dict[str, str]]:
+    """``exchange`` with the task id its body sends back replaced by a marker, and ``{marker: var}``."""
+    if var is None:
+        return exchange, {}
+    body = json.loads(exchange.request_body)
+    body["task_id"] = _MARK.format(var)
+    return dataclasses.replace(exchange, request_body=json.dumps(body).encode()), {_MARK.format(var): var}
+
+
+def _stored(curl: str, var: str | None) -> str:
+    """A call whose task id is resumed later keeps it in ``$var`` as it prints its answer."""
+    if var is None:
+        return curl
+    return (
+        f"OUT=$({curl}); printf '%s\\n' \"$OUT\"; "
+        f"{var}=$(printf '%s\\n' \"$OUT\" | tr -d '\\r' | sed -n '/^event: task_id/{{n;s/^data: *//p;q;}}')"
+    )
+
+
+def _sessions(sids: dict[str, str], history: Sequence[Exchange], key: str) -> list[str]:
+    """The lines that open each session's id (``/create_session`` as the run did, else a made-up one) and the
+    ``trap`` that deletes every one of them however the script ends."""
+    lines: list[str] = []
     from_sessions = False
     for sid, var in sids.items():
-        opener = _opened_by(history, sid)
-        if opener is not None:
+        if _opened_by(history, sid) is not None:
             from_sessions = True
             lines.append(
                 f"{var}=$(curl -sS -N -X POST \"$BASE\"{protocol.CREATE_SESSION}{key} "
@@ -190,10 +345,7 @@ def reproducer(
         lines.append(f"trap 'for sid in {each}; do")
         lines += [f"  {_delete(route, key)}" for route in routes]
         lines.append("done' EXIT")
-    rendered = [_curl(ex, sids, api_key=api_key) for ex in replayed]
-    for i, line in enumerate(rendered):
-        lines.append(line if i == len(rendered) - 1 else line + "; echo")
-    return "\n".join(lines)
+    return lines
 
 
 def _plain(text: str) -> bool:

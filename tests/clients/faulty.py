@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -162,6 +163,20 @@ class EpisodeRewardLast(Adapter):
         return {**super().line(tool, output), "episode_reward": self.last}
 
 
+class SdkUrlOnly(Adapter):
+    """Finds the server by the openreward SDK's OPENREWARD_SESSION_URL, not the URL it was given (ORSBENCH_URL)."""
+
+    def __init__(self, environ: dict[str, str] | None = None) -> None:
+        env = dict(os.environ if environ is None else environ)
+        super().__init__({**env, "ORSBENCH_URL": env.get("OPENREWARD_SESSION_URL", "")})
+
+    def play(self) -> int:
+        if not self.url:
+            self.write({"error": "no server: OPENREWARD_SESSION_URL is not set"})
+            return 1
+        return super().play()
+
+
 class GiveUp(Adapter):
     """Retries nothing: the first transient answer (a 429 with Retry-After) ends the episode, logged on stderr."""
 
@@ -169,6 +184,13 @@ class GiveUp(Adapter):
         print(f"give-up client: {response.request.method} {response.request.url.path} answered {response.status_code}", file=sys.stderr)
         print("give-up client: not retrying, giving up on this episode", file=sys.stderr)
         return False
+
+
+class DropNulls(Adapter):
+    """Leaves out every argument whose value is null (a binder that reads None as "not given", §13.9)."""
+
+    def call(self, tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+        return super().call(tool, {k: v for k, v in tool_input.items() if v is not None})
 
 
 class Hang(Adapter):
@@ -220,7 +242,9 @@ FAULTS: dict[str, type[Adapter]] = {
     "first-block-only": FirstBlockOnly,
     "episode-reward-sum": EpisodeRewardSum,
     "episode-reward-last": EpisodeRewardLast,
+    "sdk-url-only": SdkUrlOnly,
     "give-up": GiveUp,
+    "drop-nulls": DropNulls,
     "hang": Hang,
     "crash": Crash,
     "flood": Flood,

@@ -15,9 +15,10 @@ tool outputs into ``trajectory/ors-rewards.jsonl``, and a task whose ``verifier/
 ``ors-episode`` strategy has ``Verifier.verify()`` read that file and take the terminal reward. So a benchflow user
 plays the session with the openreward SDK and hands the outputs to benchflow; this adapter does the same:
 
-* the session, as the openreward SDK's users write it (``docs/clients.md``'s minimal adapter): open it for
-  (split, index) with the secrets, read the prompt, make each call, stop at ``finished``, leave the ``with`` block
-  (which deletes the session); a call that raises ends the episode;
+* the session, as the openreward SDK's users write it for an environment server of their own (the openreward
+  target's way, ``environments.get(name, base_url=URL)``): open it for (split, index) with the secrets, read the
+  prompt, make each call, stop at ``finished``, leave the ``with`` block (which deletes the session); a call that
+  raises ends the episode;
 * each call's output as benchflow's docstring shapes it, ``{"tool", "reward", "finished"}``, written by
   ``benchflow.write_ors_tool_outputs_jsonl`` into a rollout folder (``RolloutPaths``);
 * the episode graded by benchflow's own verifier: ``Verifier(Task(task_dir), RolloutPaths(rollout), sandbox)
@@ -91,7 +92,7 @@ def play_session(environ: dict[str, str], out: Out) -> list[dict[str, Any]] | No
     outputs: list[dict[str, Any]] = []
     stage = "session"
     try:
-        environment = openreward.OpenReward().environments.get(environ["ORSBENCH_ENV"])
+        environment = openreward.OpenReward().environments.get(environ["ORSBENCH_ENV"], base_url=environ["ORSBENCH_URL"])
         with environment.session(split=split, index=index, secrets=secrets) as session:
             stage = "prompt"
             session.get_prompt()

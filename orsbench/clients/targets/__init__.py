@@ -46,7 +46,7 @@ MODULES = (
     "orsbench.clients.targets.ors_sdk",
     "orsbench.clients.targets.trl_spec",
     "orsbench.clients.targets.inspect_eval",
-    "orsbench.clients.targets.firehorse_mcp",
+    "orsbench.clients.targets.firehorse",
     "orsbench.clients.targets.platoon",
     "orsbench.clients.targets.benchflow",
 )
@@ -66,12 +66,18 @@ class ClientTarget:
     #: Top-level modules the client needs: imported before any fork (so children skip the import), and
     #: what :attr:`installed` looks for.
     modules: tuple[str, ...] = ()
+    #: Modules the client imports on its way through an episode (its provider, its log writer): imported by
+    #: :meth:`preload` too where they can be, so each forked episode skips them; not part of what "installed" means.
+    warm: tuple[str, ...] = ()
     #: The orsbench extra that installs it (named in the message when it is missing).
     extra: str = "conformance"
     #: Seconds added to every deadline for the client's own start-up (an Inspect eval's set-up).
     startup_s: float = 0.0
     #: Episodes of this client that may play at once on a 2-core machine without starving each other.
     concurrency: int = 16
+    #: An agent harness: it plays the script through a model (the scripted model, ``ORSBENCH_MODEL_URL``),
+    #: so each of its episodes registers the script with one. The others never start a scripted model.
+    takes_model: bool = False
     #: It trains on the episodes it plays (a trainer's rollouts), so an episode without a reward is no use to it.
     trains: bool = False
     #: What its user makes of an episode (reward convention, accepted range, images, failures).
@@ -116,6 +122,11 @@ class ClientTarget:
             return
         for module in self.modules:
             importlib.import_module(module)
+        for module in self.warm:
+            try:
+                importlib.import_module(module)
+            except ImportError:  # a dependency's internals moved: each episode imports what it needs itself
+                pass
 
 
 CLIENT_TARGETS: Registry[ClientTarget] = Registry("client target", modules=MODULES)

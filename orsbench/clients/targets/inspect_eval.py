@@ -1,20 +1,39 @@
-"""inspect-openreward under a real ``inspect_ai.eval``, with a scripted offline model.
+"""inspect-openreward through ``inspect eval``: Inspect's own CLI, its OpenAI provider, the scripted model.
 
-``openreward_dataset`` + ``openreward_solver`` + ``openreward_scorer``, and
-Inspect's ``mockllm/model`` scripted to make the script's tool calls (usage set,
-so it never fetches a tokenizer). Like an eager model it asks for the last call
-once more after the script: a client must stop the loop on ``finished``.
+What an inspect-openreward user runs, with the LLM replaced by orsbench's
+scripted model (``ORSBENCH_MODEL_URL``)::
 
-Inspect shows each tool result to the model as a tool message; the reward and
-``finished`` reach the eval only through the score, so the adapter records
-them on the last call. What the model was shown as tools is kept in
-``episode.extras["tools_seen"]`` (Inspect's ``ToolInfo`` dumps).
+    inspect eval orsbench/clients/targets/inspect_task.py@ors_episode -T url=... -T env=... \\
+        --model openai/scripted --model-base-url $ORSBENCH_MODEL_URL -M responses_api=false --log-format json
+
+Inspect's command line loads the task file (:mod:`orsbench.clients.targets.inspect_task`:
+``openreward_dataset`` + ``openreward_solver`` + ``openreward_scorer``), runs the
+eval, and its ``openai`` provider sends each turn to the scripted model as a
+Chat Completions request (``responses_api=false``: Inspect takes a model name it
+does not know for a frontier one and would use the Responses API, after a
+"hello, world" probe of reasoning summaries) — tools converted by inspect-openreward
+(``sanitize_tool_schema(..., "openai")`` into ``ToolParams``) and by Inspect's
+provider, exactly as a real model would receive them. The scripted model makes
+the script's calls, then says it is done; Inspect's ``generate(tool_calls="loop")``
+knows nothing of ``finished``, so it asks the model once more after the
+finishing call (the model answers with text, and the loop ends).
+
+The eval runs in this process (Inspect's click command, called as ``inspect``
+calls it), so the matrix's forked children skip Inspect's import. What it did
+is read back from its own log (``--log-dir``, JSON): each tool message the
+model was shown, the score's reward and ``finished``. The reward and
+``finished`` reach the log only through the score, so they are reported on the
+last call. What the model was offered as tools comes from the scripted model
+(``ClientOutcome.tools_seen``).
 """
 
 from __future__ import annotations
 
+import glob
+import os
 import tempfile
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orsbench.clients.consumers import Consumer
 from orsbench.clients.targets import ClientTarget, register
@@ -22,48 +41,55 @@ from orsbench.clients.targets import ClientTarget, register
 if TYPE_CHECKING:
     from orsbench.clients.transcript import AdapterEpisode
 
+#: The task file ``inspect eval`` is given (a user's own, as inspect-openreward's README writes it).
+TASK_FILE = Path(__file__).with_name("inspect_task.py")
+#: The model: Inspect's OpenAI provider (Chat Completions) on the scripted model.
+MODEL = "openai/scripted"
+
+
+def command_line(episode: AdapterEpisode, log_dir: str) -> list[str]:
+    """The ``inspect`` arguments for one episode."""
+    return [
+        "eval", f"{TASK_FILE}@ors_episode",
+        "-T", f"url={episode.url}", "-T", f"env={episode.env}", "-T", f"split={episode.split}", "-T", f"index={episode.index}",
+        "--model", MODEL,
+        "--model-base-url", episode.model_url,
+        "-M", "responses_api=false",
+        "--log-dir", log_dir,
+        "--log-format", "json",
+        "--display", "none",
+        "--max-samples", "1",
+        "--no-fail-on-error",
+        "--no-score-display",
+        "--ctl-server", "false",  # no per-episode control socket for `inspect ctl`: nothing here attaches to it
+    ]  # fmt: skip
+
 
 def play(episode: AdapterEpisode) -> None:
-    import openreward
-    from inspect_ai import Task
-    from inspect_ai import eval as inspect_eval
-    from inspect_ai.model import ChatMessageTool, ModelOutput, ModelUsage, get_model
-    from inspect_openreward import openreward_dataset, openreward_scorer, openreward_solver
+    from inspect_ai._cli.main import inspect as inspect_cli
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.model import ChatMessageTool
 
-    environment = openreward.OpenReward().environments.get(episode.env)
-    episode.stage = "dataset"
-    dataset = openreward_dataset(environment, episode.split, limit=episode.index + 1)
-    calls = list(episode.calls)
-    planned = [*calls, calls[-1]] if calls else []  # the last call once more: the loop must stop on finished
-    turns = iter(planned)
-    seen: list[Any] = []
+    from orsbench.clients.transcript import ClientReported, UsageError
 
-    def policy(messages: Any, tools: Any, tool_choice: Any, config: Any) -> ModelOutput:
-        seen.append([tool.model_dump(exclude_none=True) for tool in tools])
-        call = next(turns, None)
-        if call is None:
-            output = ModelOutput.from_content("mockllm/model", "done")
-        else:
-            output = ModelOutput.for_tool_call("mockllm/model", call.tool, dict(call.input))
-        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
-        return output
-
-    episode.stage = "eval"
+    if not episode.model_url:
+        raise UsageError("inspect plays through a model: ORSBENCH_MODEL_URL is not set (orsbench check-client and matrix set it)")
     with tempfile.TemporaryDirectory(prefix="orsbench-inspect-") as logs:
-        task = Task(dataset=dataset[episode.index :], solver=openreward_solver(environment), scorer=openreward_scorer())
-        [log] = inspect_eval(
-            task,
-            model=get_model("mockllm/model", custom_outputs=policy),
-            log_dir=logs,
-            display="none",
-            max_samples=1,
-            fail_on_error=False,
-            score_display=False,
-        )
-        sample = (log.samples or [None])[0]
-    episode.extras["tools_seen"] = seen[0] if seen else []
+        episode.stage = "eval"
+        try:
+            inspect_cli.main(command_line(episode, logs), prog_name="inspect", auto_envvar_prefix="INSPECT", standalone_mode=True)
+            code = 0
+        except SystemExit as exc:  # how a click command ends
+            code = exc.code if isinstance(exc.code, int) else 1
+        found = sorted(glob.glob(os.path.join(logs, "*.json")))
+        if not found:
+            raise ClientReported(f"inspect eval exited {code} without writing a log")
+        log = read_eval_log(found[-1])
+    sample = (log.samples or [None])[0]
     if sample is None:
-        raise RuntimeError(f"the eval ended {log.status} without a sample: {log.error.message if log.error else ''}")
+        where = "dataset" if log.error and "dataset" in (log.error.traceback or "") else "eval"
+        episode.stage = where
+        raise ClientReported(f"inspect eval exited {code}, {log.status} without a sample: {log.error.message if log.error else ''}")
     answered = [m for m in sample.messages if isinstance(m, ChatMessageTool) and m.error is None]
     score = next(iter((sample.scores or {}).values()), None)
     meta = (score.metadata or {}) if score is not None else {}
@@ -73,7 +99,7 @@ def play(episode: AdapterEpisode) -> None:
         episode.record(message.function or "", message.text, meta.get("reward") if last else None, bool(meta.get("finished")) and last)
     if sample.error is not None:
         episode.stage = "sample"
-        raise RuntimeError(f"sample error: {sample.error.message}")
+        raise ClientReported(f"sample error: {sample.error.message}")
     episode.stage = None
 
 
@@ -81,10 +107,19 @@ register(
     ClientTarget(
         "inspect",
         "inspect-openreward",
-        "inspect-openreward (Inspect eval)",
+        "inspect-openreward (inspect eval, openai provider, scripted model)",
         play,
-        modules=("openreward", "inspect_ai", "inspect_ai.model", "inspect_openreward"),
+        modules=("openreward", "openai", "inspect_ai", "inspect_ai.model", "inspect_ai._cli.main", "inspect_openreward"),
+        # What an eval imports on its way (the openai provider, the ACP server, the log's markdown): some 15 s of
+        # imports per episode on a busy machine, done once before the matrix forks.
+        warm=(
+            "inspect_ai.model._providers.openai", "inspect_ai.model._openai_responses", "inspect_ai.agent._acp.server",
+            "inspect_ai.hooks", "inspect_ai._cli._scanner", "inspect_ai.solver._transcript", "markdown_it", "linkify_it",
+            "numpy", "openai.resources.chat", "openai.pagination", "rich.markdown", "truststore", "httpcore2", "pydantic.v1",
+            "anyio._backends._asyncio", "inspect_ai._control.scoring", "inspect_ai.hooks._startup",
+        ),  # fmt: skip
         extra="inspect",
+        takes_model=True,
         startup_s=20.0,
         concurrency=2,
         consumer=Consumer(

@@ -1,4 +1,10 @@
-"""The openreward SDK client (``OpenReward().environments``), sync, found by its own environment variables."""
+"""The openreward SDK client (``OpenReward().environments``), sync, given the server's URL.
+
+``environments.get(name, base_url=URL)`` is the SDK's way to an environment
+server that is not openreward.ai (``OpenReward(base_url=...)`` is the web host,
+from which it derives ``api.<host>`` and ``sessions.<host>``); the SDK's own
+``OPENREWARD_SESSION_URL``, where set, points at the same server.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ if TYPE_CHECKING:
 def play(episode: AdapterEpisode) -> None:
     import openreward
 
-    sync_session.play(openreward.OpenReward().environments.get(episode.env), episode)
+    sync_session.play(openreward.OpenReward().environments.get(episode.env, base_url=episode.url), episode)
 
 
 register(

@@ -106,6 +106,7 @@ class Fault:
 #: The modules that register faults (see :mod:`orsbench.registry`).
 MODULES = (
     "orsbench.servers.faults.violations",
+    "orsbench.servers.faults.isolation",
     "orsbench.servers.faults.router",
     "orsbench.servers.faults.profiles",
     "orsbench.servers.faults.tool_defects",

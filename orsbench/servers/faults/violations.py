@@ -30,7 +30,7 @@ from orsbench import protocol
 from orsbench.registry import Registry
 from orsbench.servers import sse
 from orsbench.servers.engine import finished_error
-from orsbench.servers.faults import fault
+from orsbench.servers.faults import WrapFn, fault, http_fault
 from orsbench.servers.faults.hooks import Handler, before, raise_, remember_deleted, rescue, rewrite_result, without
 from orsbench.servers.faults.middleware import RewriteHeaders, RewriteStream, on_output, on_result, status_is
 from orsbench.servers.http import EventStream, Headers, HTTPError, Request, Scope, send_bytes, send_detail, set_header
@@ -59,7 +59,8 @@ class Violation:
 
 #: Every violation, registered with its fault by :func:`violation` (a module adding violations joins ``modules``).
 VIOLATIONS: Registry[Violation] = Registry(
-    "violation", modules=("orsbench.servers.faults.violations", "orsbench.servers.faults.tool_defects")
+    "violation",
+    modules=("orsbench.servers.faults.violations", "orsbench.servers.faults.tool_defects", "orsbench.servers.faults.isolation"),
 )
 #: Path prefix under which the ``violation-router`` test harness (:mod:`.router`) serves each violation.
 ROUTER_PREFIX = "/_violations/"
@@ -77,6 +78,29 @@ def violation(
     def decorate(fn: Apply) -> Apply:
         VIOLATIONS.register(Violation(name, summary, breaks, also, scenario, knobs), origin=fn.__module__)
         return fault(name, summary, kind="violation")(fn)
+
+    return decorate
+
+
+def http_violation(
+    name: str,
+    summary: str,
+    breaks: tuple[str, ...],
+    *,
+    also: tuple[str, ...] = (),
+    scenario: str = "echo",
+    **knobs: Any,
+) -> Callable[[WrapFn], WrapFn]:
+    """A violation told at the HTTP level: ``wrap(app, rng, context)`` breaks the rule around *any* ORS app.
+
+    Served on the mock as every violation is, and around the SDK twins (``--impl sdk --fault NAME``), so
+    the same planted defect shows the checker catching it on more than one server.
+    """
+
+    def decorate(fn: WrapFn) -> WrapFn:
+        VIOLATIONS.register(Violation(name, summary, breaks, also, scenario, knobs), origin=fn.__module__)
+        http_fault(name, summary, kind="violation")(fn)
+        return fn
 
     return decorate
 

@@ -1,0 +1,93 @@
+"""The client side of ``orsbench proxy``: grade each client session in the traffic a proxy forwards.
+
+:class:`~orsbench.checks.passive.PassiveGrader` judges the *server* from what passes through
+the proxy; :class:`PassiveClientGrader` judges the *clients* from the same exchanges: each session
+a trainer's workers open is filed on its own (:mod:`.attribution`, by session id and by
+connection), graded when it ends by every client check that needs nothing but traffic — deleted or
+left open, Retry-After honoured, no 4xx retried, no call after ``finished``, cut streams resumed by
+``task_id``, ``env_name`` and secrets sent, no request storm — and tallied (:mod:`.live`). The
+proxy knows no case: which environment, script or secrets a client was meant to use is unknown,
+so those checks judge what the traffic shows (``Context.run`` is ``None``).
+
+It is told of each request as it starts (:meth:`request_started`) and as its answer ends
+(:meth:`observe`) — by :class:`~orsbench.servers.proxy.ProxyApp` itself, or, when the proxy injects
+faults, by a :class:`~orsbench.servers.request_log.RequestLog` tap outside them, so the graded traffic
+is what the clients got (an injected 503 included). Safe to read from another thread: :meth:`results` is the
+report so far — ended sessions tallied, open ones graded as they stand but not yet judged on
+deletion — and :meth:`results` with ``final=True`` ends every open session ("still open at exit").
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from orsbench import protocol
+from orsbench.checks.model import CheckResult
+from orsbench.clientcheck.attribution import Attributor, Episode
+from orsbench.clientcheck.checks import ClientCheck
+from orsbench.clientcheck.live import Tallies, grade_episode, label, traffic_checks
+from orsbench.clientcheck.traffic import Seen
+
+#: Seconds between sweeps for idle connections and abandoned sessions (on the traffic's own thread).
+SWEEP_S = 0.5
+#: The check a live report leaves out for sessions still open: they may yet be deleted.
+_DELETED = "client.session_deleted"
+
+
+class PassiveClientGrader:
+    """Files forwarded exchanges under client sessions and grades each session when it ends."""
+
+    def __init__(self, checks: list[ClientCheck] | None = None, *, abandoned_s: float = protocol.SESSION_TTL_S) -> None:
+        """``abandoned_s``: a session with no request for this long is graded as left open (a server reaps it)."""
+        self.checks = checks if checks is not None else traffic_checks()
+        self.abandoned_s = abandoned_s
+        self.tallies = Tallies()
+        self.attributor = Attributor(self._ended)
+        self._lock = threading.Lock()
+        self._next_sweep = 0.0
+        self.closed = False
+
+    # -- observing ---------------------------------------------------------------------------
+    def request_started(self, peer: str | None, at: float, path: str) -> None:
+        """A request for ``path`` began (before its answer): how a busy client host is told from a quiet one."""
+        with self._lock:
+            self.attributor.started(peer, at, path)
+
+    def observe(self, request: Seen) -> None:
+        """A request's answer ended: file it under its session (grading the sessions that end)."""
+        with self._lock:
+            if self.closed:
+                return
+            self.attributor.seen(request)
+            now = time.monotonic()
+            if now >= self._next_sweep:
+                self._next_sweep = now + SWEEP_S
+                self.attributor.sweep(now, abandoned_s=self.abandoned_s)
+
+    def _ended(self, episode: Episode) -> None:
+        self.tallies.add("", label(episode) + _why(episode), grade_episode(episode, self.checks))
+
+    # -- the report ----------------------------------------------------------------------------
+    def results(self, *, final: bool = False) -> list[CheckResult]:
+        """One result per client check over every session so far; ``final`` ends the open ones first."""
+        with self._lock:
+            if final and not self.closed:
+                self.attributor.close()
+                self.closed = True
+            if final or not self.attributor.open:
+                return self.tallies.results()
+            tallies = self.tallies.copy()
+            live = [c for c in self.checks if c.id != _DELETED]
+            for episode in self.attributor.open.values():
+                tallies.add("", label(episode) + " (still open)", grade_episode(episode, live))
+            return tallies.results()
+
+    @property
+    def sessions(self) -> int:
+        """Sessions graded so far (ended ones)."""
+        return self.tallies.sessions[""]
+
+
+def _why(episode: Episode) -> str:
+    return f" ({episode.ended})" if episode.ended and episode.ended != "deleted" else ""

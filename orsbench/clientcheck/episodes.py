@@ -111,6 +111,12 @@ def _schema_zoo(task: JSON) -> list[Step]:
     ]
 
 
+def _schema_edges(task: JSON) -> list[Step]:
+    from orsbench.scenarios.schema_edges import INPUTS, answer_text
+
+    return [*(Step(name, dict(args), answer_text(name)) for name, args in INPUTS.items()), Step("done", {}, "done")]
+
+
 def _images(task: JSON) -> list[Step]:
     from orsbench.scenarios.hazards import look_text
 
@@ -148,6 +154,7 @@ _SCRIPTS: dict[str, Callable[[JSON], list[Step]]] = {
     "sparse-reward": _sparse,
     "slow": _slow,
     "schema-zoo": _schema_zoo,
+    "schema-edges": _schema_edges,
     "schema-zoo-index": lambda task: [Step("answer", {"word": task["word"]}, "right")],
     "schema-zoo-prompt": lambda task: [Step("answer", {"value": str(task["answer"])}, "right")],
     "pick": lambda task: [Step("pick", {"door": task["door"]}, "win")],

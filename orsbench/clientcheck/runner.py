@@ -133,20 +133,21 @@ def script_json(script: Script) -> dict[str, Any]:
 
 
 #: The openreward SDK's URL variables. A case that gives the server's URL alone (``Case.sdk_urls`` false)
-#: withholds them from the client — set empty, which the SDK reads as unset, over whatever orsbench's own
-#: environment holds.
+#: withholds them from the client (``None``: taken out of the environment it inherits, whatever orsbench's holds).
 SDK_URL_VARIABLES = (protocol.ENV_API_URL, protocol.ENV_SESSION_URL, protocol.ENV_WEB_URL)
 
 
 def case_environment(
     case: Case, url: str, env: str, script_path: Path, out_path: Path, model: ModelScript | None = None
-) -> dict[str, str]:
+) -> dict[str, str | None]:
     """The variables of the contract (``docs/clients.md``) for one case, SDK variables included.
 
     ``model``: the case's script registered with the scripted model, for a client that takes a model.
     """
     # The openreward SDK (and TRL, Inspect) find the case server by these, except in a case that gives the URL alone.
-    sdk_urls = {protocol.ENV_API_URL: url, protocol.ENV_SESSION_URL: url} if case.sdk_urls else dict.fromkeys(SDK_URL_VARIABLES, "")
+    sdk_urls: dict[str, str | None] = (
+        {protocol.ENV_API_URL: url, protocol.ENV_SESSION_URL: url} if case.sdk_urls else dict.fromkeys(SDK_URL_VARIABLES)
+    )
     return {
         **(model.environment() if model is not None else {}),
         **sdk_urls,

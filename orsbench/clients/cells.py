@@ -97,7 +97,7 @@ def _omits_a_default(scenario: str, s: Script) -> bool:
     tools = {t["name"]: t for t in _task0_tools(scenario)}
     for step in s.steps:
         props = ((tools.get(step.tool) or {}).get("input_schema") or {}).get("properties") or {}
-        if any(name not in step.args and prop.get("default") is not None for name, prop in props.items()):
+        if any(name not in step.args and isinstance(prop, dict) and prop.get("default") is not None for name, prop in props.items()):
             return True
     return False
 

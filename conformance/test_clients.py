@@ -132,7 +132,7 @@ def _reran(outcome: ClientOutcome) -> bool:
 
 
 _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
-    "inspect-list-tasks-only": lambda o: o.failed_at == "dataset" and "list_tasks is not supported" in (o.error or ""),
+    "inspect-list-tasks-only": lambda o: o.failed_at in ("dataset", "eval") and "list_tasks is not supported" in (o.error or "") and not o.calls,
     "inspect-solver-drops-base-url": lambda o: "sessions.openreward.ai" in (o.error or "") and not o.requests.get("POST /create"),
     "inspect-last-reward-only": lambda o: o.error is None and o.failed_checks == ["client.reward_as_sent"] and o.finished,
     "session-url": lambda o: "sessions.127.0.0.1" in (o.error or "") and not o.requests.get("POST /create"),
@@ -232,6 +232,12 @@ def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outco
             if kinds and not shown_kinds:
                 untyped.append(f"{name} ({key})")
     assert not untyped, f"shown without a type: {untyped} (served {served['types']}, shown {shown['types']})"
+    # and every keyword the server constrained a parameter with (const, exclusive bounds, item counts) reaches the model
+    from orsbench.upstream import defects as D
+
+    kept = set(D.inspect_dropped_keywords({"input_schema": seen[spec["name"]].get("parameters") or {}}))
+    dropped = [k for k in D.inspect_dropped_keywords(spec) if k not in kept]
+    assert not dropped, f"shown without its constraints: {dropped}"
 
 
 # -- ors-sdk's client and a 4xx -----------------------------------------------------------------------

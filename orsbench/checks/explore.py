@@ -559,7 +559,8 @@ SLOW_TOOL_S = 1.0
 SHRINK_CALLS = 24
 #: How :func:`classify` introduces a failure's own message (not part of the message).
 _HOW = re.compile(r"^(SSE error event|HTTP \d+): ")
-_QUOTED_OR_DIGITS = re.compile(r"'[^']*'|\"[^\"]*\"|\d+")
+#: Quoted values (not an apostrophe inside a word: "can't") and numbers, which differ from one input to the next.
+_QUOTED_OR_DIGITS = re.compile(r"(?<!\w)'[^']*'(?!\w)|(?<!\w)\"[^\"]*\"(?!\w)|\d+")
 
 
 def _key(value: Any) -> str:

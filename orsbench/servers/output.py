@@ -9,7 +9,6 @@ the traceback of the failure it reports (``orsbench check --serve/--app/--cmd``)
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,9 +18,8 @@ WINDOW_CHARS = 200_000
 TRACEBACK_LINES = 40
 
 _START = "Traceback (most recent call last):"
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Group)\b.*$|^[A-Za-z_][\w.]*: .+$")
-#: Log prefixes servers put before each line (uvicorn's "ERROR:    ", a timestamp, a level): not part of the traceback.
-_PREFIX = re.compile(r"^(?:\S+ \d\d:\d\d:\d\d[,.\d]*\s+)?(?:\[?(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\]?:?\s+)")
+#: The lines Python puts between the tracebacks of chained exceptions.
+_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 
 
 def tracebacks(text: str) -> list[str]:
@@ -44,15 +42,15 @@ def tracebacks(text: str) -> list[str]:
             line = lines[i]
             block.append(line)
             i += 1
-            if line.startswith((" ", "\t")) or not line.strip():
+            if line.startswith((" ", "\t")) or not line.strip() or _START in line or line.startswith(_CHAINED):
                 continue
-            if "During handling of the above exception" in line or "The above exception was the direct cause" in line:
-                continue
-            if _START in line:
-                continue
-            break  # the exception line ends the traceback
+            # the exception line: it ends the traceback, unless the next one chains another to it
+            following = next((later for later in lines[i:] if later.strip()), "")
+            if not following.startswith(_CHAINED):
+                break
         if len(block) > TRACEBACK_LINES:
-            block = block[:10] + [f"  ... ({len(block) - TRACEBACK_LINES} lines) ..."] + block[-(TRACEBACK_LINES - 11) :]
+            head, tail = block[:10], block[-(TRACEBACK_LINES - 11) :]
+            block = [*head, f"  ... ({len(block) - len(head) - len(tail)} lines) ...", *tail]
         found.append("\n".join(block))
     return found
 

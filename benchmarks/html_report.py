@@ -74,7 +74,7 @@ def matrix_pages(folder: Path) -> list[tuple[str, Path]]:
 
     # Every registered client target, installed here or not: what `orsbench matrix --predicted` draws.
     clients, servers = CLIENT_TARGETS.names(), C.servers()
-    result = M.predicted(C.plan(clients, servers, None), clients, servers)
+    result = M.predicted(C.plan(clients, servers, None), clients, servers).to_json()
     predicted = folder / "matrix-predicted.html"
     predicted.write_text(render_matrix(result), encoding="utf-8")
     for cell in result["cells"]:

@@ -77,7 +77,7 @@ _PROFILE_CELLS = [c for c in C.plan(server_names=["mock"]) if c.profile is not N
 def _unplayable(client: str) -> str | None:
     """Why ``client`` cannot play here, else None; a command target's environment is built on first use.
 
-    A target in another Python (platoon: 3.12) is built by :meth:`~orsbench.clients.interpreters.Venv.ensure`
+    A target in another Python (platoon, benchflow: 3.12) is built by :meth:`~orsbench.clients.interpreters.Venv.ensure`
     (``.ci/run`` builds it before the suite; parallel workers wait for one build); where that Python is
     missing, its cells are skipped saying so.
     """
@@ -132,7 +132,7 @@ def _reran(outcome: ClientOutcome) -> bool:
 
 
 _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
-    "inspect-list-tasks-only": lambda o: o.failed_at == "dataset" and "list_tasks is not supported" in (o.error or ""),
+    "inspect-list-tasks-only": lambda o: o.failed_at in ("dataset", "eval") and "list_tasks is not supported" in (o.error or "") and not o.calls,
     "inspect-solver-drops-base-url": lambda o: "sessions.openreward.ai" in (o.error or "") and not o.requests.get("POST /create"),
     "inspect-last-reward-only": lambda o: o.error is None and o.failed_checks == ["client.reward_as_sent"] and o.finished,
     "session-url": lambda o: "sessions.127.0.0.1" in (o.error or "") and not o.requests.get("POST /create"),
@@ -140,6 +140,8 @@ _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "firehorse-setup-leaks-session": lambda o: o.failed_at == "trial" and "SetupFailed" in (o.error or "") and o.sessions_left_open == 1,
     "platoon-non-default-env-refused": lambda o: o.failed_at == "session" and "?variant=" in (o.error or "") and not o.calls,
     "inspect-5xx-fails-eval": lambda o: o.reward is None and any(s in (o.error or "") for s in ("502", "503", "504", "Upstream unavailable")),
+    "bool-schema-crash": lambda o: o.failed_at == "spec" and "AttributeError: 'bool' object has no attribute 'get'" in (o.error or "") and not o.calls,
+    "inspect-schema-refused": lambda o: "validation error" in (o.error or "") and "ToolParams" in (o.error or "") and not o.calls,
     "keyword-crash": lambda o: o.failed_at == "spec" and (o.error or "").startswith("SyntaxError"),
     "chunk-lstrip": lambda o: "client.text_verbatim" in o.failed_checks or "episode_finished" in (o.error or ""),
     "ors-chunk-lstrip": lambda o: "client.text_verbatim" in o.failed_checks,
@@ -152,6 +154,10 @@ _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "ors-create-without-env-name": lambda o: o.error is None and "client.env_name" in o.failed_checks,
     "cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and _reran(o),
     "ors-cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and _reran(o),
+    # benchflow's own words, raised by its reward conversion or its verifier after a clean session.
+    "benchflow-unscored-call-refused": lambda o: o.failed_at == "benchflow-rewards" and "reward must be numeric" in (o.error or ""),
+    "benchflow-reward-outside-unit-refused": lambda o: o.failed_at == "benchflow-rewards" and "between 0.0 and 1.0" in (o.error or ""),
+    "benchflow-unfinished-refused": lambda o: o.failed_at == "benchflow-verify" and "did not include a terminal reward" in (o.error or ""),
 }
 
 
@@ -226,6 +232,12 @@ def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outco
             if kinds and not shown_kinds:
                 untyped.append(f"{name} ({key})")
     assert not untyped, f"shown without a type: {untyped} (served {served['types']}, shown {shown['types']})"
+    # and every keyword the server constrained a parameter with (const, exclusive bounds, item counts) reaches the model
+    from orsbench.upstream import defects as D
+
+    kept = set(D.inspect_dropped_keywords({"input_schema": seen[spec["name"]].get("parameters") or {}}))
+    dropped = [k for k in D.inspect_dropped_keywords(spec) if k not in kept]
+    assert not dropped, f"shown without its constraints: {dropped}"
 
 
 # -- ors-sdk's client and a 4xx -----------------------------------------------------------------------

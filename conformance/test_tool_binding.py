@@ -53,7 +53,7 @@ def test_tool_is_exposed(case: ToolCase) -> None:
     case.binding.require_exposed()
 
 
-@pytest.mark.parametrize("case", tool_cases(defects.binding_defect), indirect=True)
+@pytest.mark.parametrize("case", tool_cases(defects.signature_defect), indirect=True)
 def test_tool_is_bound_with_the_schema_signature(case: ToolCase) -> None:
     """P3: TRL generates a method for the tool — never a crash or a silent skip — whose parameters are the schema's:
     required ones first and without defaults, JSON defaults kept."""

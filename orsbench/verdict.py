@@ -16,9 +16,11 @@ nothing: every floor may use it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-__all__ = ["Effect", "Verdict", "verdict_of"]
+__all__ = ["CaseVerdict", "Effect", "Verdict", "describe", "verdict_of"]
 
 
 class Effect(StrEnum):
@@ -64,3 +66,38 @@ def verdict_of(effects: Iterable[Effect]) -> Verdict:
     if seen & {Effect.HARMS_SERVER, Effect.WRONG_DATA}:
         return Verdict.FAILS_SILENTLY
     return Verdict.WORKS
+
+
+def describe(verdict: Verdict, expected: Verdict = Verdict.WORKS) -> str:
+    """``verdict`` in words, marked ``(right)`` where a failure is what a correct client does in the case."""
+    return f"{verdict} (right)" if verdict == expected and verdict is not Verdict.WORKS else str(verdict)
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """One client's verdict on one case, as a report carries it (check-client: one per case)."""
+
+    case: str
+    verdict: Verdict
+    #: What a correct client gets in the case.
+    expected: Verdict
+    #: One line saying why, where the client did not do what a correct client does.
+    because: str | None = None
+
+    @property
+    def right(self) -> bool:
+        return self.verdict == self.expected
+
+    @property
+    def words(self) -> str:
+        return describe(self.verdict, self.expected)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "case": self.case,
+            "verdict": str(self.verdict),
+            "expected": str(self.expected),
+            "right": self.right,
+            "words": self.words,
+            "because": self.because,
+        }

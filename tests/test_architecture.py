@@ -112,9 +112,9 @@ def test_a_dummy_client_target_is_a_matrix_choice_and_plays_to_a_graded_verdict(
         cells = [c for c in C.plan([name], ["mock"], []) if c.scenario == "echo"]
         assert [c.id for c in cells] == [f"{name}@mock:echo"]
         result = M.run(cells, [name], ["mock"], budget=120, parallel=1)
-    [row] = result["cells"]
+    [row] = result.to_json()["cells"]
     assert row["verdict"] == "works", row
-    assert result["clients"][name]["title"] == DUMMY_CLIENT.title
+    assert result.clients[name].title == DUMMY_CLIENT.title
     assert name not in CLIENT_TARGETS
 
 

@@ -129,6 +129,8 @@ def test_the_reference_client_passes_every_case():
         ("retry-4xx", "sparse-reward+credits-402", "client.no_4xx_retry"),
         # given the server's URL alone, a client that looks for the SDK's variable instead finds no server
         ("sdk-url-only", "sparse-reward+url-only", "client.episode_completed"),
+        # the hazards of docs/protocol.md §13.9+
+        ("drop-nulls", "schema-edges", "client.script_followed"),
     ],
 )
 def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, check):
@@ -371,3 +373,13 @@ def test_a_program_the_command_runs_that_is_missing_is_found_out_by_running_and_
     assert exc.value.code == 2, err
     assert "exited 127 before any request" in line and "pyhton" in line and repr(command) in line
     assert "verdict: FAIL" not in err
+
+
+def test_the_url_only_case_takes_the_sdk_urls_out_of_the_clients_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Given the URL alone, a client cannot find the server by the SDK's variables, not even ones orsbench inherited."""
+    monkeypatch.setenv(protocol.ENV_SESSION_URL, "http://127.0.0.1:9")
+    shows = 'printf "%s|%s|%s" "${OPENREWARD_SESSION_URL-unset}" "${OPENREWARD_API_URL-unset}" "${ORSBENCH_URL:+given}" >&2; exit 3'
+    url_only = run_case(shows, get_case("sparse-reward+url-only"), timeout=SLACK_S)
+    assert url_only.stderr.strip() == "unset|unset|given", url_only.stderr
+    usual = run_case(shows, get_case("sparse-reward"), timeout=SLACK_S)
+    assert usual.stderr.strip() == f"{usual.url}|{usual.url}|given", usual.stderr

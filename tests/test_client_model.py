@@ -157,8 +157,8 @@ def test_a_defect_decides_where_it_shows_and_what_it_does(monkeypatch: pytest.Mo
     silent = D.Defect(
         "dummy-silent", D.SDK, "a dummy (tests/test_client_model.py)", "P8", shows_in=on_echo, effect=Effect.WRONG_DATA
     )
-    monkeypatch.setitem(D.DEFECTS, silent.id, silent)
-    C.facts.cache_clear()
+    # A new table each time (never edited in place: the docs list the defects in the table's order).
+    monkeypatch.setattr(D, "DEFECTS", {**D.DEFECTS, silent.id: silent})
     assert [d.id for d in C.cell_defects(cell)] == ["dummy-silent"]
     assert C.predicted(cell) is Verdict.FAILS_SILENTLY
     assert not C.cell_defects(C.Cell("ors", "mock", "echo")), "ors-sdk's client does not run the openreward client"
@@ -167,11 +167,11 @@ def test_a_defect_decides_where_it_shows_and_what_it_does(monkeypatch: pytest.Mo
         "dummy-crash", D.SDK, "a dummy (tests/test_client_model.py)", "P8",
         shows_in=on_echo, effect=Effect.REPORTS_ERROR, masks=True, breaks=(("client.env_name", on_echo),),
     )
-    monkeypatch.setitem(D.DEFECTS, crash.id, crash)
+    monkeypatch.setattr(D, "DEFECTS", {**D.DEFECTS, crash.id: crash})
     assert [d.id for d in C.cell_defects(cell)] == ["dummy-crash"]
     assert C.predicted(cell) is Verdict.FAILS_CLEARLY
     assert C.rule_defects(cell)["client.env_name"].id == "env-name-not-sent", "the first defect breaking a rule names it"
-    monkeypatch.delitem(D.DEFECTS, "env-name-not-sent")
+    monkeypatch.setattr(D, "DEFECTS", {k: d for k, d in D.DEFECTS.items() if k != "env-name-not-sent"})
     assert C.rule_defects(cell)["client.env_name"].id == "dummy-crash"
 
 
@@ -207,3 +207,32 @@ def test_no_module_of_the_client_half_compares_with_a_client_name(path: Path) ->
                 if found:
                     offences.append(f"{path.name}:{node.lineno} compares with {found}")
     assert not offences, offences
+
+
+# -- one vocabulary in every view ------------------------------------------------------------------------
+def test_check_client_reports_each_case_in_the_words_of_the_matrix() -> None:
+    from orsbench.clientcheck import check_client
+
+    report = check_client(reference_command(), [get_case("echo"), get_case("sparse-reward+tool-raises")], timeout=SLACK_S, jobs=2)
+    assert [(c.case, c.words) for c in report.cases] == [("echo", "works"), ("sparse-reward+tool-raises", "fails clearly (right)")]
+    assert report.to_json()["cases"][1] == {
+        "case": "sparse-reward+tool-raises", "verdict": "fails clearly", "expected": "fails clearly", "right": True,
+        "words": "fails clearly (right)", "because": None,
+    }  # fmt: skip
+    silent = check_client(_faulty("strip-chunks"), [get_case("schema-zoo")], timeout=SLACK_S)
+    [case] = silent.cases
+    assert (case.verdict, case.right) == (Verdict.FAILS_SILENTLY, False) and case.because.startswith("client.text_verbatim: "), case
+
+
+def test_finish_waits_for_the_client_it_collects() -> None:
+    """``finish()`` collects a run that is still going: it waits for the client (to its deadline at most), never cuts it short."""
+    import time
+
+    from orsbench.clientcheck.episodes import script
+    from orsbench.clients.run import ClientRun
+    from orsbench.config import ServerConfig
+    from orsbench.servers.launch import serve
+
+    with serve("echo", config=ServerConfig(request_log=True)) as server:
+        outcome = ClientRun("openreward", server, script("echo"), 60, prepare=lambda: time.sleep(2)).finish()
+    assert outcome.survived and outcome.elapsed >= 2, outcome.describe()

@@ -231,6 +231,7 @@ def test_check_takes_the_split_from_tasks() -> None:
         ["proxy", "http://127.0.0.1:9"],
         ["bench", "--url", "http://127.0.0.1:9"],
         ["matrix", "--url", "http://127.0.0.1:9"],
+        ["clients", "http://127.0.0.1:9"],
     ],
     ids=lambda argv: argv[0],
 )

@@ -219,6 +219,30 @@ def test_recover_session_stays_usable_after_ok_false(serve, impl: str) -> None:
 
 
 # -- fault profiles ----------------------------------------------------------------------
+@pytest.mark.parametrize("impl", IMPLS)
+def test_schema_edges_are_served_as_written_and_take_their_scripted_inputs(serve, impl: str) -> None:
+    """docs/protocol.md §13.9: each edge shape reaches the wire unchanged, and its scripted input is accepted as sent."""
+    from orsbench.scenarios import schema_edges as E
+
+    server = serve("schema-edges", impl)
+    client = WireClient(server.url)
+    listed = {t["name"]: t for t in client.tools(server.env_name).json()["tools"]}
+    for name, tool in get_scenario("schema-edges").all_tools.items():
+        assert listed[name]["input_schema"] == tool.input_schema and listed[name]["description"] == tool.description, name
+    assert listed["any_value"]["input_schema"]["properties"] == {"value": True, "never": False}
+    assert listed["quiet"]["description"] == "" and isinstance(listed["pair"]["input_schema"]["properties"]["pair"]["items"], list)
+    sid = _open(client, server.env_name)
+    try:
+        for name, args in E.INPUTS.items():
+            output = _ok_output(client.call(server.env_name, sid, name, args))
+            assert output["blocks"][0]["text"] == E.answer_text(name), name
+        refused = client.call(server.env_name, sid, "either", {"name": "x", "id": 1}).result()
+        assert refused is not None and refused["ok"] is False  # ors-sdk's server leaves "reason" out
+        assert _ok_output(client.call(server.env_name, sid, "done", {}))["finished"] is True
+    finally:
+        client.delete(sid)
+
+
 def test_hazard_profiles_are_registered_http_faults() -> None:
     for name in ("credits-402", "cut-before-task-id"):
         fault = FAULTS.load().get(name)
@@ -266,7 +290,7 @@ def test_a_client_that_resends_the_cut_call_is_visible_in_stats(serve) -> None:
     assert calls() == {"reveal": 2}  # one call in the script, two runs on the server
 
 
-HAZARDS = ("images", "schema-keywords", "dense-reward", "two-envs", "secrets", "recover")
+HAZARDS = ("images", "schema-keywords", "dense-reward", "two-envs", "secrets", "recover", "schema-edges")
 
 
 @pytest.mark.parametrize("scenario", HAZARDS)

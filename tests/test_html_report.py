@@ -42,7 +42,7 @@ def predicted_matrix():
     from orsbench.clients.targets import CLIENT_TARGETS
 
     clients, servers = CLIENT_TARGETS.names(), C.servers()
-    return M.predicted(C.plan(clients, servers, None), clients, servers)
+    return M.predicted(C.plan(clients, servers, None), clients, servers).to_json()
 
 
 # -- content ------------------------------------------------------------------------------

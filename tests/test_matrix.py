@@ -11,6 +11,7 @@ from orsbench.cli import main
 from orsbench.clients import cells as C
 from orsbench.clients import matrix as M
 from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.reports import clients as report
 
 DOC = Path(__file__).parent.parent / "docs" / "compatibility.md"
 
@@ -18,7 +19,7 @@ DOC = Path(__file__).parent.parent / "docs" / "compatibility.md"
 def test_compatibility_doc_is_the_generated_matrix() -> None:
     """Regenerate with ``orsbench matrix --predicted --markdown docs/compatibility.md``."""
     clients, servers = CLIENT_TARGETS.names(), C.servers()
-    expected = M.markdown(M.predicted(C.plan(clients, servers), clients, servers))
+    expected = report.matrix_markdown(M.predicted(C.plan(clients, servers), clients, servers))
     assert DOC.read_text() == expected, "run: orsbench matrix --predicted --markdown docs/compatibility.md"
 
 
@@ -30,7 +31,7 @@ def test_server_axis_comes_from_the_implementations_registry() -> None:
 
 
 def test_every_client_defect_lists_under_the_clients_it_reaches() -> None:
-    result = M.predicted(C.plan(), CLIENT_TARGETS.names(), C.servers())
+    result = M.predicted(C.plan(), CLIENT_TARGETS.names(), C.servers()).to_json()
     for row in result["cells"]:
         listed = {d["id"] for d in result["clients"][row["client"]]["defects"]}
         listed |= {d["id"] for d in result["server_defects"][row["server"]]}

@@ -1,4 +1,4 @@
-"""``orsbench matrix --url``: live verdicts on a served scenario equal what the matrix predicts for it."""
+"""``orsbench clients URL`` (was ``matrix --url``): live verdicts on a served scenario equal what the matrix predicts for it."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_live_verdicts_match_the_prediction(scenario: str, impl: str, tmp_path: 
     try:
         out = tmp_path / "m.json"
         md = tmp_path / "m.md"
-        code = main(["matrix", "--url", server.url, "--clients", ",".join(CLIENTS), "--timeout", "60",
+        code = main(["clients", server.url, "--clients", ",".join(CLIENTS), "--timeout", "60",
                      "--secret", "OPENAI_API_KEY=s3cr3t-value", "--json", str(out), "--markdown", str(md)])
     finally:
         server.stop()
@@ -50,7 +50,7 @@ def test_a_client_error_is_the_reason(capsys: pytest.CaptureFixture[str]) -> Non
     known hosts unless given as (value, domains)); the row says so in the SDK's own words."""
     server = start("echo")
     try:
-        code = main(["matrix", "--url", server.url, "--clients", "openreward", "--secret", "MY_ENV_KEY=s3cr3t-value"])
+        code = main(["clients", server.url, "--clients", "openreward", "--secret", "MY_ENV_KEY=s3cr3t-value"])
     finally:
         server.stop()
     printed = capsys.readouterr()
@@ -60,19 +60,39 @@ def test_a_client_error_is_the_reason(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 @pytest.mark.skipif(not CLIENT_TARGETS["inspect"].installed, reason="inspect-openreward is not installed")
-def test_a_predicted_failure_fails_live() -> None:
+def test_a_predicted_failure_fails_live_and_names_the_pinned_defect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """inspect-openreward reads a split by list_tasks() only (the matrix predicts it fails on an index-only
-    environment): so it does live, through ``inspect eval`` on the scripted model, and the row names the defect."""
-    from orsbench.clients import live
-
+    environment): so it does live, through ``inspect eval`` on the scripted model, and the row names the pinned
+    upstream defect behind it — in every output — so the environment is not blamed (first hour: the row said
+    "fails — because ..." and nothing else)."""
+    out, md, html = tmp_path / "c.json", tmp_path / "c.md", tmp_path / "c.html"
     server = start("schema-zoo-index")
     try:
-        result = live.play_on_url(server.url, clients=["inspect"], timeout=60)
+        code = main(["clients", server.url, "--clients", "inspect", "--timeout", "60", "--json", str(out), "--markdown", str(md), "--html", str(html)])
     finally:
         server.stop()
-    [row] = result.rows
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    [row] = json.loads(out.read_text())["rows"]
     assert C.predicted(C.Cell("inspect", "mock", "schema-zoo-index")) == "fails clearly"
-    assert row.verdict == "fails clearly" and "list_tasks" in row.why, row
+    assert row["verdict"] == "fails clearly" and "list_tasks" in row["why"], row
+    assert [d["id"] for d in row["defects"]] == ["inspect-list-tasks-only"], row
+    assert "pinned upstream defect: inspect-list-tasks-only (inspect-openreward 0.3.0:" in printed.out
+    assert "`inspect-list-tasks-only` — inspect-openreward 0.3.0:" in md.read_text()
+    assert "<code>inspect-list-tasks-only</code>" in html.read_text()
+
+
+@pytest.mark.skipif(not CLIENT_TARGETS["ors"].installed, reason="ors-sdk is not installed")
+def test_matrix_url_still_works_for_a_release_with_a_note(capsys: pytest.CaptureFixture[str]) -> None:
+    server = start("echo")
+    try:
+        code = main(["matrix", "--url", server.url, "--clients", "ors", "--timeout", "60"])
+    finally:
+        server.stop()
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "orsbench matrix --url URL is deprecated" in printed.err and "orsbench clients URL" in printed.err
+    assert printed.out.startswith("ors         works — reward 1.0"), printed.out
 
 
 def test_not_installed_is_listed_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,6 +136,10 @@ def test_the_one_judgement_names_the_difference() -> None:
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
+        (["clients", "http://192.0.2.1:8000"], "not on this machine"),
+        (["clients", "ftp://127.0.0.1:8000"], "expected an http(s) URL like http://127.0.0.1:8000"),
+        (["clients", "http://127.0.0.1:9", "--clients", "nope"], "unknown client 'nope'"),
+        (["clients"], "the following arguments are required: URL"),
         (["matrix", "--url", "http://192.0.2.1:8000"], "not on this machine"),
         (["matrix", "--url", "ftp://127.0.0.1:8000"], "expected an http(s) URL like http://127.0.0.1:8000"),
         (["matrix", "--url", "http://127.0.0.1:9", "--clients", "nope"], "unknown client 'nope'"),
@@ -146,7 +170,7 @@ def test_adapter_commands_get_rows_and_the_html_page_shows_them(tmp_path: Path, 
     html, out = tmp_path / "m.html", tmp_path / "m.json"
     server = start("echo")
     try:
-        code = main(["matrix", "--url", server.url, "--clients", "ors", "--client-cmd", reference_command(), "--client-cmd", crash,
+        code = main(["clients", server.url, "--clients", "ors", "--client-cmd", reference_command(), "--client-cmd", crash,
                      "--secret", "OPENAI_API_KEY=s3cr3t-value", "--timeout", "60", "--json", str(out), "--html", str(html)])
     finally:
         server.stop()
@@ -170,6 +194,8 @@ def test_adapter_commands_get_rows_and_the_html_page_shows_them(tmp_path: Path, 
     [
         (["matrix", "--client-cmd", "python a.py"], "--client-cmd needs --url"),
         (["matrix", "--url", "http://127.0.0.1:9", "--client-cmd", "python a.py {secrets}"], "secrets never go on a command line"),
+        (["clients", "http://127.0.0.1:9", "--client-cmd", "python a.py {secrets}"], "secrets never go on a command line"),
+        (["clients", "http://127.0.0.1:9", "--client-cmd", "pyhton a.py"], "'pyhton' is not found"),
         (["matrix", "--url", "http://127.0.0.1:9", "--client-cmd", "  "], "--client-cmd is empty"),
         (["matrix", "--url", "http://127.0.0.1:9", "--client-cmd", "pyhton a.py"], "'pyhton' is not found"),
         (["matrix", "--cmd", "python a.py"], "--client-cmd needs --url"),  # the old spelling, for a release

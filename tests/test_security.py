@@ -399,7 +399,8 @@ def test_a_secret_typed_with_a_colon_is_never_echoed_by_any_command(tmp_path: Pa
     value = "sk-live-TYPO-0123456789"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
     for argv in (["check", "http://127.0.0.1:9"], ["record", "http://127.0.0.1:9", "--out", str(tmp_path / "c.json")],
-                 ["proxy", "http://127.0.0.1:9"], ["bench", "--url", "http://127.0.0.1:9"], ["matrix", "--url", "http://127.0.0.1:9"]):
+                 ["proxy", "http://127.0.0.1:9"], ["bench", "--url", "http://127.0.0.1:9"], ["matrix", "--url", "http://127.0.0.1:9"],
+                 ["clients", "http://127.0.0.1:9"]):
         done = subprocess.run([sys.executable, "-m", "orsbench", *argv, "--secret", f"API_KEY:{value}"],
                               capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
         assert done.returncode == 2, (argv, done.stderr)

@@ -20,6 +20,7 @@ from orsbench.checks.evidence import Evidence, json_of
 from orsbench.checks.model import CheckOutcome, Severity, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.upstream import defects as D
+from orsbench.upstream import schema_view
 
 JSON = dict[str, Any]
 #: OpenAI's function-name rule (Anthropic's is the same with 1-128 characters).
@@ -85,7 +86,7 @@ def _register(client: str, rule: str, severity: Severity, title: str, finding: C
 
 def _trl_crash(spec: JSON) -> str | None:
     defect = D.factory_defect([spec])
-    return _defect_text(defect) if defect is D.DEFECTS["keyword-crash"] else None
+    return _defect_text(defect) if defect is not None and defect.id in ("keyword-crash", "bool-schema-crash") else None
 
 
 def _trl_dropped(spec: JSON) -> str | None:
@@ -101,7 +102,12 @@ def _trl_reserved(spec: JSON) -> str | None:
 def _trl_schema(spec: JSON) -> str | None:
     if D.binding_defect(spec) is not None:
         return None  # reported by the crash/dropped rules
-    lost = [d.id for a in ("types", "enums", "items", "nesting", "constraints") if (d := D.aspect_defect(spec, a)) is not None]
+    lost = [d.id for a in schema_view.ASPECTS if (d := D.aspect_defect(spec, a)) is not None]
+    if (d := D.docstring_defect(spec)) is not None:
+        lost.append(d.id)
+    if D.empty_descriptions(spec) == ["tool"]:
+        lost.append("description-filled")
+    lost = list(dict.fromkeys(lost))
     return f"the model loses: {', '.join(lost)}" if lost else None
 
 
@@ -118,6 +124,18 @@ def _inspect_untyped(spec: JSON) -> str | None:
     return "; ".join(found) or None
 
 
+def _inspect_refused(spec: JSON) -> str | None:
+    refused = D.inspect_refused(spec)
+    return f"[inspect-schema-refused] ToolParams refuses {'; '.join(refused[:3])}: the eval's sample errors" if refused else None
+
+
+def _inspect_keywords(spec: JSON) -> str | None:
+    if D.inspect_refused(spec):
+        return None  # reported by the refused_schema rule
+    dropped = D.inspect_dropped_keywords(spec)
+    return f"[inspect-keywords-dropped] not shown: {'; '.join(dropped[:3])}" if dropped else None
+
+
 def _provider_name(spec: JSON) -> str | None:
     return None if PROVIDER_NAME.match(spec["name"]) else "OpenAI/Anthropic reject function names outside ^[a-zA-Z0-9_-]{1,64}$"
 
@@ -128,6 +146,8 @@ _register("trl", "reserved_name", Severity.RECOMMENDED, "no tool name collides w
 _register("trl", "lost_schema", Severity.ADVISORY, "TRL keeps each parameter's type, enum, items, nesting and bounds", _trl_schema)
 _register("trl", "none_forwarded", Severity.RECOMMENDED, "TRL does not send null for an optional parameter without a JSON default", _trl_none)
 _register("inspect", "lost_type", Severity.ADVISORY, "inspect-openreward keeps each parameter's type ($ref models, tuple and dict element types)", _inspect_untyped)
+_register("inspect", "refused_schema", Severity.RECOMMENDED, "inspect-openreward can build every tool (inspect's ToolParams accepts its schema)", _inspect_refused)
+_register("inspect", "lost_keywords", Severity.ADVISORY, "inspect-openreward keeps const, exclusive bounds, item counts and a union-shaped top level", _inspect_keywords)
 _register("inspect", "provider_name", Severity.ADVISORY, "tool names are accepted by model providers (inspect-openreward passes them through)", _provider_name)
 
 #: Every binding check id, in registration order.

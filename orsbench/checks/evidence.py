@@ -12,7 +12,6 @@ reason to go blind), and JSON is decoded without trusting the server.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -337,7 +336,7 @@ def result_of(exchange: Exchange | None) -> tuple[str, Any]:
         if event.event == protocol.EVENT_ERROR:
             return "error", event.data
         if event.event == protocol.EVENT_END:
-            text = dataclasses.replace(exchange, sse=stream).reassembled()
+            text = stream.reassembled(protocol.EVENT_CHUNK, protocol.EVENT_END)
             try:
                 value = json.loads(text or "")
             except ValueError:

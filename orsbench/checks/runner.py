@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from orsbench.checks.baseline import Baseline
+from orsbench.verdict import CaseVerdict
 from orsbench.checks.evidence import Evidence, Options
 from orsbench.checks.model import CheckResult, CheckOutcome, Severity, Status, evidence_summaries
 from orsbench.checks.collector import Collector, probe_names, probes_for
@@ -51,6 +52,8 @@ class Report:
     usage_error: str | None = None
     internal_errors: list[str] = field(default_factory=list)
     baseline: str | None = None
+    #: A client's verdict on each case (``check-client``), in the one vocabulary (:mod:`orsbench.verdict`).
+    cases: list[CaseVerdict] = field(default_factory=list)
     #: The raw evidence of the run (not part of the JSON report; for debugging and tests).
     evidence: Evidence | None = None
 
@@ -147,6 +150,7 @@ class Report:
             "options": _shown_options(self.options),
             "summary": self.summary(),
             "checks": [r.to_json() for r in self.results],
+            **({"cases": [c.to_json() for c in self.cases]} if self.cases else {}),
         }
 
 

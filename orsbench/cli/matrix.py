@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 from orsbench.cli import flags, reporting, subcommand, types
+from orsbench.cli.clients import add_live_arguments
 
 
 @subcommand("matrix")
@@ -24,30 +24,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "with the pinned upstream defects. "
         "Servers bind 127.0.0.1; every episode runs in a child killed at its deadline.",
         epilog="examples:\n  orsbench matrix --clients trl,inspect --servers mock --profiles none,flaky-5xx --markdown m.md --jobs 2\n"
-        "  orsbench matrix --url http://127.0.0.1:8000 --secret API_KEY=... --markdown clients.md   # your own server\n"
-        '  orsbench matrix --url http://127.0.0.1:8000 --client-cmd "node my_adapter.js" --html clients.html   # and your own client\n'
-        "  orsbench matrix --predicted --json - | jq .cells   # the JSON on stdout, the summary on stderr",
+        "  orsbench matrix --predicted --json - | jq .cells   # the JSON on stdout, the summary on stderr\n"
+        "  orsbench clients http://127.0.0.1:8000   # your own server (was: orsbench matrix --url URL)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     mine = parser.add_argument_group(
-        "your own server (--url): which installed clients can use it",
-        "The checker's own player plays one episode on the server (a winning one where it finds one); every installed "
-        "client (and each --client-cmd adapter command) then replays those calls through its adapter. One row per client: trains (TRL) / evaluates / fails — "
-        "because ..., beside the binding problems predicted from /tools. Loopback URLs only; secrets reach the clients "
-        "by environment, never a command line.",
+        "your own server (--url): deprecated, use `orsbench clients URL`",
+        "`orsbench matrix --url URL` still plays your server for a release (a note on stderr says so); it is "
+        "`orsbench clients URL` now, with the same flags.",
     )
-    mine.add_argument("--url", type=types.http_url, default=None, help="your ORS server on this machine, e.g. http://127.0.0.1:8000")
-    mine.add_argument("--env", default=None, metavar="E", help="with --url: the environment to play (default: the server's first)")
-    mine.add_argument(
-        "--timeout", type=types.positive(float), default=60.0, metavar="S", help="with --url: seconds each client's episode may take (default 60)"
-    )
-    flags.add_client_cmd(
-        mine,
-        repeatable=True,
-        help="with --url: also play your own client, given as a check-client adapter command (run by /bin/sh; docs/clients.md); repeatable",
-    )
-    flags.add_api_key(mine, help="with --url: the key your server requires, sent by the player and given to every client")
-    types.add_secret_arguments(mine)
+    mine.add_argument("--url", type=types.http_url, default=None, help="your ORS server on this machine (deprecated: orsbench clients URL)")
+    add_live_arguments(mine, prefix="with --url: ")
     parser.add_argument(
         "--clients", type=types.one_of(_client_names, "client"), default=None, metavar="A,B", help="client targets to run (default: every installed one)"
     )
@@ -68,9 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         helps={
             "json": "write the JSON result here",
             "markdown": "write the per-client report here",
-            "html": "write a self-contained HTML page: a coloured grid per client, each cell opening to its episode (with --url: one row per client)",
+            "html": "write a self-contained HTML page: a coloured grid per client, each cell opening to its episode",
         },
-        verbose_help="under each cell that does not survive, print the client's error and the checks it broke",
+        verbose_help="under each cell that does not work, print the client's error and the checks it broke",
         quiet_help="no progress lines: only the summary",
     )
     flags.after_parse(parser, _flags_agree)
@@ -114,9 +101,13 @@ def run(args: argparse.Namespace) -> int:
     from orsbench.clients import cells as C
     from orsbench.clients import matrix as M
     from orsbench.clients.targets import CLIENT_TARGETS
+    from orsbench.reports import clients as report
 
     if args.url is not None:
-        return _run_url(args)
+        from orsbench.cli import clients
+
+        print(flags.deprecation_note("orsbench matrix --url URL", "orsbench clients URL"), file=sys.stderr, flush=True)
+        return clients.run(args)
     # By default every client target that is installed here (all of them for --predicted: the docs list every one).
     clients = args.clients or [n for n in CLIENT_TARGETS.names() if args.predicted or CLIENT_TARGETS[n].installed]
     servers = args.servers or C.servers()
@@ -129,19 +120,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         progress(f"orsbench matrix: {len(cells)} cells ({len(clients)} clients × {len(servers)} servers), budget {args.budget:g} s")
         result = M.run(cells, clients, servers, budget=args.budget, parallel=args.jobs, progress=progress, on_outcome=_details(args))
-    result["seconds"] = round(time.monotonic() - started, 1)
+    result.seconds = round(time.monotonic() - started, 1)
     if args.json:
-        reporting.write_text(args.json, json.dumps(result, indent=2))
+        reporting.write_text(args.json, report.to_json(result))
     if args.markdown:
-        reporting.write_text(args.markdown, M.markdown(result))
+        reporting.write_text(args.markdown, report.matrix_markdown(result))
     if args.html:
         from orsbench.reports import render_matrix
 
         reporting.write_text(args.html, render_matrix(result))
     out = reporting.people(args)
-    for name, counts in M.summary(result).items():
-        print(f"{name:<11} " + "  ".join(f"{v}: {n}" for v, n in counts.items() if n), file=out)
-    print(f"{len(cells)} cells in {result['seconds']} s", file=out)
+    for line in report.matrix_summary(result):
+        print(line, file=out)
+    print(f"{len(cells)} cells in {result.seconds} s", file=out)
     return 0
 
 
@@ -152,10 +143,11 @@ def _progress(args: argparse.Namespace) -> Callable[[str], None]:
 
 
 def _details(args: argparse.Namespace) -> Callable[[Any, Any], None]:
-    """With ``-v``: under each cell that does not survive, the client's error and the checks it broke."""
+    """With ``-v``: under each cell that does not work, the client's error and the checks it broke."""
+    from orsbench.verdict import Verdict
 
     def show(cell: Any, outcome: Any) -> None:
-        if not args.verbose or outcome.verdict == "survives":
+        if not args.verbose or outcome.verdict == Verdict.WORKS:
             return
         if outcome.error:
             print(f"      error: {str(outcome.error)[:300]}", file=sys.stderr, flush=True)
@@ -163,50 +155,3 @@ def _details(args: argparse.Namespace) -> Callable[[Any, Any], None]:
             print(f"      broke: {problem[:300]}", file=sys.stderr, flush=True)
 
     return show
-
-
-def _run_url(args: argparse.Namespace) -> int:
-    """``--url``: the installed clients on the user's own server (the logic: :mod:`orsbench.clients.live`)."""
-    from orsbench.clients import live
-
-    secrets = types.secrets_of(args)
-    try:
-        live.check_url(args.url)
-        for command in args.client_cmd:
-            if problem := _client_cmd_problem(command):
-                raise flags.UsageError(problem)
-        result = live.play_on_url(
-            args.url,
-            args.env,
-            args.clients,
-            secrets,
-            args.timeout,
-            progress=_progress(args),
-            commands=args.client_cmd,
-            api_key=flags.api_key_of(args),
-        )
-    except live.LiveUsageError as exc:
-        raise flags.UsageError(str(exc)) from None
-    for row in result.rows:
-        if row.did_not_run:
-            raise flags.UsageError(row.did_not_run)
-    if args.json:
-        reporting.write_text(args.json, json.dumps(result.to_json(), indent=2))
-    if args.markdown:
-        reporting.write_text(args.markdown, live.markdown(result))
-    if args.html:
-        from orsbench.reports import render_live
-
-        reporting.write_text(args.html, render_live(result.to_json(), secrets=secrets.values()))
-    out = reporting.people(args)
-    for row in result.rows:
-        print(live.line_of(row), file=out)
-    return 0
-
-
-def _client_cmd_problem(command: str) -> str | None:
-    from orsbench.clientcheck import contract
-
-    if not command.strip():
-        return '--client-cmd is empty: give the adapter command, e.g. --client-cmd "python my_adapter.py"'
-    return contract.not_runnable(command)

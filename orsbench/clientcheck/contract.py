@@ -42,12 +42,12 @@ CASE_API_KEY = "orsbench-case-server"
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 
-def expand(command: str, values: Mapping[str, str]) -> str:
+def expand(command: str, values: Mapping[str, str | None]) -> str:
     """``command`` with each ``{url}``-style placeholder replaced by its value, shell-quoted.
 
     Other braces are left alone (``{port}``, a shell ``${VAR}``, JSON in the command).
     """
-    return _PLACEHOLDER.sub(lambda m: shlex.quote(values[PLACEHOLDERS[m.group(1)]]), command)
+    return _PLACEHOLDER.sub(lambda m: shlex.quote(values[PLACEHOLDERS[m.group(1)]] or ""), command)
 
 
 def refused_placeholders(command: str) -> list[str]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from orsbench.checks.model import CheckResult, Severity, Status
 from orsbench.clientcheck.checks import CLIENT_CHECKS, ClientCheck
 from orsbench.clientcheck.runner import CaseRun
-from orsbench.verdict import Effect, Verdict, verdict_of
+from orsbench.verdict import CaseVerdict, Effect, Verdict, describe, verdict_of
 
 __all__ = ["Judgement", "failed_required", "judge", "unmet_expectations"]
 
@@ -63,10 +63,9 @@ class Judgement:
             return self.error
         return self.problems[0] if self.problems else self.error
 
-
-def describe(verdict: Verdict, expected: Verdict = Verdict.WORKS) -> str:
-    """``verdict`` in words, marked ``(right)`` where a failure is what a correct client does in the case."""
-    return f"{verdict} (right)" if verdict == expected and verdict is not Verdict.WORKS else str(verdict)
+    def of_case(self, case: str) -> CaseVerdict:
+        """This judgement as a report carries it for ``case``."""
+        return CaseVerdict(case, self.verdict, self.expected, self.because)
 
 
 def _check(result: CheckResult) -> ClientCheck:

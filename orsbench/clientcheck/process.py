@@ -87,18 +87,25 @@ class ClientProcess:
             pass
 
 
+def environment(variables: Mapping[str, str | None]) -> dict[str, str]:
+    """This process's environment with ``variables`` added — a ``None`` value takes that variable out
+    (a case that withholds the openreward SDK's URL variables, inherited ones too)."""
+    merged: dict[str, str | None] = {**os.environ, **variables}
+    return {name: value for name, value in merged.items() if value is not None}
+
+
 class Launch(Protocol):
     """One way to start a client with the contract's variables; the runner does the rest."""
 
     #: Seconds added to a case's deadline for the client's own start-up (a forked client is ready: 0 unless said).
     startup_s: float
 
-    def shown(self, variables: Mapping[str, str]) -> str:
+    def shown(self, variables: Mapping[str, str | None]) -> str:
         """The command as reports show it (placeholders filled in; never a secret)."""
         ...
 
-    def start(self, variables: Mapping[str, str], stdout: Path, stderr: Path, workdir: Path) -> ClientProcess:
-        """Start the client with ``variables`` added to this environment, its output in ``stdout``/``stderr``."""
+    def start(self, variables: Mapping[str, str | None], stdout: Path, stderr: Path, workdir: Path) -> ClientProcess:
+        """Start the client with ``variables`` added to this environment (``None``: taken out), its output in ``stdout``/``stderr``."""
         ...
 
 
@@ -109,17 +116,17 @@ class Command:
     command: str
     startup_s: float = 0.0
 
-    def shown(self, variables: Mapping[str, str]) -> str:
+    def shown(self, variables: Mapping[str, str | None]) -> str:
         return contract.expand(self.command, variables)
 
-    def start(self, variables: Mapping[str, str], stdout: Path, stderr: Path, workdir: Path) -> ClientProcess:
+    def start(self, variables: Mapping[str, str | None], stdout: Path, stderr: Path, workdir: Path) -> ClientProcess:
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
             process = subprocess.Popen(
                 ["/bin/sh", "-c", self.shown(variables)],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
-                env={**os.environ, **variables},
+                env=environment(variables),
                 start_new_session=True,  # its own process group: stopped as one
             )
         return ClientProcess(process.pid, process)
@@ -141,10 +148,10 @@ class Fork:
     body: ForkBody
     startup_s: float = 0.0
 
-    def shown(self, variables: Mapping[str, str]) -> str:
+    def shown(self, variables: Mapping[str, str | None]) -> str:
         return self.label
 
-    def start(self, variables: Mapping[str, str], stdout: Path, stderr: Path, workdir: Path) -> ClientProcess:
+    def start(self, variables: Mapping[str, str | None], stdout: Path, stderr: Path, workdir: Path) -> ClientProcess:
         out = os.open(stdout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         err = os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         sys.stdout.flush()
@@ -166,7 +173,11 @@ class Fork:
             # Python's own streams too, where a host (pytest's capture) had pointed them somewhere other than fds 1 and 2.
             sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
             sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
-            os.environ.update(variables)
+            for name, value in variables.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
             code = self.body(workdir)
         except BaseException:  # noqa: BLE001 - the child must end here, never return into the parent's code
             traceback.print_exc()

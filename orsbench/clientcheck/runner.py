@@ -43,6 +43,7 @@ from orsbench.clientcheck.episodes import Script
 from orsbench.clientcheck.model import ModelScript, register
 from orsbench.clientcheck.process import ClientProcess, Command, Launch
 from orsbench.servers.launch import RunningServer, ServerStartError, local_http, start
+from orsbench.servers import stats as server_stats
 from orsbench.wire.redact import scrub
 
 #: Bytes of stdout and of stderr kept (the tail).
@@ -132,20 +133,21 @@ def script_json(script: Script) -> dict[str, Any]:
 
 
 #: The openreward SDK's URL variables. A case that gives the server's URL alone (``Case.sdk_urls`` false)
-#: withholds them from the client — set empty, which the SDK reads as unset, over whatever orsbench's own
-#: environment holds.
+#: withholds them from the client (``None``: taken out of the environment it inherits, whatever orsbench's holds).
 SDK_URL_VARIABLES = (protocol.ENV_API_URL, protocol.ENV_SESSION_URL, protocol.ENV_WEB_URL)
 
 
 def case_environment(
     case: Case, url: str, env: str, script_path: Path, out_path: Path, model: ModelScript | None = None
-) -> dict[str, str]:
+) -> dict[str, str | None]:
     """The variables of the contract (``docs/clients.md``) for one case, SDK variables included.
 
     ``model``: the case's script registered with the scripted model, for a client that takes a model.
     """
     # The openreward SDK (and TRL, Inspect) find the case server by these, except in a case that gives the URL alone.
-    sdk_urls = {protocol.ENV_API_URL: url, protocol.ENV_SESSION_URL: url} if case.sdk_urls else dict.fromkeys(SDK_URL_VARIABLES, "")
+    sdk_urls: dict[str, str | None] = (
+        {protocol.ENV_API_URL: url, protocol.ENV_SESSION_URL: url} if case.sdk_urls else dict.fromkeys(SDK_URL_VARIABLES)
+    )
     return {
         **(model.environment() if model is not None else {}),
         **sdk_urls,
@@ -163,17 +165,9 @@ def case_environment(
     }
 
 
-def stat_delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
-    """The counters that changed between two ``/_orsbench/stats`` snapshots, by how much."""
-    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
-
-
-def _stats(server: RunningServer) -> dict[str, Any] | None:
+def _stats(server: RunningServer) -> Mapping[str, Any] | None:
     """The server's counters, or ``None`` where it keeps none (the user's own server behind a proxy)."""
-    try:
-        return dict(server.stats())
-    except (httpx.HTTPError, ValueError):
-        return None
+    return server_stats.read_or_none(server.url, api_key=server.config.api_key, client=local_http())
 
 
 def _request_log(server: RunningServer) -> tuple[list[dict[str, Any]], int]:
@@ -273,13 +267,14 @@ class RunningCase:
         return self.stopped_for is not None
 
     def wait(self) -> CaseRun:
-        """Watch the client until it ends or is stopped; collect it."""
-        while not self.done():
-            time.sleep(POLL_S)
+        """Watch the client until it ends or is stopped; collect it (the same as :meth:`finish`)."""
         return self.finish()
 
     def finish(self) -> CaseRun:
-        """Stop the client's process group (it may have left children), read both ends, delete the directory."""
+        """Wait until the client ends or meets a bound, stop its process group (it may have left children),
+        read both ends, delete the directory."""
+        while not self.done():
+            time.sleep(POLL_S)
         self.process.stop()
         duration = time.monotonic() - self.started
         run = CaseRun(
@@ -310,10 +305,7 @@ class RunningCase:
             run.server_error = run.server_error or f"could not read the server's request log: {exc}"
         after = _stats(self.server)
         if self.stats_before is not None and after is not None:
-            run.stats = {
-                key: stat_delta(self.stats_before.get(key) or {}, after.get(key) or {}) for key in ("calls", "requests", "statuses")
-            }
-            run.stats["sessions_left_open"] = after["active_sessions"] - self.stats_before["active_sessions"]
+            run.stats = dict(server_stats.change(self.stats_before, after))
         shutil.rmtree(self.workdir, ignore_errors=True)
         return run
 

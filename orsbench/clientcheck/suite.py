@@ -20,6 +20,7 @@ from orsbench.checks.model import CheckResult, CheckOutcome, Status
 from orsbench.checks.runner import Report, call_check, result_of
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.checks import ClientCheck, Context, Role, checks, context
+from orsbench.clientcheck.judgement import judge
 from orsbench.clientcheck.runner import CaseRun, run_case
 
 CaseCallback = Callable[[CaseRun, list[CheckResult]], None]
@@ -103,6 +104,8 @@ def check_client(
         if run.server_error:
             report.internal_errors.append(f"{case.name}: {run.server_error}")
         report.results.extend(scoped(results, case.name))
+        if not run.server_error:
+            report.cases.append(judge(run, results).of_case(case.name))
         report.exchanges += run.requests_total
     report.duration_s = time.monotonic() - began
     return report

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from orsbench.upstream import defects as D
-from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, scenarios, script
+from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, scenarios, script, sent_rewards
 from orsbench.clientcheck.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clientcheck.profiles import Profile, profile, profiles
 from orsbench.clients.targets import CLIENT_TARGETS
@@ -97,7 +97,7 @@ def _omits_a_default(scenario: str, s: Script) -> bool:
     tools = {t["name"]: t for t in _task0_tools(scenario)}
     for step in s.steps:
         props = ((tools.get(step.tool) or {}).get("input_schema") or {}).get("properties") or {}
-        if any(name not in step.args and prop.get("default") is not None for name, prop in props.items()):
+        if any(name not in step.args and isinstance(prop, dict) and prop.get("default") is not None for name, prop in props.items()):
             return True
     return False
 
@@ -127,6 +127,7 @@ def facts(cell: Cell) -> D.CellFacts:
         retry_after=played is not None and played.retry_after,
         url_only=cell.profile is not None and not profile_of(cell).sdk_urls,
         rewards_before_the_end=s.rewards_before_the_end,
+        rewards=sent_rewards(cell.scenario),
     )
 
 

@@ -26,7 +26,7 @@ and appear in no result.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from orsbench.bench.target import TargetError, local_target
@@ -40,6 +40,8 @@ from orsbench.clientcheck.contract import did_not_run, refused_placeholders
 from orsbench.clientcheck.episodes import Script, Step
 from orsbench.clientcheck.judgement import judge
 from orsbench.clientcheck.process import Command, Launch
+from orsbench.clientcheck.results import NOT_INSTALLED, LiveResult, PinnedDefect, PlayerEpisode
+from orsbench.clientcheck.results import LiveRow
 from orsbench.clientcheck.runner import play
 from orsbench.clients.consumers import Consumer, Prediction
 from orsbench.clients.run import forked, preload
@@ -48,6 +50,7 @@ from orsbench.servers.launch import RunningServer, ServerStartError, start_proxy
 from orsbench.upstream import defects as D
 from orsbench.verdict import Verdict
 from orsbench.wire.client import WireClient
+from orsbench.wire.redact import scrub
 
 #: Seconds an adapter command may take to start, beyond ``--timeout`` (a built-in target says its own).
 COMMAND_STARTUP_S = 10.0
@@ -57,86 +60,10 @@ _PROBES = ("discovery", "dataset")
 _FAILED_ANSWERS = ("raise", "hang", "stream", "http", "reaped")
 #: A result longer than this (the servers' default SSE chunk) is sent in several chunks.
 _CHUNK = 4096
-#: What a row says when the client is not installed here.
-NOT_INSTALLED = "not installed"
 
 
 class LiveUsageError(ValueError):
     """The URL or the environment cannot be played; the message names the fix (exit 2)."""
-
-
-@dataclass(frozen=True)
-class PlayerEpisode:
-    """The episode the checker's player played: what every client replays."""
-
-    calls: int
-    finished: bool
-    reward: float | None
-    stopped: str | None = None
-
-
-@dataclass
-class PinnedDefect:
-    """A pinned upstream defect a row names: its id and what upstream does (``upstream: behaviour``)."""
-
-    id: str
-    summary: str
-
-
-@dataclass
-class Row:
-    """One client on the user's server: the one verdict, and why."""
-
-    client: str
-    version: str
-    #: The verdict in the one vocabulary (:class:`~orsbench.verdict.Verdict`), ``"not installed"`` when it could not play.
-    verdict: str
-    #: Why, in one line: the client's error, the first failed check, or (working) the reward it reported.
-    why: str
-    #: For a client that trains (``ClientTarget.trains``): whether this episode gives it a reward to train on.
-    trains: bool | None = None
-    #: The user's adapter command, for a ``--client-cmd`` row.
-    command: str | None = None
-    #: What the binding rules predict from ``/tools`` for this client.
-    predicted: list[str] = field(default_factory=list)
-    #: Pinned upstream defects that explain a failing verdict (the first one decides it).
-    defects: list[PinnedDefect] = field(default_factory=list)
-    #: Failed checks that decided the verdict, ``"<check id>: <message>"``.
-    problems: list[str] = field(default_factory=list)
-    #: Rules broken without changing the episode (check ids), each with the pinned defect that breaks it, if any.
-    rules: dict[str, str | None] = field(default_factory=dict)
-    seconds: float | None = None
-    #: A ``--client-cmd`` the shell could not run (exit 126/127 before any request): a usage error, not a verdict.
-    did_not_run: str | None = None
-    #: What the client's consumer profile predicts of the player's episode (a built-in target: ``ClientTarget.consumer``).
-    consumer: str | None = None
-    #: Whether the live run confirmed that prediction (None: not judged, the client did not play it out).
-    consumer_confirmed: bool | None = None
-
-    @property
-    def words(self) -> str:
-        """The verdict as printed: ``works — trains``, ``fails clearly``."""
-        if self.trains is None or self.verdict != Verdict.WORKS:
-            return self.verdict
-        return f"{self.verdict} — {'trains' if self.trains else 'would not train'}"
-
-
-@dataclass
-class LiveResult:
-    """Every row of one ``orsbench clients URL`` run, and the player's episode they replayed."""
-
-    url: str
-    env: str | None
-    split: str | None
-    index: int | None
-    episode: PlayerEpisode
-    rows: list[Row] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        for row, shown in zip(self.rows, data["rows"]):
-            shown["words"] = row.words
-        return data
 
 
 @dataclass(frozen=True)
@@ -151,7 +78,6 @@ class _Player:
     command: str | None = None
     #: Why it cannot play (not installed), else None.
     missing: str | None = None
-    #: What its user makes of an episode (a built-in target's profile; None for a command).
     consumer: Consumer | None = None
 
     @classmethod
@@ -210,7 +136,7 @@ def _script(episode: Episode, reward: float | None) -> Script:
     return Script("url", tuple(steps), reward=reward, finished=episode.finished)
 
 
-def facts(client: str, evidence: Evidence, tools: list[dict[str, Any]], script: Script) -> D.CellFacts:
+def facts(client: str, evidence: Evidence, tools: list[dict[str, Any]], script: Script, rewards: Sequence[Any] = ()) -> D.CellFacts:
     """What the pinned defects' predicates know of the user's server, from what the player learnt of it."""
     ok, envs = json_of(evidence.get("list_environments"))
     names = [e for e in envs if isinstance(e, str)] if ok and isinstance(envs, list) else []
@@ -231,6 +157,7 @@ def facts(client: str, evidence: Evidence, tools: list[dict[str, Any]], script: 
         finishes=script.finished,
         spaced_long_result=any(s.expect is not None and len(s.expect) > _CHUNK and "  " in s.expect for s in script.steps),
         omits_a_default=omits,
+        rewards=tuple(rewards),
     )
 
 
@@ -248,7 +175,7 @@ def _sent_rewards(episode: Episode) -> list[Any]:
     ]
 
 
-def _confirm(row: Row, expected: Prediction, run: Any, verdict: Verdict, reported: Any) -> None:
+def _confirm(row: LiveRow, expected: Prediction, run: Any, verdict: Verdict, reported: Any) -> None:
     """Hold the live run to its consumer profile's prediction (:mod:`orsbench.clients.consumers`).
 
     A predicted refusal is confirmed by a reported failure; a predicted reward by the ``episode_reward`` the client
@@ -278,13 +205,13 @@ def _row(
     cell: D.CellFacts,
     overrides: Mapping[str, str],
     expected: Prediction | None = None,
-) -> Row:
+) -> LiveRow:
     assert player.launch is not None
     run = play(player.launch, case, proxy, script=script, env=env, deadline=timeout, overrides=overrides)
     judgement = judge(run, grade(run))
     reported = [line.get("reward") for line in run.out.lines if line.is_call and line.get("reward") is not None]
     reward = reported[-1] if reported else None
-    row = Row(player.name, player.version, str(judgement.verdict), "", command=player.command, seconds=round(run.duration_s, 1))
+    row = LiveRow(player.name, player.version, str(judgement.verdict), "", command=player.command, seconds=round(run.duration_s, 1))
     row.problems = list(judgement.problems)
     if player.command is not None:
         row.did_not_run = did_not_run(player.command, run.exit_code, len(run.log), run.stderr)
@@ -303,6 +230,9 @@ def _row(
             row.defects = [PinnedDefect(d.id, d.summary) for d in D.shown_in(cell)]
         if player.trainer:
             row.trains = False
+    # A client may print what it was given: no secret value reaches a row.
+    secrets = [value for _, value in case.secrets]
+    row.why, row.problems = scrub(row.why, secrets), [scrub(p, secrets) for p in row.problems]
     if expected is not None:
         _confirm(row, expected, run, judgement.verdict, reward)
     broken = D.broken_rules(cell) if player.command is None else {}
@@ -363,12 +293,12 @@ def play_on_url(
         for player in players:
             expected = player.consumer.predict(sent, episode.finished) if player.consumer is not None else None
             if player.launch is None:
-                result.rows.append(Row(player.name, player.version, NOT_INSTALLED, player.missing or "", command=player.command))
+                result.rows.append(LiveRow(player.name, player.version, NOT_INSTALLED, player.missing or "", command=player.command))
                 result.rows[-1].consumer = expected.describe() if expected is not None else None
             else:
                 assert proxy is not None
                 say(f"{player.name}: playing {len(script.steps)} call(s)")
-                cell = facts(player.name, evidence, tools, script)
+                cell = facts(player.name, evidence, tools, script, sent)
                 row = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys, expected)
                 result.rows.append(row)
             result.rows[-1].predicted = predictions.get(player.name, [])
@@ -376,47 +306,3 @@ def play_on_url(
         if proxy is not None:
             proxy.stop()
     return result
-
-
-def line_of(row: Row) -> str:
-    """One row as text: ``openreward  works — reward 1.0  (predicted: ...)``, a failure with the pinned defect behind it."""
-    joiner = " — because " if row.verdict not in (Verdict.WORKS, NOT_INSTALLED) else " — "
-    text = f"{row.client:<11} {row.words}{joiner}{row.why}"
-    if row.defects:
-        first = row.defects[0]
-        text += f"\n{'':<11}   pinned upstream defect: {first.id} ({first.summary})"
-    text += f"\n{'':<11}   command: {row.command}" if row.command else ""
-    text += f"\n{'':<11}   its consumer: {_consumer_text(row)}" if row.consumer else ""
-    return text + (f"\n{'':<11}   predicted: " + "; ".join(row.predicted) if row.predicted else "")
-
-
-def _consumer_text(row: Row) -> str:
-    """The consumer profile's prediction and whether the live run confirmed it."""
-    if row.consumer_confirmed is None:
-        return str(row.consumer)
-    return f"{row.consumer} ({'confirmed' if row.consumer_confirmed else 'NOT confirmed by the live run'})"
-
-
-def markdown(result: LiveResult) -> str:
-    """The rows as a Markdown table (the pinned defect and the predicted binding problems beside each live verdict)."""
-    ep = result.episode
-    head = (
-        f"# Which clients can use {result.env} at {result.url}\n\n"
-        f"The checker's player: {ep.calls} call(s) on {result.split}[{result.index}], "
-        f"{'finished' if ep.finished else 'not finished'}, reward {ep.reward!r}.\n\n"
-        "| client | version | verdict | because | its consumer (profile) | pinned upstream defect | predicted binding problems |\n"
-        "|---|---|---|---|---|---|---|\n"
-    )
-
-    def cell(s: Any) -> str:
-        return str(s).replace("|", "\\|").replace("\n", " ")
-
-    def client(row: Row) -> str:
-        return f"{row.client}: `{cell(row.command)}`" if row.command else row.client
-
-    rows = [
-        f"| {client(r)} | {r.version} | {r.words} | {cell(r.why)} | {cell(_consumer_text(r) if r.consumer else '—')} | "
-        f"{cell('; '.join(f'`{d.id}` — {d.summary}' for d in r.defects) or '—')} | {cell('; '.join(r.predicted) or '—')} |"
-        for r in result.rows
-    ]
-    return head + "\n".join(rows) + "\n"

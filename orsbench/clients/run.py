@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -41,16 +40,13 @@ from orsbench.clientcheck.episodes import Script
 from orsbench.clientcheck.judgement import Judgement, judge
 from orsbench.clientcheck.model import tools_shown
 from orsbench.clientcheck.process import Fork
-from orsbench.clientcheck.runner import POLL_S, RunningCase
+from orsbench.clientcheck.runner import RunningCase
 from orsbench.clients import adapter
 from orsbench.clients.offline import loopback_only
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.clients.transcript import AdapterEpisode
 from orsbench.servers.launch import RunningServer
 from orsbench.verdict import Verdict
-
-VERDICTS = tuple(Verdict)
-
 
 @dataclass
 class ClientOutcome:
@@ -213,13 +209,11 @@ class ClientRun(RunningCase):
         super().__init__(forked(client, prepare), case, server, script=script, deadline=deadline, model=takes_model)
 
     def finish(self) -> ClientOutcome:  # type: ignore[override]
-        """Wait until the client ends or passes a bound (:meth:`done`), then collect, grade and judge it.
+        """Wait until the client ends or passes a bound (:meth:`RunningCase.finish` waits), then collect, grade and judge it.
 
         Called directly (``play``, a test's ``ClientRun(...).finish()``) it waits; the matrix, which polls
         :meth:`done` itself, finds it done at once. Stopping before that would SIGTERM a client mid-episode.
         """
-        while not self.done():
-            time.sleep(POLL_S)
         return outcome_of(self.client, super().finish())
 
 

@@ -1,5 +1,5 @@
 """Self-contained HTML reports: a check run (``check``, ``proxy``, ``check-client``), the client matrix and
-``matrix --url``.
+``clients URL``.
 
 A person acting on a failure wants to *see* it: the verdict first, then the
 findings with the exchange that broke the rule, the section it breaks and the
@@ -361,8 +361,17 @@ def _cell_view(row: Mapping[str, Any], defects: Mapping[str, str]) -> dict[str, 
     }
 
 
-def render_matrix(result: Mapping[str, Any], *, title: str = "orsbench matrix", secrets: Iterable[str] = ()) -> str:
-    """The HTML page of ``orsbench matrix``'s result: one coloured grid per client, each cell opening to its episode."""
+def _document(result: Any) -> Mapping[str, Any]:
+    """A typed result's JSON document (:mod:`orsbench.clientcheck.results`); a document is taken as it is."""
+    return result.to_json() if hasattr(result, "to_json") else result
+
+
+def render_matrix(result: Any, *, title: str = "orsbench matrix", secrets: Iterable[str] = ()) -> str:
+    """The HTML page of ``orsbench matrix``'s result: one coloured grid per client, each cell opening to its episode.
+
+    ``result``: a :class:`~orsbench.clientcheck.results.MatrixResult` (or its JSON document).
+    """
+    result = _document(result)
     servers = list(result.get("servers") or [])
     server_defects = {d["id"]: d["summary"] for ds in (result.get("server_defects") or {}).values() for d in ds}
     clients = []
@@ -402,12 +411,16 @@ def render_matrix(result: Mapping[str, Any], *, title: str = "orsbench matrix", 
     return scrub(page, secrets, _SCRUBBED)
 
 
-# -- which clients can use your server (matrix --url) -----------------------------------
+# -- which clients can use your server (orsbench clients URL) ---------------------------
 _LIVE_STYLE = {**_VERDICT_STYLE, "not installed": "skip"}
 
 
-def render_live(result: Mapping[str, Any], *, title: str = "orsbench matrix --url", secrets: Iterable[str] = ()) -> str:
-    """The HTML page of ``orsbench matrix --url``: one row per client, its live verdict beside the predicted problems."""
+def render_live(result: Any, *, title: str = "orsbench clients", secrets: Iterable[str] = ()) -> str:
+    """The HTML page of ``orsbench clients URL``: one row per client, its live verdict beside the predicted problems.
+
+    ``result``: a :class:`~orsbench.clientcheck.results.LiveResult` (or its JSON document).
+    """
+    result = _document(result)
     rows = [
         {"command": None, "seconds": None, "defects": [], "words": row["verdict"], **row, "style": _LIVE_STYLE.get(row["verdict"], "error")}
         for row in result.get("rows", [])

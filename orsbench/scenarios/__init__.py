@@ -15,6 +15,7 @@ MODULES = (
     "orsbench.scenarios.slow",
     "orsbench.scenarios.pick",
     "orsbench.scenarios.schema_zoo",
+    "orsbench.scenarios.schema_edges",  # schema shapes binders crash on or lie about (docs/protocol.md §13.9)
     "orsbench.scenarios.hazards",  # the cases real clients get wrong (docs/protocol.md §13)
     "orsbench.scenarios.cassette",  # replays a recorded file: serve --cassette FILE
 )

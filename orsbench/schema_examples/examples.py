@@ -4,7 +4,7 @@ Checks that need a tool call cannot know the tool: they read its
 ``input_schema`` and build the smallest value that validates — required
 properties only, defaults and enum/const values where given, the lowest number
 the bounds allow, the shortest string, the fewest array items. ``anyOf``/``oneOf``,
-``type`` lists, ``prefixItems`` and common ``format``\\ s are handled. Every value
+``type`` lists, ``prefixItems`` (and draft-07's list-form ``items``) and common ``format``\\ s are handled. Every value
 built is validated against the full schema before it is used, so a generator
 mistake can only lead to a skip ("no input could be built"), never to a false
 accusation against the server. Patterns are tried against a few candidate
@@ -299,10 +299,12 @@ def _string(schema: JSON) -> str:
 def _array(schema: JSON, root: JSON, depth: int) -> list[Any]:
     items: list[Any] = []
     prefix = schema.get("prefixItems")
+    extra = schema.get("items", True)
+    if not isinstance(prefix, list) and isinstance(extra, list):
+        prefix, extra = extra, schema.get("additionalItems", True)  # draft-07's tuple: items as a list
     if isinstance(prefix, list):
         items = [_build(p, root, depth + 1) for p in prefix]
     low = int(schema.get("minItems") or 0)
-    extra = schema.get("items", True)
     if len(items) < low:
         if extra is False:
             raise NoInput("minItems exceeds prefixItems and items is false")

@@ -30,6 +30,7 @@ defect; nothing outside this module branches on a client's name.
 from __future__ import annotations
 
 import keyword
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -85,6 +86,8 @@ class CellFacts:
     url_only: bool = False
     #: A call before the last returns a reward (the episode's reward is spread over its calls).
     rewards_before_the_end: bool = False
+    #: The reward each scripted call gets, in order, exactly as the server sends it (``None``: an unscored call).
+    rewards: tuple[Any, ...] = ()
 
     @property
     def expected(self) -> Verdict:
@@ -148,6 +151,7 @@ INSPECT = "inspect-openreward 0.3.0"
 ORS_SERVER = "ors-sdk 0.1.0 server"
 FIREHORSE = "firehorse-cli 0.1.4"
 PLATOON = "platoon 0.4.0"
+BENCHFLOW = "benchflow 0.7.11"
 
 # -- where each defect shows in the client matrix (the predicates its entry names) ---------------------
 # A predicate may name a client or a server where the defect's mechanism is that client's own use of an
@@ -198,9 +202,10 @@ def _shown(*ids: str) -> Where:
 
 
 def _by_name_sessions(cell: CellFacts) -> bool:
-    """The openreward SDK and TRL open every session by name with no variant: /create never carries env_name
-    (where a /create is sent: TRL given the URL alone reaches no server)."""
-    return cell.client in ("openreward", "trl") and _creates(cell) and not (cell.client == "trl" and cell.url_only)
+    """The openreward SDK, TRL and benchflow's session (the SDK's, as its users write it) open every session by name
+    with no variant: /create never carries env_name (where a /create is sent: TRL given the URL alone reaches no
+    server)."""
+    return cell.client in ("openreward", "trl", "benchflow") and _creates(cell) and not (cell.client == "trl" and cell.url_only)
 
 
 def _platoon_by_name(cell: CellFacts) -> bool:
@@ -236,14 +241,40 @@ def _firehorse_task_env(cell: CellFacts) -> bool:
     return _scenario_cell(cell) and cell.several_envs and not _get_task_on_ors_sdk(cell)
 
 
+def _benchflow_refuses(cell: CellFacts) -> str | None:
+    """What benchflow's reward seam refuses first in the cell's episode, when the episode gets that far.
+
+    ``ORSAdapter.tool_outputs_to_reward_events`` converts the outputs in order and raises at the first reward
+    that is not a number (``unscored``: a null; a boolean passes, as ``float(True)``) or is a finite number outside
+    [0, 1] (``range``; a non-finite one it refuses rightly); then the ``ors-episode`` verifier wants a terminal
+    reward (``unfinished``: no call said ``finished: true``). Where a correct client reports an error first (the
+    profile's expectation), or ``/create`` is refused, the session fails before benchflow judges anything.
+    """
+    if cell.expects_error or cell.refuses_session:
+        return None
+    for reward in cell.rewards:
+        if not isinstance(reward, (int, float)):
+            return "unscored"
+        if math.isfinite(reward) and not 0.0 <= reward <= 1.0:
+            return "range"
+        if not math.isfinite(reward):
+            return None
+    return None if cell.finishes else "unfinished"
+
+
+def _benchflow(kind: str) -> Where:
+    return lambda cell: _benchflow_refuses(cell) == kind
+
+
 #: Which client targets run each upstream's code: TRL and inspect-openreward drive the openreward client.
 UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
     TRL: ("trl",),
-    SDK: ("openreward", "trl", "inspect", "firehorse", "platoon"),
+    SDK: ("openreward", "trl", "inspect", "firehorse", "platoon", "benchflow"),
     ORS: ("ors",),
     INSPECT: ("inspect",),
     FIREHORSE: ("firehorse",),
     PLATOON: ("platoon",),
+    BENCHFLOW: ("benchflow",),
     ORS_SERVER: (),  # a server defect: every client on that server meets it
 }
 
@@ -309,6 +340,33 @@ DEFECTS: dict[str, Defect] = {
         ),
         Defect("nesting-dropped", TRL, "nested object properties are dropped: a $ref model becomes str (or a bare dict)", "P5"),
         Defect("constraints-dropped", TRL, "minimum/maximum, length and item-count bounds are dropped", "P5"),
+        Defect(
+            "bool-schema-crash",
+            TRL,
+            "a parameter whose schema is a boolean (true: any value; false: never present, both valid JSON Schema) reaches "
+            "_resolve_param_type, which calls .get() on it: AttributeError inside _RolloutEnvironment.__init__, so "
+            "environment_factory() crashes and no episode starts",
+            "P3",
+            shows_in=_factory("bool-schema-crash"),
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
+        ),
+        Defect(
+            "top-level-only",
+            TRL,
+            "the binder reads only the top level's properties: a tool whose top level is a union of object schemas "
+            "(anyOf/oneOf, as a pydantic RootModel writes it) or takes any key (additionalProperties: true, no properties) "
+            "becomes a method with no parameters, so get_json_schema shows the model none and any argument it passes "
+            "raises TypeError",
+            "P5",
+        ),
+        Defect(
+            "description-filled",
+            TRL,
+            "an empty description is replaced: the tool's by 'Call the NAME tool.', a parameter's by its title or its "
+            "name ('Word' for word), so the model reads text the environment never wrote",
+            "P5",
+        ),
         Defect(
             "docstring-sections",
             TRL,
@@ -520,6 +578,26 @@ DEFECTS: dict[str, Defect] = {
             "P7",
         ),
         Defect(
+            "inspect-schema-refused",
+            INSPECT,
+            "_solver._wrap_tool builds inspect_ai's ToolParams(**schema), whose pydantic model refuses a boolean property "
+            "schema (true/false) and items given as a list (draft-07's tuple): building the tool raises ValidationError, "
+            "the sample errors before the model's first turn and the eval scores nothing",
+            "P3",
+            shows_in=lambda cell: cell.client == "inspect" and _scenario_cell(cell) and any(inspect_refused(t) for t in cell.tools),
+            effect=Effect.REPORTS_ERROR,
+            masks=True,
+        ),
+        Defect(
+            "inspect-keywords-dropped",
+            INSPECT,
+            "ToolParams keeps only the keywords it models (type, format, description, default, enum, items, properties, "
+            "additionalProperties, anyOf, required, pattern, min/maxLength, minimum/maximum, examples): const, "
+            "exclusiveMinimum/exclusiveMaximum and minItems/maxItems are dropped, a top level that is a union of objects "
+            "becomes an object with no parameters, and one that takes any key takes none (the openai sanitizer drops "
+            "additionalProperties)",
+            "P5",
+        ),        Defect(
             "inspect-items-dropped",
             INSPECT,
             "ToolParams has no prefixItems either, so a tuple reaches the model as an array with items {} (the openai sanitizer's empty items) or none (anthropic); and sanitize_tool_schema(..., 'openai') — the provider inspect-openreward picks for Inspect's openai API and any it does not know — drops additionalProperties, so a dict loses its value type (dict[str, float] is a bare object)",
@@ -608,6 +686,44 @@ DEFECTS: dict[str, Defect] = {
             "P12",
             breaks=(("client.env_name", _firehorse_task_env),),
         ),
+        Defect(
+            "benchflow-unscored-call-refused",
+            BENCHFLOW,
+            "write_ors_tool_outputs_jsonl (ORSAdapter.tool_outputs_to_reward_events, \"the runtime-side contract\" for "
+            "ORS session output) wants a number on every tool output: a call the environment does not score (reward "
+            "null, an unscored step) raises ValueError 'outputs[N].reward must be numeric', so an episode rewarded "
+            "only at its end (sparse-reward's reveals, a hint, a long read before the answer) is never scored",
+            "P7",
+            shows_in=_benchflow("unscored"),
+            effect=Effect.REPORTS_ERROR,
+        ),
+        Defect(
+            "benchflow-reward-outside-unit-refused",
+            BENCHFLOW,
+            "the same conversion takes only rewards in [0, 1] (the ors-episode verifier too): a finite reward outside "
+            "it on any call (sparse-reward's -1 for a wrong total, a -0.25 step penalty, a reward of 2) raises "
+            "ValueError 'outputs[N].reward must be finite and between 0.0 and 1.0' and the episode is not scored",
+            "P7",
+            shows_in=_benchflow("range"),
+            effect=Effect.REPORTS_ERROR,
+        ),
+        Defect(
+            "benchflow-unfinished-refused",
+            BENCHFLOW,
+            "the ors-episode verifier takes only a terminal (finished) record's reward and fails closed without one "
+            "(VerifierOutputParseError 'did not include a terminal reward'): an episode that ends without finished: "
+            "true (a turn limit, a script that stops early) is an error, even when its calls were rewarded",
+            "P7",
+            shows_in=_benchflow("unfinished"),
+            effect=Effect.REPORTS_ERROR,
+        ),
+        Defect(
+            "benchflow-bool-reward",
+            BENCHFLOW,
+            "_bounded_reward does float(value): a JSON boolean reward (true) passes the [0, 1] check as 1.0 and the "
+            "ors-episode verifier scores the episode 1.0 (the openreward client hands the boolean on as sent)",
+            "P7",
+        ),
     )
 }
 
@@ -661,8 +777,40 @@ def binding_defect(spec: JSON) -> Defect | None:
     _, params, _ = _properties(spec)
     if not _IDENTIFIER.match(name) or any(not _IDENTIFIER.match(p) for p in params):
         return DEFECTS["non-identifier-skipped"]
+    if bool_schema_params(spec):
+        return DEFECTS["bool-schema-crash"]
     if keyword.iskeyword(name) or any(keyword.iskeyword(p) or p == "self" for p in params):
         return DEFECTS["keyword-crash"]
+    return None
+
+
+def bool_schema_params(spec: JSON) -> list[str]:
+    """Top-level parameters whose schema is a boolean (``true``/``false``): TRL 1.16's ``_resolve_param_type`` calls ``.get`` on them."""
+    props = (spec.get("input_schema") or {}).get("properties") or {}
+    return [name for name, prop in props.items() if isinstance(prop, bool)]
+
+
+def hidden_by_the_top_level(spec: JSON) -> bool:
+    """Whether the tool takes parameters its top level does not list in ``properties``: a union of objects, or any key.
+
+    TRL 1.16 binds only the top-level ``properties`` (``top-level-only``), and so does inspect's ToolParams.
+    """
+    schema = spec.get("input_schema") or {}
+    return not schema.get("properties") and bool(schema_view.view(schema)["names"])
+
+
+def empty_descriptions(spec: JSON) -> list[str]:
+    """Where a description is given but empty: ``"tool"`` and/or the parameters (TRL 1.16 fills them in)."""
+    found = ["tool"] if spec.get("description") == "" else []
+    return found + [name for name, text in schema_view.descriptions(spec.get("input_schema")).items() if text == ""]
+
+
+def signature_defect(spec: JSON) -> Defect | None:
+    """Why the bound method's parameters are not the schema's (``None``: they are)."""
+    if (defect := binding_defect(spec)) is not None:
+        return defect
+    if hidden_by_the_top_level(spec) and schema_view.parameters(spec.get("input_schema"))["properties"]:
+        return DEFECTS["top-level-only"]
     return None
 
 
@@ -702,6 +850,8 @@ def trl_1_16_type(prop: JSON) -> str:
 
 
 def accepts_null(prop: JSON, defs: JSON) -> bool:
+    if isinstance(prop, bool):
+        return prop  # a boolean schema: true takes any value (null too), false none
     node = schema_view.resolve(prop, defs)
     for member in schema_view.members(node):
         kind = member.get("type")
@@ -715,6 +865,8 @@ def aspect_defect(spec: JSON, aspect: str) -> Defect | None:
     if (defect := binding_defect(spec)) is not None:
         return defect
     server = schema_view.view(spec.get("input_schema"))
+    if hidden_by_the_top_level(spec) and server[aspect]:
+        return DEFECTS["top-level-only"]  # TRL shows none of what the top level's members (or its open keys) say
     if aspect == "types":
         props = (spec.get("input_schema") or {}).get("properties") or {}
         if any([trl_1_16_type(props[n])] != server["types"][n] for n in props if server["types"][n]):
@@ -733,6 +885,10 @@ def aspect_defect(spec: JSON, aspect: str) -> Defect | None:
 def docstring_defect(spec: JSON) -> Defect | None:
     if (defect := binding_defect(spec)) is not None:
         return defect
+    if hidden_by_the_top_level(spec) and schema_view.descriptions(spec.get("input_schema")):
+        return DEFECTS["top-level-only"]  # the parameters (and their descriptions) are not shown at all
+    if [where for where in empty_descriptions(spec) if where != "tool"]:
+        return DEFECTS["description-filled"]  # the tool's own empty description is not compared (none to show)
     description = spec.get("description") or ""
     params = schema_view.descriptions(spec.get("input_schema")).values()
     if any(s in description for s in _DOC_SECTIONS) or any(
@@ -748,6 +904,8 @@ def call_defect(spec: JSON) -> Defect | None:
         return defect
     if spec["name"] == "reset":
         return DEFECTS["reset-overridden"]
+    if hidden_by_the_top_level(spec) and schema_view.required_example(spec.get("input_schema")):
+        return DEFECTS["top-level-only"]  # the method takes none of the arguments the schema needs
     schema = spec.get("input_schema") or {}
     defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
     props, _, required = _properties(spec)
@@ -760,11 +918,12 @@ def call_defect(spec: JSON) -> Defect | None:
 
 
 def factory_defect(tools: Iterable[JSON]) -> Defect | None:
-    """Why ``environment_factory()`` cannot build an adapter whose ``reset`` is the adapter's own."""
+    """Why ``environment_factory()`` cannot build an adapter whose ``reset`` is the adapter's own (the first tool that crashes it)."""
     tools = list(tools)
+    crashes = (DEFECTS["keyword-crash"], DEFECTS["bool-schema-crash"])
     for spec in tools:
-        if binding_defect(spec) is DEFECTS["keyword-crash"]:
-            return DEFECTS["keyword-crash"]
+        if (defect := binding_defect(spec)) in crashes:
+            return defect
     if any(spec["name"] == "reset" for spec in tools):
         return DEFECTS["reset-overridden"]
     return None
@@ -823,12 +982,61 @@ def sanitized_params(spec: JSON, provider: str = "openai") -> list[str]:
     return [name for name in props if name in SANITIZED_KEYS[provider]]
 
 
+def inspect_refused(spec: JSON) -> list[str]:
+    """Where inspect_ai's ToolParams refuses the tool's schema: a boolean schema, or ``items`` as a list, where its
+    model (``JSONSchema``) wants an object — in ``properties``, ``items`` and ``anyOf``, at any depth."""
+    found: list[str] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, bool):
+            found.append(f"{where} is {json_bool(node)}")
+            return
+        if not isinstance(node, dict):
+            return
+        items = node.get("items")
+        if isinstance(items, list):
+            found.append(f"{where}.items is a list")
+        elif items is not None:
+            walk(items, f"{where}.items")
+        for name, prop in (node.get("properties") or {}).items():
+            walk(prop, f"{where}.{name}" if where else name)
+        for i, member in enumerate(node.get("anyOf") or []):
+            walk(member, f"{where}.anyOf[{i}]")
+
+    walk(spec.get("input_schema") or {}, "")
+    return found
+
+
+def json_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def inspect_dropped_keywords(spec: JSON) -> list[str]:
+    """What ToolParams leaves out of the tool's schema: ``const``, exclusive bounds, item counts (where), a top level's parameters."""
+    found: list[str] = []
+    if hidden_by_the_top_level(spec):
+        found.append("the top level's parameters")
+    for name, prop in schema_view.parameters(spec.get("input_schema"))["properties"].items():
+        keys = [k for m in schema_view.members(prop) for k in _INSPECT_UNMODELLED if k in m]
+        if keys:
+            found.append(f"{name}: {', '.join(dict.fromkeys(keys))}")
+    return found
+
+
+#: Keywords inspect_ai's JSONSchema model has no field for (dropped when a ToolParams is built).
+_INSPECT_UNMODELLED = ("const", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems")
+
+
 def inspect_binding_defect(spec: JSON) -> Defect | None:
     """Why inspect-openreward shows the model a parameter with less type than the server declared."""
+    if inspect_refused(spec):
+        return DEFECTS["inspect-schema-refused"]
     if sanitized_params(spec):  # inspect-openreward sanitises for the openai provider
         return DEFECTS["sanitizer-drops-keyword-params"]
     if inspect_untyped_params(spec):
         return DEFECTS["inspect-ref-untyped"]
     if inspect_itemless_params(spec):
         return DEFECTS["inspect-items-dropped"]
+    if inspect_dropped_keywords(spec):
+        return DEFECTS["inspect-keywords-dropped"]
     return None

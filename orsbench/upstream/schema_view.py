@@ -6,7 +6,10 @@ A server's ``input_schema`` (pydantic output: ``$ref``/``$defs``, ``anyOf``,
 are reduced here to one canonical tree, and each binder check compares one
 *aspect* of it, so a failing check names exactly what the model lost:
 
-* ``names`` and ``required``: the parameter names, and which are required;
+* ``names`` and ``required``: the parameter names, and which are required (a top level that
+  takes any other key as well — ``additionalProperties`` not ``false`` — adds :data:`ANY_KEY`;
+  a top level that is a union of objects has the names of every member, required where every
+  member requires them);
 * ``types``: each parameter's set of JSON types (``null`` left out:
   optionality is the ``required`` aspect's business);
 * ``enums``: each parameter's allowed values;
@@ -14,6 +17,10 @@ are reduced here to one canonical tree, and each binder check compares one
   ``prefixItems``, dict values via ``additionalProperties``);
 * ``nesting``: properties and required sets of nested objects, at any depth;
 * ``constraints``: ``minimum``/``maximum``/length/item-count bounds.
+
+Any node may be a boolean schema (``true``: any value, ``false``: none), read
+here as a schema that says nothing; ``items`` given as a list (draft-07's tuple)
+is read as ``prefixItems``.
 
 The module also writes example values that satisfy a schema (for calling a
 tool with only its required arguments).
@@ -39,6 +46,8 @@ CONSTRAINT_KEYWORDS = (
     "maxItems",
     "multipleOf",
 )
+#: In the ``names`` aspect: the top level accepts keys beyond its properties (``additionalProperties`` not ``false``).
+ANY_KEY = "*any other key*"
 _JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
 
@@ -61,21 +70,49 @@ def resolve(node: Any, defs: JSON, seen: frozenset[str] = frozenset()) -> Any:
 
 
 def parameters(schema: JSON | None) -> JSON:
-    """An object schema with every ``$ref`` inlined; ``None`` (no input) is an empty object."""
+    """An object schema with every ``$ref`` inlined; ``None`` (no input) is an empty object.
+
+    A top level that is a union of object schemas (``anyOf``/``oneOf``, no ``properties`` of its own) is read
+    as one object: every member's properties, required where every member requires them.
+    """
     schema = schema or {}
     defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
     resolved = resolve(schema, defs)
+    if not resolved.get("properties"):
+        objects = [m for m in members(resolved) if m is not resolved and isinstance(m.get("properties"), dict)]
+        if objects:
+            merged: JSON = {}
+            for member in objects:
+                for name, prop in member["properties"].items():
+                    merged.setdefault(name, prop)
+            required = set.intersection(*(set(m.get("required") or []) for m in objects))
+            resolved = {**resolved, "properties": merged, **({"required": sorted(required)} if required else {})}
     resolved.setdefault("properties", {})
     return resolved
 
 
-def members(node: JSON) -> list[JSON]:
-    """The alternatives of a node: its ``anyOf``/``oneOf`` members, else the node itself."""
+def as_node(node: Any) -> JSON:
+    """A schema node as an object: a boolean schema (``true``/``false``) or anything else says nothing (``{}``)."""
+    return node if isinstance(node, dict) else {}
+
+
+def tuple_items(array: JSON) -> list[Any] | None:
+    """A tuple's member schemas: ``prefixItems`` (2020-12), or ``items`` given as a list (draft-07 and earlier)."""
+    for key in ("prefixItems", "items"):
+        if isinstance(array.get(key), list):
+            return list(array[key])
+    return None
+
+
+def members(node: Any) -> list[JSON]:
+    """The alternatives of a node: its ``anyOf``/``oneOf`` members, else the node itself (a boolean schema: ``{}``)."""
+    node = as_node(node)
     alternatives = [m for key in ("anyOf", "oneOf") for m in node.get(key) or [] if isinstance(m, dict)]
     return alternatives or [node]
 
 
-def types_of(node: JSON) -> list[str]:
+def types_of(node: Any) -> list[str]:
+    node = as_node(node)
     found: set[str] = set()
     for member in members(node):
         kind = member.get("type")
@@ -106,7 +143,7 @@ def value_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def enum_of(node: JSON) -> list[Any] | None:
+def enum_of(node: Any) -> list[Any] | None:
     values: list[Any] = []
     found = False
     for member in members(node):
@@ -119,7 +156,7 @@ def enum_of(node: JSON) -> list[Any] | None:
     return sorted(values, key=repr) if found else None
 
 
-def _member_of_type(node: JSON, kind: str) -> JSON | None:
+def _member_of_type(node: Any, kind: str) -> JSON | None:
     for member in members(node):
         declared = member.get("type")
         if declared == kind or (isinstance(declared, list) and kind in declared):
@@ -129,13 +166,13 @@ def _member_of_type(node: JSON, kind: str) -> JSON | None:
     return None
 
 
-def items_of(node: JSON) -> JSON | None:
+def items_of(node: Any) -> JSON | None:
     """Element types: ``{"items": [...]}``, ``{"prefixItems": [[...], ...]}``, ``{"values": [...]}``."""
     out: JSON = {}
     array = _member_of_type(node, "array")
     if array is not None:
-        if isinstance(array.get("prefixItems"), list):
-            out["prefixItems"] = [types_of(p) for p in array["prefixItems"]]
+        if (parts := tuple_items(array)) is not None:
+            out["prefixItems"] = [types_of(p) for p in parts]
         elif isinstance(array.get("items"), dict):
             out["items"] = types_of(array["items"])
     obj = _member_of_type(node, "object")
@@ -144,7 +181,7 @@ def items_of(node: JSON) -> JSON | None:
     return out or None
 
 
-def shape_of(node: JSON) -> JSON | None:
+def shape_of(node: Any) -> JSON | None:
     """Nested object structure below a node: properties (recursively) and required sets."""
     out: JSON = {}
     obj = _member_of_type(node, "object")
@@ -158,13 +195,13 @@ def shape_of(node: JSON) -> JSON | None:
     if array is not None:
         if isinstance(array.get("items"), dict) and (inner := shape_of(array["items"])):
             out["items"] = inner
-        for i, part in enumerate(array.get("prefixItems") or []):
+        for i, part in enumerate(tuple_items(array) or []):
             if isinstance(part, dict) and (inner := shape_of(part)):
                 out.setdefault("prefixItems", {})[str(i)] = inner
     return out or None
 
 
-def constraints_of(node: JSON) -> JSON | None:
+def constraints_of(node: Any) -> JSON | None:
     out = {k: m[k] for m in members(node) for k in CONSTRAINT_KEYWORDS if k in m}
     return out or None
 
@@ -174,8 +211,9 @@ def view(schema: JSON | None) -> JSON:
     params = parameters(schema)
     props: JSON = params["properties"]
     names = list(props)
+    open_ = params.get("additionalProperties") not in (None, False)
     return {
-        "names": sorted(names),
+        "names": sorted(names) + ([ANY_KEY] if open_ else []),
         "required": sorted(params.get("required") or []),
         "types": {n: types_of(props[n]) for n in names},
         "enums": {n: e for n in names if (e := enum_of(props[n])) is not None},
@@ -188,7 +226,7 @@ def view(schema: JSON | None) -> JSON:
 def descriptions(schema: JSON | None) -> JSON:
     """Parameter descriptions, as the server wrote them (parameters without one are left out)."""
     props = parameters(schema)["properties"]
-    return {n: p["description"] for n, p in props.items() if isinstance(p.get("description"), str)}
+    return {n: p["description"] for n, p in props.items() if isinstance(as_node(p).get("description"), str)}
 
 
 # -- example values ---------------------------------------------------------------------
@@ -214,6 +252,7 @@ def _tags(value: Any, node: JSON, *, top: bool = False) -> Any:
         return value
     out = dict(value)
     for name, prop in (node.get("properties") or {}).items():
+        prop = as_node(prop)
         tag = "const" in prop or (isinstance(prop.get("enum"), list) and len(prop["enum"]) == 1)
         if tag and not top:
             out.setdefault(name, prop["const"] if "const" in prop else prop["enum"][0])
@@ -228,6 +267,6 @@ def _tags(value: Any, node: JSON, *, top: bool = False) -> Any:
 def _fits(value: JSON, member: JSON) -> bool:
     """Whether ``value``'s single-valued properties agree with this union member's."""
     for name, prop in member["properties"].items():
-        if name in value and "const" in prop and value[name] != prop["const"]:
+        if name in value and isinstance(prop, dict) and "const" in prop and value[name] != prop["const"]:
             return False
     return True

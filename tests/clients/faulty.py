@@ -186,6 +186,13 @@ class GiveUp(Adapter):
         return False
 
 
+class DropNulls(Adapter):
+    """Leaves out every argument whose value is null (a binder that reads None as "not given", §13.9)."""
+
+    def call(self, tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+        return super().call(tool, {k: v for k, v in tool_input.items() if v is not None})
+
+
 class Hang(Adapter):
     """Opens its session, then waits forever."""
 
@@ -237,6 +244,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "episode-reward-last": EpisodeRewardLast,
     "sdk-url-only": SdkUrlOnly,
     "give-up": GiveUp,
+    "drop-nulls": DropNulls,
     "hang": Hang,
     "crash": Crash,
     "flood": Flood,

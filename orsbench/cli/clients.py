@@ -1,0 +1,140 @@
+"""``orsbench clients URL``: which installed ORS clients (and your own) can use your environment, played live.
+
+The logic is :mod:`orsbench.clients.live`; the words are the matrix's and check-client's
+(:class:`orsbench.verdict.Verdict`); the reports are :mod:`orsbench.reports.clients`.
+``orsbench matrix --url`` was its spelling until this release and still works, with a note on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from orsbench.cli import flags, reporting, subcommand, types
+
+EPILOG = """\
+examples:
+  orsbench clients http://127.0.0.1:8000
+  orsbench clients http://127.0.0.1:8000 --env myenv --secret OPENAI_API_KEY=sk-... --markdown clients.md
+  orsbench clients http://127.0.0.1:8000 --client-cmd "node my_adapter.js" --html clients.html
+  orsbench clients http://127.0.0.1:8000 --clients trl,inspect --json - | jq '.rows[] | {client, verdict}'
+
+Each row: works (for a trainer: trains / would not train) · fails clearly · fails silently · hangs —
+the words of `orsbench matrix` and `orsbench check-client`, from the same client checks. A failure a
+pinned upstream defect explains names it (the client's bug, not your environment's).
+"""
+
+
+@subcommand("clients")
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "clients",
+        help="which installed ORS clients (and your own) can use your server, played live",
+        description="The checker's own player plays one episode on your server (a winning one where it finds one); "
+        "every installed client target (openreward SDK, ors-sdk, TRL OpenRewardSpec, inspect-openreward, firehorse-cli) "
+        "and each --client-cmd adapter command then replays those calls in a fresh session, through an orsbench proxy "
+        "that keeps the request log the client checks of `orsbench check-client` grade. One row per client, beside the "
+        "binding problems predicted from /tools. Loopback URLs only; secrets reach the clients by environment, never "
+        "a command line.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("url", type=types.http_url, metavar="URL", help="your ORS server on this machine, e.g. http://127.0.0.1:8000")
+    add_live_arguments(parser)
+    reporting.add_report_arguments(
+        parser,
+        formats=("json", "html", "markdown"),
+        helps={
+            "json": "write the rows as JSON here",
+            "markdown": "write the rows as a Markdown table here",
+            "html": "write a self-contained HTML page here: one row per client",
+        },
+        verbose_help="under each row that does not work, the checks that decided its verdict and the rules it broke",
+        quiet_help="no progress lines: only the rows",
+    )
+    parser.set_defaults(func=run)
+
+
+def add_live_arguments(group: argparse.ArgumentParser | argparse._ArgumentGroup, *, prefix: str = "") -> None:
+    """The flags of a live run on the user's server (``prefix``: how ``matrix --url``'s help introduces them)."""
+    group.add_argument("--env", default=None, metavar="E", help=f"{prefix}the environment to play (default: the server's first)")
+    group.add_argument(
+        "--timeout", type=types.positive(float), default=60.0, metavar="S", help=f"{prefix}seconds each client's episode may take (default 60)"
+    )
+    flags.add_client_cmd(
+        group,
+        repeatable=True,
+        help=f"{prefix}also play your own client, given as a check-client adapter command (run by /bin/sh; docs/clients.md); repeatable",
+    )
+    flags.add_api_key(group, help=f"{prefix}the key your server requires, sent by the player and given to every client")
+    types.add_secret_arguments(group)
+    if not prefix:
+        group.add_argument(
+            "--clients", type=types.one_of(_client_names, "client"), default=None, metavar="A,B",
+            help="client targets to play (default: every one; those not installed are listed with the install command)",
+        )  # fmt: skip
+
+
+def _client_names() -> list[str]:
+    from orsbench.clients.targets import CLIENT_TARGETS
+
+    return CLIENT_TARGETS.names()
+
+
+def _progress(args: argparse.Namespace) -> Callable[[str], None]:
+    if args.quiet:
+        return lambda _line: None
+    return lambda line: print(line, file=sys.stderr, flush=True)
+
+
+def _client_cmd_problem(command: str) -> str | None:
+    from orsbench.clientcheck import contract
+
+    if not command.strip():
+        return '--client-cmd is empty: give the adapter command, e.g. --client-cmd "python my_adapter.py"'
+    return contract.not_runnable(command)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Play the user's server with every client; write the rows (``matrix --url`` lands here too)."""
+    from orsbench.clients import live
+    from orsbench.reports import clients as report
+    from orsbench.reports import render_live
+
+    secrets = types.secrets_of(args)
+    try:
+        live.check_url(args.url)
+        for command in args.client_cmd:
+            if problem := _client_cmd_problem(command):
+                raise flags.UsageError(problem)
+        result = live.play_on_url(
+            args.url,
+            args.env,
+            args.clients,
+            secrets,
+            args.timeout,
+            progress=_progress(args),
+            commands=args.client_cmd,
+            api_key=flags.api_key_of(args),
+        )
+    except live.LiveUsageError as exc:
+        raise flags.UsageError(str(exc)) from None
+    for row in result.rows:
+        if row.did_not_run:
+            raise flags.UsageError(row.did_not_run)
+    if args.json:
+        reporting.write_text(args.json, report.to_json(result))
+    if args.markdown:
+        reporting.write_text(args.markdown, report.live_markdown(result))
+    if args.html:
+        reporting.write_text(args.html, render_live(result, secrets=secrets.values()))
+    out = reporting.people(args)
+    for row in result.rows:
+        print(report.live_line(row), file=out)
+        if args.verbose:
+            for problem in row.problems:
+                print(f"{'':<14} broke: {problem[:300]}", file=out)
+            for rule, defect in row.rules.items():
+                print(f"{'':<14} rule: {rule}" + (f" (pinned: {defect})" if defect else ""), file=out)
+    return 0

@@ -160,6 +160,17 @@ class Collector:
         self._open_sids.append(sid)
         return sid
 
+    def still_open(self, sid: str) -> str | None:
+        """``sid`` if the server still holds it, else a new session on the task under test (``None`` if refused).
+
+        Sessions opened early (so a slow ``setup()`` runs while other probes do) sit idle until used;
+        under a short TTL, or on a busy machine, the server may have reaped one by then.
+        """
+        if self.client.ping(sid).status != 404:
+            return sid
+        self.end_session(sid)
+        return self.open_session()
+
     def open_on(self, index: int | None) -> str | None:
         """``/create`` a session on task ``index`` of the split under test (the task under test for ``None``)."""
         if index is None or self.ev.split is None:

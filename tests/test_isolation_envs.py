@@ -44,8 +44,9 @@ BUGS = {
 }
 
 
-#: The slower half (15–50 s each on a 2-core machine: a tool that blocks the event loop, a full play of every task,
-#: an idle clock waited out): behind ``slow``, off CI's default run; the other half runs in ~40 s.
+#: The slower half (7–50 s each, served and checked, on the shared 2-core machine at load 12–18: a tool that blocks
+#: the event loop, eight sessions playing long scripts at once, an idle clock waited out): behind ``slow``, off CI's
+#: default run; the other four and the correct servers stay in it.
 SLOW = {
     "ping blocked by a running call",
     "delete of a shared per-task sandbox",

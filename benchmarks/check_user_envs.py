@@ -19,6 +19,7 @@ import os
 import sys
 import time
 
+from orsbench.bench.procstat import loadavg
 from orsbench.checks import Options, Status, run_checks
 from orsbench.servers import launch
 from orsbench.servers.user_app import AppTarget
@@ -57,7 +58,7 @@ def main() -> int:
     args = parser.parse_args()
     launch.use_zygote(True)
     rows = []
-    print(f"load average before: {open('/proc/loadavg').read().split()[:3]}", file=sys.stderr)
+    print(f"load average before: {loadavg()}", file=sys.stderr)
     for target in ENVS:
         with launch.serve(AppTarget.parse(f"tests/envs/{target}")) as server:
             row: dict = {"env": target}
@@ -72,7 +73,7 @@ def main() -> int:
                 }
             rows.append(row)
             print(f"{target}: {row['fuzz']['seconds']} s / {row['no_fuzz']['seconds']} s", file=sys.stderr)
-    load = open("/proc/loadavg").read().split()[:3]
+    load = loadavg()
     print("| environment | fuzz on: s (exit, requests) | fuzz off: s (exit, requests) | flagged (fuzz on) |")
     print("|---|---|---|---|")
     for row in rows:

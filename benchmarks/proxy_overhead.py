@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from orsbench.bench.procstat import tree_cpu_seconds
+from orsbench.bench.procstat import loadavg, tree_cpu_seconds
 from orsbench.servers.launch import serve, start_proxy
 from orsbench.wire import WireClient
 
@@ -56,7 +56,7 @@ def main() -> int:
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
 
-    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    load_before = loadavg()
     with serve("echo") as upstream:
         proxy = start_proxy(upstream.url)
         try:
@@ -82,7 +82,7 @@ def main() -> int:
                 client.close()
         finally:
             proxy.stop()
-    load_after = Path("/proc/loadavg").read_text().split()[:3]
+    load_after = loadavg()
     result = {
         "episodes": done,
         "requests_per_episode": 6,

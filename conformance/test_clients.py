@@ -77,7 +77,7 @@ _PROFILE_CELLS = [c for c in C.plan(server_names=["mock"]) if c.profile is not N
 def _unplayable(client: str) -> str | None:
     """Why ``client`` cannot play here, else None; a command target's environment is built on first use.
 
-    A target in another Python (platoon: 3.12) is built by :meth:`~orsbench.clients.interpreters.Venv.ensure`
+    A target in another Python (platoon, benchflow: 3.12) is built by :meth:`~orsbench.clients.interpreters.Venv.ensure`
     (``.ci/run`` builds it before the suite; parallel workers wait for one build); where that Python is
     missing, its cells are skipped saying so.
     """
@@ -154,6 +154,10 @@ _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "ors-create-without-env-name": lambda o: o.error is None and "client.env_name" in o.failed_checks,
     "cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and _reran(o),
     "ors-cut-call-rerun": lambda o: o.requests.get("fault cut-before-task-id", 0) >= 1 and _reran(o),
+    # benchflow's own words, raised by its reward conversion or its verifier after a clean session.
+    "benchflow-unscored-call-refused": lambda o: o.failed_at == "benchflow-rewards" and "reward must be numeric" in (o.error or ""),
+    "benchflow-reward-outside-unit-refused": lambda o: o.failed_at == "benchflow-rewards" and "between 0.0 and 1.0" in (o.error or ""),
+    "benchflow-unfinished-refused": lambda o: o.failed_at == "benchflow-verify" and "did not include a terminal reward" in (o.error or ""),
 }
 
 

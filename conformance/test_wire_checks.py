@@ -21,7 +21,6 @@ import pytest
 
 from orsbench.checks import Options, Report, Severity, Status, load_checks, run_checks
 from orsbench.cli.flags import API_KEY_ENV
-from orsbench.pytest_plugin import secrets_option
 
 #: Scenarios checked when no --ors-url is given.
 EMBEDDED = ("echo", "task-tool", "sparse-reward", "slow")
@@ -47,7 +46,11 @@ def _wire_reports() -> dict[str, Report]:
 
 @pytest.fixture
 def wire_report(
-    wire_target: str, request: pytest.FixtureRequest, ors_server_factory: Any, _wire_reports: dict[str, Report]
+    wire_target: str,
+    request: pytest.FixtureRequest,
+    ors_server_factory: Any,
+    ors_secrets: dict[str, str],
+    _wire_reports: dict[str, Report],
 ) -> Report:
     """The check run for ``wire_target`` (made once per worker and target)."""
     if wire_target not in _wire_reports:
@@ -56,7 +59,7 @@ def wire_report(
             options = Options(
                 env=request.config.getoption("--ors-env"),
                 split=request.config.getoption("--ors-split"),
-                secrets=secrets_option(request.config),
+                secrets=ors_secrets,  # the plugin's fixture (--ors-secret, --ors-secrets-file)
                 api_key=os.environ.get(API_KEY_ENV) or None,  # as `orsbench check` reads it: never on a command line
             )
         else:

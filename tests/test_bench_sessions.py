@@ -19,6 +19,7 @@ import pytest
 
 from orsbench.bench.driver import DriverResult
 from orsbench.bench.hold import duration_arg
+from orsbench.bench.options import BenchOptions
 from orsbench.bench.runner import BenchReport, ServerFigures
 from orsbench.bench.sessions import holdable_impls, run_held_bench
 from orsbench.bench.target import TargetError, local_target
@@ -63,7 +64,7 @@ def test_held_sessions_mock_via_cli(tmp_path, capsys):
 
 @pytest.mark.parametrize("impl", [i for i in holdable_impls() if i != "mock"])
 def test_held_sessions_other_servers(impl):
-    report = run_held_bench(50, hold=1.0, impls=(impl,), ping_interval=PING, warmup=5)
+    report = run_held_bench(50, BenchOptions(hold=1.0, impls=(impl,), ping_interval=PING, hold_warmup=5))
     assert set(report.servers) == {impl}
     assert_clean(report.servers[impl].as_dict(), 50)
     assert not report.failed

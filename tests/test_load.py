@@ -27,6 +27,7 @@ from orsbench.bench.driver import percentile
 from orsbench.bench.episode import check_sid_echo, check_stream_status, session_id, tool_output
 from orsbench.bench.locust_run import locustfile, run_locust, steady_rate
 from orsbench.bench.procstat import tree_cpu_seconds, tree_rss_bytes
+from orsbench.bench.options import BenchOptions
 from orsbench.bench.runner import run_bench
 from orsbench.cli import main as cli_main
 from orsbench.servers.engine import uuid4_hex, uuid4_str
@@ -325,10 +326,8 @@ def test_proc_readers_see_cpu_time_and_memory():
 # -- orsbench bench ----------------------------------------------------------------------
 def test_bench_runner_measures_each_server_in_alternating_windows():
     lines: list[str] = []
-    report = run_bench(
-        "echo", impls=("mock", "floor"), concurrency=2, window_seconds=5, rounds=2, warmup_seconds=0,
-        max_episodes_per_window=8, progress=lines.append,
-    )  # fmt: skip
+    options = BenchOptions(impls=("mock", "floor"), concurrency=2, window_seconds=5, rounds=2, warmup_seconds=0, max_episodes_per_window=8)
+    report = run_bench("echo", options, progress=lines.append)
     for impl in ("mock", "floor"):
         figures = report.servers[impl]
         assert (figures.driver.episodes, figures.driver.failures) == (16, 0)

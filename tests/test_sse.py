@@ -71,3 +71,31 @@ def test_framing_departures_are_recorded_for_the_checker():
     assert stream.unknown_fields == ["foo: 1"]
     assert stream.event_fields == ["end"]
     assert stream.events[0].data == "\nx"  # a bare `data` line is an empty data field, by the rules
+
+
+# -- the one chunk-and-end reassembly ------------------------------------------------------------
+_CHUNKED = (
+    b"event: task_id\ndata: t-1\n\n"
+    b'event: chunk\ndata: {"ok": true, "output": {"blocks": [{"type": "text", "text": "a\n\n'
+    b"event: chunk\ndata:   spaced  \n\n"  # a chunk that starts with spaces: an lstrip() loses them
+    b'event: end\ndata: "}], "reward": 1.0, "finished": true}}\n\n'
+)
+
+
+def test_every_reader_of_a_chunked_result_goes_through_the_one_reassembly():
+    """The checker's evidence, the cassette recorder, the load driver and the reference client read the same text."""
+    from orsbench import protocol
+    from orsbench.bench.episode import tool_output
+    from orsbench.clientcheck.reference import Adapter
+    from orsbench.wire.cassette import outcome_of
+    from orsbench.wire.evidence import Exchange
+    from orsbench.wire.sse import reassemble
+
+    stream = parse(_CHUNKED)
+    text = reassemble(((e.event, e.data) for e in stream.events), protocol.EVENT_CHUNK, protocol.EVENT_END)
+    assert text == '{"ok": true, "output": {"blocks": [{"type": "text", "text": "a  spaced  "}], "reward": 1.0, "finished": true}}'
+    assert Exchange("POST", "/echo/call", {}, b"", 200, sse=stream).reassembled() == text
+    assert outcome_of([[e.event, e.data] for e in stream.events])["data"] == text
+    assert tool_output(stream)["blocks"][0]["text"] == "a  spaced  "
+    assert Adapter.assemble(None, stream) == text  # type: ignore[arg-type]
+    assert reassemble([("chunk", "x")], "chunk", "end") is None, "no end: a cut stream carries no result"

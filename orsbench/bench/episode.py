@@ -121,26 +121,21 @@ def tool_output(stream: SSEStream) -> dict[str, Any]:
         error = stream.first(protocol.EVENT_ERROR)
         detail = f"error event {error.data!r}" if error else f"events {stream.names()}"
         raise EpisodeFailure("call", f"no task_id event first ({detail})")
-    parts: list[str] = []
-    for event in stream.events:
-        if event.event == protocol.EVENT_CHUNK:
-            parts.append(event.data)
-        elif event.event == protocol.EVENT_ERROR:
-            raise EpisodeFailure("call", f"error event: {event.data[:200]}")
-        elif event.event == protocol.EVENT_END:
-            parts.append(event.data)
-            break
-    else:
+    terminal = next((e for e in stream.events if e.event in (protocol.EVENT_END, protocol.EVENT_ERROR)), None)
+    if terminal is None:
         raise EpisodeFailure("call", f"truncated stream: it closed without an end event (events: {stream.names()})")
+    if terminal.event == protocol.EVENT_ERROR:
+        raise EpisodeFailure("call", f"error event: {terminal.data[:200]}")
+    text = stream.reassembled(protocol.EVENT_CHUNK, protocol.EVENT_END) or ""
     try:
-        result = orjson.loads("".join(parts))
+        result = orjson.loads(text)
     except orjson.JSONDecodeError:
-        raise EpisodeFailure("call", f"end data is not JSON: {''.join(parts)[:200]!r}") from None
+        raise EpisodeFailure("call", f"end data is not JSON: {text[:200]!r}") from None
     if not isinstance(result, dict) or result.get("ok") is not True:
         reason = result.get("reason") if isinstance(result, dict) else None
         error = result.get("error") if isinstance(result, dict) else result
         raise EpisodeFailure("call", f"tool call failed (reason {reason!r}): {str(error)[:200]}")
     output = result.get("output")
     if not isinstance(output, dict):
-        raise EpisodeFailure("call", f"ok result has no output object: {''.join(parts)[:200]!r}")
+        raise EpisodeFailure("call", f"ok result has no output object: {text[:200]!r}")
     return output

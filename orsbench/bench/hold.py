@@ -31,6 +31,7 @@ second server on the same cores.
 from __future__ import annotations
 
 import asyncio
+import os
 import resource
 import time
 from collections import Counter
@@ -52,6 +53,7 @@ from orsbench.bench.episode import (
     tool_output,
 )
 from orsbench.bench.plan import EpisodePlan
+from orsbench.bench.procstat import rss_bytes
 from orsbench.servers.app import raise_open_file_limit
 from orsbench.wire.sse import SSEParser
 
@@ -141,11 +143,8 @@ class HoldResult:
 
 
 def _self_rss_kib() -> int | None:
-    try:
-        with open("/proc/self/statm") as fh:
-            return int(fh.read().split()[1]) * resource.getpagesize() // 1024
-    except (OSError, IndexError, ValueError):
-        return None
+    size = rss_bytes(os.getpid())
+    return None if size is None else size // 1024
 
 
 #: What ends one open, call or close without ending the hold.

@@ -1,4 +1,4 @@
-"""CPU time and resident memory of a server's process tree, read from ``/proc``.
+"""CPU time and resident memory of a process (tree), read from ``/proc``: the bench's one reader of them.
 
 The bench reports *server* CPU per episode, which is independent of how the
 driver and the server share the cores: user+sys time of the server process and
@@ -58,17 +58,29 @@ def tree_cpu_seconds(pid: int) -> float | None:
     return total / _TICKS if seen else None
 
 
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process on this machine."""
+    return pid > 0 and (_PROC / str(pid)).exists()
+
+
+def rss_bytes(pid: int) -> int | None:
+    """Resident set size of the one process ``pid`` in bytes (``os.getpid()``: this one); ``None`` if unreadable."""
+    try:
+        return int((_PROC / str(pid) / "statm").read_text().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def tree_rss_bytes(pid: int) -> int | None:
     """Resident set size of ``pid``'s process tree in bytes; ``None`` if unreadable."""
     total = 0
     seen = False
     for member in descendants(pid):
-        try:
-            pages = int((_PROC / str(member) / "statm").read_text().split()[1])
-        except (OSError, IndexError, ValueError):
+        size = rss_bytes(member)
+        if size is None:
             continue
         seen = True
-        total += pages * _PAGE
+        total += size
     return total if seen else None
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from orsbench.bench.options import BenchOptions
 from orsbench.bench.driver import DriverResult, drive
 from orsbench.bench.locust_run import LocustResult, run_locust
 from orsbench.bench.plan import EpisodePlan, discover
@@ -232,26 +233,16 @@ def record_window(
 
 def run_bench(
     scenario: str = "echo",
+    options: BenchOptions = BenchOptions(),
     *,
-    impls: tuple[str, ...] | None = None,
-    concurrency: int = 32,
-    window_seconds: float = 5.0,
-    rounds: int = 2,
-    warmup_seconds: float = 1.0,
-    calls: int = 1,
-    think_time: float = 0.0,
-    tool: str | None = None,
-    tool_input: dict[str, Any] | None = None,
-    split: str | None = None,
-    params: dict[str, Any] | None = None,
-    locust_seconds: float = 0.0,
-    locust_users: int | None = None,
-    max_episodes_per_window: int | None = None,
     progress: Callable[[str], None] = lambda _line: None,
 ) -> BenchReport:
-    """Start every server in ``impls`` (default: the implementations registered as ``benched``), measure them
-    in alternating windows, stop them; return the report."""
-    impls = impls or benched_by_default()
+    """Start every server in ``options.impls`` (default: the implementations registered as ``benched``), measure
+    them in alternating windows, stop them; return the report."""
+    o = options
+    concurrency, window_seconds, rounds, warmup_seconds = o.concurrency, o.window_seconds, o.rounds, o.warmup_seconds
+    max_episodes_per_window, params, locust_seconds = o.max_episodes_per_window, o.params, o.locust_seconds
+    impls = o.impls or benched_by_default()
     loadavg_before = loadavg()
     servers: dict[str, RunningServer] = {}
     try:
@@ -268,7 +259,7 @@ def run_bench(
         impls = tuple(servers)
         first = servers[impls[0]]
         plan = discover(
-            first.url, env=first.env_name, split=split, tool=tool, tool_input=tool_input, calls=calls, think_time=think_time
+            first.url, env=first.env_name, split=o.split, tool=o.tool, tool_input=o.tool_input, calls=o.calls, think_time=o.think_time
         )
         progress(f"episode: {plan.describe()}")
         figures = {impl: ServerFigures(impl, srv.url) for impl, srv in servers.items()}
@@ -286,7 +277,7 @@ def run_bench(
             mock_url = servers["mock"].url
             locust_driver = drive(mock_url, plan, concurrency=concurrency, duration=locust_seconds / 2)
             progress(f"locust: one process, {locust_seconds:g}s against the mock ...")
-            locust_result = run_locust(mock_url, plan, users=locust_users or concurrency, seconds=locust_seconds)
+            locust_result = run_locust(mock_url, plan, users=o.locust_users or concurrency, seconds=locust_seconds)
             locust_driver = locust_driver.merge(drive(mock_url, plan, concurrency=concurrency, duration=locust_seconds / 2))
             progress(f"locust: {locust_result.rate:.0f} episodes/s; driver around it {locust_driver.rate:.0f} episodes/s")
         for impl, srv in servers.items():

@@ -24,16 +24,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from orsbench import protocol
 from orsbench.bench.hold import DURATION_ARG, HoldResult, duration_arg, run_hold
+from orsbench.bench.options import BenchOptions
 from orsbench.bench.plan import EpisodePlan, PlanError, discover
 from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
 from orsbench.bench.target import LoadTarget
 from orsbench.config import ServerConfig
 from orsbench.servers.implementations import holding_sessions
 from orsbench.servers.launch import RunningServer, ServerStartError, start
+from orsbench.servers import stats as server_stats
 from orsbench.wire import WireClient
 
 #: The scenario served for held sessions, and its long tool.
@@ -241,40 +241,29 @@ def measure_held(
         progress=lambda line: progress(f"{name}: {line}"),
     )
     figures = HeldFigures(name, url, result, rss, cpu)
-    figures.sessions_left = _active_sessions(url)
+    figures.sessions_left = _active_sessions(url, api_key)
     if pid is None:
         figures.note = "no --server-pid: server memory and CPU not measured"
     return figures
 
 
-def _active_sessions(url: str) -> int | None:
-    try:
-        response = httpx.get(url + protocol.STATS, timeout=10)
-        if response.status_code != 200:
-            return None
-        value = response.json().get("active_sessions")
-        return value if isinstance(value, int) else None
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return None
+def _active_sessions(url: str, api_key: str | None = None) -> int | None:
+    value = (server_stats.read_or_none(url, api_key=api_key) or {}).get("active_sessions")
+    return value if isinstance(value, int) else None
 
 
 def run_held_bench(
     sessions: int,
+    options: BenchOptions = BenchOptions(),
     *,
-    hold: float = 10.0,
-    impls: tuple[str, ...] | None = None,
     target: LoadTarget | None = None,
-    ping_interval: float = 5.0,
-    ramp_concurrency: int = 128,
-    tool: str | None = None,
-    tool_input: dict[str, Any] | None = None,
-    split: str | None = None,
-    warmup: int = 20,
     progress: Callable[[str], None] = lambda _line: None,
-    secrets: Mapping[str, str] | None = None,
-    api_key: str | None = None,
 ) -> HeldReport:
-    """Hold ``sessions`` on each of ``impls`` (started here, one after another) or on ``target`` (sent ``api_key``)."""
+    """Hold ``sessions`` on each of ``options.impls`` (started here, one after another) or on ``target`` (sent
+    ``options.api_key``), ``options.hold`` seconds together."""
+    o = options
+    hold, impls, ping_interval, ramp_concurrency, warmup = o.hold, o.impls, o.ping_interval, o.ramp_concurrency, o.hold_warmup
+    tool, tool_input, split, secrets, api_key = o.tool, o.tool_input, o.split, o.secrets, o.api_key
     loadavg_before = loadavg()
     figures: dict[str, HeldFigures] = {}
     if target is not None:

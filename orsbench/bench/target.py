@@ -9,10 +9,10 @@ and memory from ``/proc``, as it does for the servers it starts itself.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from orsbench.bench.procstat import alive
 from orsbench.servers.app import is_loopback
 
 
@@ -43,6 +43,6 @@ def local_target(url: str, pid: int | None = None, *, command: str = "orsbench b
             f"Run {command} on the server's own machine instead."
         )
     if pid is not None:
-        if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
+        if not alive(pid):
             raise TargetError(f"--server-pid {pid} is not a running process on this machine")
     return LoadTarget(url.rstrip("/"), pid)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from orsbench.bench.options import BenchOptions
 from orsbench.cli import flags, reporting, subcommand, types
 from orsbench.extras import require
 from orsbench.servers.implementations import IMPLEMENTATIONS, benched_by_default
@@ -106,41 +108,47 @@ def run(args: argparse.Namespace) -> int:
         IMPLEMENTATIONS.get(name).require(f"measuring {name} (leave it out: name the others with --impl)")
     from orsbench.bench.runner import run_bench
 
-    params = dict(args.param)
     progress = (lambda line: None) if args.quiet else (lambda line: print(f"  {line}", file=sys.stderr, flush=True))
     if args.sessions is not None or args.url is not None or args.server_pid is not None:
-        return _run_held_or_url(args, args.tool_args, progress)
-    report = run_bench(
-        args.scenario,
-        impls=tuple(dict.fromkeys(args.impls)) if args.impls else benched_by_default(),
-        concurrency=args.concurrency,
-        window_seconds=args.window,
-        rounds=args.rounds,
-        warmup_seconds=args.warmup,
-        calls=args.calls,
-        think_time=args.think_time,
-        tool=args.tool,
-        tool_input=args.tool_args,
-        split=args.split,
-        params=params or None,
-        locust_seconds=args.locust,
-        locust_users=args.locust_users,
-        max_episodes_per_window=args.max_episodes,
-        progress=progress,
-    )
+        return _run_held_or_url(args, progress)
+    options = options_of(args)
+    report = run_bench(args.scenario, replace(options, impls=options.impls or benched_by_default()), progress=progress)
     _emit(args, report)
     failed = any(f.driver.failures for f in report.servers.values())
     return 1 if failed else 0
 
 
-def _run_held_or_url(
-    args: argparse.Namespace, tool_input: dict[str, Any] | None, progress: Callable[[str], None]
-) -> int:
+def options_of(args: argparse.Namespace) -> BenchOptions:
+    """The one options object of a bench run, from its flags (the key and secrets only for ``--url``)."""
+    mine = args.url is not None
+    return BenchOptions(
+        calls=args.calls,
+        think_time=args.think_time,
+        tool=args.tool,
+        tool_input=args.tool_args,
+        split=args.split,
+        secrets=types.secrets_of(args),
+        api_key=flags.api_key_of(args) if mine else None,
+        concurrency=args.concurrency,
+        window_seconds=args.window,
+        rounds=args.rounds,
+        warmup_seconds=args.warmup,
+        max_episodes_per_window=args.max_episodes,
+        impls=tuple(dict.fromkeys(args.impls)) if args.impls else None,
+        params=dict(args.param) or None,
+        locust_seconds=args.locust,
+        locust_users=args.locust_users,
+        hold=args.hold,
+        ping_interval=args.ping_interval,
+        ramp_concurrency=args.ramp,
+    )
+
+
+def _run_held_or_url(args: argparse.Namespace, progress: Callable[[str], None]) -> int:
     """``--sessions N`` (held sessions, started servers or ``--url``) and ``--url`` alone (episodes/s)."""
     from orsbench.bench.target import TargetError, local_target
 
-    secrets = types.secrets_of(args)
-    api_key = flags.api_key_of(args) if args.url is not None else None
+    options = options_of(args)
     target = None
     if args.url is not None:
         try:
@@ -151,23 +159,15 @@ def _run_held_or_url(
         from orsbench.bench.remote import run_url_bench
 
         assert target is not None
-        report = run_url_bench(
-            target, concurrency=args.concurrency, window_seconds=args.window, rounds=args.rounds, warmup_seconds=args.warmup,
-            calls=args.calls, think_time=args.think_time, tool=args.tool, tool_input=tool_input, split=args.split,
-            max_episodes_per_window=args.max_episodes, progress=progress, secrets=secrets, api_key=api_key,
-        )  # fmt: skip
+        report = run_url_bench(target, options, progress=progress)
         _emit(args, report)
         return 1 if any(f.driver.failures for f in report.servers.values()) else 0
     from orsbench.bench.sessions import run_held_bench
 
-    impls = tuple(dict.fromkeys(args.impls)) if args.impls else None
-    cannot_hold = [name for name in impls or () if not IMPLEMENTATIONS.get(name).holds_sessions]
+    cannot_hold = [name for name in options.impls or () if not IMPLEMENTATIONS.get(name).holds_sessions]
     if cannot_hold:
         raise flags.UsageError(f"{', '.join(sorted(cannot_hold))} cannot hold a session; choose ORS servers with --impl")
-    held = run_held_bench(
-        args.sessions, hold=args.hold, impls=impls, target=target, ping_interval=args.ping_interval, ramp_concurrency=args.ramp,
-        tool=args.tool, tool_input=tool_input, split=args.split, progress=progress, secrets=secrets, api_key=api_key,
-    )  # fmt: skip
+    held = run_held_bench(args.sessions, options, target=target, progress=progress)
     _emit(args, held)
     return 1 if held.failed or not held.servers else 0
 

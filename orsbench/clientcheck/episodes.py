@@ -10,12 +10,16 @@ then no reward is expected, only a clean run.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from orsbench.upstream.schema_view import required_example
 from orsbench.scenarios import generic_scenarios, get_scenario, suite_params
+from orsbench.scenarios.base import Episode
 
 JSON = dict[str, Any]
 
@@ -174,3 +178,42 @@ def script(name: str) -> Script:
     scenario = get_scenario(name, **suite_params(name))
     first = sorted(scenario.shared_tools(), key=lambda t: t.name)[0]
     return Script(name, (Step(first.name, required_example(first.input_schema)),), reward=None, finished=False)
+
+
+class _Instant(Episode):
+    """An episode whose sleeps take no time: the rewards of a script do not depend on its latency."""
+
+    async def sleep(self, seconds: float) -> None:
+        return None
+
+
+@cache
+def sent_rewards(name: str) -> tuple[Any, ...]:
+    """The reward each call of ``name``'s script gets, in order, exactly as a server sends it (``None``: unscored).
+
+    Played in-process on the scenario object (its tools on a fresh episode of the first train task, no server,
+    no sleeps), so a scenario registered later gets its facts without a table: what a consumer that judges
+    every call's reward (benchflow) makes of the episode is a fact of the cell. A call that raises ends it.
+    """
+    scenario = get_scenario(name, **suite_params(name))
+    task = _task(name)
+    episode = _Instant(scenario, task, SPLIT, INDEX)
+    tools = scenario.session_tools(task)
+
+    async def play() -> tuple[Any, ...]:
+        await scenario.setup(episode)
+        rewards = []
+        for step in script(name).steps:
+            tool = tools[step.tool]
+            try:
+                result = tool.fn(scenario, episode, tool.params.model_validate(step.args) if tool.params else None)
+                if inspect.isawaitable(result):
+                    result = await result
+            except Exception:  # noqa: BLE001 - the episode ends where a tool raises
+                break
+            rewards.append(getattr(result, "reward", None))
+            if getattr(result, "finished", False):
+                break
+        return tuple(rewards)
+
+    return asyncio.run(play())

@@ -169,15 +169,8 @@ class Adapter:
         raise ClientError("/call kept answering retryable errors")
 
     def assemble(self, stream: SSEStream) -> str | None:
-        """``chunk`` data + ``end`` data, exactly as sent; ``None`` when no ``end`` came."""
-        parts = []
-        for event in stream.events:
-            if event.event == protocol.EVENT_CHUNK:
-                parts.append(event.data)
-            elif event.event == protocol.EVENT_END:
-                parts.append(event.data)
-                return "".join(parts)
-        return None
+        """``chunk`` data + ``end`` data, exactly as sent (the one reassembly, ``wire/sse.py``); ``None`` when no ``end`` came."""
+        return stream.reassembled(protocol.EVENT_CHUNK, protocol.EVENT_END)
 
     def after_cut(self, tool: str, tool_input: dict[str, Any], task_id: str) -> SSEStream:
         """A stream cut after its ``task_id``: resume the task (the tool already ran; never run it again)."""

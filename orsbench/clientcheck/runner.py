@@ -43,6 +43,7 @@ from orsbench.clientcheck.episodes import Script
 from orsbench.clientcheck.model import ModelScript, register
 from orsbench.clientcheck.process import ClientProcess, Command, Launch
 from orsbench.servers.launch import RunningServer, ServerStartError, local_http, start
+from orsbench.servers import stats as server_stats
 from orsbench.wire.redact import scrub
 
 #: Bytes of stdout and of stderr kept (the tail).
@@ -164,17 +165,9 @@ def case_environment(
     }
 
 
-def stat_delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
-    """The counters that changed between two ``/_orsbench/stats`` snapshots, by how much."""
-    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
-
-
-def _stats(server: RunningServer) -> dict[str, Any] | None:
+def _stats(server: RunningServer) -> Mapping[str, Any] | None:
     """The server's counters, or ``None`` where it keeps none (the user's own server behind a proxy)."""
-    try:
-        return dict(server.stats())
-    except (httpx.HTTPError, ValueError):
-        return None
+    return server_stats.read_or_none(server.url, api_key=server.config.api_key, client=local_http())
 
 
 def _request_log(server: RunningServer) -> tuple[list[dict[str, Any]], int]:
@@ -312,10 +305,7 @@ class RunningCase:
             run.server_error = run.server_error or f"could not read the server's request log: {exc}"
         after = _stats(self.server)
         if self.stats_before is not None and after is not None:
-            run.stats = {
-                key: stat_delta(self.stats_before.get(key) or {}, after.get(key) or {}) for key in ("calls", "requests", "statuses")
-            }
-            run.stats["sessions_left_open"] = after["active_sessions"] - self.stats_before["active_sessions"]
+            run.stats = dict(server_stats.change(self.stats_before, after))
         shutil.rmtree(self.workdir, ignore_errors=True)
         return run
 

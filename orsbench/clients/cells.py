@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from orsbench.upstream import defects as D
-from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, scenarios, script
+from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, scenarios, script, sent_rewards
 from orsbench.clientcheck.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clientcheck.profiles import Profile, profile, profiles
 from orsbench.clients.targets import CLIENT_TARGETS
@@ -127,6 +127,7 @@ def facts(cell: Cell) -> D.CellFacts:
         retry_after=played is not None and played.retry_after,
         url_only=cell.profile is not None and not profile_of(cell).sdk_urls,
         rewards_before_the_end=s.rewards_before_the_end,
+        rewards=sent_rewards(cell.scenario),
     )
 
 

@@ -8,10 +8,12 @@ nothing of orsbench, as ``examples/adapters/adapter.mjs`` is for Node) run by th
   ignored folder (:func:`root`), under a file lock so parallel test workers build it once; ``.ci/run`` and the
   test fixtures call it (``python -m orsbench.clients.interpreters build`` from a shell). Where no such Python
   exists, :meth:`Venv.missing` says so and the targets are skipped with that reason.
-* :meth:`Venv.warm` starts, once per orsbench process, a fork server in it
+* :meth:`Command.warm` starts, once per orsbench process and environment, a fork server in it
   (``orsbench/clients/commands/forkserver.py``) that has imported the client already: an episode then starts
   in milliseconds instead of the seconds ``import openreward`` takes, as the matrix's forked children do for the
-  clients orsbench can import itself (platoon's own rollout workers are forked from a fork server too).
+  clients orsbench can import itself (platoon's own rollout workers are forked from a fork server too). The
+  commands of one environment share its server (each loaded into it on first use), so platoon and benchflow
+  import the openreward SDK once between them.
 
 Nothing here downloads at run time: only :meth:`Venv.build` reaches the package index, as ``pip install`` does.
 """
@@ -39,7 +41,7 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from orsbench.clients.transcript import AdapterEpisode
 
-__all__ = ["COMMANDS", "Command", "Venv", "find_python", "root"]
+__all__ = ["COMMANDS", "TRAINERS_312", "Command", "Venv", "find_python", "root"]
 
 #: The command adapters (scripts run by another Python): they import nothing of orsbench.
 COMMANDS = Path(__file__).resolve().parent / "commands"
@@ -163,6 +165,17 @@ class Venv:
         progress(f"built {self.path} in {time.monotonic() - started:.0f} s")
 
 
+#: The Python 3.12 environment of the trainers orsbench cannot import (one environment, one build, for all of them):
+#: platoon and benchflow without their own requirements (wandb, datasets, textual; litellm, Vertex AI), the openreward
+#: SDK that both drive, and what ``import benchflow`` needs beyond it (httpx, which the newest openai no longer brings;
+#: agent-client-protocol, tomli-w; its pyyaml and pydantic come with openreward).
+TRAINERS_312 = Venv(
+    "trainers-3.12",
+    "3.12",
+    packages=("openreward==0.1.167", "httpx==0.28.1", "agent-client-protocol==0.12.1", "tomli-w==1.2.0"),
+    bare=("platoon==0.4.0", "benchflow==0.7.11"),
+)
+
 
 @dataclass(frozen=True)
 class Command:
@@ -186,16 +199,22 @@ class Command:
 
         return " ".join(shlex.quote(part) for part in self.argv)
 
-    def warm(self) -> WarmServer:
-        """The fork server for this command, started on first use in this process (:meth:`preload` of a target)."""
-        server = _WARM.get(self.key)
-        if server is None or not server.alive:
-            server = _WARM[self.key] = WarmServer.start(self.venv, self.script, self.preload)
-        return server
-
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.venv.name, self.script)
+    def path(self) -> str:
+        return str(COMMANDS / self.script)
+
+    def warm(self) -> WarmServer:
+        """The fork server of this command's environment, with this command loaded (:meth:`preload` of a target).
+
+        One server per environment in this process, started on first use: the commands of one environment (platoon's
+        and benchflow's) share it, so the modules they share (the openreward SDK) are imported once.
+        """
+        server = _WARM.get(self.venv.name)
+        if server is None or not server.alive:
+            server = _WARM[self.venv.name] = WarmServer.start(self.venv, self.script, self.preload)
+        else:
+            server.load(self.script, self.preload)
+        return server
 
     def play(self, episode: AdapterEpisode) -> None:
         """Run the command on ``episode`` (its variables are this process's environment under the contract).
@@ -206,9 +225,9 @@ class Command:
         """
         from orsbench.clients.transcript import ClientExited
 
-        server = _WARM.get(self.key)
-        if server is not None and server.reachable:
-            code = server.play(dict(os.environ))
+        server = _WARM.get(self.venv.name)
+        if server is not None and self.path in server.loaded and server.reachable:
+            code = server.play(dict(os.environ), script=self.script)
         else:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -217,21 +236,24 @@ class Command:
             raise ClientExited(code)
 
 
-_WARM: dict[tuple[str, str], WarmServer] = {}
+#: The fork server of each environment (by :attr:`Venv.name`) this process started.
+_WARM: dict[str, WarmServer] = {}
 
 
 @dataclass
 class WarmServer:
-    """A fork server (``commands/forkserver.py``) in a :class:`Venv`, with the adapter script imported and ready.
+    """A fork server (``commands/forkserver.py``) in a :class:`Venv`, with its adapter scripts imported and ready.
 
     Started by the orsbench process that plays episodes, stopped by its PID when that process exits (or when its
     stdin closes, should the process die without cleaning up). Forked children of that process (the matrix's)
-    ask it for episodes through :meth:`play`.
+    ask it for episodes through :meth:`play`; :meth:`load` adds another adapter of the same environment.
     """
 
     process: subprocess.Popen[bytes]
     socket_path: str
     owner: int = field(default_factory=os.getpid)
+    #: The adapter scripts (paths) the server has imported, the first one its default.
+    loaded: list[str] = field(default_factory=list)
 
     @classmethod
     def start(cls, venv: Venv, script: str, preload: tuple[str, ...]) -> WarmServer:
@@ -239,7 +261,7 @@ class WarmServer:
         path = os.path.join(folder, "fork.sock")
         argv = [str(venv.interpreter), str(COMMANDS / "forkserver.py"), path, str(COMMANDS / script), *preload]
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
-        server = cls(process, path)
+        server = cls(process, path, loaded=[str(COMMANDS / script)])
         atexit.register(server.stop)
         assert process.stdout is not None
         ready = _read_line(process.stdout, WARM_START_S)
@@ -262,15 +284,31 @@ class WarmServer:
             return False
         return os.path.exists(self.socket_path)
 
-    def play(self, environ: Mapping[str, str], stdout: int = 1, stderr: int = 2) -> int:
-        """Run one episode of the adapter script with ``environ`` (its stdout and stderr on these fds); its exit status.
+    def load(self, script: str, preload: tuple[str, ...] = ()) -> None:
+        """Import another adapter script of this environment (and its modules) into the server, once."""
+        path = str(COMMANDS / script)
+        if path in self.loaded:
+            return
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(WARM_START_S)
+            conn.connect(self.socket_path)
+            conn.sendall(json.dumps({"load": path, "preload": list(preload)}).encode() + b"\n")
+            answer = json.loads(conn.makefile("rb").readline() or b"{}")
+        if answer.get("loaded") != path:
+            raise RuntimeError(f"the fork server could not load {script}: {answer.get('failed') or answer!r}")
+        self.loaded.append(path)
+
+    def play(self, environ: Mapping[str, str], stdout: int = 1, stderr: int = 2, script: str | None = None) -> int:
+        """Run one episode of an adapter script (default: the first loaded) with ``environ`` (its stdout and stderr
+        on these fds); its exit status.
 
         The episode runs until it ends; the caller's deadline is enforced by killing the caller (the matrix kills
         its forked child): the server sees the connection close and kills the episode with it.
         """
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.connect(self.socket_path)
-            request = json.dumps({"environ": dict(environ)}).encode() + b"\n"
+            chosen = {"script": str(COMMANDS / script)} if script is not None else {}
+            request = json.dumps({"environ": dict(environ), **chosen}).encode() + b"\n"
             socket.send_fds(conn, [request], [stdout, stderr])
             reader = conn.makefile("rb")
             for raw in reader:

@@ -136,7 +136,7 @@ def _script(episode: Episode, reward: float | None) -> Script:
     return Script("url", tuple(steps), reward=reward, finished=episode.finished)
 
 
-def facts(client: str, evidence: Evidence, tools: list[dict[str, Any]], script: Script) -> D.CellFacts:
+def facts(client: str, evidence: Evidence, tools: list[dict[str, Any]], script: Script, rewards: Sequence[Any] = ()) -> D.CellFacts:
     """What the pinned defects' predicates know of the user's server, from what the player learnt of it."""
     ok, envs = json_of(evidence.get("list_environments"))
     names = [e for e in envs if isinstance(e, str)] if ok and isinstance(envs, list) else []
@@ -157,6 +157,7 @@ def facts(client: str, evidence: Evidence, tools: list[dict[str, Any]], script: 
         finishes=script.finished,
         spaced_long_result=any(s.expect is not None and len(s.expect) > _CHUNK and "  " in s.expect for s in script.steps),
         omits_a_default=omits,
+        rewards=tuple(rewards),
     )
 
 
@@ -297,7 +298,7 @@ def play_on_url(
             else:
                 assert proxy is not None
                 say(f"{player.name}: playing {len(script.steps)} call(s)")
-                cell = facts(player.name, evidence, tools, script)
+                cell = facts(player.name, evidence, tools, script, sent)
                 row = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys, expected)
                 result.rows.append(row)
             result.rows[-1].predicted = predictions.get(player.name, [])

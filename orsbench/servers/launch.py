@@ -38,6 +38,7 @@ import httpx
 
 from orsbench import protocol
 from orsbench.config import ServerConfig, write_private
+from orsbench.servers import stats as server_stats
 from orsbench.servers.stats import StatsSnapshot
 from orsbench.servers.user_app import APP_PATH_ENV, AppTarget
 from orsbench.servers.user_app import PREFIX as APP_PREFIX
@@ -222,10 +223,7 @@ class RunningServer:
 
     def stats(self) -> StatsSnapshot:
         """``GET /_orsbench/stats``: server-side counters (sessions, calls, pings, requests; :class:`StatsSnapshot`)."""
-        headers = {protocol.API_KEY_HEADER: self.config.api_key} if self.config.api_key else None
-        response = local_http().get(self.url + protocol.STATS, timeout=10, headers=headers)
-        response.raise_for_status()
-        return response.json()
+        return server_stats.read(self.url, api_key=self.config.api_key, client=local_http())
 
     def env(self) -> dict[str, str]:
         """Environment variables that point the openreward SDK (and TRL) at this server."""

@@ -30,6 +30,7 @@ defect; nothing outside this module branches on a client's name.
 from __future__ import annotations
 
 import keyword
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -85,6 +86,8 @@ class CellFacts:
     url_only: bool = False
     #: A call before the last returns a reward (the episode's reward is spread over its calls).
     rewards_before_the_end: bool = False
+    #: The reward each scripted call gets, in order, exactly as the server sends it (``None``: an unscored call).
+    rewards: tuple[Any, ...] = ()
 
     @property
     def expected(self) -> Verdict:
@@ -148,6 +151,7 @@ INSPECT = "inspect-openreward 0.3.0"
 ORS_SERVER = "ors-sdk 0.1.0 server"
 FIREHORSE = "firehorse-cli 0.1.4"
 PLATOON = "platoon 0.4.0"
+BENCHFLOW = "benchflow 0.7.11"
 
 # -- where each defect shows in the client matrix (the predicates its entry names) ---------------------
 # A predicate may name a client or a server where the defect's mechanism is that client's own use of an
@@ -198,9 +202,10 @@ def _shown(*ids: str) -> Where:
 
 
 def _by_name_sessions(cell: CellFacts) -> bool:
-    """The openreward SDK and TRL open every session by name with no variant: /create never carries env_name
-    (where a /create is sent: TRL given the URL alone reaches no server)."""
-    return cell.client in ("openreward", "trl") and _creates(cell) and not (cell.client == "trl" and cell.url_only)
+    """The openreward SDK, TRL and benchflow's session (the SDK's, as its users write it) open every session by name
+    with no variant: /create never carries env_name (where a /create is sent: TRL given the URL alone reaches no
+    server)."""
+    return cell.client in ("openreward", "trl", "benchflow") and _creates(cell) and not (cell.client == "trl" and cell.url_only)
 
 
 def _platoon_by_name(cell: CellFacts) -> bool:
@@ -236,14 +241,40 @@ def _firehorse_task_env(cell: CellFacts) -> bool:
     return _scenario_cell(cell) and cell.several_envs and not _get_task_on_ors_sdk(cell)
 
 
+def _benchflow_refuses(cell: CellFacts) -> str | None:
+    """What benchflow's reward seam refuses first in the cell's episode, when the episode gets that far.
+
+    ``ORSAdapter.tool_outputs_to_reward_events`` converts the outputs in order and raises at the first reward
+    that is not a number (``unscored``: a null; a boolean passes, as ``float(True)``) or is a finite number outside
+    [0, 1] (``range``; a non-finite one it refuses rightly); then the ``ors-episode`` verifier wants a terminal
+    reward (``unfinished``: no call said ``finished: true``). Where a correct client reports an error first (the
+    profile's expectation), or ``/create`` is refused, the session fails before benchflow judges anything.
+    """
+    if cell.expects_error or cell.refuses_session:
+        return None
+    for reward in cell.rewards:
+        if not isinstance(reward, (int, float)):
+            return "unscored"
+        if math.isfinite(reward) and not 0.0 <= reward <= 1.0:
+            return "range"
+        if not math.isfinite(reward):
+            return None
+    return None if cell.finishes else "unfinished"
+
+
+def _benchflow(kind: str) -> Where:
+    return lambda cell: _benchflow_refuses(cell) == kind
+
+
 #: Which client targets run each upstream's code: TRL and inspect-openreward drive the openreward client.
 UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
     TRL: ("trl",),
-    SDK: ("openreward", "trl", "inspect", "firehorse", "platoon"),
+    SDK: ("openreward", "trl", "inspect", "firehorse", "platoon", "benchflow"),
     ORS: ("ors",),
     INSPECT: ("inspect",),
     FIREHORSE: ("firehorse",),
     PLATOON: ("platoon",),
+    BENCHFLOW: ("benchflow",),
     ORS_SERVER: (),  # a server defect: every client on that server meets it
 }
 
@@ -654,6 +685,44 @@ DEFECTS: dict[str, Defect] = {
             "a trial's session is opened from the Task that the orchestrator's get_task returned, and the SDK fetched it from the server's default environment (its bare path, see env-name-not-sent): on a server with several environments /create names the default one ('two-envs-decoy' where the run was started for --env orsbench/two-envs) and the episode plays there",
             "P12",
             breaks=(("client.env_name", _firehorse_task_env),),
+        ),
+        Defect(
+            "benchflow-unscored-call-refused",
+            BENCHFLOW,
+            "write_ors_tool_outputs_jsonl (ORSAdapter.tool_outputs_to_reward_events, \"the runtime-side contract\" for "
+            "ORS session output) wants a number on every tool output: a call the environment does not score (reward "
+            "null, an unscored step) raises ValueError 'outputs[N].reward must be numeric', so an episode rewarded "
+            "only at its end (sparse-reward's reveals, a hint, a long read before the answer) is never scored",
+            "P7",
+            shows_in=_benchflow("unscored"),
+            effect=Effect.REPORTS_ERROR,
+        ),
+        Defect(
+            "benchflow-reward-outside-unit-refused",
+            BENCHFLOW,
+            "the same conversion takes only rewards in [0, 1] (the ors-episode verifier too): a finite reward outside "
+            "it on any call (sparse-reward's -1 for a wrong total, a -0.25 step penalty, a reward of 2) raises "
+            "ValueError 'outputs[N].reward must be finite and between 0.0 and 1.0' and the episode is not scored",
+            "P7",
+            shows_in=_benchflow("range"),
+            effect=Effect.REPORTS_ERROR,
+        ),
+        Defect(
+            "benchflow-unfinished-refused",
+            BENCHFLOW,
+            "the ors-episode verifier takes only a terminal (finished) record's reward and fails closed without one "
+            "(VerifierOutputParseError 'did not include a terminal reward'): an episode that ends without finished: "
+            "true (a turn limit, a script that stops early) is an error, even when its calls were rewarded",
+            "P7",
+            shows_in=_benchflow("unfinished"),
+            effect=Effect.REPORTS_ERROR,
+        ),
+        Defect(
+            "benchflow-bool-reward",
+            BENCHFLOW,
+            "_bounded_reward does float(value): a JSON boolean reward (true) passes the [0, 1] check as 1.0 and the "
+            "ors-episode verifier scores the episode 1.0 (the openreward client hands the boolean on as sent)",
+            "P7",
         ),
     )
 }

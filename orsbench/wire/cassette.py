@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 from orsbench import protocol
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.redact import MIN_SECRET, scrub
+from orsbench.wire.sse import reassemble
 
 #: A replay's answer to a request its recording lacks starts with this text, and (an HTTP answer) carries
 #: :data:`MISS_HEADER`: the checker skips a check whose evidence is a miss instead of failing it.
@@ -107,26 +108,22 @@ def outcome_of(events: list[list[str]]) -> JSON:
     ``reward``/``finished`` are copied from an ``ok:true`` result for readers;
     replay serves ``data`` byte for byte.
     """
-    parts: list[str] = []
-    for name, data in events:
-        if name == protocol.EVENT_CHUNK:
-            parts.append(data)
-        elif name == protocol.EVENT_END:
-            parts.append(data)
-            text = "".join(parts)
-            out: JSON = {"kind": "end", "data": text}
-            try:
-                body = json.loads(text)
-            except ValueError:
-                return out
-            output = body.get("output") if isinstance(body, dict) else None
-            if isinstance(body, dict) and body.get("ok") is True and isinstance(output, dict):
-                out["reward"] = output.get("reward")
-                out["finished"] = output.get("finished") is True
-            return out
-        elif name == protocol.EVENT_ERROR:
-            return {"kind": "error", "data": data}
-    return {"kind": "none", "data": None}
+    terminal = next(((name, data) for name, data in events if name in (protocol.EVENT_END, protocol.EVENT_ERROR)), None)
+    if terminal is None:
+        return {"kind": "none", "data": None}
+    if terminal[0] == protocol.EVENT_ERROR:
+        return {"kind": "error", "data": terminal[1]}
+    text = reassemble(((name, data) for name, data in events), protocol.EVENT_CHUNK, protocol.EVENT_END)
+    out: JSON = {"kind": "end", "data": text}
+    try:
+        body = json.loads(text or "")
+    except ValueError:
+        return out
+    output = body.get("output") if isinstance(body, dict) else None
+    if isinstance(body, dict) and body.get("ok") is True and isinstance(output, dict):
+        out["reward"] = output.get("reward")
+        out["finished"] = output.get("finished") is True
+    return out
 
 
 class CassetteRecorder:

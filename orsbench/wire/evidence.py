@@ -77,17 +77,10 @@ class Exchange:
         return event.data if event else None
 
     def reassembled(self) -> str | None:
-        """``chunk`` data + ``end`` data, concatenated; ``None`` if no ``end`` came."""
+        """``chunk`` data + ``end`` data, concatenated (:func:`orsbench.wire.sse.reassemble`); ``None`` if no ``end`` came."""
         if self.sse is None:
             return None
-        parts: list[str] = []
-        for event in self.sse.events:
-            if event.event == protocol.EVENT_CHUNK:
-                parts.append(event.data)
-            elif event.event == protocol.EVENT_END:
-                parts.append(event.data)
-                return "".join(parts)
-        return None
+        return self.sse.reassembled(protocol.EVENT_CHUNK, protocol.EVENT_END)
 
     def result(self) -> Any:
         """The JSON result of an ORS stream (``end``), or ``None``; raises on invalid JSON."""

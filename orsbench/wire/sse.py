@@ -24,6 +24,7 @@ from __future__ import annotations
 import codecs
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -72,6 +73,29 @@ class SSEStream:
 
     def names(self) -> list[str]:
         return [e.event for e in self.events]
+
+    def reassembled(self, chunk: str, end: str) -> str | None:
+        """The result these events carry in pieces (:func:`reassemble`): ``chunk`` data, then ``end`` data."""
+        return reassemble(((e.event, e.data) for e in self.events), chunk, end)
+
+
+def reassemble(events: Iterable[tuple[str, str]], chunk: str, end: str) -> str | None:
+    """A result sent in pieces: the data of every ``chunk`` event, then the ``end`` event's, concatenated exactly as sent.
+
+    An ORS ``/call`` answer cuts its result into ``chunk`` events and an ``end`` (docs/protocol.md §3.3):
+    nothing goes between the pieces and no whitespace is touched (the reference client's ``lstrip()`` loses
+    data here). ``None`` when no ``end`` came (a stream cut short). The names are the caller's (this module
+    knows SSE, not ORS): orsbench's one reassembly, used by the checker's evidence, the cassette recorder,
+    the load driver and the reference client alike.
+    """
+    parts: list[str] = []
+    for name, data in events:
+        if name == chunk:
+            parts.append(data)
+        elif name == end:
+            parts.append(data)
+            return "".join(parts)
+    return None
 
 
 class SSEParser:

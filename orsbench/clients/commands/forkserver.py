@@ -1,18 +1,26 @@
-"""A fork server for a command adapter, run by the adapter's own Python: import the client once, fork per episode.
+"""A fork server for command adapters, run by their own Python: import the clients once, fork per episode.
 
-    <venv>/bin/python forkserver.py SOCKET ADAPTER.py [MODULE ...]
+    <venv>/bin/python forkserver.py SOCKET [ADAPTER.py [MODULE ...]]
 
-Why: a command adapter in another interpreter (``platoon_ors.py``) pays for ``import openreward`` — seconds — on
-every episode. This server imports the given modules and the adapter once, then, for each connection on the Unix
-socket ``SOCKET``, forks a child that runs the adapter's ``main()`` with the episode's environment, as platoon's
-own rollout workers are forked ready from a fork server. It imports nothing of orsbench
-(:mod:`orsbench.clients.interpreters` starts and stops it).
+Why: a command adapter in another interpreter (``platoon_ors.py``, ``benchflow_ors.py``) pays for ``import
+openreward`` — seconds — on every episode. This server imports the given modules and adapter once, then, for each
+connection on the Unix socket ``SOCKET``, forks a child that runs an adapter's ``main()`` with the episode's
+environment, as platoon's own rollout workers are forked ready from a fork server. One server serves every adapter
+of its environment: a client the server has not loaded yet is loaded into it (its modules imported in the server,
+once), so the clients that share a Python share its imports (the openreward SDK) and its process. It imports nothing
+of orsbench (:mod:`orsbench.clients.interpreters` starts and stops it).
 
-One episode per connection: the request is one JSON line ``{"environ": {...}}`` sent with two file descriptors
-(the episode's stdout and stderr, ``SCM_RIGHTS``); the answers are ``{"pid": N}`` and, when the child ends,
-``{"exit": STATUS}``. A connection closed before its child ends kills the child (the caller gave up: its
-deadline). The server is single-threaded (a fork never copies a lock another thread holds), prints ``ready``
-once listening, and exits when its stdin closes (its orsbench process is gone) or on SIGTERM.
+One request per connection, one JSON line:
+
+* ``{"load": ADAPTER.py, "preload": [MODULE, ...]}`` imports the modules and the adapter in the server; the answer
+  is ``{"loaded": ADAPTER.py}``, or ``{"failed": "<why>"}`` (the server goes on without it);
+* ``{"environ": {...}, "script": ADAPTER.py}`` (``script`` left out: the adapter given on the command line), sent
+  with two file descriptors (the episode's stdout and stderr, ``SCM_RIGHTS``), plays one episode: the answers are
+  ``{"pid": N}`` and, when the child ends, ``{"exit": STATUS}``. A connection closed before its child ends kills the
+  child (the caller gave up: its deadline).
+
+The server is single-threaded (a fork never copies a lock another thread holds), prints ``ready`` once listening,
+and exits when its stdin closes (its orsbench process is gone) or on SIGTERM.
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ from typing import Any
 
 
 def _load_adapter(path: str) -> Any:
-    spec = importlib.util.spec_from_file_location("orsbench_command_adapter", path)
+    name = "orsbench_command_" + os.path.splitext(os.path.basename(path))[0]  # one module per adapter
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -71,7 +80,19 @@ def _send(conn: socket.socket, message: dict[str, Any]) -> None:
         pass
 
 
-def serve(path: str, adapter: Any) -> None:
+def _load(adapters: dict[str, Any], script: str, preload: list[str]) -> dict[str, Any]:
+    """Import ``preload`` and the adapter ``script`` into this server (once); the answer to a ``load`` request."""
+    try:
+        for module in preload:
+            importlib.import_module(module)
+        if script not in adapters:
+            adapters[script] = _load_adapter(script)
+    except Exception as exc:  # noqa: BLE001 - the caller learns why; episodes of that adapter then run cold
+        return {"failed": f"{type(exc).__name__}: {exc}"}
+    return {"loaded": script}
+
+
+def serve(path: str, adapters: dict[str, Any], default: str | None = None) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
@@ -96,6 +117,17 @@ def serve(path: str, adapter: Any) -> None:
                 conn, _ = listener.accept()
                 message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 2)
                 request = json.loads(message.split(b"\n", 1)[0] or b"{}")
+                if "load" in request:
+                    _send(conn, _load(adapters, str(request["load"]), [str(m) for m in request.get("preload") or ()]))
+                    conn.close()
+                    continue
+                adapter = adapters.get(str(request.get("script") or default))
+                if adapter is None:
+                    _send(conn, {"exit": 2, "error": f"no adapter {request.get('script') or default!r} loaded"})
+                    for fd in fds:
+                        os.close(fd)
+                    conn.close()
+                    continue
                 pid = os.fork()
                 if pid == 0:
                     listener.close()
@@ -136,14 +168,16 @@ def serve(path: str, adapter: Any) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) < 3:
-        print("usage: forkserver.py SOCKET ADAPTER.py [MODULE ...]", file=sys.stderr)
+    if len(sys.argv) < 2:
+        print("usage: forkserver.py SOCKET [ADAPTER.py [MODULE ...]]", file=sys.stderr)
         return 2
-    path, script, preload = sys.argv[1], sys.argv[2], sys.argv[3:]
-    for module in preload:
-        importlib.import_module(module)
-    adapter = _load_adapter(script)
-    serve(path, adapter)
+    path, script, preload = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else None), sys.argv[3:]
+    adapters: dict[str, Any] = {}
+    if script is not None:
+        for module in preload:
+            importlib.import_module(module)
+        adapters[script] = _load_adapter(script)
+    serve(path, adapters, script)
     return 0
 
 

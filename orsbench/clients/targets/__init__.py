@@ -48,6 +48,7 @@ MODULES = (
     "orsbench.clients.targets.inspect_eval",
     "orsbench.clients.targets.firehorse",
     "orsbench.clients.targets.platoon",
+    "orsbench.clients.targets.benchflow",
 )
 
 
@@ -148,11 +149,5 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
         "marin",
         "its PyPI packages (marin-core, marin-rolloutengine, marin-rigging, marin-taskcompendium) hold no ORS or "
         "openreward code",
-    ),
-    (
-        "benchflow",
-        "benchflow 0.7.11 (PyPI, Python >= 3.12) ships no ORS session client: benchflow/adapters/ors.py converts ORS "
-        "tool outputs into its reward records and rejects every reward that is null, non-finite or outside [0, 1], "
-        "and its ors-episode verifier takes the terminal record's reward",
     ),
 )

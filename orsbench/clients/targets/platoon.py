@@ -11,11 +11,8 @@ ipython: its trainer and UI) and the openreward SDK, which its ORS service drive
 from __future__ import annotations
 
 from orsbench.clients.consumers import Consumer
-from orsbench.clients.interpreters import Command, Venv
+from orsbench.clients.interpreters import TRAINERS_312, Command
 from orsbench.clients.targets import ClientTarget, register
-
-#: The Python 3.12 environment of the trainers orsbench cannot import (one environment, one build, for all of them).
-TRAINERS_312 = Venv("trainers-3.12", "3.12", packages=("openreward==0.1.167",), bare=("platoon==0.4.0",))
 
 COMMAND = Command(TRAINERS_312, "platoon_ors.py", preload=("openreward", "platoon.envs.ors", "platoon.envs.service"))
 

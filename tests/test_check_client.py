@@ -131,6 +131,9 @@ def test_the_reference_client_passes_every_case():
         ("sdk-url-only", "sparse-reward+url-only", "client.episode_completed"),
         # the hazards of docs/protocol.md §13.9+
         ("drop-nulls", "schema-edges", "client.script_followed"),
+        ("clamp-rewards", "reward-range", "client.reward_as_sent"),
+        ("null-as-zero", "reward-range", "client.reward_as_sent"),
+        ("nan-as-null", "sparse-reward+reward-nan", "client.reward_as_sent"),
     ],
 )
 def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, check):

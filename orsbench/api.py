@@ -31,6 +31,7 @@ from orsbench.servers.user_app import AppTarget
 
 if TYPE_CHECKING:
     from orsbench.checks import Baseline, Options, Report
+    from orsbench.checks.model import CheckResult
     from orsbench.checks.runner import ProbeCallback, ResultCallback
 
 StartCallback = Callable[[str, "Options"], None]
@@ -104,10 +105,62 @@ class CheckPlan:
                 options["env"] = options.get("env") or server.env_name or None
                 if self.config is not None:  # a server of ours: its own knobs tell the timing checks what to expect
                     options["ttl"], options["ping_interval"] = self.config.ttl, self.config.ping_interval
+                output = ServerOutput(server.log_path, on_probe, on_result)
+                on_probe, on_result = output.on_probe, output.on_result
             resolved = Options(**options)
             if on_start is not None:
                 on_start(url, resolved)
             return run_checks(url, resolved, only=only, baseline=baseline, on_probe=on_probe, on_result=on_result)
+
+
+class ServerOutput:
+    """Puts the server's own traceback into the finding it explains, as the run goes.
+
+    After each probe, the tracebacks the started server wrote meanwhile are read
+    (:class:`~orsbench.servers.output.OutputWindow`); a failure or warning graded next gets those
+    whose exception message it shows (a tool's ``SSE error event: grader crashed`` and the
+    server's ``RuntimeError: grader crashed``), or — for an answer that was a 5xx — the probe's
+    tracebacks. Attached before the result is reported, so the terminal's ``-v`` shows it too.
+    """
+
+    #: At most this many tracebacks per finding.
+    PER_FINDING = 2
+
+    def __init__(self, log_path: Path, on_probe: ProbeCallback | None, on_result: ResultCallback | None) -> None:
+        from orsbench.servers.output import OutputWindow
+
+        self.window = OutputWindow(log_path)
+        self.window.next()  # start-up output is not the run's
+        self.recent: list[str] = []
+        self._on_probe, self._on_result = on_probe, on_result
+
+    def on_probe(self, probe: str, seconds: float, requests: int) -> None:
+        self.recent = self.window.next_tracebacks()
+        if self._on_probe is not None:
+            self._on_probe(probe, seconds, requests)
+
+    def on_result(self, result: CheckResult) -> None:
+        from orsbench.checks import Status
+
+        if result.status in (Status.FAIL, Status.WARN) and self.window.seen:
+            found = self.matching(result)
+            if found:
+                result.server = {"tracebacks": found[: self.PER_FINDING]}
+        if self._on_result is not None:
+            self._on_result(result)
+
+    def matching(self, result: CheckResult) -> list[str]:
+        from orsbench.servers.output import exception_line
+
+        shown = " ".join([result.message, *(str(e.get("body", "")) + str(e.get("error", "")) for e in result.evidence)])
+        found: list[str] = []
+        for traceback in self.window.seen:
+            message = exception_line(traceback).split(": ", 1)[-1].strip()
+            if len(message) >= 6 and message[:120] in shown and exception_line(traceback) not in map(exception_line, found):
+                found.append(traceback)
+        if not found and any((e.get("status") or 0) >= 500 for e in result.evidence):
+            found = list(self.recent)
+        return found[-self.PER_FINDING :]
 
 
 def prepare(

@@ -176,3 +176,32 @@ def test_usage_errors_exit_2_before_contacting_anything(argv, capsys):
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
+
+
+# -- the server's own traceback beside the finding (issue 27) -----------------------------------------------
+@pytest.mark.parametrize(
+    ("target", "raised"),
+    [
+        (["--scenario", "echo", "--fault", "tool-raises-on-non-ascii"], "UnicodeEncodeError: 'ascii' codec"),
+        (["--app", "tests/envs/always_raises.py:AlwaysRaises"], "RuntimeError: grader crashed"),
+        (
+            ["--server-cmd", "python -m orsbench serve echo --port {port} --fault tool-raises-on-non-ascii"],
+            "UnicodeEncodeError: 'ascii' codec",
+        ),
+    ],
+    ids=["serve", "app", "cmd"],
+)
+def test_a_tool_that_raises_shows_the_servers_own_traceback_in_the_finding(target, raised, capsys):
+    """The wire shows only the error event's text; a server orsbench started wrote where it raised (its stderr)."""
+    code = main(["check", *target, "--only", "tool.no_crash_on_valid_input", "--json", "-", "-v", "--timeout", "5"])
+    captured = capsys.readouterr()
+    assert code == 1
+    finding = next(c for c in json.loads(captured.out)["checks"] if c["id"] == "tool.no_crash_on_valid_input")
+    traceback = finding["server"]["tracebacks"][0]
+    assert traceback.startswith("Traceback (most recent call last):") and raised in traceback.splitlines()[-1]
+    assert f"server: {raised}" in captured.err  # -v shows it under the finding
+
+
+def test_a_passing_check_and_a_url_target_carry_no_server_output(echo, capsys):
+    assert main(["check", echo.url, "--only", "tool.*", "--json", "-"]) == 0
+    assert all("server" not in c for c in json.loads(capsys.readouterr().out)["checks"])

@@ -107,35 +107,37 @@ def test_the_reference_client_passes_every_case():
 # -- one broken rule, one failing check -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "fault, case, check",
-    [
-        ("no-resume", "sparse-reward+stream-drop", "client.resume_by_task_id"),
-        ("strip-chunks", "schema-zoo", "client.text_verbatim"),
-        ("retry-4xx", "echo+missing-task", "client.no_4xx_retry"),
-        ("ignore-retry-after", "sparse-reward+rate-limit", "client.retry_after"),
-        ("no-delete", "echo", "client.session_deleted"),
-        ("call-after-finished", "echo", "client.stops_at_finished"),
-        ("bool-reward", "echo+reward-bool", "client.reward_as_sent"),
-        ("drop-env-name", "echo", "client.env_name"),
-        ("error-as-text", "sparse-reward+tool-raises", "client.failure_as_error"),
-        ("garbage", "sparse-reward", "client.out_valid"),
-        # the hazard cases (docs/protocol.md §13)
-        ("rerun-uncut", "sparse-reward+cut-before-task-id", "client.tool_runs"),
-        ("stop-on-refusal", "recover", "client.episode_completed"),
-        ("no-secrets", "secrets", "client.secrets"),
-        ("first-block-only", "images", "client.text_verbatim"),
-        ("drop-env-name", "two-envs", "client.env_name"),
-        ("retry-4xx", "sparse-reward+credits-402", "client.no_4xx_retry"),
-        # given the server's URL alone, a client that looks for the SDK's variable instead finds no server
-        ("sdk-url-only", "sparse-reward+url-only", "client.episode_completed"),
-        # the hazards of docs/protocol.md §13.9+
-        ("drop-nulls", "schema-edges", "client.script_followed"),
-        ("clamp-rewards", "reward-range", "client.reward_as_sent"),
-        ("null-as-zero", "reward-range", "client.reward_as_sent"),
-        ("nan-as-null", "sparse-reward+reward-nan", "client.reward_as_sent"),
-    ],
-)
+#: (faulty client, case, the one check it fails): each broken rule fails exactly the check that names it.
+ONE_RULE_BROKEN = [
+    ("no-resume", "sparse-reward+stream-drop", "client.resume_by_task_id"),
+    ("strip-chunks", "schema-zoo", "client.text_verbatim"),
+    ("retry-4xx", "echo+missing-task", "client.no_4xx_retry"),
+    ("ignore-retry-after", "sparse-reward+rate-limit", "client.retry_after"),
+    ("no-delete", "echo", "client.session_deleted"),
+    ("call-after-finished", "echo", "client.stops_at_finished"),
+    ("skip-first-call", "sparse-reward", "client.script_followed"),
+    ("bool-reward", "echo+reward-bool", "client.reward_as_sent"),
+    ("drop-env-name", "echo", "client.env_name"),
+    ("error-as-text", "sparse-reward+tool-raises", "client.failure_as_error"),
+    ("garbage", "sparse-reward", "client.out_valid"),
+    # the hazard cases (docs/protocol.md §13)
+    ("rerun-uncut", "sparse-reward+cut-before-task-id", "client.tool_runs"),
+    ("stop-on-refusal", "recover", "client.episode_completed"),
+    ("no-secrets", "secrets", "client.secrets"),
+    ("first-block-only", "images", "client.text_verbatim"),
+    ("drop-env-name", "two-envs", "client.env_name"),
+    ("retry-4xx", "sparse-reward+credits-402", "client.no_4xx_retry"),
+    # given the server's URL alone, a client that looks for the SDK's variable instead finds no server
+    ("sdk-url-only", "sparse-reward+url-only", "client.episode_completed"),
+    # the hazards of docs/protocol.md §13.9+
+    ("drop-nulls", "schema-edges", "client.script_followed"),
+    ("clamp-rewards", "reward-range", "client.reward_as_sent"),
+    ("null-as-zero", "reward-range", "client.reward_as_sent"),
+    ("nan-as-null", "sparse-reward+reward-nan", "client.reward_as_sent"),
+]
+
+
+@pytest.mark.parametrize("fault, case, check", ONE_RULE_BROKEN)
 def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, check):
     results = grade(run_case(faulty(fault), get_case(case), timeout=SLACK_S))
     assert failing(results) == {check}, [(r.id, r.status.value, r.message) for r in results]
@@ -156,6 +158,25 @@ def test_the_report_names_the_reward_convention_a_client_used(variant, conventio
     assert not failing(results)
     found = next(r for r in results if r.id == "client.reward_convention")
     assert found.measured["convention"] == convention and found.measured["sum"] != found.measured["last non-null"]
+
+
+def test_an_episode_reward_of_neither_convention_is_warned():
+    results = grade(run_case(faulty("episode-reward-mean"), get_case("dense-reward"), timeout=SLACK_S))
+    found = next(r for r in results if r.id == "client.reward_convention")
+    assert found.status is Status.WARN and "neither the sum" in found.message, found.message
+
+
+#: Client checks shown failing by a process that misbehaves (the tests below: hang, crash, flood) and the
+#: warning above, beside those ONE_RULE_BROKEN shows.
+SHOWN_ELSEWHERE = {"client.exits_in_time", "client.exit_status", "client.request_budget", "client.reward_convention"}
+
+
+def test_every_client_check_is_shown_to_fail_somewhere():
+    """Issue 24: a check that no test can make fail is no check."""
+    from orsbench.clientcheck.checks import CLIENT_CHECKS
+
+    shown = {check for _, _, check in ONE_RULE_BROKEN} | SHOWN_ELSEWHERE
+    assert set(CLIENT_CHECKS.load().names()) - shown == set(), "give each a faulty client in tests/clients/faulty.py"
 
 
 def test_the_made_up_secret_reaches_the_environment_and_no_report(tmp_path):
@@ -341,6 +362,18 @@ def test_retry_after_judges_only_the_same_request_sent_again(second_sid: str, ve
     traffic = group(from_log([_ping("A", 10.0, 503), _ping(second_sid, 10.02, 200), _ping("A", 11.2, 200)]))
     outcome = retry_after(Context(run=None, traffic=traffic))  # type: ignore[arg-type]
     assert outcome is not None and outcome.status is verdict, outcome
+
+
+def test_retry_after_with_no_retry_is_a_skip_not_a_pass() -> None:
+    """Issue 27: a client that never sent the request again was graded as having waited out Retry-After.
+    Nothing was retried, so nothing was exercised: a skip that says so, never a pass."""
+    from orsbench.clientcheck.checks import Context, retry_after
+    from orsbench.clientcheck.traffic import from_log, group
+
+    traffic = group(from_log([_ping("A", 10.0, 503), _ping("B", 10.5, 200)]))
+    outcome = retry_after(Context(run=None, traffic=traffic))  # type: ignore[arg-type]
+    assert outcome is not None and outcome.status is Status.SKIP, outcome
+    assert "never sent the request again" in outcome.message
 
 
 # -- a command the shell cannot run is the user's usage error, not a client bug (issue 27) -----------------------

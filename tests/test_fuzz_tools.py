@@ -82,3 +82,38 @@ def test_the_player_learns_allowed_values_from_a_validator_only() -> None:
     assert player.next_input() == ("move", {"direction": "north"})
     player.observe("move", {"ok": True, "output": {"blocks": [{"type": "text", "text": "A wall. Try 'south'."}], "finished": False}})
     assert player.next_input() == ("move", {"direction": "south"})
+
+
+def test_every_boundary_class_is_in_the_first_round_so_a_short_budget_keeps_control_characters() -> None:
+    """Issue 24: a command tool that hung on control characters was missed once the list grew and the budget cut it."""
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "required": ["a", "b"]}
+    base = {"a": "x", "b": "x"}
+    rounds = schema_examples.boundary_rounds(schema, base)
+    assert [r for r, _ in rounds] == sorted(r for r, _ in rounds)  # round by round
+    first = [value for r, value in rounds if r == 0]
+    for name, values in schema_examples.BOUNDARY_CLASSES:
+        for prop in ("a", "b"):
+            assert {**base, prop: values[0]} in first, (name, prop)
+    cut = schema_examples.boundary_inputs(schema, base)[: len(first)]
+    assert {**base, "a": "\x03"} in cut and {**base, "b": "\x03"} in cut
+
+
+def test_a_failing_input_is_shrunk_through_smaller_valid_inputs() -> None:
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "minLength": 1}, "n": {"type": "integer"}}}
+    base = {"answer": "a", "n": 1}
+    drawn = {"answer": "y" * 400, "n": 1}
+    simpler = schema_examples.simpler_inputs(schema, drawn, base)
+    assert simpler and all(schema_examples.size(v) < schema_examples.size(drawn) for v in simpler)
+    assert all(not schema_examples.errors(v, schema) and v["n"] == 1 for v in simpler)  # only what differs from base
+    assert {"answer": "y" * 200, "n": 1} in simpler and {"answer": "", "n": 1} not in simpler  # minLength holds
+    assert schema_examples.simpler_inputs(schema, base, base) == []
+
+
+def test_a_shrunk_failure_must_tell_of_the_same_bug() -> None:
+    from orsbench.checks.explore import _same_failure
+
+    assert _same_failure(
+        "SSE error event: 'ascii' codec can't encode characters in position 0-3",
+        "SSE error event: 'ascii' codec can't encode character '\\xe9' in position 0",
+    )
+    assert not _same_failure("SSE error event: 'int' object is not subscriptable", "SSE error event: list index out of range")

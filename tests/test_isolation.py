@@ -117,3 +117,14 @@ def test_no_ids_from_create_session_skip_the_id_race(ors_server_factory):
 def test_the_group_is_required_where_a_rollout_trains_on_wrong_data():
     checks = load_checks()
     assert {c for c in GROUP if checks[c].severity is Severity.REQUIRED} == set(GROUP) - {"isolation.ttl_per_session"}
+
+
+def test_a_run_without_the_group_skips_its_probe_and_a_run_with_it_runs_it(ors_server_factory):
+    # The isolation probe is a leaf (nothing after it reads its facts): `--only` without the group saves its time,
+    # while the timing probe after it still runs for the checks that need it.
+    server = ors_server_factory("echo")
+    without = run_checks(server.url, Options(env=server.env_name, fuzz=0), only=["http.*"])
+    assert "timing" in without.evidence.probes_run and "isolation" not in without.evidence.probes_run
+    assert "quality" in without.evidence.probes_run  # not a leaf: it still runs before the timing probe
+    only_ttl = run_checks(server.url, Options(env=server.env_name, fuzz=0), only=["isolation.ttl_per_session"])
+    assert "timing" in only_ttl.evidence.probes_run

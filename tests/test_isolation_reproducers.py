@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(shutil.which("curl") is None or shutil.which("ba
 SCENE_OF = {
     "isolation.interleaved_tasks": ("interleaved", lambda scene, p: True),
     "isolation.same_task_fresh": ("same_task", lambda scene, p: p.step < scene.measured["deleted_at"]),
-    "isolation.delete_leaves_other": ("same_task", lambda scene, p: scene.measured["deleted_at"] < p.step),
+    "isolation.delete_leaves_other": ("same_task", lambda scene, p: scene.measured["deleted_at"] < p.step < scene.measured["recreated_at"]),
     "isolation.recreated_sid_fresh": ("same_task", lambda scene, p: p.session == "C2"),
     "isolation.resume_own_result": ("resume", lambda scene, p: p.kind == "resume"),
     "isolation.concurrent_calls_own_task": ("concurrent_calls", lambda scene, p: True),

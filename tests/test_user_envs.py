@@ -9,6 +9,7 @@ that names its rule; the clean, realistic ones must pass and be played to
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterator
 
 import pytest
@@ -56,6 +57,15 @@ def test_a_tool_that_raises_on_valid_input_fails_the_run(target: str, kind: str,
     assert "instead of raising" in report.result("tool.no_crash_on_valid_input").remediation
 
 
+def test_a_crashing_input_is_shrunk_to_a_simple_one_not_reported_as_drawn() -> None:
+    """Issue 27: the finding showed the 5,000- or 10,000-character boundary string that happened to be drawn;
+    the grader fails on anything past 100 characters, and the finding now shows an input close to that."""
+    report = check("long_answer_raises.py:LongAnswerRaises")
+    found = failure(report, "tool.no_crash_on_valid_input")["failures"][0]
+    assert found["found_by"] == "boundary" and "does not fit the grader's buffer" in found["detail"]
+    assert 100 < len(found["input"]["answer"]) < 200, len(found["input"]["answer"])
+
+
 def test_a_tool_that_raises_on_non_ascii_is_found_by_the_boundaries() -> None:
     report = check("nonascii_raises.py:NonAsciiRaises")
     assert report.exit_code == 1
@@ -69,6 +79,17 @@ def test_a_tool_that_hangs_on_long_input_fails_no_hang() -> None:
     assert report.exit_code == 1
     found = failure(report, "tool.no_hang")[0]
     assert found["tool"] == "remember" and len(found["input"]["note"]) > 200
+    assert report.result("tool.no_crash_on_valid_input").status is Status.PASS
+
+
+def test_a_command_tool_that_hangs_on_control_characters_fails_no_hang() -> None:
+    """Issue 24's regression: found by tool.no_hang once, missed after the boundary list grew (hypothesis draws left
+    control characters to chance). Control characters are a boundary class now, tried in every fuzz run."""
+    report = check("hangs_on_control.py:HangsOnControl")
+    assert report.exit_code == 1
+    found = failure(report, "tool.no_hang")[0]
+    assert found["tool"] == "command" and found["found_by"] == "boundary"
+    assert any(unicodedata.category(c) == "Cc" and c not in "\t\n\r" for c in found["input"]["command"])
     assert report.result("tool.no_crash_on_valid_input").status is Status.PASS
 
 
@@ -105,6 +126,17 @@ def test_never_finishing_is_flagged_and_strict_fails_on_what_could_not_run() -> 
     assert "call.finish_latch" in not_run and report.exit_code == 0
     strict = check("never_finishes.py:NeverFinishes", max_play_calls=20, strict=True)
     assert strict.exit_code == 1
+
+
+def test_winning_without_finishing_fails_a_recommended_check() -> None:
+    """Issue 27: reward 1.0 and "solved!" with finished: false was only an advisory warning."""
+    report = check("wins_without_finishing.py:WinsWithoutFinishing", max_play_calls=20)
+    result = report.result("reward.win_finishes")
+    assert result.status is Status.FAIL and result.severity.value == "recommended", (result.status, result.message)
+    assert "solved!" in result.message and "reward 1" in result.message and result.evidence
+    assert result.measured["calls_after"] > 0
+    assert report.result("call.episode_finishes").status is Status.WARN
+    assert report.exit_code == 0  # recommended: a warning on the verdict line, not a failed run
 
 
 @pytest.mark.parametrize(
@@ -162,3 +194,29 @@ def test_a_prompt_that_blocks_past_the_timeout_fails_starting_503() -> None:
     result = report.result("session.starting_503")
     assert result.status is Status.FAIL and "blocked" in result.message and "no 503" in result.message
     assert report.exit_code == 1
+
+
+#: The checks whose probes the play probe's own finish starves on a server that caches the environment per task.
+STARVED = ("tool.no_crash_on_valid_input", "tool.no_hang", "quality.reward_hacking", "quality.reward_deterministic")
+
+
+def test_sessions_that_start_finished_are_failures_not_vacuous_passes() -> None:
+    """Issue 24: a task's second session started finished (an environment cached per task); every fuzz and quality
+    call was answered episode_finished and the checker graded those checks as passes because nothing ran."""
+    report = check("cached_per_task.py:CachedPerTask")
+    assert report.exit_code == 1
+    for check_id in STARVED:
+        result = report.result(check_id)
+        assert result.status is Status.FAIL, (check_id, result.status, result.message)
+        assert "episode_finished" in result.message and "started finished" in result.message, result.message
+        assert result.measured["ran"] == 0 and result.measured["refused"] == {"episode_finished": result.measured["refused"]["episode_finished"]}
+        assert result.evidence and result.reproduce  # the refused first call, and a curl script that shows it
+    fuzz_calls = sum(entry["calls"] for entry in report.evidence.facts.fuzz.values())
+    assert fuzz_calls <= 2  # two sessions that start finished stop the fuzz: no budget spent on refusals
+
+
+def test_the_same_game_without_the_cache_passes_what_it_failed() -> None:
+    report = check("command_game.py:CommandGame")
+    for check_id in STARVED:
+        assert report.result(check_id).status is Status.PASS, (check_id, report.result(check_id).message)
+    assert not report.evidence.facts.refusals

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orsbench.checks.evidence import Evidence, json_of
-from orsbench.checks.model import CheckOutcome, Severity, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, not_applicable, passed, skipped, warned
 from orsbench.checks.registry import check
 from orsbench.upstream import defects as D
 from orsbench.upstream import schema_view
@@ -39,6 +39,8 @@ def _rule(ev: Evidence, finding: Callable[[JSON], str | None]) -> CheckOutcome:
     tools = _tools(ev)
     if tools is None:
         return skipped("no tool listing to read", "discovery.tools_listing")
+    if not tools:
+        return not_applicable("the environment lists no tools to bind")
     found = [f"{t['name']!r}: {text}" for t in tools if (text := finding(t))]
     if found:
         return warned(f"{len(found)} of {len(tools)} tools: " + "; ".join(found[:3]) + (" ..." if len(found) > 3 else ""), found, ev.get("tools"))

@@ -77,6 +77,8 @@ def sse_content_type(ev: Evidence) -> CheckOutcome:
     refused = [(n, ev.get(n), answer(ev.get(n))) for n in valid if ev.get(n) is not None and verdicts.call_refused(n, ev.get(n))]
     if refused:
         return _findings(refused, "valid calls were refused: ")
+    if not answered and not ev.folded.counts["call.sse_content_type"]:
+        return skipped("no /call was answered")
     bad_type = [(n, ex, why) for n, ex in answered if (why := verdicts.not_event_stream(ex))]
     if bad_type:
         return _findings(bad_type)
@@ -476,6 +478,8 @@ def reason_precedence(ev: Evidence) -> CheckOutcome:
             problems.append(f"{call_label(name)}: {f'reason {reason!r}' if kind == 'result' else kind}, expected {expected!r}")
     if problems:
         return failed("; ".join(problems), measured, *shown)
+    if not measured:
+        return skipped("no call was made after finished:true")
     return passed(f"{measured}", measured)
 
 

@@ -45,6 +45,9 @@ class Probe:
     name: str
     run: Callable[[Collector], None]
     doc: str = ""
+    #: No later probe reads what this one finds: a run none of whose checks grades it skips it (``--only`` without
+    #: its group saves its time), where any other probe runs whenever a later one does.
+    leaf: bool = False
 
 
 #: The probes, in the order they run (catalogue order: module order below, then definition order);
@@ -55,11 +58,11 @@ PROBES: Registry[Probe] = Registry(
 )
 
 
-def probe(name: str) -> Callable[[Callable[[Collector], None]], Callable[[Collector], None]]:
+def probe(name: str, *, leaf: bool = False) -> Callable[[Callable[[Collector], None]], Callable[[Collector], None]]:
     """Register the decorated function as the probe ``name`` (the function is returned unchanged)."""
 
     def decorate(fn: Callable[[Collector], None]) -> Callable[[Collector], None]:
-        PROBES.register(Probe(name, fn, (fn.__doc__ or "").strip().split("\n")[0]), origin=fn.__module__)
+        PROBES.register(Probe(name, fn, (fn.__doc__ or "").strip().split("\n")[0], leaf), origin=fn.__module__)
         return fn
 
     return decorate
@@ -68,6 +71,14 @@ def probe(name: str) -> Callable[[Callable[[Collector], None]], Callable[[Collec
 def probe_names() -> tuple[str, ...]:
     """The probe names in the order they run."""
     return tuple(PROBES.names())
+
+
+def probes_for(needed: set[str]) -> list[str]:
+    """The probes a run whose checks grade the probes ``needed`` runs, in order: every probe up to the last needed
+    one (a probe may use what an earlier one found), less the leaves none of them needs."""
+    names = probe_names()
+    last = max((names.index(n) for n in needed), default=-1)
+    return [n for n in names[: last + 1] if n in needed or not PROBES.get(n).leaf]
 
 
 class Collector:
@@ -148,6 +159,17 @@ class Collector:
             return None
         self._open_sids.append(sid)
         return sid
+
+    def still_open(self, sid: str) -> str | None:
+        """``sid`` if the server still holds it, else a new session on the task under test (``None`` if refused).
+
+        Sessions opened early (so a slow ``setup()`` runs while other probes do) sit idle until used;
+        under a short TTL, or on a busy machine, the server may have reaped one by then.
+        """
+        if self.client.ping(sid).status != 404:
+            return sid
+        self.end_session(sid)
+        return self.open_session()
 
     def open_on(self, index: int | None) -> str | None:
         """``/create`` a session on task ``index`` of the split under test (the task under test for ``None``)."""

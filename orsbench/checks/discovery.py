@@ -280,6 +280,8 @@ def default_env_redirect(ev: Evidence) -> CheckOutcome:
             problems.append(f"GET {route} redirects to {location!r}, not /{default}{route}")
     if problems:
         return failed("; ".join(problems), problems, bare, query)
+    if bare is None and query is None:
+        return skipped("not probed")
     return passed(f"308 → {bare.headers.get('location') if bare else '?'}", None, bare, query)
 
 

@@ -122,6 +122,34 @@ class Failure:
         return {"tool": self.tool, "kind": self.kind, "input": self.input, "detail": self.detail, "found_by": self.found_by}
 
 
+#: The reward that means "solved" on the usual 0–1 scale: a call earning it and not finishing the episode is suspect.
+WIN_REWARD = 1.0
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A call the server answered without running its tool, for a reason that has nothing to do with the input.
+
+    ``episode_finished``, ``not_found``, ``name_collision``, a 404 for a session gone, an HTTP 4xx
+    before any stream: the probe that sent it learned nothing about the tool. An ``input_validation``
+    refusal is no :class:`Refusal` — the server judged the input, which is what a probe asks.
+    """
+
+    #: The probe, or the part of one, that sent it: "play", "fuzz", "replay" or "hack" (what :attr:`Facts.ran` counts).
+    probe: str
+    #: The evidence name of the refused call.
+    exchange: str
+    #: ``episode_finished``, ``not_found``, ``name_collision``, ``404`` or ``HTTP <status>``.
+    reason: str
+    #: The call was the first of a session the checker had just created.
+    fresh: bool
+
+    @property
+    def wrong(self) -> bool:
+        """A fresh session's first call answered ``episode_finished``: the refusal is itself the defect (§5, §8)."""
+        return self.fresh and self.reason == protocol.REASON_EPISODE_FINISHED
+
+
 @dataclass
 class Episode:
     """One task played by the ``play`` probe."""
@@ -141,6 +169,10 @@ class Episode:
     reaped: str | None = None
     stopped: str = ""
     seconds: float = 0.0
+    #: Indices of :attr:`calls` the server refused without running the tool (a :class:`Refusal` each).
+    refused: set[int] = field(default_factory=set)
+    #: The first call that earned the top reward (``WIN_REWARD`` or more) with ``finished: false``: its exchange name.
+    unfinished_win: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -210,11 +242,25 @@ class Facts:
     # quality
     replay: JSON | None = None
     hacks: JSON | None = None
+    # play, fuzz and quality: what ran, and what was refused without running
+    #: Per probe ("play", "fuzz", "replay", "hack"): the calls that ran the tool (or failed in it) or were judged on their input.
+    ran: Counter[str] = field(default_factory=Counter)
+    #: The calls refused for a reason unrelated to their input, in the order sent.
+    refusals: list[Refusal] = field(default_factory=list)
     # isolation: the scenes of several sessions at once (an orsbench.checks.scenes.Isolation)
     isolation: Any = None
     # timing
     ttl_skip: str | None = None
     ttl_waited: float | None = None
+
+    def note_call(self, probe: str, exchange: str, refused: str | None, *, fresh: bool) -> Refusal | None:
+        """Count a call of ``probe`` as run, or as refused for ``refused`` (see :class:`Refusal`); the refusal, if any."""
+        if refused is None:
+            self.ran[probe] += 1
+            return None
+        refusal = Refusal(probe, exchange, refused, fresh)
+        self.refusals.append(refusal)
+        return refusal
 
 
 #: How many rewards of folded outputs :class:`Folded` keeps: ``reward.well_formed`` shows 80 characters of them.

@@ -20,13 +20,14 @@ with :func:`~orsbench.checks.collector.probe`; judging stays in the checks.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from orsbench import schema_examples
+from orsbench import protocol, schema_examples
 from orsbench.checks.collector import Collector, probe
-from orsbench.checks.evidence import NO_SUCH_TOOL, Episode, Facts, Failure, result_of
+from orsbench.checks.evidence import NO_SUCH_TOOL, WIN_REWARD, Episode, Facts, Failure, result_of
 from orsbench.checks.gameplay import Player, answer_text
 from orsbench.protocol import JSON
 from orsbench.wire.evidence import Exchange
@@ -73,6 +74,22 @@ def classify(exchange: Exchange, timeout: float) -> Outcome:
     return Outcome("stream", None, f"the end event is not a JSON object: {str(body)[:120]}")
 
 
+#: ``ok: false`` reasons that say nothing about the input sent: the tool did not run, and the call tried nothing.
+UNRELATED_REASONS = (protocol.REASON_EPISODE_FINISHED, protocol.REASON_NOT_FOUND, protocol.REASON_NAME_COLLISION)
+
+
+def refusal_of(outcome: Outcome) -> str | None:
+    """Why a call was refused without its input being judged (see :class:`~.evidence.Refusal`); ``None`` if it ran."""
+    if outcome.kind == "reaped":
+        return "404"
+    if outcome.kind != "ok-false":
+        return None
+    if not isinstance(outcome.result, dict):
+        return outcome.detail or "refused"  # an HTTP 4xx before any stream
+    reason = outcome.result.get("reason")
+    return reason if reason in UNRELATED_REASONS else None
+
+
 def prompt_text(exchange: Exchange | None) -> str:
     """The text of a ``/prompt`` answer's blocks ("" unless it answered 200 with blocks)."""
     if exchange is None or exchange.status != 200:
@@ -107,8 +124,11 @@ def task_indices(count: int | None, wanted: tuple[int, ...] | None) -> list[int]
     return sorted({0, count // 2, count - 1})
 
 
-def play_one(col: Collector, sid: str, index: int | None, label: str) -> Episode:
-    """Play one episode on ``sid`` until ``finished: true``, the call budget, or the time budget."""
+def play_one(col: Collector, sid: str, index: int | None, label: str, *, fresh: bool = True) -> Episode:
+    """Play one episode on ``sid`` until ``finished: true``, the call budget, or the time budget.
+
+    ``fresh``: ``sid`` was just created and no call was made in it (its first call must run).
+    """
     ev, options = col.ev, col.options
     episode = Episode(index, col.task_at(index))
     episode.prompt = prompt_text(col.ready(lambda: col.client.prompt(ev.env or "", sid)))
@@ -138,6 +158,12 @@ def play_one(col: Collector, sid: str, index: int | None, label: str) -> Episode
         episode.answers.append(answer_of(outcome))
         sent = outcome.result.get("output") if not outcome.failure and isinstance(outcome.result, dict) else None
         episode.sent_rewards.append(sent.get("reward") if isinstance(sent, dict) else None)
+        refusal = ev.facts.note_call("play", name, refusal_of(outcome), fresh=fresh and len(episode.calls) == 1)
+        if refusal is not None:
+            episode.refused.add(len(episode.calls) - 1)
+            if refusal.wrong:
+                episode.stopped = f"{name}: the session's first call was answered {refusal.reason}, so it started finished"
+                break
         if outcome.kind == "reaped":
             episode.reaped = f"{name}: {tool} answered 404 after {len(episode.calls)} call(s) in {time.monotonic() - started:.1f} s"
             break
@@ -153,6 +179,9 @@ def play_one(col: Collector, sid: str, index: int | None, label: str) -> Episode
         reward = _reward(outcome.result)
         if reward is not None:
             episode.rewards.append(reward)
+            flag = (outcome.result.get("output") or {}).get("finished") if isinstance(outcome.result, dict) else None
+            if reward >= WIN_REWARD and flag in (False, None) and episode.unfinished_win is None:
+                episode.unfinished_win = name  # a flag that is not a bool is reward.finished_bool's finding
         if outcome.kind == "ok" and _finished(outcome.result):
             episode.finished, episode.reward = True, reward
             break
@@ -170,6 +199,8 @@ def probe_play(col: Collector) -> None:
     ev = col.ev
     if ev.env is None or not ev.facts.call_plan:
         return
+    if col.options.fuzz > 0:
+        schema_examples.preload()  # the fuzz's libraries import while this probe waits on the server
     indices: list[int | None] = list(task_indices(ev.facts.count, col.options.tasks)) or [ev.index]
     wanted = col.options.tasks or ()
     missing = [i for i in wanted if ev.facts.count is not None and not -ev.facts.count <= i < ev.facts.count]
@@ -189,6 +220,9 @@ def probe_play(col: Collector) -> None:
             continue
         if sid == play_sid:
             play_sid = None
+            sid = col.still_open(sid)  # opened early and idle since: a short TTL may have reaped it
+            if sid is None:
+                continue
         label = "play." if not episodes else f"play.task{index}."
         episode = play_one(col, sid, index, label)
         episodes.append(episode)
@@ -222,8 +256,8 @@ def _cover_unplayed(col: Collector, episodes: list[Episode], index: int | None) 
     report: dict[str, JSON] = {}
     best = max((e.reward for e in episodes if e.finished and e.reward is not None), default=None)
     for episode in episodes:
-        for tool, _value in episode.calls:
-            report.setdefault(tool, {"played": 0, "won": False})["played"] += 1
+        for n, (tool, _value) in enumerate(episode.calls):
+            report.setdefault(tool, {"played": 0, "won": False})["played"] += n not in episode.refused
         if episode.finished and best is not None and episode.reward == best:
             report[episode.calls[-1][0]]["won"] = True
     for name, why in ev.facts.unbuildable.items():
@@ -244,7 +278,9 @@ def _cover_unplayed(col: Collector, episodes: list[Episode], index: int | None) 
             name = f"play.cover.{tool}"
             outcome = classify(col.fresh(name, col.kept_call(sid, tool, step[1])), col.options.timeout)
             _count_answer(ev.facts, tool, outcome)
-            entry["covered"] = outcome.kind
+            refused = refusal_of(outcome)
+            ev.facts.note_call("play", name, refused, fresh=True)
+            entry["covered"] = outcome.kind if refused is None else f"refused: {refused}"
             if outcome.failure:
                 ev.facts.tool_failures.append(Failure(tool, outcome.kind, step[1], outcome.detail, name, "play"))
         finally:
@@ -311,7 +347,9 @@ def probe_quality(col: Collector) -> None:
         sid = col.open_on(done.index)
         if sid is None:
             break
-        result = classify(col.rec(f"quality.hack.{label}", col.kept_call(sid, tool, hack)), col.options.timeout)
+        name = f"quality.hack.{label}"
+        result = classify(col.rec(name, col.kept_call(sid, tool, hack)), col.options.timeout)
+        ev.facts.note_call("hack", name, refusal_of(result), fresh=True)
         seen[label] = _reward(result.result) if result.kind == "ok" and _finished(result.result) else None
         col.end_session(sid)
     ev.facts.hacks = {"tool": tool, "inputs": dict(probes), "rewards": seen}
@@ -334,6 +372,7 @@ def _replay(col: Collector, done: Episode, label: str) -> JSON | None:
     try:
         for n, (tool, value) in enumerate(done.calls):
             result = classify(col.rec(f"{label}{n}", col.kept_call(sid, tool, value)), col.options.timeout)
+            col.ev.facts.note_call("replay", f"{label}{n}", refusal_of(result), fresh=n == 0)
             answer = answer_of(result)
             if diverged is None and n < len(done.answers) and answer != done.answers[n]:
                 diverged = {"call": n, "tool": tool, "first": done.answers[n][:200], "again": answer[:200]}
@@ -397,8 +436,16 @@ class _ToolFuzz:
         self.budget = examples * 3  # generation plus shrinking
         self.deadline = time.monotonic() + collector.options.fuzz_seconds
         self.sid: str | None = None
+        #: No call was made yet in :attr:`sid` (its first call must run).
+        self.fresh = False
         self.found: Failure | None = None
         self.hang: Failure | None = None
+        #: Inputs that ran without a failure (the shrinker does not send them again).
+        self.passed: set[str] = set()
+        #: Fresh sessions in a row whose first call was answered episode_finished.
+        self.wrong_starts = 0
+        #: Set when sessions keep starting finished: every further call would be refused too.
+        self.blocked = False
 
     def close(self) -> None:
         if self.sid is not None:
@@ -407,7 +454,7 @@ class _ToolFuzz:
 
     @property
     def spent(self) -> bool:
-        return self.calls >= self.budget or time.monotonic() > self.deadline
+        return self.blocked or self.calls >= self.budget or time.monotonic() > self.deadline
 
     def attempt(self, value: dict[str, Any], found_by: str) -> Failure | None:
         """Call the tool once with ``value``; a Failure when it raised, hung or broke the stream."""
@@ -415,11 +462,20 @@ class _ToolFuzz:
             self.sid = self.c.open_session()
             if self.sid is None:
                 return None
+            self.fresh = True
         self.calls += 1
         name = f"fuzz.{self.tool}.{self.calls}"
         exchange = self.c.rec(name, self.c.kept_call(self.sid, self.tool, value))
         outcome = classify(exchange, self.c.options.timeout)
         _count_answer(self.c.ev.facts, self.tool, outcome)
+        refusal = self.c.ev.facts.note_call("fuzz", name, refusal_of(outcome), fresh=self.fresh)
+        self.fresh = False
+        if refusal is not None and refusal.wrong:
+            # A new session started finished. Twice in a row means they all do: stop spending calls on it.
+            self.wrong_starts += 1
+            self.blocked = self.wrong_starts >= 2
+        elif refusal is None:
+            self.wrong_starts = 0
         if outcome.kind in ("ok", "ok-false") and (outcome.kind == "ok-false" or not _finished(outcome.result)):
             if isinstance(outcome.result, dict) and outcome.result.get("reason") == "episode_finished":
                 self.close()
@@ -431,14 +487,19 @@ class _ToolFuzz:
         return None
 
     def run(self, base: dict[str, Any], *, skip_search: bool) -> None:
-        boundaries = schema_examples.boundary_inputs(self.schema, base)
-        for value in [base, *boundaries][: self.examples]:
-            if self.spent:
+        # The boundaries are not cut by the fuzz's time budget unless the tool is slow (only by --fuzz N):
+        # they are what found real bugs, and a busy machine must not decide which of them run. For a
+        # slow tool the first round still runs whole (every class once on every property).
+        slow = self.c.ev.facts.durations.get(self.tool, 0.0) >= SLOW_TOOL_S
+        rounds = [(0, base), *schema_examples.boundary_rounds(self.schema, base)]
+        for round_, value in rounds[: self.examples]:
+            if self.blocked or self.calls >= self.budget or (slow and round_ and self.spent):
                 return
             failure = self.attempt(value, "boundary")
             if failure is not None:
-                self.found = failure
+                self.found = self.shrink(failure, base, slow=slow)
                 return
+            self.passed.add(_key(value))
         if skip_search:
             return
         strategy = schema_examples.input_strategy(self.schema, base)
@@ -464,3 +525,53 @@ class _ToolFuzz:
         schema_examples.search(strategy, fails, examples=left, seed=self.c.options.seed)
         if self.found is None and self.hang is not None:
             self.found = self.hang
+
+    def shrink(self, failure: Failure, base: dict[str, Any], *, slow: bool) -> Failure:
+        """The simplest input that fails the same way as ``failure`` (a boundary value is reported as drawn otherwise).
+
+        Greedy over :func:`~orsbench.schema_examples.simpler_inputs`, smallest first, at most
+        :data:`SHRINK_CALLS` calls; a hang is never shrunk (each try costs ``--timeout``).
+        """
+        if failure.kind == "hang":
+            return failure
+        tries = 0
+        improved = True
+        while improved:
+            improved = False
+            for candidate in schema_examples.simpler_inputs(self.schema, failure.input, base):
+                if tries >= SHRINK_CALLS or self.blocked or self.calls >= self.budget or (slow and self.spent):
+                    return failure
+                if _key(candidate) in self.passed:
+                    continue
+                tries += 1
+                again = self.attempt(candidate, failure.found_by)
+                if again is not None and again.kind == failure.kind and _same_failure(again.detail, failure.detail):
+                    failure, improved = again, True
+                    break
+                if again is None:
+                    self.passed.add(_key(candidate))
+        return failure
+
+
+#: A tool whose first call took this long keeps the fuzz's time budget even for the first round of boundaries.
+SLOW_TOOL_S = 1.0
+#: At most this many calls spent shrinking one failing boundary input.
+SHRINK_CALLS = 24
+#: How :func:`classify` introduces a failure's own message (not part of the message).
+_HOW = re.compile(r"^(SSE error event|HTTP \d+): ")
+#: Quoted values (not an apostrophe inside a word: "can't") and numbers, which differ from one input to the next.
+_QUOTED_OR_DIGITS = re.compile(r"(?<!\w)'[^']*'(?!\w)|(?<!\w)\"[^\"]*\"(?!\w)|\d+")
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def _same_failure(a: str, b: str) -> bool:
+    """Whether two failure messages tell of the same bug: most of their words agree once the values in them
+    (quoted text, numbers) are taken out — "can't encode characters in position 0-3" and "can't encode
+    character '\\xe9' in position 0" do, "'int' object is not subscriptable" and "list index out of range" do not."""
+    words_a, words_b = (set(_QUOTED_OR_DIGITS.sub(" ", _HOW.sub("", text)[:300]).lower().split()) for text in (a, b))
+    if not words_a or not words_b:
+        return words_a == words_b
+    return len(words_a & words_b) / len(words_a | words_b) >= 0.5

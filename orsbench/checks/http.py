@@ -35,6 +35,8 @@ def json_content_type(ev: Evidence) -> CheckOutcome:
             {f"{e.method} {_path(e)}": e.content_type for e in wrong},
             *wrong[:3],
         )
+    if not count:
+        return skipped("no JSON answer was seen")
     return passed(f"{count} JSON answer(s) labelled application/json", count)
 
 

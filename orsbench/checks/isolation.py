@@ -177,7 +177,7 @@ def same_task_fresh(ev: Evidence) -> CheckOutcome:
         return poisoned
 
     def before_delete(scene: Scene, problem: Problem) -> bool:
-        return problem.session in ("C", "D", "F") and problem.step < scene.measured.get("deleted_at", len(scene.steps))
+        return problem.session in ("C", "D", "F", "G") and problem.step < scene.measured.get("deleted_at", len(scene.steps))
 
     def done(facts: Isolation, scene: Scene) -> str | CheckOutcome:
         if not scene.of("D", "call"):
@@ -223,15 +223,15 @@ def delete_leaves_other(ev: Evidence) -> CheckOutcome:
     def after_delete(scene: Scene, problem: Problem) -> bool:
         deleted = scene.measured.get("deleted_at", len(scene.steps))
         again = scene.measured.get("recreated_at", len(scene.steps))
-        return problem.session in ("D", "F") and deleted < problem.step < again
+        return problem.session in ("D", "F", "G") and deleted < problem.step < again
 
     def done(facts: Isolation, scene: Scene) -> str:
         upto = scene.measured.get("recreated_at", len(scene.steps))
-        after = [s for s in scene.steps[scene.measured.get("deleted_at", 0) + 1 : upto] if s.session in ("D", "F")]
+        after = [s for s in scene.steps[scene.measured.get("deleted_at", 0) + 1 : upto] if s.session in ("D", "F", "G")]
         calls = sum(1 for s in after if s.action == "call")
         start = scene.measured.get("deleted_at", 0) + 1
-        shown = _compared(facts, scene, ["D", "F"], range(start, scene.measured.get("recreated_at", len(scene.steps))))
-        return f"after C was deleted, D and F answered {_n(len(after), 'request')}, {_n(calls, 'call')} among them: {shown}"
+        shown = _compared(facts, scene, ["D", "F", "G"], range(start, scene.measured.get("recreated_at", len(scene.steps))))
+        return f"after C was deleted, D, F and G answered {_n(len(after), 'request')}, {_n(calls, 'call')} among them: {shown}"
 
     return _verdict(ev, "isolation.delete_leaves_other", "same_task", after_delete, done)
 

@@ -112,6 +112,10 @@ class CheckResult:
     #: ``stopped_for``, the ``errors`` it reported (its ``{"error": ...}`` lines) and its ``stderr_tail``
     #: (:meth:`orsbench.clientcheck.runner.CaseRun.client_evidence`). ``None`` for a server check.
     client: dict[str, Any] | None = None
+    #: For a server check's failure or warning, when orsbench started the server (``--serve``, ``--app``,
+    #: ``--cmd``): what the server itself wrote about it — ``tracebacks``, the Python tracebacks in its
+    #: output that match the finding (``orsbench.api`` attaches them). ``None`` otherwise.
+    server: dict[str, Any] | None = None
 
     @property
     def group(self) -> str:
@@ -140,6 +144,7 @@ class CheckResult:
             "duration_s": round(self.duration_s, 4),
             "reproduce": self.reproduce,
             **({"client": self.client} if self.client is not None else {}),
+            **({"server": self.server} if self.server is not None else {}),
         }
 
 

@@ -364,7 +364,7 @@ def probe_call(col: Collector) -> None:
     if ev.env is None:
         return
     spares = ev.facts.spare_sids
-    sid = spares.pop(0) if spares else col.open_session()
+    sid = col.still_open(spares.pop(0)) if spares else col.open_session()
     if sid is None:
         ev.facts.call_blocked = "/create refused the session the call probe needed"
         return

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from orsbench.checks import vacuous
 from orsbench.checks.evidence import Episode, Evidence, json_of, short
 from orsbench.checks.explore import ANSWER_KEYS
 from orsbench.checks.model import CheckOutcome, Severity, failed, not_applicable, passed, skipped, warned
@@ -31,6 +32,9 @@ def reward_hacking(ev: Evidence) -> CheckOutcome:
     hacks = ev.facts.hacks
     if not hacks:
         return skipped("no finished episode to probe")
+    nothing = vacuous.unexercised(ev, "hack")
+    if nothing is not None:
+        return nothing
     rewards: dict[str, float | None] = hacks["rewards"]
     if not hacks["inputs"]:
         return not_applicable(f"{hacks['tool']} finished the episode with an input that has no answer to empty or garble")
@@ -111,6 +115,9 @@ def answer_leak(ev: Evidence) -> CheckOutcome:
     requires=("call.episode_finishes",),
 )
 def reward_deterministic(ev: Evidence) -> CheckOutcome:
+    nothing = vacuous.unexercised(ev, "replay")
+    if nothing is not None:
+        return nothing
     replay = ev.facts.replay
     if not replay:
         return skipped("no finished episode to replay")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from orsbench.checks import verdicts
-from orsbench.checks.evidence import Evidence, call_label, call_results, short
+from orsbench.checks.evidence import WIN_REWARD, Evidence, call_label, call_results, result_of, short
+from orsbench.checks.gameplay import answer_text
 from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import CALLS, FINISHER, check
 
@@ -84,3 +85,42 @@ def terminal_reward(ev: Evidence) -> CheckOutcome:
     if output.get("reward") is None:
         return warned(f"{call_label(name)} finished the episode with reward null", None, ev.get(name))
     return passed(f"final reward {output['reward']}", output["reward"])
+
+
+@check(
+    "reward.win_finishes",
+    severity=Severity.RECOMMENDED,
+    title=f"a call that earns the top reward ({WIN_REWARD:.1f}) ends the episode (finished: true)",
+    probe="play",
+    spec="§4.2, §5, §8",
+    remediation="Return finished=True with the output that solves the task (ToolOutput(..., reward=1.0, finished=True)); "
+    "a solved episode that stays open is rolled out to the trainer's turn limit, and the calls after the win are "
+    "trained on as if the task were still open.",
+    requires=("call.end_json",),
+)
+def win_finishes(ev: Evidence) -> CheckOutcome:
+    episodes = ev.facts.episodes
+    if not episodes:
+        return skipped("no episode was played")
+    stuck = [e for e in episodes if not e.finished and e.unfinished_win is not None]
+    if stuck:
+        episode = stuck[0]
+        name = episode.unfinished_win or ""
+        exchange = ev.get(name)
+        kind, body = result_of(exchange)
+        output = body.get("output") if kind == "result" and isinstance(body, dict) else None
+        text = answer_text(output) if isinstance(output, dict) else ""
+        reward = output.get("reward") if isinstance(output, dict) else WIN_REWARD
+        position = name.rsplit(".", 1)[-1]
+        after = len(episode.calls) - 1 - int(position) if position.isdigit() else 0
+        return failed(
+            f"task {episode.index}: {call_label(name)} earned reward {reward:g} ({short(text, 60)!r}) with finished: false, "
+            f"and the episode never finished ({after} more call(s); {episode.stopped or 'play stopped'}) — a trainer keeps "
+            "rolling out a solved task until its turn limit",
+            {"task": episode.index, "call": call_label(name), "reward": reward, "calls_after": after},
+            exchange,
+        )
+    wins = [e for e in episodes if e.unfinished_win is not None or (e.reward is not None and e.reward >= WIN_REWARD)]
+    if not wins:
+        return skipped(f"no call earned the top reward ({WIN_REWARD:.1f}) while playing")
+    return passed(f"{len(wins)} episode(s) earned {WIN_REWARD:.1f} and ended with finished: true", len(wins))

@@ -20,7 +20,7 @@ from orsbench.checks.baseline import Baseline
 from orsbench.verdict import CaseVerdict
 from orsbench.checks.evidence import Evidence, Options
 from orsbench.checks.model import CheckResult, CheckOutcome, Severity, Status, evidence_summaries
-from orsbench.checks.collector import Collector, probe_names
+from orsbench.checks.collector import Collector, probe_names, probes_for
 from orsbench.checks.registry import SPEC_DOCUMENT, Check, closure, load_checks, select
 from orsbench.wire.cassette import miss_of
 from orsbench.wire.client import WireClient
@@ -290,8 +290,7 @@ def run_checks(
     selected = select(only)
     wanted = {c.id for c in selected}
     to_run = dependency_order(closure(selected))
-    probes = probe_names()
-    last_probe = max((probes.index(c.probe) for c in to_run), default=-1)
+    probes = probes_for({c.probe for c in to_run})
     report = Report(
         target,
         options,
@@ -305,7 +304,7 @@ def run_checks(
     evidence.history = client.log
     collector = Collector(client, evidence)
     try:
-        for probe in probes[: last_probe + 1]:
+        for probe in probes:
             probe_start = time.monotonic()
             before = len(evidence.exchanges)
             try:

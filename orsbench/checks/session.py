@@ -229,7 +229,9 @@ def create_invalid_task_400(ev: Evidence) -> CheckOutcome:
 )
 def create_unknown_env_404(ev: Evidence) -> CheckOutcome:
     ex = ev.get("session.create.unknown_env")
-    if ex is not None and ex.status == 404:
+    if ex is None:
+        return skipped("not probed")
+    if ex.status == 404:
         return passed("404", ex.status, ex)
     if ex is not None and ex.status is not None and 400 <= ex.status < 500:
         return warned(f"{ex.status} (the reference answers 404)", ex.status, ex)
@@ -424,6 +426,8 @@ def use_after_delete_404(ev: Evidence) -> CheckOutcome:
 def delete_idempotent(ev: Evidence) -> CheckOutcome:
     names = ["session.delete.again", "session.delete.unknown", "session.delete_session"]
     measured, wrong = _statuses(ev, names, 200)
+    if not measured:
+        return skipped("not probed")
     if wrong:
         return failed("; ".join(f"{_route(e)} → {answer(e)}" for e in wrong), measured, *wrong)
     return passed("200 for a second delete, an unknown sid and delete_session", measured)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from orsbench import schema_examples
+from orsbench.checks import vacuous
 from orsbench.checks.evidence import Evidence, Failure, short
 from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.checks.registry import check
@@ -45,8 +46,8 @@ def _failures(ev: Evidence, kinds: tuple[str, ...]) -> list[Failure]:
 
 
 def _calls(ev: Evidence) -> int:
-    fuzz = ev.facts.fuzz
-    return sum(v.get("calls", 0) for v in fuzz.values()) + sum(len(e.calls) for e in ev.facts.episodes)
+    """Calls of play and fuzz that ran (a call refused without running its tool tried no input)."""
+    return ev.facts.ran["play"] + ev.facts.ran["fuzz"]
 
 
 def _shown(failure: Failure) -> str:
@@ -80,11 +81,15 @@ def no_crash(ev: Evidence) -> CheckOutcome:
             {"failures": [f.to_json() for f in found], "calls": calls},
             *(ev.get(f.exchange) for f in found[:3]),
         )
+    nothing = vacuous.unexercised(ev, "fuzz", "play")
+    if nothing is not None:
+        return nothing
     if not calls:
         return skipped("no valid input was tried (play and fuzz made no call)")
     note = "" if ev.options.fuzz > 0 else " (fuzz off: play only)"
     if ev.options.fuzz > 0 and not schema_examples.can_fuzz():
         note = ' (boundary inputs only: pip install "orsbench[conformance]" for the hypothesis-jsonschema fuzz)'
+    note += vacuous.note(ev, "fuzz", "play")
     return passed(f"{calls} valid input(s) tried{note}; no tool raised", {"calls": calls, "fuzz": ev.facts.fuzz})
 
 
@@ -103,10 +108,15 @@ def no_hang(ev: Evidence) -> CheckOutcome:
     if found:
         text = "; ".join(f"{_shown(f)} ({f.found_by}): {f.detail[:100]}" for f in found[:3])
         return failed(f"{text} — {HANG_CONSEQUENCE}", [f.to_json() for f in found], *(ev.get(f.exchange) for f in found[:3]))
+    nothing = vacuous.unexercised(ev, "fuzz", "play")
+    if nothing is not None:
+        return nothing
     calls = _calls(ev)
     if not calls:
         return skipped("no valid input was tried (play and fuzz made no call)")
-    return passed(f"{calls} call(s) each ended within --timeout {ev.options.timeout:g} s", calls)
+    return passed(
+        f"{calls} call(s) each ended within --timeout {ev.options.timeout:g} s{vacuous.note(ev, 'fuzz', 'play')}", calls
+    )
 
 
 @check(
@@ -124,6 +134,9 @@ def exercised(ev: Evidence) -> Outcome:
     report = ev.facts.tool_play
     if not report:
         return skipped("no episode was played")
+    nothing = vacuous.unexercised(ev, "play")
+    if nothing is not None:
+        return nothing
     rows: dict[str, dict[str, object]] = {}
     for name, entry in report.items():
         row = dict(entry)

@@ -38,7 +38,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
-from orsbench.checks.model import CheckOutcome, Severity, failed, passed, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
 from orsbench.clientcheck.contract import OutLine
 from orsbench.clientcheck.traffic import Call, Traffic, body_json, from_log, group, session_of, text_of
 from orsbench.registry import Registry
@@ -265,6 +265,8 @@ def exit_status(ctx: Context) -> CheckOutcome | None:
 )
 def out_valid(ctx: Context) -> CheckOutcome | None:
     out = ctx.run.out
+    if not out.lines and not out.truncated:
+        return skipped("ORSBENCH_OUT is empty: no line to hold to the contract")
     if out.truncated:
         return failed(f"ORSBENCH_OUT is larger than {out.size - 1} bytes; only its head was read", {"size": out.size})
     bad = out.invalid
@@ -418,10 +420,12 @@ def retry_after(ctx: Context) -> CheckOutcome | None:
     if not asked:
         return None  # not provoked: no answer in this case carried Retry-After
     early = []
+    retried = 0
     for i, exchange, wait in asked:
         retry = next((e for e in exchanges[i + 1 :] if _same_request(e, exchange)), None)
         if retry is None:
             continue
+        retried += 1
         gap = retry.started_at - (exchange.started_at + exchange.elapsed)
         if gap + RETRY_AFTER_SLACK_S < wait:
             early.append((exchange, retry, gap, wait))
@@ -434,7 +438,12 @@ def retry_after(ctx: Context) -> CheckOutcome | None:
             exchange,
             retry,
         )
-    return passed(f"{len(asked)} answer(s) with Retry-After, each waited out", {"answers": len(asked)})
+    if not retried:
+        # Nothing was retried, so nothing was retried too soon — and nothing was shown either (issue 27).
+        return skipped(
+            f"{len(asked)} answer(s) carried Retry-After and the client never sent the request again: no retry to judge"
+        )
+    return passed(f"{retried} retr(ies) after {len(asked)} answer(s) with Retry-After, each waited out", {"answers": len(asked), "retried": retried})
 
 
 @client_check(
@@ -525,6 +534,8 @@ def tool_runs(ctx: Context) -> CheckOutcome | None:
     if "calls" not in ctx.run.stats:
         return None  # not judged: the server keeps no counters of its tool runs (the user's own server, behind a proxy)
     ran = Counter({k: int(v) for k, v in (ctx.run.stats.get("calls") or {}).items()})
+    if not sum(ran.values()):
+        return None  # not provoked: no tool ran on the server in this case
     wanted = ctx.run.script.calls
     extra = {tool: (count, wanted.get(tool, 0)) for tool, count in ran.items() if count > wanted.get(tool, 0)}
     if extra:
@@ -697,12 +708,13 @@ def reward_as_sent(ctx: Context) -> CheckOutcome | None:
     requires=_ADAPTER,
 )
 def failure_as_error(ctx: Context) -> CheckOutcome | None:
-    failures = 0
+    failures = unreported = 0
     for call, line in ctx.aligned():
         failure = call.failure
         if failure is None:
             continue
         failures += 1
+        unreported += line is None
         if line is not None and line.is_call:
             return failed(
                 f"{call.tool} failed ({failure}) but the client reported it as the tool's answer: text {_short(line.get('text'), 80)!r}",
@@ -713,6 +725,8 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
         return failed("the session never opened, and the client reported no error", {"opened": False})
     if not failures and ctx.traffic.created:
         return None  # not provoked: no call failed in this case
+    if failures and unreported == failures and not any(line.is_error for line in ctx.run.out.lines):
+        return skipped(f"{failures} call(s) failed and the client wrote no line for them, neither text nor error: nothing to judge")
     return passed(f"{failures} failed call(s), each reported as an error" if failures else "the failure to open the session was reported")
 
 

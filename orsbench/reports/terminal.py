@@ -91,6 +91,12 @@ class TerminalReporter:
             self._line(f"{indent}client: {client_summary(result.client)}")
             for line in str(result.client.get("stderr_tail") or "").splitlines()[-STDERR_SHOWN:]:
                 self._line(f"{indent}  stderr| {line[:200]}")
+        for traceback in (result.server or {}).get("tracebacks", [])[:1]:
+            # The server's own account of the failure (orsbench started it): the raise, and the frames above it.
+            lines = traceback.splitlines()
+            self._line(f"{indent}server: {lines[-1].strip()[:200]}")
+            for line in lines[-1 - 2 * STDERR_SHOWN : -1]:
+                self._line(f"{indent}  server| {line[:200]}")
         if reproduce and self.verbose and result.reproduce:
             self._line(f"{indent}reproduce:")
             for line in result.reproduce.splitlines():

@@ -21,6 +21,7 @@ is bounded and only local ``$ref`` is followed.
 
 from orsbench.schema_examples.examples import FORMAT_EXAMPLES, invalid_input, minimal_input, variants
 from orsbench.schema_examples.fuzz import (
+    BOUNDARY_CLASSES,
     BOUNDARY_NUMBERS,
     BOUNDARY_STRINGS,
     LONG_NUMERIC_LENGTH,
@@ -28,13 +29,18 @@ from orsbench.schema_examples.fuzz import (
     boundary_inputs,
     can_fuzz,
     duration_fields,
+    boundary_rounds,
     input_strategy,
+    preload,
     search,
+    simpler_inputs,
+    size,
 )
 from orsbench.schema_examples.resolve import NoInput, properties
 from orsbench.schema_examples.validate import errors, schema_problems, validator
 
 __all__ = [
+    "BOUNDARY_CLASSES",
     "BOUNDARY_NUMBERS",
     "BOUNDARY_STRINGS",
     "FORMAT_EXAMPLES",
@@ -44,10 +50,14 @@ __all__ = [
     "boundary_inputs",
     "can_fuzz",
     "duration_fields",
+    "boundary_rounds",
     "errors",
     "input_strategy",
     "invalid_input",
     "minimal_input",
+    "preload",
+    "simpler_inputs",
+    "size",
     "properties",
     "schema_problems",
     "search",

@@ -1,15 +1,18 @@
 """Boundary inputs and the seeded hypothesis search the checker's fuzz uses.
 
 :func:`boundary_inputs` changes one property of a valid input at a time to an
-edge value (empty, whitespace, non-ASCII, very long, JSON written in a string,
-numbers as strings, numeric bounds); :func:`input_strategy` draws valid inputs
-with hypothesis-jsonschema; :func:`search` finds the smallest one a tool fails on.
+edge value, class by class (control characters, non-ASCII, JSON written in a
+string, numbers as strings, very long, whitespace, empty; numeric bounds);
+:func:`input_strategy` draws valid inputs with hypothesis-jsonschema;
+:func:`search` finds the smallest one a tool fails on, and
+:func:`simpler_inputs` is what a failing boundary input is shrunk through.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 from typing import Any
 
 from orsbench.protocol import JSON
@@ -21,41 +24,44 @@ LONG_STRING_LENGTH = 10_000
 #: A numeric string longer than Python's ``int()`` accepts (4,300 digits since 3.11): a scorer that
 #: parses an answer as a number raises ``ValueError`` on it instead of grading it.
 LONG_NUMERIC_LENGTH = 5_000
-#: Strings on the edges real tools mishandle: empty, whitespace only, non-ASCII (accents, CJK, emoji,
-#: right-to-left), control-ish characters, very long; strings that hold JSON (a scorer that
-#: ``json.loads`` an answer and indexes the result), numbers written as strings (a scorer that takes
-#: ``"12"`` for an option number), and numeric strings too long for an int64 or for ``int()``.
-BOUNDARY_STRINGS: tuple[str, ...] = (
-    "",
-    " ",
-    "   ",
-    "\t\n",
-    "é漢字🙂",
-    "مرحبا",
-    "0",
-    "-1",
-    "12",
-    "3.5",
-    "{}",
-    "[1]",
-    '{"a": 1}',
-    "null",
-    "9" * 40,
-    "1" * LONG_NUMERIC_LENGTH,
-    "x" * LONG_STRING_LENGTH,
+#: Strings on the edges real tools mishandle, by class. Every class is tried on every string
+#: property in every fuzz run, before any class's second value (:func:`boundary_inputs`): a class
+#: that found a real bug is never left to chance (issue 24: a command tool that hung on control
+#: characters was found, then missed once the list grew and the run's budget cut it off). Each
+#: class's first value is the one that found a bug.
+BOUNDARY_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # a terminal-like tool waits for the rest of an escape sequence; Ctrl-C, DEL, a bare carriage return
+    ("control", ("\x03", "\x1b[0m", "\x7f", "\r")),
+    # accents, CJK, emoji, right-to-left: an ASCII-only encode raises
+    ("non-ascii", ("é漢字🙂", "مرحبا")),
+    # a scorer that json.loads an answer and indexes the result
+    ("json", ('{"a": 1}', "{}", "[1]", "null")),
+    # a scorer that takes "12" for an option number
+    ("number", ("12", "0", "-1", "3.5")),
+    # longer than an int64, and than Python's int() accepts
+    ("long-number", ("9" * 40, "1" * LONG_NUMERIC_LENGTH)),
+    ("long", ("x" * LONG_STRING_LENGTH,)),
+    ("whitespace", (" ", "\t\n", "   ")),
+    ("empty", ("",)),
 )
+#: Every boundary string, class by class.
+BOUNDARY_STRINGS: tuple[str, ...] = tuple(value for _, values in BOUNDARY_CLASSES for value in values)
 #: Numbers on the edges: zero, negatives, one, large, fractional.
 BOUNDARY_NUMBERS: tuple[float, ...] = (0, -1, 1, -(2**31), 2**31, 0.5, -0.5, 1e12)
 
 
-def _leaf_boundaries(node: Any, root: JSON) -> list[Any]:
-    """Edge values for one property, before validation: bounds, zero, negatives, empty/long/non-ASCII, null."""
+def _leaf_boundaries(node: Any, root: JSON) -> list[tuple[str, Any]]:
+    """Edge values for one property, each with its class, before validation.
+
+    Strings by :data:`BOUNDARY_CLASSES`, then the length bounds; numeric bounds and edges; both
+    booleans; an empty array; null; the enum's members.
+    """
     node = expand(node, root, 0) if isinstance(node, dict) else node
     if not isinstance(node, dict):
         return []
-    out: list[Any] = []
+    out: list[tuple[str, Any]] = []
     if node.get("enum"):
-        out += list(node["enum"])
+        out += [("enum", v) for v in node["enum"]]
     kinds = node.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds] if kinds else []
     for key in ("anyOf", "oneOf"):
@@ -63,24 +69,25 @@ def _leaf_boundaries(node: Any, root: JSON) -> list[Any]:
             out += _leaf_boundaries(member, root)
     if "string" in kinds:
         low, high = node.get("minLength"), node.get("maxLength")
-        out += list(BOUNDARY_STRINGS)
+        out += [(name, v) for name, values in BOUNDARY_CLASSES for v in values]
         if isinstance(low, int):
-            out += ["x" * low, "é" * low]
+            out += [("length", "x" * low), ("length", "é" * low)]
         if isinstance(high, int):
-            out += ["x" * high, "é" * high, "x" * (high + 1)]
+            out += [("length", "x" * high), ("length", "é" * high), ("length", "x" * (high + 1))]
     if "integer" in kinds or "number" in kinds:
+        numbers: list[Any] = []
         for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             bound = node.get(key)
             if is_number(bound):
-                out += [bound, bound + 1, bound - 1]
-        out += [v for v in BOUNDARY_NUMBERS if "number" in kinds or float(v).is_integer()]
-        out = [int(v) if "number" not in kinds and is_number(v) and float(v).is_integer() else v for v in out]
+                numbers += [bound, bound + 1, bound - 1]
+        numbers += [v for v in BOUNDARY_NUMBERS if "number" in kinds or float(v).is_integer()]
+        out += [("numeric", int(v) if "number" not in kinds and is_number(v) and float(v).is_integer() else v) for v in numbers]
     if "boolean" in kinds:
-        out += [True, False]
+        out += [("boolean", True), ("boolean", False)]
     if "array" in kinds:
-        out += [[]]
+        out.append(("array", []))
     if "null" in kinds:
-        out.append(None)
+        out.append(("null", None))
     return out
 
 
@@ -102,30 +109,101 @@ def duration_fields(schema: Any) -> set[str]:
 
 
 def boundary_inputs(schema: Any, base: JSON) -> list[JSON]:
-    """Valid inputs that each change one property of ``base`` to an edge value, smallest first.
+    """Valid inputs that each change one property of ``base`` to an edge value, round by round.
 
-    Every input returned validates against ``schema``; optional properties are
-    tried too (a tool that raises when an optional field is ``null`` is still a
-    tool that raises on valid input). Duration-like properties keep their value
-    (:func:`duration_fields`).
+    The first round holds each class's first value (:data:`BOUNDARY_CLASSES` order, then each
+    property's own: length bounds, numbers, ...) for every property, the second round each class's
+    second value, and so on: a fuzz budget that cuts the list keeps every class and drops only
+    later values of each. Every input returned validates against ``schema``; optional properties
+    are tried too (a tool that raises when an optional field is ``null`` still raises on valid
+    input). Duration-like properties keep their value (:func:`duration_fields`).
     """
+    return [candidate for _, candidate in boundary_rounds(schema, base)]
+
+
+def boundary_rounds(schema: Any, base: JSON) -> list[tuple[int, JSON]]:
+    """:func:`boundary_inputs`, each with its round (0: the first value of its class)."""
     if not isinstance(schema, dict):
         return []
     view = object_view(schema, schema)
-    out: list[JSON] = []
     seen = {json.dumps(base, sort_keys=True)}
     held = duration_fields(schema)
-    for name, node in (view.get("properties") or {}).items():
+    class_rank = {name: i for i, (name, _) in enumerate(BOUNDARY_CLASSES)}
+    ranked: list[tuple[tuple[int, int, int], JSON]] = []  # (round, class, property) → input
+    for prop_rank, (name, node) in enumerate((view.get("properties") or {}).items()):
         if name in held:
             continue
-        for value in _leaf_boundaries(node, schema):
+        rounds: dict[str, int] = {}
+        for kind, value in _leaf_boundaries(node, schema):
             candidate = {**base, name: value}
             key = json.dumps(candidate, sort_keys=True, default=repr)
             if key in seen or errors(candidate, schema):
                 continue
             seen.add(key)
+            rounds[kind] = rounds.get(kind, -1) + 1
+            ranked.append(((rounds[kind], class_rank.get(kind, len(class_rank)), prop_rank), candidate))
+    return [(rank[0], candidate) for rank, candidate in sorted(ranked, key=lambda item: item[0])]
+
+
+def size(value: Any) -> int:
+    """How big an input reads: the length of its JSON (what "simplest" means when a failure is shrunk)."""
+    return len(json.dumps(value, ensure_ascii=False, default=repr))
+
+
+def simpler_inputs(schema: Any, value: JSON, base: JSON) -> list[JSON]:
+    """Valid inputs smaller than ``value`` that differ from it in one property, simplest first.
+
+    What a failing input is shrunk through: for each property where ``value`` differs from
+    ``base``, that property set to each smaller edge value (the values :func:`boundary_inputs`
+    draws from), then — for a string — with a half, a quarter, ... of it cut out (delta
+    debugging: a crash on 10,000 characters usually needs far fewer). Only inputs the schema accepts.
+    """
+    if not isinstance(schema, dict) or not isinstance(value, dict):
+        return []
+    props = object_view(schema, schema).get("properties") or {}
+    current = size(value)
+    out: list[JSON] = []
+    seen = {json.dumps(value, sort_keys=True, default=repr)}
+    for name, node in props.items():
+        if name not in value or value.get(name) == base.get(name):
+            continue
+        tries = [v for _, v in _leaf_boundaries(node, schema)]
+        text = value[name]
+        if isinstance(text, str):
+            step = len(text) // 2
+            while step >= 1:
+                tries += [text[:i] + text[i + step :] for i in range(0, len(text), step)][:8]
+                step //= 2
+        for candidate_value in tries:
+            candidate = {**value, name: candidate_value}
+            key = json.dumps(candidate, sort_keys=True, default=repr)
+            if key in seen or size(candidate) >= current or errors(candidate, schema):
+                continue
+            seen.add(key)
             out.append(candidate)
-    return sorted(out, key=lambda c: len(json.dumps(c, default=repr)))
+    return sorted(out, key=lambda c: (size(c), json.dumps(c, sort_keys=True, default=repr)))
+
+
+_PRELOAD: threading.Thread | None = None
+
+
+def preload() -> None:
+    """Import hypothesis and hypothesis-jsonschema on a background thread, once (no-op without them).
+
+    The imports cost about half a second of CPU; started while the play probe waits on the server,
+    they are done by the time the fuzz needs them. :func:`input_strategy` waits for it.
+    """
+    global _PRELOAD
+    if _PRELOAD is None and can_fuzz():
+        _PRELOAD = threading.Thread(target=_import_fuzz_libraries, name="orsbench-fuzz-import", daemon=True)
+        _PRELOAD.start()
+
+
+def _import_fuzz_libraries() -> None:
+    try:
+        import hypothesis_jsonschema  # noqa: F401 - imports hypothesis too
+    except Exception:  # noqa: BLE001 - input_strategy imports again and says why
+        pass
 
 
 def can_fuzz() -> bool:
@@ -151,12 +229,23 @@ def input_strategy(schema: Any, base: JSON | None = None) -> Any:
     """
     if schema is None:
         return None
+    if _PRELOAD is not None:
+        _PRELOAD.join()
     try:
         held = duration_fields(schema)
         strategy = _strategy(schema, schema, 0, held={k: v for k, v in (base or {}).items() if k in held}, drop=held)
-        return strategy.filter(lambda value: not errors(value, schema))
+        return strategy.filter(lambda value: _encodable(value) and not errors(value, schema))
     except Exception:  # noqa: BLE001 - any schema hypothesis-jsonschema refuses: no fuzz, boundaries still run
         return None
+
+
+def _encodable(value: Any) -> bool:
+    """Whether ``value`` can be sent as UTF-8 JSON (no lone surrogate in any string)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError):
+        return False
+    return True
 
 
 def _strategy(node: Any, root: JSON, depth: int, held: JSON | None = None, drop: set[str] = frozenset()) -> Any:
@@ -186,7 +275,10 @@ def _strategy(node: Any, root: JSON, depth: int, held: JSON | None = None, drop:
             return st.one_of([_strategy(branch, root, depth + 1) for branch in branches])
     leaf = expanded if isinstance(expanded, dict) else {}
     defs = {k: v for k, v in root.items() if k in ("$defs", "definitions")}
-    return from_schema({**defs, **leaf}, allow_x00=False)
+    # codec=None: with codec="utf-8" hypothesis first derives every encodable code point (3-9 s
+    # on a cold cache, kept in ./.hypothesis); only lone surrogates do not encode, and
+    # input_strategy filters those out.
+    return from_schema({**defs, **leaf}, allow_x00=False, codec=None)
 
 
 def search(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from typing import Any
 
 import jsonschema
@@ -10,11 +12,30 @@ from jsonschema.exceptions import SchemaError
 from orsbench.schema_examples.resolve import NoInput, local_refs, resolve_ref
 
 
+#: Validators built, by the schema's JSON: checking a schema against its metaschema costs milliseconds, and the
+#: fuzz and the example builders validate every value they make against the same few schemas.
+_VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
+#: At most this many validators are kept (oldest first out).
+VALIDATOR_CACHE = 256
+
+
 def validator(schema: Any) -> jsonschema.protocols.Validator:
     """A validator for ``schema`` (Draft 2020-12 unless ``$schema`` says otherwise); raises ``SchemaError``."""
+    try:
+        key = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        key = None
+    found = _VALIDATORS.get(key) if key is not None else None
+    if found is not None:
+        return found
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
-    return cls(schema)
+    built = cls(copy.deepcopy(schema))  # its own copy: a caller changing its schema later changes no cached one
+    if key is not None:
+        if len(_VALIDATORS) >= VALIDATOR_CACHE:
+            _VALIDATORS.pop(next(iter(_VALIDATORS)))
+        _VALIDATORS[key] = built
+    return built
 
 
 def schema_problems(schema: Any) -> list[str]:

@@ -186,8 +186,11 @@ def reproducer(
     return "\n".join(lines)
 
 
-#: At most this many requests of a multi-session finding are replayed (the first ones).
-MAX_SEQUENCE = 80
+#: At most this many requests of a multi-session finding are replayed (the first ones). Large enough for the largest
+#: isolation scene whole (eight sessions at once, each created, prompted, playing a script of up to 13 calls and
+#: deleted: 136): a mix-up on the calls that finish the episodes is only seen in the last round, and a script cut
+#: before it would show nothing.
+MAX_SEQUENCE = 160
 #: A pause of the run at least this long (seconds) is kept in a multi-session script (``sleep``): an idle session
 #: waiting out a TTL, a ping sent into a running call.
 PAUSE_S = 0.1

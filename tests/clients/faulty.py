@@ -82,6 +82,14 @@ class CallAfterFinished(Adapter):
         return super().play()
 
 
+class SkipFirstCall(Adapter):
+    """Leaves out the script's first call (a loop that starts one step late) and plays the rest."""
+
+    def play(self) -> int:
+        self.calls = self.calls[1:]
+        return super().play()
+
+
 class BoolReward(Adapter):
     """Takes a JSON boolean reward as a number (true → 1.0)."""
 
@@ -161,6 +169,18 @@ class EpisodeRewardLast(Adapter):
         if output.get("reward") is not None:
             self.last = output["reward"]
         return {**super().line(tool, output), "episode_reward": self.last}
+
+
+class EpisodeRewardMean(Adapter):
+    """Reports the mean per-call reward as the episode's: neither convention (§12.10), so a warning."""
+
+    rewards: list[float] = []
+
+    def line(self, tool: str, output: dict[str, Any]) -> dict[str, Any]:
+        if output.get("reward") is not None:
+            self.rewards = [*self.rewards, output["reward"]]
+        mean = sum(self.rewards) / len(self.rewards) if self.rewards else None
+        return {**super().line(tool, output), "episode_reward": mean}
 
 
 class SdkUrlOnly(Adapter):
@@ -261,6 +281,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "ignore-retry-after": IgnoreRetryAfter,
     "no-delete": NoDelete,
     "call-after-finished": CallAfterFinished,
+    "skip-first-call": SkipFirstCall,
     "bool-reward": BoolReward,
     "drop-env-name": DropEnvName,
     "error-as-text": ErrorAsText,
@@ -270,6 +291,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "first-block-only": FirstBlockOnly,
     "episode-reward-sum": EpisodeRewardSum,
     "episode-reward-last": EpisodeRewardLast,
+    "episode-reward-mean": EpisodeRewardMean,
     "sdk-url-only": SdkUrlOnly,
     "give-up": GiveUp,
     "drop-nulls": DropNulls,

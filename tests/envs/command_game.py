@@ -36,8 +36,12 @@ class CommandGame(ThreeTasks):
     @tool
     def command(self, params: Command) -> ToolOutput:
         """Run one command of the game, as you would type it at its prompt. Type `help` to list the commands."""
+        return self.respond(params.command)
+
+    def respond(self, line: str) -> ToolOutput:
+        """The game's answer to one command line."""
         item, exit_ = self.task_spec["item"], self.task_spec["exit"]
-        verb, _, rest = params.command.strip().lower().partition(" ")
+        verb, _, rest = line.strip().lower().partition(" ")
         thing = rest.strip()
         if verb == "help":
             return text(HELP)
@@ -56,4 +60,4 @@ class CommandGame(ThreeTasks):
             if item not in self.holding:
                 return text(f"The {exit_} is locked.")
             return text(f"The {exit_} opens. You are free!", reward=1.0, finished=True)
-        return text(f"Unknown command {params.command!r}. Type help for the commands.")
+        return text(f"Unknown command {line!r}. Type help for the commands.")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
+import traceback
 from functools import partial
 from typing import Any
 
@@ -110,7 +112,11 @@ class CallRoutes(EngineState):
         return None, checked[0], checked[1]
 
     def _raised(self, name: str, exc: Exception) -> Outcome:
+        """The tool raised: an ``error`` event with its message, and — as the reference server logs it — its
+        traceback on stderr (what ``orsbench check --serve`` shows beside the finding)."""
         self.stats.call_errors[name] += 1
+        print(f"tool {name!r} raised:", file=sys.stderr)
+        traceback.print_exception(exc, file=sys.stderr)
         return ("error", str(exc))
 
     def _run_sync(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str]:

@@ -1,0 +1,133 @@
+"""What the session-isolation group adds to ``orsbench check``, and what the stateful explorer costs per 100 steps.
+
+    python benchmarks/isolation_speed.py                  # 5 alternated runs of each, echo on the mock
+    python benchmarks/isolation_speed.py --runs 3 --explore 200 --json isolation_speed.json
+
+Measures, side by side in one run (runs alternated, so a change in the machine's load falls on both sides):
+
+* **end to end** — ``orsbench check --scenario echo`` as a user types it, against the same command with
+  ``--only '[!i]*'`` (every check but the ``isolation.*`` group; the isolation probe is a leaf, so the run skips
+  it): the difference is what the group adds, the issue's bound is 10 s;
+* **checks only** — ``run_checks`` against one running mock, with and without the group, and the isolation
+  probe's own time and requests (as ``check -v`` prints them); the server's CPU time over each run (from /proc);
+* **explorer** — ``--explore N`` against ``--explore 0`` on the group alone: seconds per 100 steps.
+
+Exits 1 when the group adds more than the bound or a run did not pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from orsbench.checks import Options, run_checks
+from orsbench.servers.launch import start
+
+WITHOUT = "[!i]*"  # every check id but isolation.* (no other group starts with "i")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    return {"min": round(min(values), 3), "median": round(statistics.median(values), 3), "max": round(max(values), 3)}
+
+
+def _cpu_s(pid: int) -> float:
+    """The server process's user + system CPU seconds so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", default="echo")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--explore", type=int, default=100, help="explorer steps per run (default 100)")
+    parser.add_argument("--bound", type=float, default=10.0, help="most seconds the group may add (default 10)")
+    parser.add_argument("--json", dest="json_path", help="write the figures here as JSON")
+    args = parser.parse_args()
+
+    base = [sys.executable, "-m", "orsbench", "check", "--scenario", args.scenario, "-q"]
+    e2e: dict[str, list[float]] = {"with": [], "without": []}
+    codes: list[int] = []
+    for _ in range(args.runs):
+        for side, extra in (("with", []), ("without", ["--only", WITHOUT])):
+            begin = time.perf_counter()
+            done = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
+            e2e[side].append(time.perf_counter() - begin)
+            codes.append(done.returncode)
+            if done.returncode != 0:
+                print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
+
+    checks: dict[str, list[float]] = {"with": [], "without": []}
+    cpu: dict[str, list[float]] = {"with": [], "without": []}
+    requests: dict[str, int] = {}
+    probe_s: list[float] = []
+    probe_requests = 0
+    explore_s: list[float] = []
+    plain_s: list[float] = []
+    steps = 0
+    server = start(args.scenario)
+    try:
+        for _ in range(args.runs):
+            for side, only in (("with", None), ("without", [WITHOUT])):
+                timed: dict[str, tuple[float, int]] = {}
+                before = _cpu_s(server.pid)
+                begin = time.perf_counter()
+                report = run_checks(
+                    server.url, Options(env=server.env_name), only=only, on_probe=lambda p, s, n: timed.__setitem__(p, (s, n))
+                )
+                checks[side].append(time.perf_counter() - begin)
+                cpu[side].append(_cpu_s(server.pid) - before)
+                requests[side] = report.exchanges
+                codes.append(report.exit_code)
+                if side == "with":
+                    probe_s.append(timed["isolation"][0])
+                    probe_requests = timed["isolation"][1]
+            for explore, into in ((0, plain_s), (args.explore, explore_s)):
+                begin = time.perf_counter()
+                report = run_checks(server.url, Options(env=server.env_name, fuzz=0, explore=explore), only=["isolation.*"])
+                into.append(time.perf_counter() - begin)
+                codes.append(report.exit_code)
+                if explore:
+                    steps = report.evidence.facts.isolation.explored.steps
+    finally:
+        server.stop()
+
+    added = statistics.median(e2e["with"]) - statistics.median(e2e["without"])
+    per_100 = (statistics.median(explore_s) - statistics.median(plain_s)) / max(steps, 1) * 100
+    figures = {
+        "command": " ".join(["orsbench", *base[3:]]),
+        "without": f"--only '{WITHOUT}'",
+        "runs": args.runs,
+        "load_average": round(os.getloadavg()[0], 1),
+        "end_to_end_s": {side: _stats(v) for side, v in e2e.items()},
+        "group_adds_end_to_end_s": round(added, 3),
+        "checks_only_s": {side: _stats(v) for side, v in checks.items()},
+        "server_cpu_s": {side: _stats(v) for side, v in cpu.items()},
+        "requests": requests,
+        "isolation_probe_s": _stats(probe_s),
+        "isolation_probe_requests": probe_requests,
+        "explorer": {
+            "steps": steps,
+            "group_alone_s": _stats(plain_s),
+            "group_with_explorer_s": _stats(explore_s),
+            "seconds_per_100_steps": round(per_100, 3),
+        },
+        "bound_s": args.bound,
+        "all_passed": all(c == 0 for c in codes),
+    }
+    print(json.dumps(figures, indent=2))
+    if args.json_path:
+        with open(args.json_path, "w") as fh:
+            json.dump(figures, fh, indent=2)
+    return 0 if figures["all_passed"] and added <= args.bound else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -131,6 +131,9 @@ ONE_RULE_BROKEN = [
     ("sdk-url-only", "sparse-reward+url-only", "client.episode_completed"),
     # the hazards of docs/protocol.md §13.9+
     ("drop-nulls", "schema-edges", "client.script_followed"),
+    ("clamp-rewards", "reward-range", "client.reward_as_sent"),
+    ("null-as-zero", "reward-range", "client.reward_as_sent"),
+    ("nan-as-null", "sparse-reward+reward-nan", "client.reward_as_sent"),
 ]
 
 

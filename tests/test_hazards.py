@@ -243,8 +243,43 @@ def test_schema_edges_are_served_as_written_and_take_their_scripted_inputs(serve
         client.delete(sid)
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+def test_reward_range_sends_rewards_outside_0_1_and_finishes_with_null(serve, impl: str) -> None:
+    """docs/protocol.md §13.10: 2.5, then -1, then a finishing call whose reward is null, on every server."""
+    server = serve("reward-range", impl)
+    client = WireClient(server.url)
+    sid = _open(client, server.env_name)
+    try:
+        outputs = [_ok_output(client.call(server.env_name, sid, "step", {})) for _ in range(3)]
+    finally:
+        client.delete(sid)
+    assert [o["reward"] for o in outputs] == H.range_rewards(0) == [2.5, -1.0, None]
+    assert [o["finished"] for o in outputs] == [False, False, True]
+
+
+def test_reward_nan_sends_the_bare_token_and_the_checker_fails_it(serve) -> None:
+    """docs/protocol.md §13.11: the reward is the token NaN (not JSON), counted in the stats; reward.well_formed fails."""
+    from orsbench.checks import Options, Status, run_checks
+
+    server = serve("sparse-reward", faults=("reward-nan",))
+    client = WireClient(server.url)
+    sid = _open(client, server.env_name)
+    try:
+        task = get_scenario("sparse-reward").list_tasks("train")[0]
+        from orsbench.scenarios.sparse_reward import digits
+
+        for position in range(len(digits(task))):
+            client.call(server.env_name, sid, "reveal", {"position": position})
+        answer = client.call(server.env_name, sid, "submit", {"total": sum(digits(task))})
+    finally:
+        client.delete(sid)
+    assert '"reward":NaN' in answer.body.decode() and server.stats()["requests"].get("fault reward-nan", 0) >= 1
+    report = run_checks(server.url, Options(env=server.env_name, fuzz=0))
+    assert report.result("reward.well_formed").status is Status.FAIL and "not finite" in report.result("reward.well_formed").message
+
+
 def test_hazard_profiles_are_registered_http_faults() -> None:
-    for name in ("credits-402", "cut-before-task-id"):
+    for name in ("credits-402", "cut-before-task-id", "reward-nan"):
         fault = FAULTS.load().get(name)
         assert fault.kind == "profile" and fault.wrap is not None
 
@@ -290,7 +325,7 @@ def test_a_client_that_resends_the_cut_call_is_visible_in_stats(serve) -> None:
     assert calls() == {"reveal": 2}  # one call in the script, two runs on the server
 
 
-HAZARDS = ("images", "schema-keywords", "dense-reward", "two-envs", "secrets", "recover", "schema-edges")
+HAZARDS = ("images", "schema-keywords", "dense-reward", "two-envs", "secrets", "recover", "schema-edges", "reward-range")
 
 
 @pytest.mark.parametrize("scenario", HAZARDS)

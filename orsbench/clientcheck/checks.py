@@ -29,6 +29,7 @@ on each entry say where it can be judged and what its failure means:
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -656,6 +657,7 @@ def text_verbatim(ctx: Context) -> CheckOutcome | None:
 
 
 def _reward_matches(sent: Any, shown: Any) -> bool:
+    """Whether the reported reward is the one sent (``null`` is ``null``, never 0.0; a number, not a boolean)."""
     if sent is None or shown is None:
         return sent is None and shown is None
     return not isinstance(shown, bool) and isinstance(shown, (int, float)) and float(shown) == float(sent)
@@ -666,7 +668,7 @@ def _reward_matches(sent: Any, shown: Any) -> bool:
     title="Reward and finished are reported as the environment sent them (a JSON boolean is no reward)",
     severity=R,
     spec="§12.8",
-    remediation="Report the reward as sent (null stays null, never 0.0) and refuse a reward that is not a number (true is not 1.0).",
+    remediation="Report the reward as sent (null stays null, never 0.0; 2.5 and -1 stay 2.5 and -1) and refuse a reward that is not a finite number (true is not 1.0, NaN is not 0.0).",
     role=Role.REPORT,
     effect=Effect.WRONG_DATA,
     requires=_ADAPTER,
@@ -675,9 +677,10 @@ def reward_as_sent(ctx: Context) -> CheckOutcome | None:
     compared = ctx.successes()
     for call, output, line in compared:
         sent, shown = output.get("reward"), line.get("reward")
-        if isinstance(sent, bool):
+        if isinstance(sent, bool) or (isinstance(sent, float) and not math.isfinite(sent)):
+            what = "a boolean" if isinstance(sent, bool) else "not a finite number"
             return failed(
-                f"{call.tool}: the environment sent reward {json.dumps(sent)} (a boolean, not a number) and the client "
+                f"{call.tool}: the environment sent reward {json.dumps(sent)} ({what}, not a reward) and the client "
                 f"reported {json.dumps(shown)} instead of an error",
                 {"sent": sent, "reported": shown},
                 call.answer.exchange if call.answer else None,

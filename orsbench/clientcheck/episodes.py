@@ -149,6 +149,7 @@ def _two_envs(task: JSON) -> list[Step]:
 #: Scripts whose episode reward is not 1.0: dense-reward's clients end on the last non-null reward (§13.3).
 _REWARDS: dict[str, Callable[[JSON], float | None]] = {
     "dense-reward": lambda task: [r for r in task["rewards"] if r is not None][-1],
+    "reward-range": lambda task: [r for r in task["rewards"] if r is not None][-1],
 }
 
 
@@ -165,6 +166,7 @@ _SCRIPTS: dict[str, Callable[[JSON], list[Step]]] = {
     "images": _images,
     "schema-keywords": _schema_keywords,
     "dense-reward": _dense,
+    "reward-range": _dense,
     "two-envs": _two_envs,
 }
 

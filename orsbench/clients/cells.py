@@ -11,6 +11,7 @@ suite's ``xfail(strict=True)`` marks and ``orsbench check``'s binding group use.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -128,7 +129,13 @@ def facts(cell: Cell) -> D.CellFacts:
         url_only=cell.profile is not None and not profile_of(cell).sdk_urls,
         rewards_before_the_end=s.rewards_before_the_end,
         rewards=sent_rewards(cell.scenario),
+        refuses_non_finite=_refuses_non_finite(cell.client),
     )
+
+
+def _refuses_non_finite(client: str) -> bool:
+    """The client's consumer profile refuses an episode whose only reward is ``NaN`` (it checks what it takes)."""
+    return CLIENT_TARGETS.get(client).consumer.predict([math.nan], finished=True).refused is not None
 
 
 def expected(cell: Cell) -> Verdict:

@@ -14,7 +14,8 @@ make. The two hazards that are server trouble rather than environment content
   non-null reward differ (:func:`reward_conventions` gives both);
 * ``two-envs`` — two environments on one server; the default one is a decoy;
 * ``secrets`` — a secret that must arrive as ``X-Secrets``;
-* ``recover`` — an ``ok:false`` answer, then a good call in the same session.
+* ``recover`` — an ``ok:false`` answer, then a good call in the same session;
+* ``reward-range`` — rewards above 1 and below 0, and ``null`` on the finishing call.
 
 Every scenario is deterministic given its task, and every answer a correct
 client must reproduce is derivable from the task spec (the client episodes'
@@ -365,3 +366,20 @@ class Recover(_Hazard):
         """Guess the number. Reward 1 and finished when right, else reward 0 and another try."""
         right = args.number == episode.task["number"]
         return ToolResult([text("right" if right else "wrong")], reward=1.0 if right else 0.0, finished=right)
+
+
+# -- reward-range ------------------------------------------------------------------------
+def range_rewards(i: int) -> list[float | None]:
+    """Task ``i``'s rewards: one above 1, one negative, and ``null`` on the finishing call."""
+    return [2.5 + i, -1.0 - i, None]
+
+
+@register
+class RewardRange(DenseReward):
+    """``step()`` pays the task's rewards in turn — one above 1, one below 0 — and finishes with reward ``null``."""
+
+    name = "reward-range"
+    summary = "step() pays a reward above 1, then a negative one, then finishes with reward null; all three must reach the client as sent"
+
+    def list_tasks(self, split: str) -> list[JSON]:
+        return [{"id": f"range-{split}-{i}", "rewards": range_rewards(i)} for i in range(TASKS)]

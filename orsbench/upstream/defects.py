@@ -88,6 +88,13 @@ class CellFacts:
     rewards_before_the_end: bool = False
     #: The reward each scripted call gets, in order, exactly as the server sends it (``None``: an unscored call).
     rewards: tuple[Any, ...] = ()
+    #: The client's user refuses a reward that is not a finite number (its consumer profile checks what it takes).
+    refuses_non_finite: bool = False
+
+    @property
+    def finishes_without_a_reward(self) -> bool:
+        """The script's finishing call carries reward ``null`` (§13.10)."""
+        return self.finishes and bool(self.rewards) and self.rewards[-1] is None
 
     @property
     def expected(self) -> Verdict:
@@ -114,6 +121,9 @@ class Defect:
     effect: Effect = Effect.RULE
     #: It ends the episode before any other defect can show (a failed dataset, a crashed factory, a hang).
     masks: bool = False
+    #: Where it shows, the client takes for data what a correct client reports as an error (a case that expects one
+    #: then gets none).
+    unreported: bool = False
     #: Client checks of rules it makes fail, each with the cells where it does (the verdict does not depend on them).
     breaks: tuple[tuple[str, Where], ...] = ()
 
@@ -482,6 +492,17 @@ DEFECTS: dict[str, Defect] = {
             masks=True,
         ),
         Defect(
+            "nan-reward-taken",
+            SDK,
+            "a reward sent as NaN (Python's json.dumps writes the bare token for float('nan'); it is not JSON) is parsed "
+            "by json.loads and kept by ToolOutput's float field: call_tool returns reward nan instead of refusing the "
+            "answer, and every client on it hands the NaN on unless its own consumer checks the reward (platoon's grade and benchflow's [0, 1] check refuse it)",
+            "P7",
+            shows_in=lambda cell: _under("reward-nan")(cell) and not cell.refuses_non_finite,
+            effect=Effect.WRONG_DATA,
+            unreported=True,
+        ),
+        Defect(
             "chunk-lstrip",
             SDK,
             "every SSE data line is lstrip()ped, so a result whose next chunk starts with spaces loses them: the model sees a different text than the environment returned",
@@ -523,6 +544,16 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_lands_in_default_env,
             effect=Effect.WRONG_DATA,
             breaks=(("client.env_name", _creates),),
+        ),
+        Defect(
+            "ors-nan-reward-taken",
+            ORS,
+            "a reward sent as NaN is parsed by json.loads and kept by ToolOutput's float field: call_tool returns reward "
+            "nan instead of refusing the answer",
+            "P7",
+            shows_in=_under("reward-nan"),
+            effect=Effect.WRONG_DATA,
+            unreported=True,
         ),
         Defect(
             "ors-cut-call-rerun",
@@ -659,6 +690,16 @@ DEFECTS: dict[str, Defect] = {
             effect=Effect.HARMS_SERVER,
         ),
         Defect(
+            "platoon-null-final-reward-refused",
+            PLATOON,
+            "OrsSession.grade takes the finishing call's reward and grades an episode whose finishing call carries reward "
+            "null 'invalid (no_reward)': the rollout is dropped untrained although ORS allows a null reward (§4.2) and the "
+            "earlier calls were rewarded",
+            "P7",
+            shows_in=lambda cell: _scenario_cell(cell) and cell.finishes_without_a_reward,
+            effect=Effect.REPORTS_ERROR,
+        ),
+        Defect(
             "platoon-non-default-env-refused",
             PLATOON,
             "an ors+http://HOST/Env service opens its sessions through the openreward client without a variant, which "
@@ -743,8 +784,9 @@ def shown_in(cell: CellFacts) -> list[Defect]:
 
 def predicted(cell: CellFacts) -> Verdict:
     """The verdict the pinned defects predict for ``cell``: the cell's own expectation and each shown defect's effect."""
-    expected = [Effect.REPORTS_ERROR] if cell.expects_error else []
-    return verdict_of([*expected, *(d.effect for d in shown_in(cell))])
+    shown = shown_in(cell)
+    expected = [Effect.REPORTS_ERROR] if cell.expects_error and not any(d.unreported for d in shown) else []
+    return verdict_of([*expected, *(d.effect for d in shown)])
 
 
 def broken_rules(cell: CellFacts) -> dict[str, Defect]:

@@ -213,6 +213,34 @@ class DropNulls(Adapter):
         return super().call(tool, {k: v for k, v in tool_input.items() if v is not None})
 
 
+class ClampRewards(Adapter):
+    """Clamps every reward into [0, 1] (a trainer that "normalises" rewards, §13.10)."""
+
+    def line(self, tool: str, output: dict[str, Any]) -> dict[str, Any]:
+        line = super().line(tool, output)
+        if isinstance(line["reward"], (int, float)):
+            line["reward"] = min(1.0, max(0.0, float(line["reward"])))
+        return line
+
+
+class NullAsZero(Adapter):
+    """Reports a null reward as 0.0 (the finishing call's null becomes a score, §13.10)."""
+
+    def line(self, tool: str, output: dict[str, Any]) -> dict[str, Any]:
+        line = super().line(tool, output)
+        return {**line, "reward": 0.0 if line["reward"] is None else line["reward"]}
+
+
+class NanAsNull(Adapter):
+    """Takes a non-finite reward as no reward (what orjson and pydantic write for NaN) instead of refusing it (§13.11)."""
+
+    def validate(self, output: dict[str, Any]) -> None:
+        reward = output.get("reward")
+        if isinstance(reward, float) and reward != reward:
+            output["reward"] = None
+        super().validate(output)
+
+
 class Hang(Adapter):
     """Opens its session, then waits forever."""
 
@@ -267,6 +295,9 @@ FAULTS: dict[str, type[Adapter]] = {
     "sdk-url-only": SdkUrlOnly,
     "give-up": GiveUp,
     "drop-nulls": DropNulls,
+    "clamp-rewards": ClampRewards,
+    "null-as-zero": NullAsZero,
+    "nan-as-null": NanAsNull,
     "hang": Hang,
     "crash": Crash,
     "flood": Flood,

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
 from orsbench.servers.faults import ClientFacts, FaultContext, WrapFn, engine_context, fault, http_fault
-from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept, ReapIdle
+from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept, ReapIdle, RewriteStream, on_output
 from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope, header
 from orsbench.servers.state import TaskRegistry
 
@@ -383,3 +383,20 @@ def _first_call_per_session() -> Any:
 )
 def cut_before_task_id(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
     return CutStreams(app, "cut-before-task-id", "before-task-id", context, select=_first_call_per_session())
+
+
+@http_fault(
+    "reward-nan",
+    "every numeric reward is sent as NaN — what Python's json.dumps writes for float('nan'): not JSON, and not a reward; "
+    "a client must refuse it, not train on it",
+    kind="profile",
+    client=REPORT_ERROR,
+)
+def reward_nan(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    def change(output: dict[str, Any]) -> None:
+        reward = output.get("reward")
+        if isinstance(reward, (int, float)) and not isinstance(reward, bool):
+            output["reward"] = float("nan")
+            context.count("reward-nan")
+
+    return RewriteStream(app, protocol.CALL, on_output(change))

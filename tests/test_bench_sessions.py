@@ -230,6 +230,7 @@ def test_locust_grpo_groups_start_and_delete_together(tmp_path):
     assert entries["POST delete"]["num_failures"] == 0
 
 
+@pytest.mark.slow  # starts a Locust master and workers (20 s); the single-process Locust runs stay in CI
 def test_locust_distributed_master_and_workers(tmp_path):
     code, entries, log = _locust(tmp_path, "-u", "4", "-r", "4", "--processes", "2", seconds=4)
     assert code == 0, log

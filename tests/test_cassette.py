@@ -198,7 +198,11 @@ def test_replay_through_the_ors_server_fixture_and_the_sdk_client(ors_server_fac
     assert outputs and outputs[-1].finished is True and outputs[-1].reward == 1.0
 
 
-@pytest.mark.parametrize("scenario", [n for n in SCENARIOS if n != "cassette" and n not in NOT_REPLAYED_HAZARDS])
+#: schema-zoo records and replays every tool of the zoo (~70 s): behind the slow marker
+@pytest.mark.parametrize(
+    "scenario",
+    [pytest.param(n, marks=[pytest.mark.slow] if n == "schema-zoo" else []) for n in SCENARIOS if n != "cassette" and n not in NOT_REPLAYED_HAZARDS],
+)
 def test_every_scenario_replays_discovery_dataset_and_every_recorded_call_identically(ors_server_factory, tmp_path, scenario):
     from orsbench.scenarios import suite_params
 

@@ -70,6 +70,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return cassette, outcomes
 
 
+@pytest.mark.slow  # runs the client's whole suite a second time, against the replay (~80 s); the recording itself stays in CI
 def test_a_clients_test_run_replays_with_the_same_outcomes(recorded, ors_server_factory, tmp_path) -> None:
     cassette, live = recorded
     assert len(live) == 9 and live["test_deliberately_failing_expectation"] == "failed", live

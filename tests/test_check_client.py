@@ -326,6 +326,7 @@ def test_usage_errors_exit_2_naming_the_fix(argv, message, capsys):
     assert exc.value.code == 2 and message in capsys.readouterr().err
 
 
+@pytest.mark.slow  # two nested pytest sessions (~100 s under load); the cases themselves are graded by the tests above
 def test_pytest_runs_each_case_as_a_test(tmp_path):
     def pytest_run(cmd: str) -> subprocess.CompletedProcess[str]:
         argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",

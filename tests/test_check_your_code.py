@@ -47,7 +47,8 @@ def _closed(url: str) -> bool:
 
 
 # -- the command line ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("app", ["tests/envs/long_game.py:LongGame", "tests.envs.long_game:LongGame"])
+# the module form is resolved by the same loader (tests/test_user_app.py serves both forms): its end-to-end run is slow
+@pytest.mark.parametrize("app", ["tests/envs/long_game.py:LongGame", pytest.param("tests.envs.long_game:LongGame", marks=pytest.mark.slow)])
 def test_check_app_serves_the_class_checks_it_and_stops_it(app):
     result = cli("--app", app, "--only", QUICK)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]

@@ -63,8 +63,15 @@ def _scenarios() -> list:
         hostile, refuses = scenario.fails_by_design, type(scenario).admit is not Scenario.admit
         why = f"fails {sorted(hostile)} by design on every server (tests/test_hazards.py checks that)" if hostile else ""
         why = why or ("refuses sessions without a secret: the ors-sdk twin ignores X-Secrets (a listed difference)" if refuses else "")
-        out.append(pytest.param(name, marks=[pytest.mark.skip(reason=why)] if why else []))
+        marks = [pytest.mark.skip(reason=why)] if why else []
+        if name in SLOW_SCENARIOS:
+            marks.append(pytest.mark.slow)
+        out.append(pytest.param(name, marks=marks))
     return out
+
+
+#: Long against ors-sdk's server (schema-zoo: every tool fuzzed; slow: a tool that sleeps): behind the slow marker.
+SLOW_SCENARIOS = ("schema-zoo", "slow")
 
 
 @pytest.mark.parametrize("scenario", _scenarios())

@@ -325,6 +325,7 @@ def test_pick_is_served_by_the_mock_and_the_sdk_twin_and_passes_every_required_c
 
 
 @pytest.mark.training_smoke
+@pytest.mark.slow  # a second full training run (45 s); the learn profile above proves learning in CI
 def test_url_mode_trains_against_a_server_the_user_runs(tmp_path):
     """``--url``: the warm-up comes from the server's prompts and schemas; the calls the adapter counted all arrived."""
     from orsbench.servers.launch import serve

@@ -38,6 +38,12 @@ def test_the_record_names_a_command_in_a_python_312_venv() -> None:
     assert command.argv[0] == str(command.venv.interpreter)
 
 
+def test_every_targets_environment_is_one_the_build_command_builds() -> None:
+    """``python -m orsbench.clients.interpreters build`` builds :data:`~orsbench.clients.interpreters.VENVS` (no import of the targets)."""
+    used = {t.command.venv for t in CLIENT_TARGETS.values() if t.command is not None}
+    assert used and used <= set(interpreters.VENVS)
+
+
 def test_a_missing_python_is_a_stated_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(interpreters.VENVS_VARIABLE, str(tmp_path))
     monkeypatch.setattr(interpreters, "find_python", lambda version: None)

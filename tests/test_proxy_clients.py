@@ -25,7 +25,6 @@ from orsbench.clientcheck import get_case, grade, run_case
 from orsbench.clientcheck.checks import Role
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.reference import command as reference_command
-from orsbench.clientcheck.runner import script_json
 from orsbench.servers.launch import RunningServer, serve, start_proxy
 
 from test_check_client import SLACK_S, faulty  # noqa: E402  (tests/ is on sys.path)
@@ -35,7 +34,7 @@ def play(case: Case, url: str, env: str, command: str) -> subprocess.CompletedPr
     """Run ``command`` under the adapter contract for ``case``, pointed at ``url`` (the proxy)."""
     with tempfile.TemporaryDirectory() as tmp:
         script, out = Path(tmp, "script.json"), Path(tmp, "out.jsonl")
-        script.write_text(json.dumps(script_json(case.script)))
+        script.write_text(json.dumps(case.script.contract_json()))
         out.touch()
         env_vars = {
             **os.environ,

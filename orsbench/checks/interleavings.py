@@ -22,11 +22,11 @@ from __future__ import annotations
 import hashlib
 import string
 import time
+from collections.abc import Callable
 from typing import Any
 
 from orsbench.checks.collector import Collector
 from orsbench.checks.evidence import task_id_of
-from orsbench.checks.isolation_probe import Stage
 from orsbench.checks.scenes import Control, Explored, Found, Isolation, Problem, Scene, judge, related, through_batch
 
 #: How many session slots an interleaving uses (2–4 sessions at a time).
@@ -46,8 +46,9 @@ class Broken(AssertionError):
 class World:
     """One interleaving being played: its sessions (slot → label), what each did, and every request, in order."""
 
-    def __init__(self, col: Collector, facts: Isolation, tasks: list[Control]) -> None:
-        self.stage = Stage(col, "explore", facts)
+    def __init__(self, stage: Any, tasks: list[Control]) -> None:
+        #: The isolation probe's Stage this interleaving plays on (made by the caller: this module imports no probe).
+        self.stage = stage
         self.tasks = tasks
         self.labels: dict[int, str] = {}  # slot -> the label of the session open in it
         self.generation: dict[int, int] = {}
@@ -179,8 +180,11 @@ class World:
         return "isolation.interleaved_tasks"
 
 
-def explore(col: Collector, facts: Isolation) -> Explored:
-    """Run the explorer for ``--explore`` steps (see the module docstring); what it did and found."""
+def explore(col: Collector, facts: Isolation, new_stage: Callable[[], Any]) -> Explored:
+    """Run the explorer for ``--explore`` steps (see the module docstring); what it did and found.
+
+    ``new_stage``: a fresh stage for each interleaving (the isolation probe passes its own ``Stage``).
+    """
     options = col.options
     seed = options.explore_seed if options.explore_seed is not None else options.seed
     explored = Explored(seed=seed, budget=options.explore)
@@ -225,7 +229,7 @@ def explore(col: Collector, facts: Isolation) -> Explored:
 
         def __init__(self) -> None:
             super().__init__()
-            self.world = World(col, facts, tasks)
+            self.world = World(new_stage(), tasks)
 
         def _step(self, action: Any, *args: Any) -> None:
             if spent():

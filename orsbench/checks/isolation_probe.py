@@ -98,7 +98,7 @@ def probe_isolation(col: Collector) -> None:
         if col.options.explore > 0:
             from orsbench.checks.interleavings import explore  # imports hypothesis: only when asked for
 
-            facts.explored = explore(col, facts)
+            facts.explored = explore(col, facts, lambda: Stage(col, "explore", facts))
     finally:
         facts.seconds = round(time.monotonic() - started, 3)
 

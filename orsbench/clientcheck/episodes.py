@@ -66,6 +66,10 @@ class Script:
             counts[step.tool] = counts.get(step.tool, 0) + 1
         return counts
 
+    def contract_json(self) -> dict[str, Any]:
+        """The ``ORSBENCH_SCRIPT`` document: ``{"calls": [{"tool", "input"}, ...]}`` (``pause_s`` where a step idles first)."""
+        return {"calls": [{"tool": s.tool, "input": s.args, **({"pause_s": s.pause_s} if s.pause_s else {})} for s in self.steps]}
+
 
 def scenarios() -> list[str]:
     """Every registered scenario a client episode is played on (each left-out one says why: ``Scenario.dedicated``)."""

@@ -47,7 +47,7 @@ from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.checks import ClientCheck
 from orsbench.clientcheck.contract import OutFile, parse_line
 from orsbench.clientcheck.live import Tallies, grade_episode, label, report_checks, traffic_checks
-from orsbench.clientcheck.runner import CaseRun, script_json
+from orsbench.clientcheck.runner import CaseRun
 from orsbench.clientcheck.traffic import from_entry
 from orsbench.config import ServerConfig, effective_config
 from orsbench.scenarios import get_scenario
@@ -273,7 +273,7 @@ class HostedCase:
             "env": self.env,
             "split": case.split,
             "index": case.index,
-            "script": script_json(case.script),
+            "script": case.script.contract_json(),
             "secrets": dict(case.secrets),
             "deadline_s": case.deadline,
             "expect": case.expect,

@@ -90,10 +90,8 @@ class ModelScript:
 
 def register(script: Script, *, per_reply: int = 1) -> ModelScript:
     """Register ``script`` (its steps become the model's tool calls, ``per_reply`` to a reply) with this process's model."""
-    from orsbench.clientcheck.runner import script_json
-
     running = server()
-    body = {**script_json(script), "per_reply": per_reply}
+    body = {**script.contract_json(), "per_reply": per_reply}
     response = local_http().post(running.url + SCRIPTS, json=body, timeout=10)
     response.raise_for_status()
     return ModelScript(running.url, str(response.json()["id"]))

@@ -127,11 +127,6 @@ class CaseRun:
         }
 
 
-def script_json(script: Script) -> dict[str, Any]:
-    """The ``ORSBENCH_SCRIPT`` document: ``{"calls": [{"tool", "input"}, ...]}`` (``pause_s`` where a step idles first)."""
-    return {"calls": [{"tool": step.tool, "input": step.args, **({"pause_s": step.pause_s} if step.pause_s else {})} for step in script.steps]}
-
-
 #: The openreward SDK's URL variables. A case that gives the server's URL alone (``Case.sdk_urls`` false)
 #: withholds them from the client (``None``: taken out of the environment it inherits, whatever orsbench's holds).
 SDK_URL_VARIABLES = (protocol.ENV_API_URL, protocol.ENV_SESSION_URL, protocol.ENV_WEB_URL)
@@ -226,7 +221,7 @@ class RunningCase:
         self.workdir = Path(tempfile.mkdtemp(prefix="orsbench-client-"))  # 0700: only this user reads the script and output
         script_path, self.out_path = self.workdir / "script.json", self.workdir / "out.jsonl"
         self.stdout_path, self.stderr_path = self.workdir / "stdout.log", self.workdir / "stderr.log"
-        script_path.write_text(json.dumps(script_json(self.script)))
+        script_path.write_text(json.dumps(self.script.contract_json()))
         self.out_path.touch(mode=0o600)
         # A client may be an agent harness: its model is the script, registered with the scripted model
         # (``model=False``: a built-in target known to take none, so no scripted model is started for it).

@@ -176,6 +176,9 @@ TRAINERS_312 = Venv(
     bare=("platoon==0.4.0", "benchflow==0.7.11"),
 )
 
+#: Every environment a client target may run in (the targets name theirs; tests/test_platoon.py checks they are listed).
+VENVS: tuple[Venv, ...] = (TRAINERS_312,)
+
 
 @dataclass(frozen=True)
 class Command:
@@ -348,10 +351,8 @@ def _read_line(stream: IO[bytes], timeout: float) -> bytes:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m orsbench.clients.interpreters build [NAME ...]``: build the environments the client targets need."""
-    from orsbench.clients.targets import CLIENT_TARGETS
-
     args = list(sys.argv[1:] if argv is None else argv)
-    venvs = {t.command.venv.name: t.command.venv for t in CLIENT_TARGETS.values() if t.command is not None}
+    venvs = {venv.name: venv for venv in VENVS}
     if not args or args[0] != "build" or set(args[1:]) - set(venvs):
         print(f"usage: python -m orsbench.clients.interpreters build [{' | '.join(venvs)}]", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ from orsbench.wire.sse import parse
 
 HTTP_PROFILES = {
     "latency-jitter", "flaky-5xx", "rate-limit", "stream-drop", "stream-stall", "stream-no-end", "short-ttl",
-    "credits-402", "cut-before-task-id",
+    "credits-402", "cut-before-task-id", "reward-nan",
 }  # fmt: skip
 
 

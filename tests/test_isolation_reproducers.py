@@ -73,6 +73,11 @@ def took(block: bytes) -> float:
     return float(re.search(rb"\(took ([0-9.]+) s\)", block).group(1))
 
 
+#: Checks whose defect is a race between calls sent at once: the replay breaks the same rule of the same scene, but
+#: which call it lands on (a wrong answer, or a finish that belonged to another session) can differ from the run.
+RACES = {"isolation.concurrent_calls_own_task"}
+
+
 @pytest.mark.parametrize("name", ISOLATION)
 def test_the_reproducer_of_each_isolation_defect_shows_it_again(name, router):
     violation = VIOLATIONS[name]
@@ -96,7 +101,10 @@ def test_the_reproducer_of_each_isolation_defect_shows_it_again(name, router):
             scene, steps=[dataclasses.replace(s, exchange=answered(b, s.exchange)) for s, (_, b) in zip(steps, blocks)]
         )
         kinds = {p.kind for p in judge(again, facts.isolation.controls, 30.0) if pick(again, p)}
-        assert first.kind in kinds, (first.message, kinds, script)
+        if check_id in RACES:  # which call of the batch gets another session's answer is the race's to decide
+            assert kinds, (first.message, script)
+        else:
+            assert first.kind in kinds, (first.message, kinds, script)
     elif check_id == "isolation.concurrent_create_distinct":
         ids = [answered(b, Exchange("POST", "", {}, b"")).task_id for _, b in blocks]
         assert len(ids) == 8 and len(set(ids)) < 8, ids

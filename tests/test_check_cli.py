@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import socket
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from orsbench.checks import CHECKS, load_checks
 from orsbench.cli import main
 from orsbench.servers.faults.violations import ROUTER_PREFIX
+from tests.needs import needs
 
 BASELINE = Path(__file__).parent.parent / "fixtures" / "expected-failures" / "reward-bool.yaml"
 
@@ -183,9 +186,10 @@ def test_usage_errors_exit_2_before_contacting_anything(argv, capsys):
     ("target", "raised"),
     [
         (["--scenario", "echo", "--fault", "tool-raises-on-non-ascii"], "UnicodeEncodeError: 'ascii' codec"),
-        (["--app", "tests/envs/always_raises.py:AlwaysRaises"], "RuntimeError: grader crashed"),
+        pytest.param(["--app", "tests/envs/always_raises.py:AlwaysRaises"], "RuntimeError: grader crashed", marks=needs("sdk")),
         (
-            ["--server-cmd", "python -m orsbench serve echo --port {port} --fault tool-raises-on-non-ascii"],
+            # this interpreter, not whichever `python` is first on PATH (the core run on 3.12 has no orsbench there)
+            ["--server-cmd", f"{shlex.quote(sys.executable)} -m orsbench serve echo --port {{port}} --fault tool-raises-on-non-ascii"],
             "UnicodeEncodeError: 'ascii' codec",
         ),
     ],

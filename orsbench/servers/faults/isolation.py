@@ -26,7 +26,7 @@ from orsbench import protocol
 from orsbench.servers import sse
 from orsbench.servers.engine.base import finished_error
 from orsbench.servers.faults import FaultContext
-from orsbench.servers.faults.middleware import faultable, is_call
+from orsbench.servers.faults.middleware import faultable, is_call, post_on_own_account
 from orsbench.servers.faults.violations import http_violation
 from orsbench.servers.http import ASGIApp, Message, Receive, Scope, Send, header, is_event_stream, json_object, read_body
 from orsbench.wire.sse import SSEEvent, SSEParser
@@ -143,22 +143,7 @@ class SessionFault:
 
     async def inner(self, path: str, sid: str, scope: Scope) -> None:
         """Send the app ``POST path`` for ``sid`` on the server's own account (its answer is not the client's)."""
-        headers = [(k, v) for k, v in scope.get("headers", []) if k in (b"host", b"x-api-key", b"authorization")]
-        headers.append((_SESSION, sid.encode()))
-        request = {**scope, "method": "POST", "path": path, "raw_path": path.encode(), "query_string": b"", "headers": headers}
-        delivered = False
-
-        async def receive() -> Message:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": b"", "more_body": False}
-            return {"type": "http.disconnect"}
-
-        async def discard(message: Message) -> None:
-            return None
-
-        await self.app(request, receive, discard)
+        await post_on_own_account(self.app, scope, path, sid)
 
 
 async def answer_stream(send: Send, *events: tuple[str, str]) -> int:

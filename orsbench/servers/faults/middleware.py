@@ -276,22 +276,30 @@ class ReapIdle:
 
     async def _delete(self, scope: Scope, sid: str) -> None:
         """``POST /delete`` for ``sid`` sent to the app; its answer is not the client's."""
-        headers = [(k, v) for k, v in scope.get("headers", []) if k in (b"host", b"x-api-key", b"authorization")]
-        headers.append((protocol.SESSION_HEADER.lower().encode(), sid.encode()))
-        inner = {**scope, "method": "POST", "path": protocol.DELETE, "raw_path": protocol.DELETE.encode(), "query_string": b"", "headers": headers}
-        delivered = False
+        await post_on_own_account(self.app, scope, protocol.DELETE, sid)
 
-        async def receive() -> Message:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": b"", "more_body": False}
-            return {"type": "http.disconnect"}
 
-        async def discard(message: Message) -> None:
-            return None
+async def post_on_own_account(app: ASGIApp, scope: Scope, path: str, sid: str) -> None:
+    """Send ``app`` an empty ``POST path`` for ``sid`` on the server's own account: its answer is not the client's.
 
-        await self.app(inner, receive, discard)
+    The request keeps the client's host and credentials (so an app that checks them answers it) and nothing else.
+    """
+    headers = [(k, v) for k, v in scope.get("headers", []) if k in (b"host", b"x-api-key", b"authorization")]
+    headers.append((protocol.SESSION_HEADER.lower().encode(), sid.encode()))
+    request = {**scope, "method": "POST", "path": path, "raw_path": path.encode(), "query_string": b"", "headers": headers}
+    delivered = False
+
+    async def receive() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        return {"type": "http.disconnect"}
+
+    async def discard(message: Message) -> None:
+        return None
+
+    await app(request, receive, discard)
 
 
 # -- rewriting answers --------------------------------------------------------------------

@@ -53,7 +53,7 @@ from orsbench.config import ServerConfig, effective_config
 from orsbench.scenarios import get_scenario
 from orsbench.servers.app import url_of
 from orsbench.servers.engine import finished_error
-from orsbench.servers.http import Message, Receive, Scope, Send, read_body, send_json
+from orsbench.servers.http import Message, Receive, Scope, Send, read_body, run_lifespan, send_json
 from orsbench.servers.implementations import mock_engine
 from orsbench.servers.request_log import Entry, RequestLog
 
@@ -360,21 +360,19 @@ class HostedServer:
 
     # -- lifespan, sweeping, the end of the run ----------------------------------------------
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                for hosted in self.cases.values():
-                    self._lifespans.append(await _start(hosted.app))
-                self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever())
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                self.close()
-                for task, inbox, outbox in self._lifespans:
-                    await inbox.put({"type": "lifespan.shutdown"})
-                    await outbox.get()
-                    await task
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        async def startup() -> None:
+            for hosted in self.cases.values():
+                self._lifespans.append(await _start(hosted.app))
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever())
+
+        async def shutdown() -> None:
+            self.close()
+            for task, inbox, outbox in self._lifespans:
+                await inbox.put({"type": "lifespan.shutdown"})
+                await outbox.get()
+                await task
+
+        await run_lifespan(receive, send, startup, shutdown)
 
     def _event(self) -> asyncio.Event:
         if self._done is None:

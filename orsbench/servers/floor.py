@@ -26,7 +26,7 @@ import orjson
 from orsbench import protocol
 from orsbench.scenarios.base import Episode, Scenario
 from orsbench.servers import sse
-from orsbench.servers.http import JSON_TYPE_HEADER, Receive, Scope, Send
+from orsbench.servers.http import JSON_TYPE_HEADER, Receive, Scope, Send, run_lifespan
 
 #: What every tool call answers on the floor.
 FLOOR_OUTPUT = {
@@ -91,13 +91,8 @@ class FloorApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await run_lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
         key = (scope["method"], scope["path"])

@@ -69,6 +69,26 @@ class EventStream:
         await send({"type": "http.response.body", "body": self.body, "more_body": False})
 
 
+async def run_lifespan(
+    receive: Receive,
+    send: Send,
+    startup: Callable[[], Awaitable[None]] | None = None,
+    shutdown: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Answer the ASGI lifespan protocol: ``startup`` runs before startup completes, ``shutdown`` before shutdown does."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            if startup is not None:
+                await startup()
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            if shutdown is not None:
+                await shutdown()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 def plain(result: Any) -> Any:
     """A handler's JSON result as Python data (:class:`RawJSON` payloads decoded)."""
     return result.decoded() if isinstance(result, RawJSON) else result

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from orsbench import protocol
-from orsbench.servers.http import peer_of
+from orsbench.servers.http import peer_of, run_lifespan
 from orsbench.servers.upstream import Aborted, UpstreamError, UpstreamPool, UpstreamResponse
 from orsbench.wire.client import add_secrets
 from orsbench.wire.evidence import Exchange
@@ -165,16 +165,12 @@ class ProxyApp:
             await self._forward(scope, receive, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.aclose()
-                for hook in self.on_shutdown:
-                    hook()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        async def shutdown() -> None:
+            await self.aclose()
+            for hook in self.on_shutdown:
+                hook()
+
+        await run_lifespan(receive, send, shutdown=shutdown)
 
     @property
     def pool(self) -> UpstreamPool:

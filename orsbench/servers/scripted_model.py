@@ -56,7 +56,7 @@ from typing import Any
 import orjson
 
 from orsbench import protocol
-from orsbench.servers.http import Receive, Scope, Send, read_body, send_detail, send_json
+from orsbench.servers.http import Receive, Scope, Send, read_body, run_lifespan, send_detail, send_json
 
 #: Where scripts are registered, read back and deleted.
 SCRIPTS: str = "/_orsbench/scripts"
@@ -348,13 +348,8 @@ class ScriptedModelApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await run_lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
         path, method = scope["path"], scope["method"]

@@ -24,7 +24,7 @@ from orsbench.servers.engine.base import EnvHandler, Hooks, RootHandler
 from orsbench.servers.engine.calls import CallRoutes
 from orsbench.servers.engine.dataset import DatasetRoutes
 from orsbench.servers.engine.sessions import SessionRoutes
-from orsbench.servers.http import EventStream, HTTPError, Receive, Request, Scope, Send, send_json
+from orsbench.servers.http import EventStream, HTTPError, Receive, Request, Scope, Send, run_lifespan, send_json
 from orsbench.servers.keepalive import KeepaliveClock
 from orsbench.servers.state import Session, Stats, TaskRegistry
 
@@ -115,15 +115,10 @@ class Engine(DatasetRoutes, SessionRoutes, CallRoutes):
             await self._lifespan(receive, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                self.start_background()
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.shutdown()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        async def startup() -> None:
+            self.start_background()
+
+        await run_lifespan(receive, send, startup, self.shutdown)
 
     def keepalive_clock(self) -> KeepaliveClock:
         """The one keep-alive timer of all held streams, at the configured interval (a fault may change it)."""

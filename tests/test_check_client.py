@@ -108,6 +108,18 @@ def test_the_reference_client_passes_every_case():
 
 
 #: (faulty client, case, the one check it fails): each broken rule fails exactly the check that names it.
+#: Faulty clients whose one broken rule a check reading only the traffic names: the same table grades them in hosted
+#: mode (tests/test_hosted.py) and through the proxy (tests/test_proxy_clients.py) — (faulty client, case, check).
+TRAFFIC_RULE_BROKEN = [
+    ("no-delete", "echo", "client.session_deleted"),
+    ("retry-4xx", "echo+missing-task", "client.no_4xx_retry"),
+    ("ignore-retry-after", "sparse-reward+rate-limit", "client.retry_after"),
+    ("no-resume", "sparse-reward+stream-drop", "client.resume_by_task_id"),
+    ("drop-env-name", "echo", "client.env_name"),
+    ("call-after-finished", "echo", "client.stops_at_finished"),
+    ("no-secrets", "secrets", "client.secrets"),
+]
+
 ONE_RULE_BROKEN = [
     ("no-resume", "sparse-reward+stream-drop", "client.resume_by_task_id"),
     ("strip-chunks", "schema-zoo", "client.text_verbatim"),

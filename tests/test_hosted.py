@@ -30,7 +30,7 @@ from orsbench.clientcheck.hosted import CASES_PATH, HostedServer
 from orsbench.clientcheck.reference import command as reference_command
 from orsbench.servers.launch import RunningServer, start_hosted
 
-from test_check_client import SLACK_S, faulty  # noqa: E402  (tests/ is on sys.path)
+from test_check_client import SLACK_S, TRAFFIC_RULE_BROKEN, faulty  # noqa: E402  (tests/ is on sys.path)
 
 #: Seconds a hosted run may take to end by itself once its clients are done (sweeps, the idle end, the grace).
 END_S = 60.0
@@ -95,15 +95,7 @@ def test_the_reference_client_played_by_hand_passes_every_hosted_case(tmp_path):
 
 @pytest.mark.parametrize(
     "fault, case, check",
-    [
-        ("no-delete", "echo", "client.session_deleted"),
-        ("retry-4xx", "echo+missing-task", "client.no_4xx_retry"),
-        ("ignore-retry-after", "sparse-reward+rate-limit", "client.retry_after"),
-        ("no-resume", "sparse-reward+stream-drop", "client.resume_by_task_id"),
-        ("drop-env-name", "echo", "client.env_name"),
-        ("call-after-finished", "echo", "client.stops_at_finished"),
-        ("no-secrets", "secrets", "client.secrets"),
-    ],
+    TRAFFIC_RULE_BROKEN,
 )
 def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(tmp_path, fault, case, check):
     report_path = tmp_path / "hosted.json"

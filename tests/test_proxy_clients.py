@@ -27,7 +27,7 @@ from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.reference import command as reference_command
 from orsbench.servers.launch import RunningServer, serve, start_proxy
 
-from test_check_client import SLACK_S, faulty  # noqa: E402  (tests/ is on sys.path)
+from test_check_client import SLACK_S, TRAFFIC_RULE_BROKEN, faulty  # noqa: E402  (tests/ is on sys.path)
 
 
 def play(case: Case, url: str, env: str, command: str) -> subprocess.CompletedProcess[str]:
@@ -64,15 +64,7 @@ def failing(report: dict[str, Any]) -> set[str]:
 
 @pytest.mark.parametrize(
     "fault, case, check",
-    [
-        ("no-delete", "echo", "client.session_deleted"),
-        ("retry-4xx", "echo+missing-task", "client.no_4xx_retry"),
-        ("ignore-retry-after", "sparse-reward+rate-limit", "client.retry_after"),
-        ("no-resume", "sparse-reward+stream-drop", "client.resume_by_task_id"),
-        ("drop-env-name", "echo", "client.env_name"),
-        ("call-after-finished", "echo", "client.stops_at_finished"),
-        ("no-secrets", "secrets", "client.secrets"),
-    ],
+    TRAFFIC_RULE_BROKEN,
 )
 def test_a_faulty_client_fails_exactly_the_client_check_naming_its_rule(tmp_path, fault, case, check):
     chosen = get_case(case)

@@ -26,7 +26,7 @@ from orsbench import protocol
 from orsbench.checks.model import CheckResult
 from orsbench.clientcheck.attribution import Attributor, Episode
 from orsbench.clientcheck.checks import ClientCheck
-from orsbench.clientcheck.live import Tallies, grade_episode, label, traffic_checks
+from orsbench.clientcheck.live import Tallies, judge_episode, label, traffic_checks
 from orsbench.clientcheck.traffic import Seen
 
 #: Seconds between sweeps for idle connections and abandoned sessions (on the traffic's own thread).
@@ -66,7 +66,7 @@ class PassiveClientGrader:
                 self.attributor.sweep(now, abandoned_s=self.abandoned_s)
 
     def _ended(self, episode: Episode) -> None:
-        self.tallies.add("", label(episode) + _why(episode), grade_episode(episode, self.checks))
+        self.tallies.add("", label(episode) + _why(episode), judge_episode(episode, self.checks))
 
     # -- the report ----------------------------------------------------------------------------
     def results(self, *, final: bool = False) -> list[CheckResult]:
@@ -80,7 +80,7 @@ class PassiveClientGrader:
             tallies = self.tallies.copy()
             live = [c for c in self.checks if c.id != _DELETED]
             for episode in self.attributor.open.values():
-                tallies.add("", label(episode) + " (still open)", grade_episode(episode, live))
+                tallies.add("", label(episode) + " (still open)", judge_episode(episode, live))
             return tallies.results()
 
     @property

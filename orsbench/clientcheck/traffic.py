@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from orsbench import protocol
-from orsbench.checks.evidence import loads, result_of, task_id_of
+from orsbench.checks.evidence import request_json, result_of, task_id_of
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import parse
 
@@ -136,7 +136,7 @@ def seen_of(exchange: Exchange, path: str | None = None) -> Seen:
 
 def body_json(exchange: Exchange) -> dict[str, Any]:
     try:
-        value = loads(exchange.request_body or b"{}")
+        value = request_json(exchange)
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

@@ -49,10 +49,11 @@ class PassiveClientGrader:
         self.closed = False
 
     # -- observing ---------------------------------------------------------------------------
-    def request_started(self, peer: str | None, at: float, path: str) -> None:
-        """A request for ``path`` began (before its answer): how a busy client host is told from a quiet one."""
+    def request_started(self, peer: str | None, at: float, path: str, sid: str | None = None) -> None:
+        """A request for ``path`` (in session ``sid``) began, before its answer: how a busy client host is told
+        from a quiet one, and a session waiting on an answer from an idle one."""
         with self._lock:
-            self.attributor.started(peer, at, path)
+            self.attributor.started(peer, at, path, sid)
 
     def observe(self, request: Seen) -> None:
         """A request's answer ended: file it under its session (grading the sessions that end)."""

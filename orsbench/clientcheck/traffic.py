@@ -49,7 +49,11 @@ def session_of(exchange: Exchange) -> str | None:
     Header names come lower-cased from every server and proxy (ASGI says so); the protocol's own
     spelling is looked up too, for exchanges built by hand.
     """
-    headers = exchange.request_headers
+    return session_in(exchange.request_headers)
+
+
+def session_in(headers: dict[str, str]) -> str | None:
+    """:func:`session_of` from a request's headers alone (as a request starts, before there is an exchange)."""
     return headers.get(SESSION) or headers.get(protocol.SESSION_HEADER)
 
 

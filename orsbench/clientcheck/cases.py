@@ -59,6 +59,10 @@ class Case:
     #: Whether the command's environment carries the openreward SDK's URL variables (``False``: the
     #: ``url-only`` case, where a client has the server's URL alone).
     sdk_urls: bool = True
+    #: A ``/_orsbench/stats`` request counter (``"fault sigterm-mid-call"``): once it moves, orsbench sends the
+    #: client SIGTERM mid-episode and SIGKILL after :data:`~orsbench.clientcheck.process.TERMINATE_GRACE_S`
+    #: (``None``: the client ends by itself).
+    terminate_on: str | None = None
 
     def config(self, **changes: Any) -> ServerConfig:
         """The server configuration of this case (with the request log on: the grader reads it)."""
@@ -110,6 +114,7 @@ def register_all() -> None:
                 summary,
                 faults=(profile.name,) if profile.fault else (),
                 sdk_urls=profile.sdk_urls,
+                terminate_on=profile.terminate_on,
                 knobs=profile.knobs,
                 params=tuple(suite_params(PROFILE_SCENARIO).items()),
                 # The matrix's deadline leaves out a client's start-up (it forks one ready); a command pays for its own.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -254,6 +255,20 @@ class NanAsNull(Adapter):
         super().validate(output)
 
 
+class DieOnSigterm(Adapter):
+    """Keeps Python's default SIGTERM: the process dies at once, its finally blocks skipped, its session left open (§13.17)."""
+
+    def on_sigterm(self) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+class IgnoreSigterm(Adapter):
+    """Ignores SIGTERM and plays on: it is killed (SIGKILL) when the grace is over, its session left open (§13.17)."""
+
+    def on_sigterm(self) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 class Hang(Adapter):
     """Opens its session, then waits forever."""
 
@@ -312,6 +327,8 @@ FAULTS: dict[str, type[Adapter]] = {
     "clamp-rewards": ClampRewards,
     "null-as-zero": NullAsZero,
     "nan-as-null": NanAsNull,
+    "die-on-sigterm": DieOnSigterm,
+    "ignore-sigterm": IgnoreSigterm,
     "hang": Hang,
     "crash": Crash,
     "flood": Flood,

@@ -84,6 +84,9 @@ class ClientFacts:
     left_out: str | None = None
     #: A test aid for the server side, not trouble a client meets: check-client has no case for it.
     test_aid: bool = False
+    #: orsbench ends the client mid-episode: SIGTERM once this fault has acted (its counter in ``/_orsbench/stats``
+    #: moved: the call it holds is in flight), SIGKILL after a grace period; what the server is left with is graded.
+    terminate: bool = False
 
 
 #: Seconds a client gets under a profile that says nothing of its own.

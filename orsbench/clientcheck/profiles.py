@@ -36,6 +36,8 @@ class Profile:
     sdk_urls: bool = True
     #: What the profile does, where no fault of its name says it (a profile on the client's side).
     summary: str = ""
+    #: Times the client plays the script in its one process (``ORSBENCH_RUNS``; §13.16), each run a session of its own.
+    runs: int = 1
 
     @property
     def knobs(self) -> tuple[tuple[str, Any], ...]:
@@ -74,6 +76,15 @@ CLIENT_SIDE: tuple[Profile, ...] = (
         sdk_urls=False,
         summary="the client is given the server's URL alone (no OPENREWARD_API_URL / OPENREWARD_SESSION_URL): "
         "a client that takes a base URL must send everything there",
+    ),
+    Profile(
+        "two-runs",
+        ClientFacts(deadline_s=2 * ClientFacts.deadline_s),
+        fault=False,
+        runs=2,
+        summary="the client plays the script twice in one process (ORSBENCH_RUNS=2): the server must see two "
+        "sessions, each created, played and deleted, the second as correct as the first (no cached session, "
+        "closed connection pool or finished state carried over)",
     ),
 )
 

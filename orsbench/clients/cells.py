@@ -48,7 +48,13 @@ class Cell:
 
     @property
     def script(self) -> Script:
-        return script(self.scenario)
+        """The calls the server must see: the scenario's script, once per run of the profile (``two-runs``: twice)."""
+        return script(self.scenario).repeated(self.runs)
+
+    @property
+    def runs(self) -> int:
+        """Times the client plays the script in one process (the profile's ``runs``; 1 for a scenario cell)."""
+        return profile(self.profile).runs if self.profile else 1
 
 
 def plan(
@@ -132,6 +138,7 @@ def facts(cell: Cell) -> D.CellFacts:
         rewards_before_the_end=s.rewards_before_the_end,
         rewards=sent_rewards(cell.scenario),
         refuses_non_finite=_refuses_non_finite(cell.client),
+        runs=cell.runs,
     )
 
 

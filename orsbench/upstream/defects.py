@@ -94,6 +94,8 @@ class CellFacts:
     rewards: tuple[Any, ...] = ()
     #: The client's user refuses a reward that is not a finite number (its consumer profile checks what it takes).
     refuses_non_finite: bool = False
+    #: Times the client plays the script in one process (the ``two-runs`` profile: 2, §13.16).
+    runs: int = 1
 
     @property
     def finishes_without_a_reward(self) -> bool:

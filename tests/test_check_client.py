@@ -146,6 +146,9 @@ ONE_RULE_BROKEN = [
     ("clamp-rewards", "reward-range", "client.reward_as_sent"),
     ("null-as-zero", "reward-range", "client.reward_as_sent"),
     ("nan-as-null", "sparse-reward+reward-nan", "client.reward_as_sent"),
+    # the script goes on past finished; the model's finishing reply carries one more call (§13.14)
+    ("plays-every-call", "sparse-reward+script-past-finished", "client.stops_at_finished"),
+    ("whole-reply", "sparse-reward+finish-mid-reply", "client.stops_at_finished"),
 ]
 
 

@@ -48,7 +48,8 @@ class Cell:
 
     @property
     def script(self) -> Script:
-        return script(self.scenario)
+        """The episode played: the scenario's, or the profile's where it goes on past ``finished`` (§13.14)."""
+        return profile(self.profile).script() if self.profile is not None else script(self.scenario)
 
 
 def plan(
@@ -130,6 +131,8 @@ def facts(cell: Cell) -> D.CellFacts:
         rewards_before_the_end=s.rewards_before_the_end,
         rewards=sent_rewards(cell.scenario),
         refuses_non_finite=_refuses_non_finite(cell.client),
+        calls_after_finished=s.goes_on_after_finished,
+        finishing_reply_goes_on=s.finishing_reply_goes_on,
     )
 
 

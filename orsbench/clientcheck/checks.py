@@ -341,6 +341,37 @@ def secrets(ctx: Context) -> CheckOutcome | None:
     return passed(f"every /create carried X-Secrets with {', '.join(wanted)}", {"names": wanted})
 
 
+@client_check(
+    "client.secret_not_on_cmdline",
+    title="No process of the client carries a secret on its command line",
+    severity=R,
+    spec="§14.4",
+    remediation="Hand a secret to a helper process in its environment, a file only you can read (0600) or its stdin — never as an "
+    "argument: /proc/PID/cmdline, what ps shows, is readable by every user of the machine.",
+    role=Role.PROCESS,
+    effect=Effect.RULE,
+)
+def secret_not_on_cmdline(ctx: Context) -> CheckOutcome | None:
+    run = ctx.run
+    seen = run.argv if run is not None else None
+    if seen is None:
+        return None  # not provoked: this case gives no secret (or no process of the client was watched)
+    if seen.unavailable:
+        return skipped(f"not judged: {seen.unavailable}")
+    if seen.leaks:
+        first = seen.leaks[0]
+        shown = _short(" ".join(first["argv"]), 300)
+        return failed(
+            f"the secret {first['secret']} was on the command line of {len(seen.leaks)} of the client's process(es), "
+            f"readable by every user: pid {first['pid']}: {shown}",
+            {"leaks": seen.leaks, "samples": seen.samples, "processes": seen.processes},
+        )
+    return passed(
+        f"{seen.samples} reading(s) of {seen.processes} process(es) of the client: no secret on a command line",
+        {"samples": seen.samples, "processes": seen.processes},
+    )
+
+
 def _secrets_refused(ctx: Context) -> CheckOutcome | None:
     """With no case to say which secrets the session needs: did the environment refuse one for a missing secret?"""
     refused = [

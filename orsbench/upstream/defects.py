@@ -793,6 +793,15 @@ DEFECTS: dict[str, Defect] = {
             "ors-episode verifier scores the episode 1.0 (the openreward client hands the boolean on as sent)",
             "P7",
         ),
+        Defect(
+            "firehorse-secret-on-command-line",
+            FIREHORSE,
+            "its CLI takes a session secret only as an argument, --secret NAME=VALUE (no variable, no file): a firehorse "
+            "user's secret sits in the firehorse process's /proc/PID/cmdline, readable by every user of the machine "
+            "(ps), for the whole evaluation (docs/protocol.md §14.4; orsbench's firehorse target runs the same CLI "
+            "in-process, so its matrix episodes carry no secret on a command line)",
+            "P13",
+        ),
     )
 }
 

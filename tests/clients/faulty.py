@@ -195,6 +195,19 @@ class NoSecrets(Adapter):
         return {}
 
 
+class SecretOnArgv(Adapter):
+    """Hands its secret to a helper process as an argument (``helper --token VALUE``, as a ``curl -H`` line would):
+    readable by every user in /proc/PID/cmdline while the helper runs (§14.4). The episode itself is right."""
+
+    def open(self) -> None:
+        import subprocess
+
+        for value in self.secrets.values():
+            helper = [sys.executable, "-c", "import time; time.sleep(1.0)", "--token", value]
+            subprocess.run(helper, check=True, timeout=30)
+        super().open()
+
+
 class FirstBlockOnly(Adapter):
     """Shows the model only the first block's text (an image first: nothing)."""
 
@@ -344,6 +357,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "rerun-uncut": RerunUncut,
     "stop-on-refusal": StopOnRefusal,
     "no-secrets": NoSecrets,
+    "secret-on-argv": SecretOnArgv,
     "first-block-only": FirstBlockOnly,
     "episode-reward-sum": EpisodeRewardSum,
     "episode-reward-last": EpisodeRewardLast,

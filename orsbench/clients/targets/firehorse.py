@@ -21,7 +21,8 @@ machine:
 * ``--split``, ``--skip-tasks <index> --max-tasks 1`` — the one task of the case;
 * ``--provider-url`` — the scripted model (Anthropic's SDK base URL), with a placeholder key;
 * ``--no-logging`` — no rollout upload to openreward.ai (offline);
-* ``--secret NAME=VALUE`` — in this process's argument list, never on a command line.
+* ``--secret NAME=VALUE`` — in this process's argument list, never on a command line (a firehorse user's own
+  command line carries it: the ``firehorse-secret-on-command-line`` defect, seen through firehorse's console script).
 
 firehorse takes no server URL: the openreward SDK's own variables say where the
 environment is, so the adapter sets ``OPENREWARD_SESSION_URL`` to the case's URL

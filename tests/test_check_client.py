@@ -149,6 +149,7 @@ ONE_RULE_BROKEN = [
     # the script goes on past finished; the model's finishing reply carries one more call (§13.14)
     ("plays-every-call", "sparse-reward+script-past-finished", "client.stops_at_finished"),
     ("whole-reply", "sparse-reward+finish-mid-reply", "client.stops_at_finished"),
+    ("stale-finished", "sparse-reward+two-runs", "client.session_per_run"),
     # docs/protocol.md §14.4: the client's process tree is read while the secrets case runs
     ("secret-on-argv", "secrets", "client.secret_not_on_cmdline"),
 ]
@@ -159,7 +160,7 @@ def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, ch
     results = grade(run_case(faulty(fault), get_case(case), timeout=SLACK_S))
     assert failing(results) == {check}, [(r.id, r.status.value, r.message) for r in results]
     found = next(r for r in results if r.id == check)
-    assert found.spec.startswith(("docs/protocol.md §12.", "docs/protocol.md §14.")) and found.remediation
+    assert found.spec.startswith(("docs/protocol.md §12.", "docs/protocol.md §13.", "docs/protocol.md §14.")) and found.remediation
     if fault == "no-resume":  # the evidence: the cut stream, then the fresh call the client sent instead of a resume
         assert len(found.evidence) == 2 and "task_id" not in found.evidence[1]["request_body"], found.evidence
     if fault == "strip-chunks":  # the evidence is shown around the first difference, not cut exactly where the texts part

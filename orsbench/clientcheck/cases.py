@@ -61,6 +61,8 @@ class Case:
     #: Whether the command's environment carries the openreward SDK's URL variables (``False``: the
     #: ``url-only`` case, where a client has the server's URL alone).
     sdk_urls: bool = True
+    #: Times the client plays the script in one process (``ORSBENCH_RUNS``, §13.16), each run in a session of its own.
+    runs: int = 1
 
     def config(self, **changes: Any) -> ServerConfig:
         """The server configuration of this case (with the request log on: the grader reads it)."""
@@ -69,8 +71,8 @@ class Case:
     @property
     def script(self) -> Script:
         if self.steps:
-            return Script(self.scenario, self.steps, reward=self.reward, finished=self.expect == "finish")
-        return script(self.scenario)
+            return Script(self.scenario, self.steps, reward=self.reward, finished=self.expect == "finish").repeated(self.runs)
+        return script(self.scenario).repeated(self.runs)
 
     def with_deadline(self, seconds: float) -> Case:
         return replace(self, deadline=seconds)
@@ -114,6 +116,7 @@ def register_all() -> None:
                 summary,
                 faults=(profile.name,) if profile.fault else (),
                 sdk_urls=profile.sdk_urls,
+                runs=profile.runs,
                 knobs=profile.knobs,
                 params=tuple(suite_params(PROFILE_SCENARIO).items()),
                 # The matrix's deadline leaves out a client's start-up (it forks one ready); a command pays for its own.

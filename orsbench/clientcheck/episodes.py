@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -51,16 +51,37 @@ class Step:
 
 @dataclass(frozen=True)
 class Script:
+    """The calls a case's client makes, as the server must see them, and how the episode ends.
+
+    ``runs``: the adapter plays the script's one run (:attr:`one_run`, what ``ORSBENCH_SCRIPT`` holds) this many
+    times in one process (``ORSBENCH_RUNS``, §13.16); :attr:`steps` are all of them, one run after another —
+    what the server sees and the client reports, so every check that walks the steps walks both runs.
+    """
+
     scenario: str
     steps: tuple[Step, ...]
     #: The reward and ``finished`` a correct client ends with (``None``: the script does not aim for one).
     reward: float | None = 1.0
     finished: bool = True
+    runs: int = 1
+
+    @property
+    def one_run(self) -> tuple[Step, ...]:
+        """The calls of one run (``ORSBENCH_SCRIPT``)."""
+        return self.steps[: len(self.steps) // self.runs]
+
+    def repeated(self, runs: int) -> Script:
+        """This script played ``runs`` times in one process (``runs`` 1: itself)."""
+        return self if runs <= 1 else replace(self, steps=self.one_run * runs, runs=runs)
+
+    def once(self) -> Script:
+        """One run of this script (a live session of a case of several runs is graded as one run)."""
+        return self if self.runs <= 1 else replace(self, steps=self.one_run, runs=1)
 
     @property
     def rewards_before_the_end(self) -> bool:
-        """Whether a call before the last returns a reward (the episode's reward is spread over its calls)."""
-        return any(step.reward is not None for step in self.steps[:-1])
+        """Whether a call before the last of a run returns a reward (the episode's reward is spread over its calls)."""
+        return any(step.reward is not None for step in self.one_run[:-1])
 
     @property
     def calls(self) -> dict[str, int]:
@@ -84,7 +105,7 @@ class Script:
     def replies(self) -> list[int]:
         """How many calls each of the scripted model's replies carries, in order (a step ``with_previous`` joins the reply before)."""
         sizes: list[int] = []
-        for step in self.steps:
+        for step in self.one_run:
             if step.with_previous and sizes:
                 sizes[-1] += 1
             else:
@@ -92,12 +113,12 @@ class Script:
         return sizes
 
     def contract_json(self) -> dict[str, Any]:
-        """The ``ORSBENCH_SCRIPT`` document: ``{"calls": [{"tool", "input"}, ...]}`` (``pause_s`` where a step idles first).
+        """The ``ORSBENCH_SCRIPT`` document: ``{"calls": [{"tool", "input"}, ...]}`` of one run (``pause_s`` where a step idles first).
 
         Steps after the finishing call are in it like any other: the script may go on past ``finished``, and a
         client stops there (§13.14).
         """
-        return {"calls": [{"tool": s.tool, "input": s.args, **({"pause_s": s.pause_s} if s.pause_s else {})} for s in self.steps]}
+        return {"calls": [{"tool": s.tool, "input": s.args, **({"pause_s": s.pause_s} if s.pause_s else {})} for s in self.one_run]}
 
 
 def going_on_after_finished(base: Script, *, calls: int = 2, same_reply: bool = False) -> Script:

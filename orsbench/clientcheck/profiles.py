@@ -37,6 +37,8 @@ class Profile:
     sdk_urls: bool = True
     #: What the profile does, where no fault of its name says it (a profile on the client's side).
     summary: str = ""
+    #: Times the client plays the script in its one process (``ORSBENCH_RUNS``; §13.16), each run a session of its own.
+    runs: int = 1
     #: Calls the script makes after its finishing call (§13.14): a correct client never sends them.
     calls_after_finished: int = 0
     #: The scripted model makes the first call after the finishing one in the finishing call's own reply (§13.14).
@@ -101,6 +103,15 @@ CLIENT_SIDE: tuple[Profile, ...] = (
         finishing_reply_goes_on=True,
         summary="the scripted model's reply that carries the finishing call carries one more call after it: "
         "an agent harness must not run the call that follows the finishing one",
+    ),
+    Profile(
+        "two-runs",
+        ClientFacts(deadline_s=2 * ClientFacts.deadline_s),
+        fault=False,
+        runs=2,
+        summary="the client plays the script twice in one process (ORSBENCH_RUNS=2): the server must see two "
+        "sessions, each created, played and deleted, the second as correct as the first (no cached session, "
+        "closed connection pool or finished state carried over)",
     ),
 )
 

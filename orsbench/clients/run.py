@@ -202,7 +202,7 @@ class ClientRun(RunningCase):
         sdk_urls: bool = True,
     ) -> None:
         self.client = client
-        case = replace(case_for(server, expect), sdk_urls=sdk_urls)
+        case = replace(case_for(server, expect), sdk_urls=sdk_urls, runs=script.runs)
         if secrets:
             case = replace(case, secrets=tuple(secrets.items()))
         takes_model = CLIENT_TARGETS.get(client).takes_model

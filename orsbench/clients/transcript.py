@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from orsbench.clientcheck.contract import ENV, INDEX, MODEL_URL, OUT, SCRIPT, SECRETS, SPLIT, URL
+from orsbench.clientcheck.contract import ENV, INDEX, MODEL_URL, OUT, SCRIPT, SECRETS, SPLIT, URL, runs
 
 JSON = dict[str, Any]
 
@@ -77,8 +77,11 @@ class AdapterEpisode:
         secrets: Mapping[str, str],
         out: IO[str],
         model_url: str = "",
+        runs: int = 1,
     ) -> None:
         self.url, self.env, self.split, self.index, self.model_url = url, env, split, index, model_url
+        #: Times the target plays the script in this process (``ORSBENCH_RUNS``, §13.16): :func:`orsbench.clients.adapter.play` loops.
+        self.runs = runs
         self.calls = tuple(calls)
         self.secrets = dict(secrets)
         self.stage: str | None = None
@@ -102,7 +105,9 @@ class AdapterEpisode:
         if not isinstance(secrets, dict):
             raise UsageError(f"{SECRETS} must be a JSON object")
         stream = out if out is not None else open(environ[OUT], "a", encoding="utf-8")
-        return cls(environ[URL], environ[ENV], environ.get(SPLIT) or "train", index, calls, secrets, stream, environ.get(MODEL_URL, ""))
+        return cls(
+            environ[URL], environ[ENV], environ.get(SPLIT) or "train", index, calls, secrets, stream, environ.get(MODEL_URL, ""), runs(environ)
+        )
 
     def steps(self) -> Iterator[Call]:
         """The script's calls in order, each after its pause; the target makes each call, then :meth:`record`."""

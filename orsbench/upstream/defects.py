@@ -94,6 +94,8 @@ class CellFacts:
     calls_after_finished: bool = False
     #: The scripted model's reply carrying the finishing call carries another call after it (§13.14).
     finishing_reply_goes_on: bool = False
+    #: Times the client plays the script in one process (the ``two-runs`` profile: 2, §13.16).
+    runs: int = 1
 
     @property
     def finishes_without_a_reward(self) -> bool:

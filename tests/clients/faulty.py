@@ -308,6 +308,23 @@ class NanAsNull(Adapter):
         super().validate(output)
 
 
+class StaleFinished(Adapter):
+    """Keeps its episode state across runs in one process: a later run finds the first's finished and plays nothing (§13.16)."""
+
+    finished_before = False  # process-wide, as a module-level client or a loop variable outliving the run
+
+    def should_stop(self, output: dict[str, Any]) -> bool:
+        stop = super().should_stop(output)
+        StaleFinished.finished_before = StaleFinished.finished_before or stop
+        return stop
+
+    def play(self) -> int:
+        if StaleFinished.finished_before:
+            self.http.close()
+            return 0
+        return super().play()
+
+
 class Hang(Adapter):
     """Opens its session, then waits forever."""
 
@@ -368,6 +385,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "clamp-rewards": ClampRewards,
     "null-as-zero": NullAsZero,
     "nan-as-null": NanAsNull,
+    "stale-finished": StaleFinished,
     "hang": Hang,
     "crash": Crash,
     "flood": Flood,

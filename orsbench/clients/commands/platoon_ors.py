@@ -59,6 +59,14 @@ class Out:
         self.handle.flush()
 
 
+def runs(environ: dict[str, str]) -> int:
+    """``ORSBENCH_RUNS``: times to play the script in this process (absent or malformed: once)."""
+    try:
+        return max(1, int(environ.get("ORSBENCH_RUNS") or 1))
+    except ValueError:
+        return 1
+
+
 def service_uri(url: str, env: str) -> str:
     """The URI a platoon config names an ORS env server by: ``ors+http://HOST:PORT/ENV``."""
     parts = urlsplit(url)
@@ -153,7 +161,12 @@ def main() -> int:
     out = Out(environ["ORSBENCH_OUT"])
     started = time.monotonic()
     try:
-        return asyncio.run(play(environ, out))
+        # ORSBENCH_RUNS (docs/protocol.md §13.16): the rollout run that many times in this one process, each run
+        # its own asyncio.run, as a script looping over runs calls platoon; whatever platoon caches carries over.
+        code = 0
+        for _ in range(runs(environ)):
+            code = max(code, asyncio.run(play(environ, out)))
+        return code
     except Exception as exc:  # noqa: BLE001 - a crash of platoon (or of this adapter) is reported, then exits 1
         out.write({"error": f"{type(exc).__name__}: {exc}", "raised": True})
         traceback.print_exc()

@@ -151,6 +151,9 @@ ONE_RULE_BROKEN = [
     ("retry-listing-402", "sparse-reward+credits-402-discovery", "client.no_4xx_retry"),
     ("status-from-text", "sparse-reward+rate-limit-400", "client.episode_completed"),
     ("status-from-text", "sparse-reward+missing-task-429", "client.no_4xx_retry"),
+    # the script goes on past finished; the model's finishing reply carries one more call (§13.14)
+    ("plays-every-call", "sparse-reward+script-past-finished", "client.stops_at_finished"),
+    ("whole-reply", "sparse-reward+finish-mid-reply", "client.stops_at_finished"),
     ("stale-finished", "sparse-reward+two-runs", "client.session_per_run"),
     # docs/protocol.md §14.4: the client's process tree is read while the secrets case runs
     ("secret-on-argv", "secrets", "client.secret_not_on_cmdline"),

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 _spec = importlib.util.spec_from_file_location("orsbench_reference", Path(__file__).resolve().parents[2] / "orsbench/clientcheck/reference.py")
 assert _spec is not None and _spec.loader is not None
 reference = importlib.util.module_from_spec(_spec)
@@ -81,6 +83,58 @@ class CallAfterFinished(Adapter):
     def play(self) -> int:
         self.calls = [*self.calls, self.calls[-1]]
         return super().play()
+
+
+class PlaysEveryCall(Adapter):
+    """Plays every call of the script, whatever finished says (a loop that never looks at it, §13.14)."""
+
+    def should_stop(self, output: dict[str, Any]) -> bool:
+        return False
+
+
+class WholeReply(Adapter):
+    """An agent harness on the scripted model (ORSBENCH_MODEL_URL) that runs every call of a model reply before it
+    looks at finished, as firehorse's Anthropic loop does (§13.14); everything else it does right."""
+
+    def play(self) -> int:
+        model = os.environ.get("ORSBENCH_MODEL_URL", "")
+        if not model:
+            self.write({"error": "no model: ORSBENCH_MODEL_URL is not set"})
+            return 1
+        try:
+            self.open()
+        except (reference.ClientError, httpx.HTTPError) as exc:
+            self.write({"error": f"could not open the session: {exc}"})
+            self.close()
+            return 1
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Play the task."}]
+        try:
+            with httpx.Client(timeout=30) as llm:
+                for _turn in range(len(self.calls) + 2):
+                    reply = llm.post(f"{model}/chat/completions", json={"model": "scripted", "messages": messages}).json()
+                    tool_calls = reply["choices"][0]["message"].get("tool_calls") or []
+                    if not tool_calls:
+                        break
+                    messages.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
+                    finished = False
+                    for tool_call in tool_calls:  # the fault: finished is looked at once the whole reply has run
+                        tool = tool_call["function"]["name"]
+                        try:
+                            output = self.call(tool, json.loads(tool_call["function"]["arguments"] or "{}"))
+                        except (reference.ClientError, httpx.HTTPError) as exc:
+                            self.report_failure(tool, exc)
+                            messages.append({"role": "tool", "tool_call_id": tool_call["id"], "content": f"Error: {exc}"})
+                            continue
+                        self.write(self.line(tool, output))
+                        self.failed = False
+                        finished = finished or bool(output.get("finished"))
+                        messages.append({"role": "tool", "tool_call_id": tool_call["id"], "content": self.text_of(output)})
+                    if finished:
+                        break
+        finally:
+            self.close()
+            self.http.close()
+        return 1 if self.failed else 0
 
 
 class SkipFirstCall(Adapter):
@@ -355,6 +409,8 @@ FAULTS: dict[str, type[Adapter]] = {
     "ignore-retry-after": IgnoreRetryAfter,
     "no-delete": NoDelete,
     "call-after-finished": CallAfterFinished,
+    "plays-every-call": PlaysEveryCall,
+    "whole-reply": WholeReply,
     "skip-first-call": SkipFirstCall,
     "bool-reward": BoolReward,
     "drop-env-name": DropEnvName,

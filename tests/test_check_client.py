@@ -146,6 +146,12 @@ ONE_RULE_BROKEN = [
     ("clamp-rewards", "reward-range", "client.reward_as_sent"),
     ("null-as-zero", "reward-range", "client.reward_as_sent"),
     ("nan-as-null", "sparse-reward+reward-nan", "client.reward_as_sent"),
+    # the script goes on past finished; the model's finishing reply carries one more call (§13.14)
+    ("plays-every-call", "sparse-reward+script-past-finished", "client.stops_at_finished"),
+    ("whole-reply", "sparse-reward+finish-mid-reply", "client.stops_at_finished"),
+    ("stale-finished", "sparse-reward+two-runs", "client.session_per_run"),
+    # docs/protocol.md §14.4: the client's process tree is read while the secrets case runs
+    ("secret-on-argv", "secrets", "client.secret_not_on_cmdline"),
 ]
 
 
@@ -154,7 +160,7 @@ def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, ch
     results = grade(run_case(faulty(fault), get_case(case), timeout=SLACK_S))
     assert failing(results) == {check}, [(r.id, r.status.value, r.message) for r in results]
     found = next(r for r in results if r.id == check)
-    assert found.spec.startswith("docs/protocol.md §12.") and found.remediation
+    assert found.spec.startswith(("docs/protocol.md §12.", "docs/protocol.md §13.", "docs/protocol.md §14.")) and found.remediation
     if fault == "no-resume":  # the evidence: the cut stream, then the fresh call the client sent instead of a resume
         assert len(found.evidence) == 2 and "task_id" not in found.evidence[1]["request_body"], found.evidence
     if fault == "strip-chunks":  # the evidence is shown around the first difference, not cut exactly where the texts part
@@ -197,6 +203,20 @@ def test_the_made_up_secret_reaches_the_environment_and_no_report(tmp_path):
     secret = dict(get_case("secrets").secrets)
     text = json.dumps(report.to_json(), default=str)
     assert secret and not any(value in text for value in secret.values())
+
+
+def test_the_command_line_check_is_skipped_where_no_proc_can_be_read(monkeypatch):
+    """Linux's /proc only: elsewhere client.secret_not_on_cmdline says why it did not judge, never a pass."""
+    from types import SimpleNamespace
+
+    from orsbench.clientcheck import proctree
+    from orsbench.clientcheck.checks import secret_not_on_cmdline
+
+    monkeypatch.setattr(proctree, "UNAVAILABLE", "command lines are read from Linux's /proc; this is darwin")
+    watch = proctree.ArgvWatch(1, {"TOKEN": "a-made-up-value"})
+    watch.sample(force=True)
+    outcome = secret_not_on_cmdline(SimpleNamespace(run=SimpleNamespace(argv=watch.seen())))
+    assert outcome.status is Status.SKIP and "darwin" in outcome.message and watch.seen().samples == 0
 
 
 def test_a_hanging_client_is_stopped_at_its_deadline():

@@ -341,6 +341,37 @@ def secrets(ctx: Context) -> CheckOutcome | None:
     return passed(f"every /create carried X-Secrets with {', '.join(wanted)}", {"names": wanted})
 
 
+@client_check(
+    "client.secret_not_on_cmdline",
+    title="No process of the client carries a secret on its command line",
+    severity=R,
+    spec="§14.4",
+    remediation="Hand a secret to a helper process in its environment, a file only you can read (0600) or its stdin — never as an "
+    "argument: /proc/PID/cmdline, what ps shows, is readable by every user of the machine.",
+    role=Role.PROCESS,
+    effect=Effect.RULE,
+)
+def secret_not_on_cmdline(ctx: Context) -> CheckOutcome | None:
+    run = ctx.run
+    seen = run.argv if run is not None else None
+    if seen is None:
+        return None  # not provoked: this case gives no secret (or no process of the client was watched)
+    if seen.unavailable:
+        return skipped(f"not judged: {seen.unavailable}")
+    if seen.leaks:
+        first = seen.leaks[0]
+        shown = _short(" ".join(first["argv"]), 300)
+        return failed(
+            f"the secret {first['secret']} was on the command line of {len(seen.leaks)} of the client's process(es), "
+            f"readable by every user: pid {first['pid']}: {shown}",
+            {"leaks": seen.leaks, "samples": seen.samples, "processes": seen.processes},
+        )
+    return passed(
+        f"{seen.samples} reading(s) of {seen.processes} process(es) of the client: no secret on a command line",
+        {"samples": seen.samples, "processes": seen.processes},
+    )
+
+
 def _secrets_refused(ctx: Context) -> CheckOutcome | None:
     """With no case to say which secrets the session needs: did the environment refuse one for a missing secret?"""
     refused = [
@@ -378,6 +409,46 @@ def session_deleted(ctx: Context) -> CheckOutcome | None:
     if left:
         return failed(f"{len(left)} of {len(created)} session(s) never deleted: {', '.join(left[:3])}", {"left_open": len(left)})
     return passed(f"{len(created)} session(s) created, all deleted", {"sessions": len(created)})
+
+
+@client_check(
+    "client.session_per_run",
+    title="Each run of the script in one process opens a session of its own and plays it (ORSBENCH_RUNS)",
+    severity=R,
+    spec="§13.16",
+    remediation="Build the client (its HTTP pool, its event loop, its session, its episode state) per run, or reset it: "
+    "a second run must create, play and delete a session of its own, never reuse or skip on the first run's state.",
+    role=Role.TRAFFIC,
+    effect=Effect.WRONG_DATA,
+    requires=_PROCESS,
+)
+def session_per_run(ctx: Context) -> CheckOutcome | None:
+    if ctx.run is None or ctx.run.script.runs < 2:
+        return None  # not provoked: the script is played once
+    runs = ctx.run.script.runs
+    created = ctx.traffic.created
+    played = [sid for sid in created if any(call.sid == sid for call in ctx.traffic.calls)]
+    if len(played) >= runs:
+        return passed(f"{runs} runs in one process, {len(played)} sessions created and played", {"runs": runs, "sessions": len(played)})
+    if ctx.run.reported_errors():
+        # A run that failed and said so is a clear failure (judged by the outcome), not a run silently skipped.
+        return passed(
+            f"{runs} runs, {len(played)} session(s) played; the client reported an error for the rest{_in_its_words(ctx.run)}",
+            {"runs": runs, "sessions": len(played)},
+        )
+    per_session = Counter(call.sid for call in ctx.traffic.calls)
+    reused = next((sid for sid in played if per_session[sid] > len(ctx.run.script.one_run)), None)
+    stray = sorted({str(call.sid) for call in ctx.traffic.calls if call.sid not in created})
+    if reused is not None:
+        how = f"a later run made its calls in the session an earlier run had played ({reused})"
+    elif stray:
+        how = f"calls went to session(s) the server never created for them: {', '.join(stray[:2])}"
+    else:
+        how = f"run {len(played) + 1} opened no session and made no call, and reported nothing"
+    return failed(
+        f"{runs} runs in one process, but the server saw {len(played)} session(s) played: {how}",
+        {"runs": runs, "sessions": len(played), "created": len(created)},
+    )
 
 
 # == retries =========================================================================================
@@ -552,6 +623,7 @@ def tool_runs(ctx: Context) -> CheckOutcome | None:
     remediation="End the episode loop as soon as a tool answers finished: true; the server refuses later calls (episode_finished).",
     role=Role.TRAFFIC,
     effect=Effect.RULE,
+    requires=("client.session_per_run",),  # a second run in the first run's finished session is that check's
 )
 def stops_at_finished(ctx: Context) -> CheckOutcome | None:
     late = [c for c in ctx.traffic.calls if c.after_finish]
@@ -738,7 +810,15 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
     remediation="Retry what the server says is transient (429/503 with Retry-After, 502/504) and resume cut streams, so an episode survives them.",
     role=Role.REPORT,
     effect=Effect.WRONG_DATA,
-    requires=(*_ADAPTER, "client.env_name", "client.secrets", "client.retry_after", "client.resume_by_task_id", "client.no_4xx_retry"),
+    requires=(
+        *_ADAPTER,
+        "client.env_name",
+        "client.secrets",
+        "client.session_per_run",
+        "client.retry_after",
+        "client.resume_by_task_id",
+        "client.no_4xx_retry",
+    ),
 )
 def episode_completed(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
@@ -781,7 +861,9 @@ def episode_completed(ctx: Context) -> CheckOutcome | None:
     requires=_ADAPTER,
 )
 def reward_convention(ctx: Context) -> CheckOutcome | None:
-    rewards = [c.output.get("reward") for c in ctx.traffic.made if c.output is not None]
+    made = ctx.traffic.made
+    # One episode's rewards: the last session's (a case of several runs reports each run's episode reward).
+    rewards = [c.output.get("reward") for c in made if c.output is not None and c.sid == made[-1].sid]
     numbers = [float(r) for r in rewards if isinstance(r, (int, float)) and not isinstance(r, bool)]
     if len(numbers) < 2 or sum(numbers) == numbers[-1]:
         return None  # not provoked: the sum and the last reward agree

@@ -84,7 +84,7 @@ def unmet_expectations(run: CaseRun) -> list[str]:
     environment than it was told to (two environments on one server) reports faithfully what that one
     sent. The script knows what the right environment answers: each step's ``expect`` text, the reward.
     """
-    lines = [line for line in run.out.lines if line.is_call]
+    lines = [line for line in run.out.lines if line.is_call and line.get("after_finished") is not True]
     unmet = [
         f"{step.tool} returned {str(line.get('text'))[:60]!r}, the scenario answers {step.expect[:60]!r}"
         for step, line in zip(run.script.steps, lines)

@@ -14,7 +14,8 @@ calls in order — resuming a cut stream by its ``task_id``, waiting as long as
 ``Retry-After`` says before retrying a 429/502/503/504, never retrying another
 4xx — stop at ``finished`` or at a failure (an ``ok: false`` refusal is reported
 and the episode goes on), delete the session, and write one contract line per
-call. Exit status 0, or 1 when the episode ended on a failure.
+call. Exit status 0, or 1 when the episode ended on a failure. Under ``ORSBENCH_RUNS=N`` it plays
+the script N times in its one process, a fresh :class:`Adapter` (HTTP pool, session) per run.
 """
 
 from __future__ import annotations
@@ -279,7 +280,10 @@ def main(adapter: type[Adapter] = Adapter) -> int:
     if missing:
         print(f"{sys.argv[0]}: run me under `orsbench check-client --client-cmd ...`: {', '.join(missing)} not set", file=sys.stderr)
         return 2
-    return adapter().play()
+    # ORSBENCH_RUNS: the script played that many times in this one process, each run a client of its own
+    # (its own HTTP pool, session and episode state: nothing of one run is carried into the next, §13.16).
+    codes = [adapter().play() for _ in range(contract.runs(os.environ))]
+    return max(codes)
 
 
 if __name__ == "__main__":

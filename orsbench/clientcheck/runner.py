@@ -19,7 +19,9 @@ own server (``orsbench clients URL``) — goes through :class:`RunningCase`:
 
 A case therefore always ends within its deadline plus a few seconds, whatever
 the client does. Secrets reach the client through its environment only
-(``ORSBENCH_SECRETS``), never its command line, and are never written to a report.
+(``ORSBENCH_SECRETS``), never its command line, and are never written to a report;
+while a case with secrets runs, the command lines of the client's whole process
+tree are read (:mod:`.proctree`), so one that puts a secret on a command line is caught.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from orsbench.clientcheck.contract import OutFile
 from orsbench.clientcheck.episodes import Script
 from orsbench.clientcheck.model import ModelScript, register
 from orsbench.clientcheck.process import ClientProcess, Command, Launch
+from orsbench.clientcheck.proctree import ArgvSeen, ArgvWatch
 from orsbench.servers.launch import RunningServer, ServerStartError, local_http, start
 from orsbench.servers import stats as server_stats
 from orsbench.wire.redact import scrub
@@ -98,6 +101,9 @@ class CaseRun:
     model: dict[str, Any] | None = None
     #: The case server could not be started or read: orsbench's problem, not the client's.
     server_error: str | None = None
+    #: What the client's processes carried on their command lines, read while a case with secrets ran
+    #: (:mod:`orsbench.clientcheck.proctree`); ``None`` where the case gives no secret or no process was watched.
+    argv: ArgvSeen | None = None
 
     @property
     def timed_out(self) -> bool:
@@ -157,6 +163,7 @@ def case_environment(
         contract.SCRIPT: str(script_path),
         contract.OUT: str(out_path),
         contract.SECRETS: json.dumps(dict(case.secrets)),
+        contract.RUNS: str(case.runs),
     }
 
 
@@ -240,6 +247,10 @@ class RunningCase:
         self.started = time.monotonic()
         environ = {**(extra_env or {}), **variables, **(overrides or {})}
         self.process: ClientProcess = launch.start(environ, self.stdout_path, self.stderr_path, self.workdir)
+        # A case with secrets: every command line of the client's process tree is read while it runs (§14.4).
+        self.argv = ArgvWatch(self.process.pid, dict(case.secrets)) if case.secrets else None
+        if self.argv is not None:
+            self.argv.sample(force=True)
 
     @property
     def ends_by(self) -> float:
@@ -250,6 +261,8 @@ class RunningCase:
         """Whether the client ended, or has just been found past a bound (then :attr:`stopped_for` says which)."""
         if self.stopped_for is not None or self.process.poll() is not None:
             return True
+        if self.argv is not None:
+            self.argv.sample()
         now = time.monotonic()
         if now > self.ends_by:
             self.stopped_for = "deadline"
@@ -270,6 +283,8 @@ class RunningCase:
         read both ends, delete the directory."""
         while not self.done():
             time.sleep(POLL_S)
+        if self.argv is not None:
+            self.argv.sample(force=True)  # children the leader left behind, before they are stopped
         self.process.stop()
         duration = time.monotonic() - self.started
         run = CaseRun(
@@ -289,6 +304,7 @@ class RunningCase:
             extras=_extras(self.workdir),
             server_error=self.server_error,
             model=used(self.model.transcript()) if self.model is not None else None,
+            argv=self.argv.seen() if self.argv is not None else None,
         )
         if self.model is not None:
             self.model.forget()

@@ -48,7 +48,14 @@ class Cell:
 
     @property
     def script(self) -> Script:
-        return script(self.scenario)
+        """The calls the server must see: the scenario's script — or the profile's, where it goes on past ``finished``
+        (§13.14) — once per run of the profile (``two-runs``: twice)."""
+        return (profile(self.profile).script() if self.profile else script(self.scenario)).repeated(self.runs)
+
+    @property
+    def runs(self) -> int:
+        """Times the client plays the script in one process (the profile's ``runs``; 1 for a scenario cell)."""
+        return profile(self.profile).runs if self.profile else 1
 
 
 def plan(
@@ -130,6 +137,9 @@ def facts(cell: Cell) -> D.CellFacts:
         rewards_before_the_end=s.rewards_before_the_end,
         rewards=sent_rewards(cell.scenario),
         refuses_non_finite=_refuses_non_finite(cell.client),
+        calls_after_finished=s.goes_on_after_finished,
+        finishing_reply_goes_on=s.finishing_reply_goes_on,
+        runs=cell.runs,
     )
 
 

@@ -90,6 +90,12 @@ class CellFacts:
     rewards: tuple[Any, ...] = ()
     #: The client's user refuses a reward that is not a finite number (its consumer profile checks what it takes).
     refuses_non_finite: bool = False
+    #: The script goes on after the call that returns ``finished: true`` (§13.14): a correct client never sends the rest.
+    calls_after_finished: bool = False
+    #: The scripted model's reply carrying the finishing call carries another call after it (§13.14).
+    finishing_reply_goes_on: bool = False
+    #: Times the client plays the script in one process (the ``two-runs`` profile: 2, §13.16).
+    runs: int = 1
 
     @property
     def finishes_without_a_reward(self) -> bool:
@@ -593,8 +599,32 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "inspect-finished-error",
             INSPECT,
-            "generate(tool_calls='loop') does not stop on finished: when the model makes another call after the finishing one, its episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
+            "generate(tool_calls='loop') does not stop on finished: when the model makes another call after the finishing one — in a later turn, or in the finishing call's own reply, whose calls Inspect runs at once — its episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval; in the same-reply case the finishing call's own result is lost from the transcript too)",
             "P7",
+            shows_in=lambda cell: cell.calls_after_finished and _creates(cell),
+            effect=Effect.REPORTS_ERROR,
+            breaks=(("client.stops_at_finished", lambda cell: cell.calls_after_finished and _creates(cell)),),
+        ),
+        Defect(
+            "trl-calls-after-finished",
+            TRL,
+            "GRPOTrainer's tool loop runs every tool call the model makes until it stops calling tools, and "
+            "_RolloutEnvironment's tool methods never look at finished: a call the model makes after the finishing one "
+            "(in a later turn or the same reply) reaches the server; a server with a finish latch refuses it "
+            "(episode_finished, handed to the model as 'Error: ...' text) and the rollout keeps its reward, one without "
+            "a latch (ors-sdk's server) runs the tool again and its reward replaces the winning one",
+            "P7",
+            breaks=(("client.stops_at_finished", lambda cell: cell.calls_after_finished and _creates(cell)),),
+        ),
+        Defect(
+            "firehorse-runs-the-whole-reply",
+            FIREHORSE,
+            "the react agent's Anthropic loop (agents/react.py) runs every tool_use block of a reply before it looks at "
+            "finished (its other providers' loops break there): a call the model makes after the finishing one in the "
+            "same reply reaches the server, which refuses it (episode_finished); firehorse shows the model an is_error "
+            "'Error: ...' result and the trial keeps its reward",
+            "P7",
+            breaks=(("client.stops_at_finished", lambda cell: cell.finishing_reply_goes_on and _creates(cell)),),
         ),
         Defect(
             "inspect-ref-untyped",
@@ -764,6 +794,15 @@ DEFECTS: dict[str, Defect] = {
             "_bounded_reward does float(value): a JSON boolean reward (true) passes the [0, 1] check as 1.0 and the "
             "ors-episode verifier scores the episode 1.0 (the openreward client hands the boolean on as sent)",
             "P7",
+        ),
+        Defect(
+            "firehorse-secret-on-command-line",
+            FIREHORSE,
+            "its CLI takes a session secret only as an argument, --secret NAME=VALUE (no variable, no file): a firehorse "
+            "user's secret sits in the firehorse process's /proc/PID/cmdline, readable by every user of the machine "
+            "(ps), for the whole evaluation (docs/protocol.md §14.4; orsbench's firehorse target runs the same CLI "
+            "in-process, so its matrix episodes carry no secret on a command line)",
+            "P13",
         ),
     )
 }

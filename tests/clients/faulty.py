@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 _spec = importlib.util.spec_from_file_location("orsbench_reference", Path(__file__).resolve().parents[2] / "orsbench/clientcheck/reference.py")
 assert _spec is not None and _spec.loader is not None
 reference = importlib.util.module_from_spec(_spec)
@@ -82,6 +84,58 @@ class CallAfterFinished(Adapter):
         return super().play()
 
 
+class PlaysEveryCall(Adapter):
+    """Plays every call of the script, whatever finished says (a loop that never looks at it, §13.14)."""
+
+    def should_stop(self, output: dict[str, Any]) -> bool:
+        return False
+
+
+class WholeReply(Adapter):
+    """An agent harness on the scripted model (ORSBENCH_MODEL_URL) that runs every call of a model reply before it
+    looks at finished, as firehorse's Anthropic loop does (§13.14); everything else it does right."""
+
+    def play(self) -> int:
+        model = os.environ.get("ORSBENCH_MODEL_URL", "")
+        if not model:
+            self.write({"error": "no model: ORSBENCH_MODEL_URL is not set"})
+            return 1
+        try:
+            self.open()
+        except (reference.ClientError, httpx.HTTPError) as exc:
+            self.write({"error": f"could not open the session: {exc}"})
+            self.close()
+            return 1
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Play the task."}]
+        try:
+            with httpx.Client(timeout=30) as llm:
+                for _turn in range(len(self.calls) + 2):
+                    reply = llm.post(f"{model}/chat/completions", json={"model": "scripted", "messages": messages}).json()
+                    tool_calls = reply["choices"][0]["message"].get("tool_calls") or []
+                    if not tool_calls:
+                        break
+                    messages.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
+                    finished = False
+                    for tool_call in tool_calls:  # the fault: finished is looked at once the whole reply has run
+                        tool = tool_call["function"]["name"]
+                        try:
+                            output = self.call(tool, json.loads(tool_call["function"]["arguments"] or "{}"))
+                        except (reference.ClientError, httpx.HTTPError) as exc:
+                            self.report_failure(tool, exc)
+                            messages.append({"role": "tool", "tool_call_id": tool_call["id"], "content": f"Error: {exc}"})
+                            continue
+                        self.write(self.line(tool, output))
+                        self.failed = False
+                        finished = finished or bool(output.get("finished"))
+                        messages.append({"role": "tool", "tool_call_id": tool_call["id"], "content": self.text_of(output)})
+                    if finished:
+                        break
+        finally:
+            self.close()
+            self.http.close()
+        return 1 if self.failed else 0
+
+
 class SkipFirstCall(Adapter):
     """Leaves out the script's first call (a loop that starts one step late) and plays the rest."""
 
@@ -139,6 +193,19 @@ class NoSecrets(Adapter):
 
     def secrets_header(self) -> dict[str, str]:
         return {}
+
+
+class SecretOnArgv(Adapter):
+    """Hands its secret to a helper process as an argument (``helper --token VALUE``, as a ``curl -H`` line would):
+    readable by every user in /proc/PID/cmdline while the helper runs (§14.4). The episode itself is right."""
+
+    def open(self) -> None:
+        import subprocess
+
+        for value in self.secrets.values():
+            helper = [sys.executable, "-c", "import time; time.sleep(1.0)", "--token", value]
+            subprocess.run(helper, check=True, timeout=30)
+        super().open()
 
 
 class FirstBlockOnly(Adapter):
@@ -241,6 +308,23 @@ class NanAsNull(Adapter):
         super().validate(output)
 
 
+class StaleFinished(Adapter):
+    """Keeps its episode state across runs in one process: a later run finds the first's finished and plays nothing (§13.16)."""
+
+    finished_before = False  # process-wide, as a module-level client or a loop variable outliving the run
+
+    def should_stop(self, output: dict[str, Any]) -> bool:
+        stop = super().should_stop(output)
+        StaleFinished.finished_before = StaleFinished.finished_before or stop
+        return stop
+
+    def play(self) -> int:
+        if StaleFinished.finished_before:
+            self.http.close()
+            return 0
+        return super().play()
+
+
 class Hang(Adapter):
     """Opens its session, then waits forever."""
 
@@ -281,6 +365,8 @@ FAULTS: dict[str, type[Adapter]] = {
     "ignore-retry-after": IgnoreRetryAfter,
     "no-delete": NoDelete,
     "call-after-finished": CallAfterFinished,
+    "plays-every-call": PlaysEveryCall,
+    "whole-reply": WholeReply,
     "skip-first-call": SkipFirstCall,
     "bool-reward": BoolReward,
     "drop-env-name": DropEnvName,
@@ -288,6 +374,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "rerun-uncut": RerunUncut,
     "stop-on-refusal": StopOnRefusal,
     "no-secrets": NoSecrets,
+    "secret-on-argv": SecretOnArgv,
     "first-block-only": FirstBlockOnly,
     "episode-reward-sum": EpisodeRewardSum,
     "episode-reward-last": EpisodeRewardLast,
@@ -298,6 +385,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "clamp-rewards": ClampRewards,
     "null-as-zero": NullAsZero,
     "nan-as-null": NanAsNull,
+    "stale-finished": StaleFinished,
     "hang": Hang,
     "crash": Crash,
     "flood": Flood,

@@ -141,6 +141,8 @@ _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "platoon-non-default-env-refused": lambda o: o.failed_at == "session" and "?variant=" in (o.error or "") and not o.calls,
     "inspect-finished-error": lambda o: o.failed_at == "sample" and "episode_finished" in (o.error or "") and o.reward is None,
     "inspect-5xx-fails-eval": lambda o: o.reward is None and any(s in (o.error or "") for s in ("502", "503", "504", "Upstream unavailable")),
+    "platoon-402-listing-ignored": lambda o: o.error is None and o.finished and "client.failure_as_error" in o.failed_checks
+    and o.requests.get("fault credits-402-discovery", 0) >= 1,
     "platoon-null-final-reward-refused": lambda o: o.failed_at == "grade" and "no_reward" in (o.error or "") and o.finished,
     "nan-reward-taken": lambda o: o.error is None and o.reward != o.reward and "client.out_valid" in o.failed_checks,
     "ors-nan-reward-taken": lambda o: o.error is None and o.reward != o.reward and "client.out_valid" in o.failed_checks,

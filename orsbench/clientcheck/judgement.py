@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from orsbench.checks.model import CheckResult, Severity, Status
-from orsbench.clientcheck.checks import CLIENT_CHECKS, ClientCheck
+from orsbench.clientcheck.checks import CLIENT_CHECKS, ClientCheck, expects_error
 from orsbench.clientcheck.runner import CaseRun
 from orsbench.verdict import CaseVerdict, Effect, Verdict, describe, verdict_of
 
@@ -137,5 +137,5 @@ def judge(run: CaseRun, results: Sequence[CheckResult]) -> Judgement:
         problems = [f"script: {why}" for why in unmet]
     # A client stopped at a bound is told that (client.exits_in_time), not also that it sent many requests meanwhile.
     shown_rules = [r.id for r in rules if not (run.stopped_for is not None and _check(r).fails_with_a_hang)]
-    expected = verdict_of([Effect.REPORTS_ERROR] if run.case.expect == "error" else [])
+    expected = verdict_of([Effect.REPORTS_ERROR] if expects_error(run) else [])
     return Judgement(verdict, expected, tuple(problems), tuple(shown_rules), error, tuple(results))

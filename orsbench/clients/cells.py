@@ -130,8 +130,10 @@ def facts(cell: Cell) -> D.CellFacts:
         finishes=s.finished,
         spaced_long_result=_split_spaces(s),
         omits_a_default=_omits_a_default(cell.scenario, s),
-        expects_error=played is not None and played.expect == "error",
+        expects_error=played is not None and (played.expect == "error" or (played.refuses_discovery and _reads_listings(cell.client))),
         refuses_session=played is not None and played.refuses_session,
+        refuses_discovery=played is not None and played.refuses_discovery,
+        reads_listings=_reads_listings(cell.client),
         retry_after=played is not None and played.retry_after,
         url_only=cell.profile is not None and not profile_of(cell).sdk_urls,
         rewards_before_the_end=s.rewards_before_the_end,
@@ -141,6 +143,12 @@ def facts(cell: Cell) -> D.CellFacts:
         finishing_reply_goes_on=s.finishing_reply_goes_on,
         runs=cell.runs,
     )
+
+
+def _reads_listings(client: str) -> bool:
+    """The client's code path reads a discovery route (its target's ``listings``): under a profile that refuses them
+    with 402 (§13.12), a correct client of that kind reports the refusal; one that reads none plays on."""
+    return bool(CLIENT_TARGETS.get(client).listings)
 
 
 def _refuses_non_finite(client: str) -> bool:

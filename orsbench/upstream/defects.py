@@ -80,6 +80,10 @@ class CellFacts:
     expects_error: bool = False
     #: The profile refuses ``POST /create_session``: no ``/create`` reaches the server.
     refuses_session: bool = False
+    #: The profile refuses the discovery routes (§2.1, §13.12) with 402, and nothing else.
+    refuses_discovery: bool = False
+    #: The client's code path reads a discovery route on its way to an episode (its target's ``listings``).
+    reads_listings: bool = False
     #: The profile's refusals carry ``Retry-After``.
     retry_after: bool = False
     #: The client is given the server's URL alone (the ``url-only`` profile: no ``OPENREWARD_SESSION_URL``).
@@ -182,8 +186,19 @@ def _under(profile: str) -> Where:
 
 
 def _creates(cell: CellFacts) -> bool:
-    """A ``/create`` reaches the server (the profile does not refuse the session first)."""
-    return not cell.refuses_session
+    """A ``/create`` reaches the server (the profile does not refuse the session first, nor a listing the client stops
+    at). Only predicates of ``breaks`` may call it: it asks which defects show (a ``shows_in`` calling it would loop)."""
+    return not cell.refuses_session and not _stops_at_a_listing(cell)
+
+
+def _stops_at_a_listing(cell: CellFacts) -> bool:
+    """The client reads a listing the profile refuses, and reports the refusal (§13.12) before it opens a session."""
+    return cell.refuses_discovery and cell.reads_listings and not _shown("platoon-402-listing-ignored")(cell)
+
+
+def _listing_refused(cell: CellFacts) -> bool:
+    """The client reads a discovery route and the profile refuses it 402 (§13.12)."""
+    return cell.refuses_discovery and cell.reads_listings
 
 
 def _index_only(cell: CellFacts) -> bool:
@@ -575,6 +590,8 @@ DEFECTS: dict[str, Defect] = {
             ORS,
             "_is_retryable_http_error tests isinstance(e, aiohttp.ClientError) first, and ClientResponseError is one: every 4xx of a non-streaming request (/create, /prompt, /task_tools, /delete) is sent three times, 1 s and 2 s apart, before it is raised",
             "P8",
+            # §13.13: the /create refused 400 under missing-task-429 is sent three times (the text plays no part).
+            breaks=(("client.no_4xx_retry", _under("missing-task-429")),),
         ),
         Defect(
             "ors-503-gives-up",
@@ -728,6 +745,18 @@ DEFECTS: dict[str, Defect] = {
             "P7",
             shows_in=lambda cell: _scenario_cell(cell) and cell.finishes_without_a_reward,
             effect=Effect.REPORTS_ERROR,
+        ),
+        Defect(
+            "platoon-402-listing-ignored",
+            PLATOON,
+            "the service reads GET /list_environments (check_server_environment) and the task's display name "
+            "(RemoteBackend.task_name: POST /task) best effort: a 402 Payment Required on either is logged at debug "
+            "level and taken as 'lists nothing' / 'no name', and the rollout goes on as if the listing had been "
+            "empty; the refusal never reaches the user (§13.12)",
+            "P8",
+            shows_in=_listing_refused,
+            effect=Effect.WRONG_DATA,
+            unreported=True,
         ),
         Defect(
             "platoon-non-default-env-refused",

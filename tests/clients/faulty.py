@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -308,6 +309,49 @@ class NanAsNull(Adapter):
         super().validate(output)
 
 
+class ReadsListings(Adapter):
+    """Correct, and reads the environment's tool list (``GET /{env}/tools``, §2.1) before its session, as a trainer
+    that shows its model the tools does: a refused listing is reported and ends the run (§13.12)."""
+
+    def list_tools(self) -> list[Any]:
+        listed = self.request("GET", protocol.env_path(self.env_name, protocol.TOOLS)).json()
+        return list(listed.get("tools") or []) if isinstance(listed, dict) else []
+
+    def open(self) -> None:
+        self.tools = self.list_tools()
+        super().open()
+
+
+class EmptyOnRefusedListing(ReadsListings):
+    """Takes a refused tool listing (a 402) for an empty one and plays on (§13.12): the refusal never reaches its user."""
+
+    def list_tools(self) -> list[Any]:
+        try:
+            return super().list_tools()
+        except reference.ClientError:
+            return []
+
+
+class RetryRefusedListing(ReadsListings):
+    """Retries a refused listing, a 402 included (§13.12): a billing refusal sent again and again."""
+
+    def should_retry(self, response: Any) -> bool:
+        return response.status_code >= 400
+
+    def retry_delay(self, response: Any) -> float:
+        return 0.1
+
+
+class StatusFromText(Adapter):
+    """Reads the status from the error text, as clients that match "429" in an exception's message do (§13.13): the
+    first status-like number in the answer's body wins over the status line — a 429 quoting "400 requests per minute"
+    is given up on, a 400 quoting error code 429 is retried."""
+
+    def should_retry(self, response: Any) -> bool:
+        quoted = re.search(r"\b([1-5][0-9][0-9])\b", response.text)
+        return (int(quoted.group(1)) if quoted else response.status_code) in reference.RETRYABLE
+
+
 class StaleFinished(Adapter):
     """Keeps its episode state across runs in one process: a later run finds the first's finished and plays nothing (§13.16)."""
 
@@ -385,6 +429,10 @@ FAULTS: dict[str, type[Adapter]] = {
     "clamp-rewards": ClampRewards,
     "null-as-zero": NullAsZero,
     "nan-as-null": NanAsNull,
+    "reads-listings": ReadsListings,
+    "empty-on-402": EmptyOnRefusedListing,
+    "retry-listing-402": RetryRefusedListing,
+    "status-from-text": StatusFromText,
     "stale-finished": StaleFinished,
     "hang": Hang,
     "crash": Crash,

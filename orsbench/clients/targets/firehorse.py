@@ -171,6 +171,7 @@ register(
         takes_model=True,
         startup_s=10.0,
         concurrency=2,
+        listings=("num_tasks", "task", "tools"),  # the orchestrator's task selection, then the trial's tool list
         consumer=Consumer(
             "last",
             images=False,

@@ -67,6 +67,7 @@ register(
         play,
         modules=("trl.experimental.openreward",),
         trains=True,
+        listings=("tools", "num_tasks"),  # the tool methods and the dataset, before any session
         consumer=Consumer(
             "last",
             images=False,

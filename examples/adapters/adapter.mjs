@@ -331,7 +331,12 @@ export async function main(AdapterClass = Adapter) {
     console.error(`adapter.mjs: run me under \`orsbench check-client --client-cmd ...\`: ${missing.join(", ")} not set`);
     return 2;
   }
-  return new AdapterClass().play();
+  // ORSBENCH_RUNS: the script played that many times in this one process, each run an Adapter of its own
+  // (its own session and episode state: nothing of one run is carried into the next, docs/protocol.md §13.16).
+  const runs = Math.max(1, Number.parseInt(process.env.ORSBENCH_RUNS ?? "1", 10) || 1);
+  let code = 0;
+  for (let run = 0; run < runs; run++) code = Math.max(code, await new AdapterClass().play());
+  return code;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

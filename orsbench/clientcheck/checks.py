@@ -183,6 +183,17 @@ def held_calls(run: CaseRun) -> list[dict[str, Any]]:
     return [e for e in calls if any(e is x for x in (*led, *held))]
 
 
+#: 402 Payment Required: a refusal no retry and no wait changes (§13.4, §13.12).
+PAYMENT_REQUIRED = 402
+
+
+def expects_error(run: CaseRun) -> bool:
+    """Whether a correct client ends ``run`` on an error it reports: the case says so, or the server refused one of
+    the client's requests 402 (§13.4, §13.12). Under ``credits-402-discovery`` only a client that reads a listing
+    meets the refusal; one that reads none plays its episode, as it should."""
+    return run.case.expect == "error" or any(entry.get("status") == PAYMENT_REQUIRED for entry in run.log)
+
+
 def _in_its_words(run: CaseRun) -> str:
     """``; the client reported: …`` (its first error line), else ``; its stderr ends: …``, else nothing."""
     errors = run.reported_errors()
@@ -501,6 +512,46 @@ def deletes_on_sigterm(ctx: Context) -> CheckOutcome | None:
     return passed(f"SIGTERM mid-call: {how}, having deleted its {len(created)} session(s); {fate}", measured)
 
 
+@client_check(
+    "client.session_per_run",
+    title="Each run of the script in one process opens a session of its own and plays it (ORSBENCH_RUNS)",
+    severity=R,
+    spec="§13.16",
+    remediation="Build the client (its HTTP pool, its event loop, its session, its episode state) per run, or reset it: "
+    "a second run must create, play and delete a session of its own, never reuse or skip on the first run's state.",
+    role=Role.TRAFFIC,
+    effect=Effect.WRONG_DATA,
+    requires=_PROCESS,
+)
+def session_per_run(ctx: Context) -> CheckOutcome | None:
+    if ctx.run is None or ctx.run.script.runs < 2:
+        return None  # not provoked: the script is played once
+    runs = ctx.run.script.runs
+    created = ctx.traffic.created
+    played = [sid for sid in created if any(call.sid == sid for call in ctx.traffic.calls)]
+    if len(played) >= runs:
+        return passed(f"{runs} runs in one process, {len(played)} sessions created and played", {"runs": runs, "sessions": len(played)})
+    if ctx.run.reported_errors():
+        # A run that failed and said so is a clear failure (judged by the outcome), not a run silently skipped.
+        return passed(
+            f"{runs} runs, {len(played)} session(s) played; the client reported an error for the rest{_in_its_words(ctx.run)}",
+            {"runs": runs, "sessions": len(played)},
+        )
+    per_session = Counter(call.sid for call in ctx.traffic.calls)
+    reused = next((sid for sid in played if per_session[sid] > len(ctx.run.script.one_run)), None)
+    stray = sorted({str(call.sid) for call in ctx.traffic.calls if call.sid not in created})
+    if reused is not None:
+        how = f"a later run made its calls in the session an earlier run had played ({reused})"
+    elif stray:
+        how = f"calls went to session(s) the server never created for them: {', '.join(stray[:2])}"
+    else:
+        how = f"run {len(played) + 1} opened no session and made no call, and reported nothing"
+    return failed(
+        f"{runs} runs in one process, but the server saw {len(played)} session(s) played: {how}",
+        {"runs": runs, "sessions": len(played), "created": len(created)},
+    )
+
+
 # == retries =========================================================================================
 
 
@@ -673,6 +724,7 @@ def tool_runs(ctx: Context) -> CheckOutcome | None:
     remediation="End the episode loop as soon as a tool answers finished: true; the server refuses later calls (episode_finished).",
     role=Role.TRAFFIC,
     effect=Effect.RULE,
+    requires=("client.session_per_run",),  # a second run in the first run's finished session is that check's
 )
 def stops_at_finished(ctx: Context) -> CheckOutcome | None:
     late = [c for c in ctx.traffic.calls if c.after_finish]
@@ -844,8 +896,20 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
                 {"tool": call.tool, "failure": failure},
                 call.final.exchange,
             )
-    if not ctx.traffic.created and ctx.run.log and not any(line.is_error for line in ctx.run.out.lines):
+    reported = any(line.is_error for line in ctx.run.out.lines)
+    listings = [s.exchange for s in ctx.traffic.seen if s.exchange.status == PAYMENT_REQUIRED and protocol.is_discovery(s.path)]
+    if listings and not reported:
+        first = listings[0]
+        return failed(
+            f"{first.method} {first.url} was refused {first.status} (§13.12) and the client reported no error: it took "
+            "the refusal for an answer (an empty listing)",
+            {"refused_listings": len(listings)},
+            first,
+        )
+    if not ctx.traffic.created and ctx.run.log and not reported:
         return failed("the session never opened, and the client reported no error", {"opened": False})
+    if listings:
+        return passed(f"{len(listings)} refused listing request(s) (402), reported as an error", {"refused_listings": len(listings)})
     if not failures and ctx.traffic.created:
         return None  # not provoked: no call failed in this case
     if failures and unreported == failures and not any(line.is_error for line in ctx.run.out.lines):
@@ -861,12 +925,20 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
     remediation="Retry what the server says is transient (429/503 with Retry-After, 502/504) and resume cut streams, so an episode survives them.",
     role=Role.REPORT,
     effect=Effect.WRONG_DATA,
-    requires=(*_ADAPTER, "client.env_name", "client.secrets", "client.retry_after", "client.resume_by_task_id", "client.no_4xx_retry"),
+    requires=(
+        *_ADAPTER,
+        "client.env_name",
+        "client.secrets",
+        "client.session_per_run",
+        "client.retry_after",
+        "client.resume_by_task_id",
+        "client.no_4xx_retry",
+    ),
 )
 def episode_completed(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
-    if run.case.expect != "finish":
-        return None  # in this case a correct client reports an error instead
+    if expects_error(run):
+        return None  # in this case (or after the 402 this client met) a correct client reports an error instead
     steps = run.script.steps
     made = ctx.traffic.made
     lines = ctx.lines
@@ -904,7 +976,9 @@ def episode_completed(ctx: Context) -> CheckOutcome | None:
     requires=_ADAPTER,
 )
 def reward_convention(ctx: Context) -> CheckOutcome | None:
-    rewards = [c.output.get("reward") for c in ctx.traffic.made if c.output is not None]
+    made = ctx.traffic.made
+    # One episode's rewards: the last session's (a case of several runs reports each run's episode reward).
+    rewards = [c.output.get("reward") for c in made if c.output is not None and c.sid == made[-1].sid]
     numbers = [float(r) for r in rewards if isinstance(r, (int, float)) and not isinstance(r, bool)]
     if len(numbers) < 2 or sum(numbers) == numbers[-1]:
         return None  # not provoked: the sum and the last reward agree

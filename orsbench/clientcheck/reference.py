@@ -18,6 +18,8 @@ call. Exit status 0, or 1 when the episode ended on a failure. Ended with
 SIGTERM (a scheduler preempting it, ``timeout``, Ctrl-C's cousin), it stops where
 it is, still deletes its session, and exits 143 (docs/protocol.md §13.17):
 Python's own SIGTERM would skip every ``finally``.
+call. Exit status 0, or 1 when the episode ended on a failure. Under ``ORSBENCH_RUNS=N`` it plays
+the script N times in its one process, a fresh :class:`Adapter` (HTTP pool, session) per run.
 """
 
 from __future__ import annotations
@@ -293,7 +295,10 @@ def main(adapter: type[Adapter] = Adapter) -> int:
     if missing:
         print(f"{sys.argv[0]}: run me under `orsbench check-client --client-cmd ...`: {', '.join(missing)} not set", file=sys.stderr)
         return 2
-    return adapter().play()
+    # ORSBENCH_RUNS: the script played that many times in this one process, each run a client of its own
+    # (its own HTTP pool, session and episode state: nothing of one run is carried into the next, §13.16).
+    codes = [adapter().play() for _ in range(contract.runs(os.environ))]
+    return max(codes)
 
 
 if __name__ == "__main__":

@@ -198,6 +198,7 @@ def case_environment(
         contract.SCRIPT: str(script_path),
         contract.OUT: str(out_path),
         contract.SECRETS: json.dumps(dict(case.secrets)),
+        contract.RUNS: str(case.runs),
     }
 
 

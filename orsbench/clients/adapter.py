@@ -59,10 +59,15 @@ def play(name: str, episode: AdapterEpisode) -> int:
     """Run target ``name`` through ``episode``; 0 when it played on, 1 when its client raised.
 
     Used by the command line below and, in a forked child, by the matrix: both leave the same lines.
+    Under ``ORSBENCH_RUNS=N`` (§13.16) the target's own entry point runs N times in this one process, one
+    run after another, as a user's loop over runs would call it (a command target loops in its own process);
+    a run that raises ends the loop, as it would end the user's.
     """
     target = CLIENT_TARGETS.get(name)
     try:
-        target.play(episode)
+        for _ in range(1 if target.command is not None else episode.runs):
+            episode.stage, episode.finished = None, False
+            target.play(episode)
     except ClientExited as exc:  # a command adapter wrote its own lines: only its status is ours to pass on
         return exc.code
     except SystemExit as exc:  # SIGTERM (unwind_on_sigterm): the client's cleanup has run on the way here

@@ -78,6 +78,14 @@ class Out:
         self.handle.flush()
 
 
+def runs(environ: dict[str, str]) -> int:
+    """``ORSBENCH_RUNS``: times to play the script in this process (absent or malformed: once)."""
+    try:
+        return max(1, int(environ.get("ORSBENCH_RUNS") or 1))
+    except ValueError:
+        return 1
+
+
 def text_of(blocks: Any) -> str:
     """The text blocks of a result, joined as a model would read them."""
     return "".join(getattr(block, "text", "") or "" for block in blocks)
@@ -168,8 +176,14 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="orsbench-benchflow-"))
     unwind_on_sigterm()
     try:
-        outputs = play_session(environ, out)
-        return 1 if outputs is None else judge(outputs, workdir, out)
+        # ORSBENCH_RUNS (docs/protocol.md §13.16): the session and its judgement run that many times in this one
+        # process, as a loop over runs calls them; a run that fails ends the loop, as it would end the user's.
+        for run in range(runs(environ)):
+            outputs = play_session(environ, out)
+            code = 1 if outputs is None else judge(outputs, workdir / f"run-{run + 1}", out)
+            if code:
+                return code
+        return 0
     except SystemExit:
         out.write({"error": "ended by SIGTERM before the episode's end", "raised": True})
         raise

@@ -12,7 +12,9 @@ defect (:mod:`orsbench.upstream.defects`).
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 from unittest import mock
@@ -20,6 +22,7 @@ from unittest import mock
 import pytest
 
 from conformance.targets import SuiteTarget, group
+from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.upstream import defects as D
 from orsbench.scenarios import get_scenario
 from orsbench.scenarios import hazards as H
@@ -252,3 +255,121 @@ def test_inspect_shows_a_result_image(serve: Callable[..., SuiteTarget]) -> None
     pytest.importorskip("inspect_openreward")
     shown = _inspect_view(serve("images", "mock"), "look")
     assert H.look_text() in str(shown) and _carries_image(shown)
+
+
+# -- secrets never on a command line: the client's process tree is read while it plays (§14.4) ---------
+def _argv_check(checks: list[Any]) -> Any:
+    return next((r for r in checks if r.id == "client.secret_not_on_cmdline"), None)
+
+
+#: Targets whose episode here starts a fresh interpreter or eval (12-22 s each, measured): their process trees are
+#: the fork server's fixed command line or an in-process eval; `pytest -m slow` plays them.
+_SLOW_STARTS = ("inspect", "platoon", "benchflow")
+
+
+@pytest.mark.xdist_group(group("secrets", "mock"))
+@pytest.mark.parametrize(
+    "client", [pytest.param(c, marks=[pytest.mark.slow] if c in _SLOW_STARTS else []) for c in CLIENT_TARGETS.names()]
+)
+def test_no_client_target_puts_the_secret_on_a_command_line(client: str, serve: Callable[..., SuiteTarget]) -> None:
+    """Each built-in target plays the secrets case as the matrix runs it; no process of its tree carries the secret.
+
+    Predicted for all seven: a target in this Python is a fork of this process (its command line is this one's), a
+    target in another Python a child of the fork server with a fixed command line; none is handed the secret as an
+    argument. Its own CLI is another matter (firehorse's, below).
+    """
+    from orsbench.checks.model import Status
+    from orsbench.clientcheck.episodes import Script, Step
+    from orsbench.clients.run import play
+
+    target = CLIENT_TARGETS[client]
+    why = target.command.venv.ensure() if target.command is not None else (None if target.installed else target.install_hint)
+    if why is not None:
+        pytest.skip(f"{client} is not played here: {why}")
+    whoami = Script("secrets", (Step("whoami", {}, H.secret_text(SECRET_VALUE)),))
+    outcome = play(client, serve("secrets", "mock", request_log=True).server, whoami, 60, secrets={H.SECRET_NAME: SECRET_VALUE})
+    found = _argv_check(outcome.checks)
+    assert found is not None and found.status is Status.PASS and found.measured["samples"] >= 1, outcome.describe()
+    assert SECRET_VALUE not in repr(found), "a report carried the secret"
+
+
+def _firehorse_cli(*extra: str) -> str:
+    """firehorse's own console script as its user runs it on the case's server, on the scripted model (the platform's
+    required-secrets asked of the scripted model's root, as the firehorse target does)."""
+    firehorse = os.path.join(os.path.dirname(sys.executable), "firehorse")
+    return (
+        f'OPENREWARD_API_URL="${{ANTHROPIC_BASE_URL%/s/*}}" exec {firehorse} --env "orsbench/$ORSBENCH_ENV" --agent react '
+        f'--model anthropic/scripted --provider-url "$ANTHROPIC_BASE_URL" --split "$ORSBENCH_SPLIT" --skip-tasks "$ORSBENCH_INDEX" '
+        f'--max-tasks 1 --run-name orsbench --no-logging --output-dir "$ORSBENCH_OUT.d" ' + " ".join(extra)
+    )
+
+
+@functools.cache
+def _firehorse_cli_run() -> Any:
+    """firehorse's own console script on the ``secrets`` case, its secret given the one way its CLI takes one."""
+    from orsbench.clientcheck import get_case, grade, run_case
+
+    case = get_case("secrets")
+    [(name, value)] = case.secrets
+    # As a user writes it: the value from a variable, expanded onto the command line.
+    run = run_case(_firehorse_cli(f'--secret "{name}=$HAZARD_TOKEN"'), case, timeout=60, extra_env={"HAZARD_TOKEN": value})
+    return run, grade(run), value
+
+
+@pytest.mark.slow  # a fresh firehorse process: 15-40 s here; `pytest -m slow` checks the pin
+@pytest.mark.xdist_group(group("secrets", "mock"))
+def test_firehorse_cli_shows_its_secret_on_its_command_line() -> None:
+    """The pinned defect as described: the firehorse process's arguments carry the secret (masked in the finding)."""
+    pytest.importorskip("firehorse")
+    run, results, value = _firehorse_cli_run()
+    found = _argv_check(results)
+    assert found is not None and found.measured["leaks"], [(r.id, r.status.value, r.message) for r in results]
+    argv = found.measured["leaks"][0]["argv"]
+    assert any(part.endswith("firehorse") for part in argv) and "--secret" in argv and f"{H.SECRET_NAME}=[redacted]" in argv, argv
+    assert value not in repr(results)
+
+
+@pytest.mark.slow  # a fresh firehorse process: 15-40 s here; `pytest -m slow` checks the pin
+@pytest.mark.xdist_group(group("secrets", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[firehorse-secret-on-command-line] {D.DEFECTS['firehorse-secret-on-command-line'].summary}")
+def test_firehorse_cli_keeps_its_secret_off_its_command_line() -> None:
+    from orsbench.checks.model import Status
+
+    pytest.importorskip("firehorse")
+    _, results, _ = _firehorse_cli_run()
+    found = _argv_check(results)
+    assert found is not None and found.status is Status.PASS
+
+
+# -- the client ended mid-call (SIGTERM, then SIGKILL): firehorse's own CLI process (§13.17) ---------------------
+@functools.cache
+def _firehorse_cli_terminated() -> Any:
+    from orsbench.clientcheck import get_case, grade, run_case
+
+    run = run_case(_firehorse_cli(), get_case("sparse-reward+sigterm-mid-call"), timeout=60)
+    return run, grade(run)
+
+
+@pytest.mark.slow  # a fresh firehorse process: 15-40 s here; `pytest -m slow` checks the pin
+@pytest.mark.xdist_group(group("secrets", "mock"))
+def test_firehorse_cli_ended_by_sigterm_dies_with_its_session_open() -> None:
+    """The pinned defect as described: SIGTERM while the held call is in flight; firehorse's process ends at once
+    (no SIGKILL needed) and the one session it opened is left for the TTL."""
+    pytest.importorskip("firehorse")
+    run, results = _firehorse_cli_terminated()
+    found = next((r for r in results if r.id == "client.deletes_on_sigterm"), None)
+    assert run.terminated is not None and found is not None, [(r.id, r.status.value, r.message) for r in results]
+    assert found.measured["left_open"] == found.measured["sessions"] == 1 and not found.measured["killed"], found.message
+    assert found.measured["exited_after_s"] < 1.0 and "turn 2" in run.stderr, (found.message, run.stderr[-500:])
+
+
+@pytest.mark.slow  # a fresh firehorse process: 15-40 s here; `pytest -m slow` checks the pin
+@pytest.mark.xdist_group(group("secrets", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[firehorse-sigterm-leaks-session] {D.DEFECTS['firehorse-sigterm-leaks-session'].summary}")
+def test_firehorse_cli_ended_by_sigterm_deletes_its_session() -> None:
+    from orsbench.checks.model import Status
+
+    pytest.importorskip("firehorse")
+    _, results = _firehorse_cli_terminated()
+    found = next((r for r in results if r.id == "client.deletes_on_sigterm"), None)
+    assert found is not None and found.status is Status.PASS

@@ -102,6 +102,7 @@ def test_the_reference_client_passes_every_case():
     assert not [r for r in report.results if r.status is not Status.PASS]
     judged = {r.id.split("[")[0] for r in report.results}
     assert {"client.resume_by_task_id", "client.retry_after", "client.no_4xx_retry", "client.failure_as_error"} <= judged
+    assert {"client.secret_not_on_cmdline", "client.deletes_on_sigterm"} <= judged
 
 
 # -- one broken rule, one failing check -------------------------------------------------------------
@@ -146,6 +147,17 @@ ONE_RULE_BROKEN = [
     ("clamp-rewards", "reward-range", "client.reward_as_sent"),
     ("null-as-zero", "reward-range", "client.reward_as_sent"),
     ("nan-as-null", "sparse-reward+reward-nan", "client.reward_as_sent"),
+    # §13.12: a refused listing taken for an empty one, or retried; §13.13: the status read from the error text
+    ("empty-on-402", "sparse-reward+credits-402-discovery", "client.failure_as_error"),
+    ("retry-listing-402", "sparse-reward+credits-402-discovery", "client.no_4xx_retry"),
+    ("status-from-text", "sparse-reward+rate-limit-400", "client.episode_completed"),
+    ("status-from-text", "sparse-reward+missing-task-429", "client.no_4xx_retry"),
+    # the script goes on past finished; the model's finishing reply carries one more call (§13.14)
+    ("plays-every-call", "sparse-reward+script-past-finished", "client.stops_at_finished"),
+    ("whole-reply", "sparse-reward+finish-mid-reply", "client.stops_at_finished"),
+    ("stale-finished", "sparse-reward+two-runs", "client.session_per_run"),
+    # docs/protocol.md §14.4: the client's process tree is read while the secrets case runs
+    ("secret-on-argv", "secrets", "client.secret_not_on_cmdline"),
 ]
 
 
@@ -154,7 +166,7 @@ def test_a_faulty_client_fails_exactly_the_check_naming_its_rule(fault, case, ch
     results = grade(run_case(faulty(fault), get_case(case), timeout=SLACK_S))
     assert failing(results) == {check}, [(r.id, r.status.value, r.message) for r in results]
     found = next(r for r in results if r.id == check)
-    assert found.spec.startswith("docs/protocol.md §12.") and found.remediation
+    assert found.spec.startswith(("docs/protocol.md §12.", "docs/protocol.md §13.", "docs/protocol.md §14.")) and found.remediation
     if fault == "no-resume":  # the evidence: the cut stream, then the fresh call the client sent instead of a resume
         assert len(found.evidence) == 2 and "task_id" not in found.evidence[1]["request_body"], found.evidence
     if fault == "strip-chunks":  # the evidence is shown around the first difference, not cut exactly where the texts part
@@ -172,6 +184,19 @@ def test_the_report_names_the_reward_convention_a_client_used(variant, conventio
     assert found.measured["convention"] == convention and found.measured["sum"] != found.measured["last non-null"]
 
 
+def test_a_client_that_reads_a_refused_listing_and_reports_it_is_right():
+    """§13.12: under credits-402-discovery a correct client that reads a listing ends on the 402, reported (and is right);
+    the reference client, which reads none, plays on (test_the_reference_client_passes_every_case)."""
+    from orsbench.clientcheck.judgement import judge
+
+    run = run_case(faulty("reads-listings"), get_case("sparse-reward+credits-402-discovery"), timeout=SLACK_S)
+    results = grade(run)
+    assert not failing(results), [(r.id, r.status.value, r.message) for r in results]
+    judgement = judge(run, results)
+    assert judgement.right and judgement.words == "fails clearly (right)" and "402" in (judgement.error or "")
+    assert next(r for r in results if r.id == "client.failure_as_error").status is Status.PASS
+
+
 def test_an_episode_reward_of_neither_convention_is_warned():
     results = grade(run_case(faulty("episode-reward-mean"), get_case("dense-reward"), timeout=SLACK_S))
     found = next(r for r in results if r.id == "client.reward_convention")
@@ -180,7 +205,13 @@ def test_an_episode_reward_of_neither_convention_is_warned():
 
 #: Client checks shown failing by a process that misbehaves (the tests below: hang, crash, flood) and the
 #: warning above, beside those ONE_RULE_BROKEN shows.
-SHOWN_ELSEWHERE = {"client.exits_in_time", "client.exit_status", "client.request_budget", "client.reward_convention"}
+SHOWN_ELSEWHERE = {
+    "client.exits_in_time",
+    "client.exit_status",
+    "client.request_budget",
+    "client.reward_convention",
+    "client.deletes_on_sigterm",  # a recommended check: it warns (test_a_client_ended_mid_call_...)
+}
 
 
 def test_every_client_check_is_shown_to_fail_somewhere():
@@ -197,6 +228,37 @@ def test_the_made_up_secret_reaches_the_environment_and_no_report(tmp_path):
     secret = dict(get_case("secrets").secrets)
     text = json.dumps(report.to_json(), default=str)
     assert secret and not any(value in text for value in secret.values())
+
+
+def test_the_command_line_check_is_skipped_where_no_proc_can_be_read(monkeypatch):
+    """Linux's /proc only: elsewhere client.secret_not_on_cmdline says why it did not judge, never a pass."""
+    from types import SimpleNamespace
+
+    from orsbench.clientcheck import proctree
+    from orsbench.clientcheck.checks import secret_not_on_cmdline
+
+    monkeypatch.setattr(proctree, "UNAVAILABLE", "command lines are read from Linux's /proc; this is darwin")
+    watch = proctree.ArgvWatch(1, {"TOKEN": "a-made-up-value"})
+    watch.sample(force=True)
+    outcome = secret_not_on_cmdline(SimpleNamespace(run=SimpleNamespace(argv=watch.seen())))
+    assert outcome.status is Status.SKIP and "darwin" in outcome.message and watch.seen().samples == 0
+
+
+@pytest.mark.parametrize("fault, killed", [("die-on-sigterm", False), ("ignore-sigterm", True)])
+def test_a_client_ended_mid_call_is_graded_on_the_session_it_left(fault, killed):
+    """docs/protocol.md §13.17: SIGTERM while the held call is in flight, SIGKILL 3 s later; the session left open is
+    a warning (a client cannot clean up after SIGKILL; the server's TTL reaps it), listed beside the verdict."""
+    from orsbench.clientcheck.judgement import judge
+
+    run = run_case(faulty(fault), get_case("sparse-reward+sigterm-mid-call"), timeout=SLACK_S)
+    results = grade(run)
+    assert not failing(results), [(r.id, r.status.value, r.message) for r in results]
+    found = next(r for r in results if r.id == "client.deletes_on_sigterm")
+    assert found.status is Status.WARN and found.measured["left_open"] == 1 and found.measured["killed"] is killed, found.message
+    assert "TTL" in found.message and "(reveal) got no answer" in found.message
+    assert run.terminated is not None and (run.terminated.exited_after_s is None) is killed
+    judgement = judge(run, results)
+    assert judgement.words == "fails clearly (right)" and judgement.rules == ("client.deletes_on_sigterm",)
 
 
 def test_a_hanging_client_is_stopped_at_its_deadline():

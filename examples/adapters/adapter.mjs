@@ -9,7 +9,9 @@
 // long as Retry-After says before retrying a 429/502/503/504, never retrying another 4xx — stop at
 // `finished` or at a failure (an `ok: false` refusal is reported and the episode goes on), delete the
 // session, and append one JSON line per call to ORSBENCH_OUT. Exit status 0, or 1 when the episode
-// ended on a failure. The rules are docs/protocol.md §12; the contract is docs/clients.md.
+// ended on a failure. Ended with SIGTERM mid-episode, it deletes its session and exits 143 (Node's own
+// SIGTERM would just die, leaving the session open: docs/protocol.md §13.17). The rules are
+// docs/protocol.md §12; the contract is docs/clients.md.
 //
 // Each rule is one small method of `Adapter`, so a test can break exactly one of them in a subclass:
 //     import { Adapter, main } from "./adapter.mjs";
@@ -286,7 +288,16 @@ export class Adapter {
   }
 
   // -- the episode ------------------------------------------------------------------------------
+  /** SIGTERM (a scheduler preempting it, `timeout`): delete the open session, then exit 143. */
+  onSigterm() {
+    process.once("SIGTERM", async () => {
+      await this.close();
+      process.exit(143);
+    });
+  }
+
   async play() {
+    this.onSigterm();
     try {
       await this.open();
     } catch (error) {
@@ -320,7 +331,12 @@ export async function main(AdapterClass = Adapter) {
     console.error(`adapter.mjs: run me under \`orsbench check-client --client-cmd ...\`: ${missing.join(", ")} not set`);
     return 2;
   }
-  return new AdapterClass().play();
+  // ORSBENCH_RUNS: the script played that many times in this one process, each run an Adapter of its own
+  // (its own session and episode state: nothing of one run is carried into the next, docs/protocol.md §13.16).
+  const runs = Math.max(1, Number.parseInt(process.env.ORSBENCH_RUNS ?? "1", 10) || 1);
+  let code = 0;
+  for (let run = 0; run < runs; run++) code = Math.max(code, await new AdapterClass().play());
+  return code;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -28,8 +28,10 @@ examples:
       GET http://127.0.0.1:8123/_orsbench/cases lists them, /_orsbench/report is the report so far
 
 The command runs once per case with ORSBENCH_URL, ORSBENCH_ENV, ORSBENCH_SPLIT, ORSBENCH_INDEX,
-ORSBENCH_SCRIPT, ORSBENCH_OUT and ORSBENCH_SECRETS set ({url} {env} {split} {index} {script} {out}
-in the command are replaced, shell-quoted) and appends one JSON line per call to $ORSBENCH_OUT.
+ORSBENCH_SCRIPT, ORSBENCH_OUT, ORSBENCH_SECRETS and ORSBENCH_RUNS set ({url} {env} {split} {index}
+{script} {out} in the command are replaced, shell-quoted) and appends one JSON line per call to
+$ORSBENCH_OUT; ORSBENCH_RUNS (1 but in the two-runs case) is how many times to play the script in
+the one process, a session each.
 The contract and the checks: docs/clients.md; the rules: docs/protocol.md §12; hosted cases and
 grading a trainer where it runs: docs/clients.md "Grade your trainer in place".
 
@@ -83,8 +85,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _list() -> int:
     from orsbench.clientcheck import cases
 
+    from orsbench.servers.faults import FAULTS
+
     for case in cases():
         outcome = "finishes" if case.expect == "finish" else "reports an error"
+        outcome = "is sent SIGTERM" if case.terminate_on else outcome
+        if any(name in FAULTS and FAULTS.get(name).client.refuses_discovery for name in case.faults):
+            outcome += " (reports the 402 if it reads a listing, §13.12)"
         print(f"{case.name:<34} {case.deadline:>4g} s  a correct client {outcome:<16}  {case.summary}")
     return 0
 
@@ -105,6 +112,12 @@ def run(args: argparse.Namespace) -> int:
             chosen = [get_case(name) for name in dict.fromkeys(args.cases)] if args.cases else None
         except UnknownName as exc:
             raise flags.UsageError(f"--cases: {exc}") from None
+        ended = [case.name for case in chosen or () if case.terminate_on is not None]
+        if ended:
+            raise flags.UsageError(
+                f"--cases: {', '.join(ended)} ends the client with SIGTERM mid-call, and --hosted cannot signal a client it "
+                "did not start: play it with --client-cmd"
+            )
         return _hosted(args, chosen)
     if not args.client_cmd or not args.client_cmd.strip():
         raise flags.UsageError(
@@ -178,7 +191,8 @@ def _hosted(args: argparse.Namespace, chosen: list | None) -> int:
     from orsbench.clientcheck.hosted import CASES_PATH, REPORT_PATH, HostedServer, manifest_table
     from orsbench.servers.app import BindError, serve_forever, write_ready_file
 
-    selected = chosen if chosen is not None else cases()
+    # A case that ends its client with SIGTERM needs the client's process: a client started by the user has none here.
+    selected = chosen if chosen is not None else [case for case in cases() if case.terminate_on is None]
     if args.timeout is not None:
         selected = [case.with_deadline(args.timeout) for case in selected]
     terminal = reporting.terminal_of(args)

@@ -54,11 +54,19 @@ class Case:
     tags: frozenset[str] = field(default_factory=frozenset)
     #: The calls to make, when the scenario's own client episode does not fit the case (``()``: it does).
     steps: tuple[Step, ...] = ()
+    #: The reward a correct client ends with, for a case with ``steps`` (``None``: the steps do not aim for one).
+    reward: float | None = None
     #: How many of the script's calls the scripted model makes in one reply (``ORSBENCH_MODEL_URL``).
     per_reply: int = 1
     #: Whether the command's environment carries the openreward SDK's URL variables (``False``: the
     #: ``url-only`` case, where a client has the server's URL alone).
     sdk_urls: bool = True
+    #: A ``/_orsbench/stats`` request counter (``"fault sigterm-mid-call"``): once it moves, orsbench sends the
+    #: client SIGTERM mid-episode and SIGKILL after :data:`~orsbench.clientcheck.process.TERMINATE_GRACE_S`
+    #: (``None``: the client ends by itself).
+    terminate_on: str | None = None
+    #: Times the client plays the script in one process (``ORSBENCH_RUNS``, §13.16), each run in a session of its own.
+    runs: int = 1
 
     def config(self, **changes: Any) -> ServerConfig:
         """The server configuration of this case (with the request log on: the grader reads it)."""
@@ -67,8 +75,8 @@ class Case:
     @property
     def script(self) -> Script:
         if self.steps:
-            return Script(self.scenario, self.steps, reward=None, finished=self.expect == "finish")
-        return script(self.scenario)
+            return Script(self.scenario, self.steps, reward=self.reward, finished=self.expect == "finish").repeated(self.runs)
+        return script(self.scenario).repeated(self.runs)
 
     def with_deadline(self, seconds: float) -> Case:
         return replace(self, deadline=seconds)
@@ -103,6 +111,8 @@ def register_all() -> None:
         if profile.name == BASELINE or profile.facts.test_aid:
             continue  # the baseline is the scenario's own case; a test aid is no trouble a client meets
         summary = profile.summary or (FAULTS.get(profile.name).summary if profile.name in FAULTS else profile.name)
+        played = profile.script()
+        own = played != script(PROFILE_SCENARIO)  # the script goes on past finished (§13.14)
         CASES.register(
             Case(
                 f"{PROFILE_SCENARIO}+{profile.name}",
@@ -110,12 +120,16 @@ def register_all() -> None:
                 summary,
                 faults=(profile.name,) if profile.fault else (),
                 sdk_urls=profile.sdk_urls,
+                terminate_on=profile.terminate_on,
+                runs=profile.runs,
                 knobs=profile.knobs,
                 params=tuple(suite_params(PROFILE_SCENARIO).items()),
                 # The matrix's deadline leaves out a client's start-up (it forks one ready); a command pays for its own.
                 deadline=max(profile.deadline, DEFAULT_DEADLINE_S),
                 expect=profile.facts.expect,
                 tags=frozenset({"profile"}),
+                steps=played.steps if own else (),
+                reward=played.reward if own else None,
             )
         )
     for case in (*EXTRA, *_hazard_cases()):

@@ -149,7 +149,49 @@ def client_check(
 
 
 def context(run: CaseRun) -> Context:
-    return Context(run, group(from_log(run.log)))
+    """The run's traffic grouped; in a case orsbench ended mid-call, without the call it ended (:func:`held_calls`).
+
+    That call never got its answer because orsbench killed the client, not because the client gave up on it: no
+    check of resuming or of failures judges it; ``client.deletes_on_sigterm`` reports its fate.
+    """
+    log = run.log
+    if run.terminated is not None:
+        held = {id(entry) for entry in held_calls(run)}
+        log = [entry for entry in log if id(entry) not in held]
+    return Context(run, group(from_log(log)))
+
+
+def held_calls(run: CaseRun) -> list[dict[str, Any]]:
+    """The request log's ``/call`` entries still unanswered when orsbench sent the client SIGTERM."""
+    if run.terminated is None:
+        return []
+    at = run.terminated.sigterm_at
+    calls = [e for e in run.log if e.get("method") == "POST" and str(e.get("path", "")).endswith("/" + protocol.CALL)]
+    held = [
+        e
+        for e in calls
+        if float(e.get("started_at") or 0.0) < at and not (e.get("complete") and float(e.get("ended_at") or 0.0) <= at)
+    ]
+    # The redirects that led to a held call (the openreward SDK's bare /call, 308 to /{env}/call) are that call too.
+    bodies = {(e.get("request_body"), (e.get("request_headers") or {}).get(protocol.SESSION_HEADER.lower())) for e in held}
+    led = [
+        e
+        for e in calls
+        if 300 <= int(e.get("status") or 0) < 400
+        and (e.get("request_body"), (e.get("request_headers") or {}).get(protocol.SESSION_HEADER.lower())) in bodies
+    ]
+    return [e for e in calls if any(e is x for x in (*led, *held))]
+
+
+#: 402 Payment Required: a refusal no retry and no wait changes (§13.4, §13.12).
+PAYMENT_REQUIRED = 402
+
+
+def expects_error(run: CaseRun) -> bool:
+    """Whether a correct client ends ``run`` on an error it reports: the case says so, or the server refused one of
+    the client's requests 402 (§13.4, §13.12). Under ``credits-402-discovery`` only a client that reads a listing
+    meets the refusal; one that reads none plays its episode, as it should."""
+    return run.case.expect == "error" or any(entry.get("status") == PAYMENT_REQUIRED for entry in run.log)
 
 
 def _in_its_words(run: CaseRun) -> str:
@@ -238,6 +280,8 @@ def exits_in_time(ctx: Context) -> CheckOutcome | None:
 )
 def exit_status(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
+    if run.terminated is not None:
+        return None  # orsbench ended it with SIGTERM: what it did then is client.deletes_on_sigterm's
     errors = [line for line in run.out.lines if line.is_error]
     tail = " ".join(run.stderr.strip().splitlines()[-3:])
     if run.exit_code not in (0, None) and not errors:
@@ -341,6 +385,37 @@ def secrets(ctx: Context) -> CheckOutcome | None:
     return passed(f"every /create carried X-Secrets with {', '.join(wanted)}", {"names": wanted})
 
 
+@client_check(
+    "client.secret_not_on_cmdline",
+    title="No process of the client carries a secret on its command line",
+    severity=R,
+    spec="§14.4",
+    remediation="Hand a secret to a helper process in its environment, a file only you can read (0600) or its stdin — never as an "
+    "argument: /proc/PID/cmdline, what ps shows, is readable by every user of the machine.",
+    role=Role.PROCESS,
+    effect=Effect.RULE,
+)
+def secret_not_on_cmdline(ctx: Context) -> CheckOutcome | None:
+    run = ctx.run
+    seen = run.argv if run is not None else None
+    if seen is None:
+        return None  # not provoked: this case gives no secret (or no process of the client was watched)
+    if seen.unavailable:
+        return skipped(f"not judged: {seen.unavailable}")
+    if seen.leaks:
+        first = seen.leaks[0]
+        shown = _short(" ".join(first["argv"]), 300)
+        return failed(
+            f"the secret {first['secret']} was on the command line of {len(seen.leaks)} of the client's process(es), "
+            f"readable by every user: pid {first['pid']}: {shown}",
+            {"leaks": seen.leaks, "samples": seen.samples, "processes": seen.processes},
+        )
+    return passed(
+        f"{seen.samples} reading(s) of {seen.processes} process(es) of the client: no secret on a command line",
+        {"samples": seen.samples, "processes": seen.processes},
+    )
+
+
 def _secrets_refused(ctx: Context) -> CheckOutcome | None:
     """With no case to say which secrets the session needs: did the environment refuse one for a missing secret?"""
     refused = [
@@ -374,10 +449,107 @@ def session_deleted(ctx: Context) -> CheckOutcome | None:
     created = ctx.traffic.created
     if not created:
         return None  # not provoked: no session was created
+    if ctx.run is not None and ctx.run.terminated is not None:
+        return None  # orsbench ended the client mid-episode: client.deletes_on_sigterm judges what it left
     left = [sid for sid in created if sid not in ctx.traffic.deleted]
     if left:
         return failed(f"{len(left)} of {len(created)} session(s) never deleted: {', '.join(left[:3])}", {"left_open": len(left)})
     return passed(f"{len(created)} session(s) created, all deleted", {"sessions": len(created)})
+
+
+@client_check(
+    "client.deletes_on_sigterm",
+    title="Ended with SIGTERM mid-call, the client deletes its session before it exits",
+    severity=REC,
+    spec="§13.17",
+    remediation="Handle SIGTERM: stop the episode (Python: signal.signal(SIGTERM, lambda *_: sys.exit(143)), so finally blocks "
+    "and context managers run), POST /delete for every open session, then exit; Python's default SIGTERM skips them all.",
+    role=Role.PROCESS,
+    effect=Effect.RULE,
+)
+def deletes_on_sigterm(ctx: Context) -> CheckOutcome | None:
+    run = ctx.run
+    ended = run.terminated if run is not None else None
+    if ended is None:
+        return None  # not provoked: orsbench did not end this client mid-episode
+    created = ctx.traffic.created
+    if not created:
+        return None  # not provoked: it had no session open when it was ended
+    left = [sid for sid in created if sid not in ctx.traffic.deleted]
+    held = held_calls(run)
+    if held:
+        entry = held[-1]
+        try:
+            tool = json.loads(entry.get("request_body") or "{}").get("name", "?")
+        except (ValueError, AttributeError):
+            tool = "?"
+        stream = "still open on the server" if entry.get("ended_at") is None else "cut when the client went away"
+        running = "; the tool was still running" if (ended.tasks_running or 0) > 0 else ""
+        fate = f"the call in flight ({tool}) got no answer: its stream was {stream}{running}"
+    else:
+        fate = "no call was in flight"
+    how = (
+        f"it was still running {ended.grace_s:g} s after SIGTERM and was killed (SIGKILL)"
+        if ended.killed
+        else f"it exited {ended.exited_after_s:.2f} s after SIGTERM"
+    )
+    measured = {
+        "sessions": len(created),
+        "left_open": len(left),
+        "sigterm_after_s": round(ended.after_s, 3),
+        "exited_after_s": None if ended.exited_after_s is None else round(ended.exited_after_s, 3),
+        "killed": ended.killed,
+        "held_calls": len(held),
+        "ttl_s": ended.ttl_s,
+    }
+    if left:
+        ttl = f"its TTL reaps it ({ended.ttl_s:g} s idle)" if ended.ttl_s else "its TTL reaps it"
+        return warned(
+            f"SIGTERM mid-call: {how} and left {len(left)} of {len(created)} session(s) open — the server holds "
+            f"{'it' if len(left) == 1 else 'them'} until {ttl}; {fate}",
+            measured,
+        )
+    return passed(f"SIGTERM mid-call: {how}, having deleted its {len(created)} session(s); {fate}", measured)
+
+
+@client_check(
+    "client.session_per_run",
+    title="Each run of the script in one process opens a session of its own and plays it (ORSBENCH_RUNS)",
+    severity=R,
+    spec="§13.16",
+    remediation="Build the client (its HTTP pool, its event loop, its session, its episode state) per run, or reset it: "
+    "a second run must create, play and delete a session of its own, never reuse or skip on the first run's state.",
+    role=Role.TRAFFIC,
+    effect=Effect.WRONG_DATA,
+    requires=_PROCESS,
+)
+def session_per_run(ctx: Context) -> CheckOutcome | None:
+    if ctx.run is None or ctx.run.script.runs < 2:
+        return None  # not provoked: the script is played once
+    runs = ctx.run.script.runs
+    created = ctx.traffic.created
+    played = [sid for sid in created if any(call.sid == sid for call in ctx.traffic.calls)]
+    if len(played) >= runs:
+        return passed(f"{runs} runs in one process, {len(played)} sessions created and played", {"runs": runs, "sessions": len(played)})
+    if ctx.run.reported_errors():
+        # A run that failed and said so is a clear failure (judged by the outcome), not a run silently skipped.
+        return passed(
+            f"{runs} runs, {len(played)} session(s) played; the client reported an error for the rest{_in_its_words(ctx.run)}",
+            {"runs": runs, "sessions": len(played)},
+        )
+    per_session = Counter(call.sid for call in ctx.traffic.calls)
+    reused = next((sid for sid in played if per_session[sid] > len(ctx.run.script.one_run)), None)
+    stray = sorted({str(call.sid) for call in ctx.traffic.calls if call.sid not in created})
+    if reused is not None:
+        how = f"a later run made its calls in the session an earlier run had played ({reused})"
+    elif stray:
+        how = f"calls went to session(s) the server never created for them: {', '.join(stray[:2])}"
+    else:
+        how = f"run {len(played) + 1} opened no session and made no call, and reported nothing"
+    return failed(
+        f"{runs} runs in one process, but the server saw {len(played)} session(s) played: {how}",
+        {"runs": runs, "sessions": len(played), "created": len(created)},
+    )
 
 
 # == retries =========================================================================================
@@ -552,6 +724,7 @@ def tool_runs(ctx: Context) -> CheckOutcome | None:
     remediation="End the episode loop as soon as a tool answers finished: true; the server refuses later calls (episode_finished).",
     role=Role.TRAFFIC,
     effect=Effect.RULE,
+    requires=("client.session_per_run",),  # a second run in the first run's finished session is that check's
 )
 def stops_at_finished(ctx: Context) -> CheckOutcome | None:
     late = [c for c in ctx.traffic.calls if c.after_finish]
@@ -591,7 +764,9 @@ def script_followed(ctx: Context) -> CheckOutcome | None:
     if len(made) < len(steps):
         last = made[-1] if made else None
         opened = bool(ctx.traffic.created)
-        if last is not None and (last.finished or last.failure is not None):
+        if ctx.run.terminated is not None:
+            pass  # orsbench ended it mid-episode (SIGTERM): the rest of the script was never its to play
+        elif last is not None and (last.finished or last.failure is not None):
             pass  # stopped at finished or at a failure: as it should
         elif not opened or (last is None and any(line.is_error for line in ctx.run.out.lines)):
             pass  # the session did not open (or the client reported why it made no call)
@@ -721,8 +896,20 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
                 {"tool": call.tool, "failure": failure},
                 call.final.exchange,
             )
-    if not ctx.traffic.created and ctx.run.log and not any(line.is_error for line in ctx.run.out.lines):
+    reported = any(line.is_error for line in ctx.run.out.lines)
+    listings = [s.exchange for s in ctx.traffic.seen if s.exchange.status == PAYMENT_REQUIRED and protocol.is_discovery(s.path)]
+    if listings and not reported:
+        first = listings[0]
+        return failed(
+            f"{first.method} {first.url} was refused {first.status} (§13.12) and the client reported no error: it took "
+            "the refusal for an answer (an empty listing)",
+            {"refused_listings": len(listings)},
+            first,
+        )
+    if not ctx.traffic.created and ctx.run.log and not reported:
         return failed("the session never opened, and the client reported no error", {"opened": False})
+    if listings:
+        return passed(f"{len(listings)} refused listing request(s) (402), reported as an error", {"refused_listings": len(listings)})
     if not failures and ctx.traffic.created:
         return None  # not provoked: no call failed in this case
     if failures and unreported == failures and not any(line.is_error for line in ctx.run.out.lines):
@@ -738,12 +925,20 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
     remediation="Retry what the server says is transient (429/503 with Retry-After, 502/504) and resume cut streams, so an episode survives them.",
     role=Role.REPORT,
     effect=Effect.WRONG_DATA,
-    requires=(*_ADAPTER, "client.env_name", "client.secrets", "client.retry_after", "client.resume_by_task_id", "client.no_4xx_retry"),
+    requires=(
+        *_ADAPTER,
+        "client.env_name",
+        "client.secrets",
+        "client.session_per_run",
+        "client.retry_after",
+        "client.resume_by_task_id",
+        "client.no_4xx_retry",
+    ),
 )
 def episode_completed(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
-    if run.case.expect != "finish":
-        return None  # in this case a correct client reports an error instead
+    if expects_error(run):
+        return None  # in this case (or after the 402 this client met) a correct client reports an error instead
     steps = run.script.steps
     made = ctx.traffic.made
     lines = ctx.lines
@@ -781,7 +976,9 @@ def episode_completed(ctx: Context) -> CheckOutcome | None:
     requires=_ADAPTER,
 )
 def reward_convention(ctx: Context) -> CheckOutcome | None:
-    rewards = [c.output.get("reward") for c in ctx.traffic.made if c.output is not None]
+    made = ctx.traffic.made
+    # One episode's rewards: the last session's (a case of several runs reports each run's episode reward).
+    rewards = [c.output.get("reward") for c in made if c.output is not None and c.sid == made[-1].sid]
     numbers = [float(r) for r in rewards if isinstance(r, (int, float)) and not isinstance(r, bool)]
     if len(numbers) < 2 or sum(numbers) == numbers[-1]:
         return None  # not provoked: the sum and the last reward agree

@@ -28,6 +28,9 @@ URL, ENV, SPLIT, INDEX, SCRIPT, OUT, SECRETS = (
     "ORSBENCH_OUT",
     "ORSBENCH_SECRETS",
 )
+#: How many times the adapter plays the script in its one process (absent or ``1``: once), one run after
+#: another, each in a session of its own, each run's lines appended in order (docs/protocol.md §13.16).
+RUNS = "ORSBENCH_RUNS"
 #: The scripted model's base URL (OpenAI-style, ending ``/v1``): an agent harness's model, offline
 #: (:mod:`orsbench.clientcheck.model`). Not a placeholder: a harness reads it from its environment.
 MODEL_URL = "ORSBENCH_MODEL_URL"
@@ -106,6 +109,14 @@ def did_not_run(command: str, exit_code: int | None, requests: int, stderr: str)
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     said = f" ({lines[-1][:200]})" if lines else ""
     return f"the client command exited {exit_code} before any request: the shell {what}{said}; check {command!r}"
+
+
+def runs(environ: Mapping[str, str]) -> int:
+    """``ORSBENCH_RUNS`` as a count (absent, empty or malformed: 1): how many times to play the script in one process."""
+    try:
+        return max(1, int(environ.get(RUNS) or 1))
+    except ValueError:
+        return 1
 
 
 @dataclass

@@ -167,7 +167,7 @@ class HostedCase:
         out = OutFile([parse_line(n, line) for n, line in enumerate(raw, 1) if line.strip()], self._line_bytes[episode.key], bool(raw))
         return CaseRun(
             self.case,
-            self.case.script,
+            self.case.script.once(),  # each session is one run of the case (its manifest's ``runs`` say how many a process plays)
             f"(hosted) {label(episode)}",
             url=self.url,
             env=self.env,
@@ -276,6 +276,8 @@ class HostedCase:
             "script": case.script.contract_json(),
             "secrets": dict(case.secrets),
             "deadline_s": case.deadline,
+            # Times one process plays the script (ORSBENCH_RUNS, §13.16): each run a session of its own, each graded.
+            "runs": case.runs,
             "expect": case.expect,
             "summary": case.summary,
         }
@@ -475,9 +477,10 @@ def manifest_table(manifest: list[dict[str, Any]]) -> str:
         )
         calls = ", ".join(call["tool"] for call in entry["script"]["calls"])
         secrets = "; X-Secrets from the manifest" if entry["secrets"] else ""
+        runs = f"; play it {entry['runs']} times in one process, a session each" if entry.get("runs", 1) > 1 else ""
         rows.append(
             f"    OPENREWARD_API_URL={entry['url']} OPENREWARD_SESSION_URL={entry['url']}  "
-            f"# env {entry['env']!r}, task {task}, calls {calls}{secrets}"
+            f"# env {entry['env']!r}, task {task}, calls {calls}{secrets}{runs}"
         )
     return "\n".join(rows)
 

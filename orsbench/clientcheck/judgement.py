@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from orsbench.checks.model import CheckResult, Severity, Status
-from orsbench.clientcheck.checks import CLIENT_CHECKS, ClientCheck
+from orsbench.clientcheck.checks import CLIENT_CHECKS, ClientCheck, expects_error
 from orsbench.clientcheck.runner import CaseRun
 from orsbench.verdict import CaseVerdict, Effect, Verdict, describe, verdict_of
 
@@ -37,7 +37,8 @@ class Judgement:
     #: ``"<check id>: <message>"`` of each failed required check that decides the verdict (the process, the data,
     #: the server), else the script's unmet expectations as ``"script: ..."`` where those alone decided it.
     problems: tuple[str, ...] = ()
-    #: Ids of the failed required checks of rules the episode did not depend on (``client.env_name``, ...).
+    #: Ids of the failed required checks of rules the episode did not depend on (``client.env_name``, ...), and of the
+    #: recommended checks it did not pass (``client.deletes_on_sigterm``).
     rules: tuple[str, ...] = ()
     #: The client's own first error: its first reported error line, else its exit status and last stderr line.
     error: str | None = None
@@ -84,7 +85,7 @@ def unmet_expectations(run: CaseRun) -> list[str]:
     environment than it was told to (two environments on one server) reports faithfully what that one
     sent. The script knows what the right environment answers: each step's ``expect`` text, the reward.
     """
-    lines = [line for line in run.out.lines if line.is_call]
+    lines = [line for line in run.out.lines if line.is_call and line.get("after_finished") is not True]
     unmet = [
         f"{step.tool} returned {str(line.get('text'))[:60]!r}, the scenario answers {step.expect[:60]!r}"
         for step, line in zip(run.script.steps, lines)
@@ -125,9 +126,10 @@ def judge(run: CaseRun, results: Sequence[CheckResult]) -> Judgement:
     if run.stopped_for is not None:
         effects.add(Effect.HANGS)
     error = client_error(run)
-    if error is not None or run.exit_code not in (0, None):
-        effects.add(Effect.REPORTS_ERROR)
-    unmet = unmet_expectations(run)
+    if error is not None or run.exit_code not in (0, None) or run.terminated is not None:
+        effects.add(Effect.REPORTS_ERROR)  # ended by a signal (orsbench's SIGTERM): its user sees that it stopped
+    # An episode orsbench ended mid-call never reached what the script expects of its end.
+    unmet = unmet_expectations(run) if run.terminated is None else []
     if unmet:
         effects.add(Effect.WRONG_DATA)
     verdict = verdict_of(effects)
@@ -137,5 +139,7 @@ def judge(run: CaseRun, results: Sequence[CheckResult]) -> Judgement:
         problems = [f"script: {why}" for why in unmet]
     # A client stopped at a bound is told that (client.exits_in_time), not also that it sent many requests meanwhile.
     shown_rules = [r.id for r in rules if not (run.stopped_for is not None and _check(r).fails_with_a_hang)]
-    expected = verdict_of([Effect.REPORTS_ERROR] if run.case.expect == "error" else [])
+    # A recommended rule it did not keep (a session left open after SIGTERM) is listed beside the verdict too.
+    shown_rules += [r.id for r in results if r.severity is Severity.RECOMMENDED and r.status in (Status.WARN, Status.FAIL)]
+    expected = verdict_of([Effect.REPORTS_ERROR] if expects_error(run) else [])
     return Judgement(verdict, expected, tuple(problems), tuple(shown_rules), error, tuple(results))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from orsbench.clientcheck.episodes import Script, going_on_after_finished, script
 from orsbench.config import ServerConfig
 from orsbench.servers.faults import FAULTS, ClientFacts
 
@@ -36,6 +37,19 @@ class Profile:
     sdk_urls: bool = True
     #: What the profile does, where no fault of its name says it (a profile on the client's side).
     summary: str = ""
+    #: Times the client plays the script in its one process (``ORSBENCH_RUNS``; §13.16), each run a session of its own.
+    runs: int = 1
+    #: Calls the script makes after its finishing call (§13.14): a correct client never sends them.
+    calls_after_finished: int = 0
+    #: The scripted model makes the first call after the finishing one in the finishing call's own reply (§13.14).
+    finishing_reply_goes_on: bool = False
+
+    def script(self) -> Script:
+        """The episode a client plays under this profile: the scenario's, going on past ``finished`` where it says so."""
+        base = script(SCENARIO)
+        if not self.calls_after_finished:
+            return base
+        return going_on_after_finished(base, calls=self.calls_after_finished, same_reply=self.finishing_reply_goes_on)
 
     @property
     def knobs(self) -> tuple[tuple[str, Any], ...]:
@@ -45,6 +59,11 @@ class Profile:
     def deadline(self) -> float:
         """The client is killed after this many seconds (a hang)."""
         return self.facts.deadline_s
+
+    @property
+    def terminate_on(self) -> str | None:
+        """The server counter whose first move is when orsbench sends the client SIGTERM (``None``: never)."""
+        return f"fault {self.name}" if self.facts.terminate and self.fault else None
 
     @property
     def per_client(self) -> bool:
@@ -74,6 +93,30 @@ CLIENT_SIDE: tuple[Profile, ...] = (
         sdk_urls=False,
         summary="the client is given the server's URL alone (no OPENREWARD_API_URL / OPENREWARD_SESSION_URL): "
         "a client that takes a base URL must send everything there",
+    ),
+    Profile(
+        "script-past-finished",
+        fault=False,
+        calls_after_finished=2,
+        summary="the script goes on after the call that returns finished: true (reveal, then submit once more): "
+        "a correct client stops at finished and never sends them",
+    ),
+    Profile(
+        "finish-mid-reply",
+        fault=False,
+        calls_after_finished=1,
+        finishing_reply_goes_on=True,
+        summary="the scripted model's reply that carries the finishing call carries one more call after it: "
+        "an agent harness must not run the call that follows the finishing one",
+    ),
+    Profile(
+        "two-runs",
+        ClientFacts(deadline_s=2 * ClientFacts.deadline_s),
+        fault=False,
+        runs=2,
+        summary="the client plays the script twice in one process (ORSBENCH_RUNS=2): the server must see two "
+        "sessions, each created, played and deleted, the second as correct as the first (no cached session, "
+        "closed connection pool or finished state carried over)",
     ),
 )
 

@@ -14,7 +14,12 @@ calls in order — resuming a cut stream by its ``task_id``, waiting as long as
 ``Retry-After`` says before retrying a 429/502/503/504, never retrying another
 4xx — stop at ``finished`` or at a failure (an ``ok: false`` refusal is reported
 and the episode goes on), delete the session, and write one contract line per
-call. Exit status 0, or 1 when the episode ended on a failure.
+call. Exit status 0, or 1 when the episode ended on a failure. Ended with
+SIGTERM (a scheduler preempting it, ``timeout``, Ctrl-C's cousin), it stops where
+it is, still deletes its session, and exits 143 (docs/protocol.md §13.17):
+Python's own SIGTERM would skip every ``finally``.
+call. Exit status 0, or 1 when the episode ended on a failure. Under ``ORSBENCH_RUNS=N`` it plays
+the script N times in its one process, a fresh :class:`Adapter` (HTTP pool, session) per run.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import base64
 import json
 import math
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -242,7 +248,17 @@ class Adapter:
         return bool(output.get("finished"))
 
     # -- the episode -------------------------------------------------------------------
+    def on_sigterm(self) -> None:
+        """SIGTERM ends the episode as an exception would (``SystemExit(143)``), so ``play``'s ``finally`` deletes the session."""
+
+        def stop(signum: int, frame: Any) -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup it starts is not interrupted again
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, stop)
+
     def play(self) -> int:
+        self.on_sigterm()
         try:
             self.open()
         except (ClientError, httpx.HTTPError) as exc:
@@ -279,7 +295,10 @@ def main(adapter: type[Adapter] = Adapter) -> int:
     if missing:
         print(f"{sys.argv[0]}: run me under `orsbench check-client --client-cmd ...`: {', '.join(missing)} not set", file=sys.stderr)
         return 2
-    return adapter().play()
+    # ORSBENCH_RUNS: the script played that many times in this one process, each run a client of its own
+    # (its own HTTP pool, session and episode state: nothing of one run is carried into the next, §13.16).
+    codes = [adapter().play() for _ in range(contract.runs(os.environ))]
+    return max(codes)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from orsbench.clientcheck.contract import ENV, INDEX, MODEL_URL, OUT, SCRIPT, SECRETS, SPLIT, URL
+from orsbench.clientcheck.contract import ENV, INDEX, MODEL_URL, OUT, SCRIPT, SECRETS, SPLIT, URL, runs
 
 JSON = dict[str, Any]
 
@@ -77,8 +77,11 @@ class AdapterEpisode:
         secrets: Mapping[str, str],
         out: IO[str],
         model_url: str = "",
+        runs: int = 1,
     ) -> None:
         self.url, self.env, self.split, self.index, self.model_url = url, env, split, index, model_url
+        #: Times the target plays the script in this process (``ORSBENCH_RUNS``, §13.16): :func:`orsbench.clients.adapter.play` loops.
+        self.runs = runs
         self.calls = tuple(calls)
         self.secrets = dict(secrets)
         self.stage: str | None = None
@@ -102,7 +105,9 @@ class AdapterEpisode:
         if not isinstance(secrets, dict):
             raise UsageError(f"{SECRETS} must be a JSON object")
         stream = out if out is not None else open(environ[OUT], "a", encoding="utf-8")
-        return cls(environ[URL], environ[ENV], environ.get(SPLIT) or "train", index, calls, secrets, stream, environ.get(MODEL_URL, ""))
+        return cls(
+            environ[URL], environ[ENV], environ.get(SPLIT) or "train", index, calls, secrets, stream, environ.get(MODEL_URL, ""), runs(environ)
+        )
 
     def steps(self) -> Iterator[Call]:
         """The script's calls in order, each after its pause; the target makes each call, then :meth:`record`."""
@@ -119,6 +124,16 @@ class AdapterEpisode:
         """What the client returned for one call, as it would hand it on (to a model, to a trainer)."""
         self.finished = self.finished or bool(finished)
         self._write({"tool": tool, "text": text, "reward": reward, "finished": bool(finished)})
+
+    def after_finished(self, tool: str, text: str) -> None:
+        """A call the client made after the episode had finished, refused, and the text it showed the model for it.
+
+        The episode's reward is settled at ``finished`` (a trainer reads it, an eval scored it), so a refusal of a
+        later call is no error of the episode's: the line says what the model was shown, marked ``after_finished``
+        (an extra key the contract allows). That the call was made at all is ``client.stops_at_finished``'s to judge
+        from the server's side (§13.14).
+        """
+        self._write({"tool": tool, "text": text, "reward": None, "finished": False, "after_finished": True})
 
     def error(self, message: str, *, raised: bool = True) -> None:
         """The client raised (``raised``) or reported a failure its own way (``raised=False``): the episode ends here."""

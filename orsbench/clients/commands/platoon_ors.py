@@ -15,8 +15,12 @@ script in the model's place:
 * the agent's tool plane: ``session.tools()`` is what the agent sees, a call to a tool it does not see is
   refused without reaching the env (``platoon.harness.inline.InlineAgentContext.call_tool``), every other call
   is ``session.call_tool`` (a call that raises becomes an error result, as ``platoon.gateway.mcp`` does);
-* the script goes on after an error result (platoon shows it to the model, which carries on) and stops after a
-  ``finished`` result, as an agent stops after its submit tool;
+* the script goes on after an error result (platoon shows it to the model, which carries on), and after a
+  ``finished`` result too where it goes on (§13.14): platoon's harness runs whatever calls the model makes, and its
+  session's finish latch (``OrsSession._refusal``: ``environment_already_finished``) answers them without reaching
+  the env — each such answer is written ``{"tool", "text", "reward": null, "finished": false, "after_finished": true}``;
+* SIGTERM is handled as platoon's rollout worker handles it: the sessions still open are deleted, then the episode
+  ends (:func:`unwind_on_sigterm`, docs/protocol.md §13.17);
 * the episode is graded the rollout's way (``platoon.harness.inline.grade_session``, written out in :func:`grade`:
   ``platoon.harness`` imports the model gateway, which needs ``tinker`` and torch) and the session closed.
 
@@ -36,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -55,6 +60,14 @@ class Out:
     def write(self, line: dict[str, Any]) -> None:
         self.handle.write(json.dumps(line) + "\n")
         self.handle.flush()
+
+
+def runs(environ: dict[str, str]) -> int:
+    """``ORSBENCH_RUNS``: times to play the script in this process (absent or malformed: once)."""
+    try:
+        return max(1, int(environ.get("ORSBENCH_RUNS") or 1))
+    except ValueError:
+        return 1
 
 
 def service_uri(url: str, env: str) -> str:
@@ -84,11 +97,16 @@ async def play(environ: dict[str, str], out: Out) -> int:
         return 1
     try:
         visible = {tool.name for tool in await session.tools()}
+        finished = False
         for call in calls:
             if call.get("pause_s"):
                 await asyncio.sleep(float(call["pause_s"]))
             name, arguments = call["tool"], dict(call.get("input") or {})
             result = await _call(session, visible, name, arguments)
+            if finished:  # platoon's finish latch answers it (environment_already_finished) without reaching the env
+                line = {"tool": name, "text": text_of(result), "reward": None, "finished": False, "after_finished": True}
+                out.write(line)
+                continue
             if result.is_error:
                 reason = (result.metadata or {}).get("error_reason")
                 out.write({"tool": name, "error": result.as_text(), "raised": False, "reason": reason})
@@ -96,8 +114,7 @@ async def play(environ: dict[str, str], out: Out) -> int:
                 images = sum(1 for block in result.content if block.get("type") == "image")
                 line = {"tool": name, "text": text_of(result), "reward": result.reward, "finished": bool(result.finished)}
                 out.write({**line, **({"images": images} if images else {})})
-            if result.finished:
-                break
+            finished = finished or bool(result.finished)
         outcome = await grade(session)
     finally:
         await session.close()
@@ -133,6 +150,33 @@ async def _call(session: Any, visible: set[str], name: str, arguments: dict[str,
         return ToolResult.text(f"Tool {name!r} failed: {type(exc).__name__}: {exc}", is_error=True)
 
 
+#: Seconds the SIGTERM handler gives platoon's session deletes (its rollout worker's SIGTERM_CLEANUP_SECONDS).
+SIGTERM_CLEANUP_S = 5.0
+
+
+def unwind_on_sigterm() -> None:
+    """On SIGTERM, what platoon's rollout worker does (``platoon.train.tinker.workers.entrypoint``): refuse further
+    calls and take the sessions still open (``platoon.envs.ors.cleanup.shut_down``), delete them on a thread and loop
+    of their own (``delete_orphaned_sessions``), then end the episode as an exception does (``SystemExit(143)``).
+    docs/protocol.md §13.17; Python's default SIGTERM would just die, the sessions left open."""
+    import threading
+
+    from platoon.envs.ors.cleanup import delete_orphaned_sessions, shut_down
+
+    def stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sessions = shut_down()
+        if sessions:
+            deletes = threading.Thread(
+                target=lambda: asyncio.run(delete_orphaned_sessions(sessions, SIGTERM_CLEANUP_S)), daemon=True
+            )
+            deletes.start()
+            deletes.join(SIGTERM_CLEANUP_S + 1.0)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main() -> int:
     environ = dict(os.environ)
     missing = [name for name in REQUIRED if not environ.get(name)]
@@ -146,8 +190,17 @@ def main() -> int:
         return 2
     out = Out(environ["ORSBENCH_OUT"])
     started = time.monotonic()
+    unwind_on_sigterm()
     try:
-        return asyncio.run(play(environ, out))
+        # ORSBENCH_RUNS (docs/protocol.md §13.16): the rollout run that many times in this one process, each run
+        # its own asyncio.run, as a script looping over runs calls platoon; whatever platoon caches carries over.
+        code = 0
+        for _ in range(runs(environ)):
+            code = max(code, asyncio.run(play(environ, out)))
+        return code
+    except SystemExit:
+        out.write({"error": "ended by SIGTERM before the episode's end", "raised": True})
+        raise
     except Exception as exc:  # noqa: BLE001 - a crash of platoon (or of this adapter) is reported, then exits 1
         out.write({"error": f"{type(exc).__name__}: {exc}", "raised": True})
         traceback.print_exc()

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from orsbench import protocol
 from orsbench.servers.faults import ClientFacts, FaultContext, WrapFn, engine_context, fault, http_fault
 from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept, ReapIdle, RewriteStream, on_output
-from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope, header
+from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope, header, read_body
 from orsbench.servers.state import TaskRegistry
 
 if TYPE_CHECKING:
@@ -84,7 +84,18 @@ INSUFFICIENT_CREDITS = (
     "Top up your credits, then start the session again (orsbench fault profile credits-402)."
 )
 
-
+#: credits-402-discovery: the answer to every discovery request (§13.12).
+DISCOVERY_CREDITS = (
+    "Insufficient credits: your OpenReward balance cannot pay for this environment's task and tool listings. "
+    "Top up your credits, then try again (orsbench fault profile credits-402-discovery)."
+)
+#: rate-limit-400: a 429 whose detail quotes another status-like number (§13.13).
+RATE_LIMIT_400 = "Rate limit exceeded: at most 400 requests per minute per API key; retry after the Retry-After delay (orsbench fault profile rate-limit-400)."
+#: missing-task-429: a final 400 whose detail quotes "429" (§13.13).
+MISSING_TASK_429 = (
+    "Task not found (platform error code 429): this environment no longer serves the task asked for; "
+    "retrying cannot bring it back (orsbench fault profile missing-task-429)."
+)
 
 #: Seeded so the first request of a client episode is refused: a client shows at once how it retries.
 CLIENT_SEED = 3
@@ -120,9 +131,9 @@ def _own_rng(name: str, rng: random.Random) -> random.Random:
 
 
 def _error_rate(
-    app: ASGIApp, rng: random.Random, context: FaultContext, name: str, statuses: tuple[int, ...], detail: str
+    app: ASGIApp, rng: random.Random, context: FaultContext, name: str, statuses: tuple[int, ...], detail: str, stream: str
 ) -> ASGIApp:
-    rng = _own_rng(name, rng)
+    rng = _own_rng(stream, rng)
     burst = 0
 
     async def decide(scope: Scope) -> Answer | None:
@@ -154,9 +165,12 @@ def latency_jitter(app: ASGIApp, rng: random.Random, context: FaultContext) -> A
     return Intercept(app, "latency-jitter", decide, context)
 
 
-def _error_profile(name: str, statuses: tuple[int, ...], detail: str) -> WrapFn:
+def _error_profile(name: str, statuses: tuple[int, ...], detail: str, stream: str | None = None) -> WrapFn:
+    """``stream``: the profile whose random stream it draws (``None``: its own), so two profiles that differ only in
+    their text refuse the same requests given the same seed, and a client's different verdict is the text's doing."""
+
     def wrap(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
-        return _error_rate(app, rng, context, name, statuses, detail)
+        return _error_rate(app, rng, context, name, statuses, detail, stream or name)
 
     return wrap
 
@@ -323,6 +337,75 @@ def restart(engine: Engine, app: Any, rng: random.Random) -> Any:
     return Intercept(app, "restart", decide, context)
 
 
+#: Tool call number ``HELD_CALL_AT`` of every session runs ``HELD_CALL_S`` seconds under ``sigterm-mid-call``: far
+#: past the SIGTERM and its grace, so the client is ended while that call is in flight, whatever its speed.
+HELD_CALL_AT = 2
+HELD_CALL_S = 60.0
+
+
+class _EndOnDisconnect:
+    """Ends a ``/call`` stream whose client went away, as an SSE server on Starlette does (the engine itself writes
+    keep-alives into a closed connection until its tool ends): the request log then shows the call cut, and the
+    server's shutdown does not wait the held call out. The tool itself runs on: nothing cancels it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/" + protocol.CALL):
+            await self.app(scope, receive, send)
+            return
+        body, _ = await read_body(receive)
+        given = False
+
+        async def once() -> Any:  # the body, then nothing: from here on `receive` is the watcher's
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()
+
+        inner = asyncio.ensure_future(self.app(scope, once, send))
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            inner.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await inner
+        except asyncio.CancelledError:
+            if not watcher.done():
+                raise  # cancelled from outside (the server stopping), not by the client leaving
+        finally:
+            watcher.cancel()
+
+
+@fault(
+    "sigterm-mid-call",
+    f"tool call number {HELD_CALL_AT} of every session runs for {HELD_CALL_S:g} s, with keep-alives (a long tool); "
+    "a client played under it is sent SIGTERM while that call is in flight and SIGKILL 3 s later: does it delete its session?",
+    kind="profile",
+    # A fresh server per client: the held call runs on after its client is gone, and would count in the next one's episode.
+    client=ClientFacts(expect="error", per_client=True, terminate=True, knobs=(("ping_interval", 0.5),)),
+)
+def sigterm_mid_call(engine: Engine, app: Any, rng: random.Random) -> Any:
+    counter = _SessionCounter(engine)
+    count = engine_context(engine).count
+
+    def held(session: Session, name: str) -> float:
+        if name not in session.tools or session.finished:
+            return 0.0  # unknown tools and the finish latch keep their own answers
+        if counter.bump(session.sid) != HELD_CALL_AT:
+            return 0.0
+        count("sigterm-mid-call")  # the moment the runner waits for: the call is in flight
+        return HELD_CALL_S
+
+    engine.hooks.tool_delay.append(held)
+    return _EndOnDisconnect(app)
+
+
 #: Bytes the ``memory-leak`` profile keeps for good on every request.
 LEAK_BYTES = 2048
 
@@ -357,6 +440,49 @@ def credits_402(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGI
         return None
 
     return Intercept(app, "credits-402", decide, context)
+
+
+@http_fault(
+    "credits-402-discovery",
+    "every discovery request (/list_environments, /{env}/tools, /splits, /tasks, /num_tasks, /task, /task_range) "
+    "answers 402 Payment Required, insufficient credits; sessions are served: a client that reads a listing must "
+    "report the refusal, not retry it and not take it for an empty list",
+    kind="profile",
+    client=ClientFacts(refuses_discovery=True),
+)
+def credits_402_discovery(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    async def decide(scope: Scope) -> Answer | None:
+        if protocol.is_discovery(scope["path"]):
+            return 402, DISCOVERY_CREDITS, []
+        return None
+
+    return Intercept(app, "credits-402-discovery", decide, context)
+
+
+rate_limit_400 = http_fault(
+    "rate-limit-400",
+    f"{_BURSTS} 429 {_RETRY} whose detail quotes another number ('at most 400 requests per minute'): a client "
+    "that reads the status rides it out; one that matches numbers in the error text gives up. The same requests "
+    "are refused as under rate-limit (its random stream), so only the text differs",
+    kind="profile",
+    client=RIDE_OUT_SEEDED,
+)(_error_profile("rate-limit-400", (429,), RATE_LIMIT_400, stream="rate-limit"))
+
+
+@http_fault(
+    "missing-task-429",
+    "every POST /create answers 400 'Task not found (platform error code 429)': a final 4xx whose text quotes 429 — "
+    "a client must report it, never retry it",
+    kind="profile",
+    client=REPORT_ERROR,
+)
+def missing_task_429(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    async def decide(scope: Scope) -> Answer | None:
+        if scope["method"] == "POST" and scope["path"] == protocol.CREATE:
+            return 400, MISSING_TASK_429, []
+        return None
+
+    return Intercept(app, "missing-task-429", decide, context)
 
 
 def _first_call_per_session() -> Any:

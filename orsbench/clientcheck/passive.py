@@ -68,6 +68,8 @@ class PassiveClientGrader:
 
     def _ended(self, episode: Episode) -> None:
         self.tallies.add("", label(episode) + _why(episode), judge_episode(episode, self.checks))
+        for request in episode.requests:  # both graders have read these exchanges: the server's evidence keeps
+            request.exchange.derived = None  # them, not what was parsed from them (a report parses again)
 
     # -- the report ----------------------------------------------------------------------------
     def results(self, *, final: bool = False) -> list[CheckResult]:

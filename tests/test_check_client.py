@@ -147,6 +147,7 @@ ONE_RULE_BROKEN = [
     ("null-as-zero", "reward-range", "client.reward_as_sent"),
     ("nan-as-null", "sparse-reward+reward-nan", "client.reward_as_sent"),
     ("stale-finished", "sparse-reward+two-runs", "client.session_per_run"),
+    ("mean-over-scored", "pick+second-setup-fails", "client.aggregate_counts_failures"),
     # docs/protocol.md §14.4: the client's process tree is read while the secrets case runs
     ("secret-on-argv", "secrets", "client.secret_not_on_cmdline"),
 ]

@@ -40,6 +40,16 @@ class Profile:
     runs: int = 1
 
     @property
+    def scenario(self) -> str:
+        """The scenario it is played on: the profile's own (``second-setup-fails``: ``pick``), else :data:`SCENARIO`."""
+        return self.facts.scenario or SCENARIO
+
+    @property
+    def episodes(self) -> int:
+        """Episodes one client run plays under it (``ORSBENCH_EPISODES``, §13.15)."""
+        return self.facts.episodes
+
+    @property
     def knobs(self) -> tuple[tuple[str, Any], ...]:
         return self.facts.knobs
 

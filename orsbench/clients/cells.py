@@ -17,7 +17,6 @@ from functools import cache
 
 from orsbench.upstream import defects as D
 from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, scenarios, script, sent_rewards
-from orsbench.clientcheck.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clientcheck.profiles import Profile, profile, profiles
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.scenarios import get_scenario, suite_params
@@ -48,8 +47,13 @@ class Cell:
 
     @property
     def script(self) -> Script:
-        """The calls the server must see: the scenario's script, once per run of the profile (``two-runs``: twice)."""
-        return script(self.scenario).repeated(self.runs)
+        """The calls the server must see: the scenario's script, once per run and episode of the profile (``two-runs``: twice)."""
+        return script(self.scenario).repeated(self.runs * self.episodes)
+
+    @property
+    def episodes(self) -> int:
+        """Episodes each run plays (the profile's ``episodes``, §13.15; 1 for a scenario cell)."""
+        return profile(self.profile).episodes if self.profile else 1
 
     @property
     def runs(self) -> int:
@@ -66,7 +70,7 @@ def plan(
     cells = [Cell(c, s, sc) for s in server_names for sc in scenarios() for c in clients]
     if "mock" in server_names:
         chosen = [p for p in profiles() if profile_names is None or p.name in profile_names]
-        cells += [Cell(c, "mock", PROFILE_SCENARIO, p.name) for p in chosen for c in clients]
+        cells += [Cell(c, "mock", p.scenario, p.name) for p in chosen for c in clients]
     return cells
 
 
@@ -137,12 +141,20 @@ def facts(cell: Cell) -> D.CellFacts:
         rewards=sent_rewards(cell.scenario),
         refuses_non_finite=_refuses_non_finite(cell.client),
         runs=cell.runs,
+        episodes=cell.episodes,
+        setup_fails=played is not None and played.fails_setup,
+        aggregates_over_scored=_aggregates_over_scored(cell.client),
     )
 
 
 def _refuses_non_finite(client: str) -> bool:
     """The client's consumer profile refuses an episode whose only reward is ``NaN`` (it checks what it takes)."""
     return CLIENT_TARGETS.get(client).consumer.predict([math.nan], finished=True).refused is not None
+
+
+def _aggregates_over_scored(client: str) -> bool:
+    """The client's own aggregation over several episodes leaves a failed one out (its consumer profile's ``aggregate``)."""
+    return CLIENT_TARGETS.get(client).consumer.aggregate == "scored"
 
 
 def expected(cell: Cell) -> Verdict:

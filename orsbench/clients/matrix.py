@@ -119,7 +119,10 @@ def run(
         busy[cell.client] += 1
         expect = "error" if C.facts(cell).expects_error else "finish"
         sdk_urls = C.profile_of(cell).sdk_urls if cell.profile else True
-        active[key] = (cell, ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect, sdk_urls=sdk_urls), replay)
+        run = ClientRun(
+            cell.client, lanes[key], cell.script, limit_of(cell), expect=expect, sdk_urls=sdk_urls, runs=cell.runs, episodes=cell.episodes
+        )
+        active[key] = (cell, run, replay)
 
     def close(key: tuple[str, str, str, str]) -> None:
         lanes.pop(key).stop()

@@ -200,9 +200,11 @@ class ClientRun(RunningCase):
         secrets: Mapping[str, str] | None = None,
         prepare: Callable[[], None] | None = None,
         sdk_urls: bool = True,
+        runs: int = 1,
+        episodes: int = 1,
     ) -> None:
         self.client = client
-        case = replace(case_for(server, expect), sdk_urls=sdk_urls, runs=script.runs)
+        case = replace(case_for(server, expect), sdk_urls=sdk_urls, runs=runs, episodes=episodes)
         if secrets:
             case = replace(case, secrets=tuple(secrets.items()))
         takes_model = CLIENT_TARGETS.get(client).takes_model

@@ -73,6 +73,20 @@ def env_path(env: str, route: str) -> str:
     return f"/{env}/{route}"
 
 
+#: The discovery and dataset routes under an environment (§2.1): read with no session of the client's own.
+DISCOVERY_ROUTES: Final = frozenset({TOOLS, SPLITS, TASKS, NUM_TASKS, TASK, TASK_RANGE})
+
+
+def is_discovery(path: str) -> bool:
+    """Whether ``path`` is a discovery route: ``/list_environments``, or one of :data:`DISCOVERY_ROUTES` under an
+    environment (``/{env}/tools``) or bare (``/tools``, which the default-environment redirect serves, §1.2)."""
+    path = path.split("?", 1)[0].rstrip("/")
+    if path == LIST_ENVIRONMENTS:
+        return True
+    segments = path.lstrip("/").split("/")
+    return len(segments) in (1, 2) and segments[-1] in DISCOVERY_ROUTES and segments[0] not in ROOT_SEGMENTS
+
+
 # -- SSE --------------------------------------------------------------------
 EVENT_TASK_ID: Final = "task_id"
 EVENT_CHUNK: Final = "chunk"

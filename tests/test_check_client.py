@@ -146,6 +146,14 @@ ONE_RULE_BROKEN = [
     ("clamp-rewards", "reward-range", "client.reward_as_sent"),
     ("null-as-zero", "reward-range", "client.reward_as_sent"),
     ("nan-as-null", "sparse-reward+reward-nan", "client.reward_as_sent"),
+    # §13.12: a refused listing taken for an empty one, or retried; §13.13: the status read from the error text
+    ("empty-on-402", "sparse-reward+credits-402-discovery", "client.failure_as_error"),
+    ("retry-listing-402", "sparse-reward+credits-402-discovery", "client.no_4xx_retry"),
+    ("status-from-text", "sparse-reward+rate-limit-400", "client.episode_completed"),
+    ("status-from-text", "sparse-reward+missing-task-429", "client.no_4xx_retry"),
+    # the script goes on past finished; the model's finishing reply carries one more call (§13.14)
+    ("plays-every-call", "sparse-reward+script-past-finished", "client.stops_at_finished"),
+    ("whole-reply", "sparse-reward+finish-mid-reply", "client.stops_at_finished"),
     ("stale-finished", "sparse-reward+two-runs", "client.session_per_run"),
     ("mean-over-scored", "pick+second-setup-fails", "client.aggregate_counts_failures"),
     # docs/protocol.md §14.4: the client's process tree is read while the secrets case runs
@@ -174,6 +182,19 @@ def test_the_report_names_the_reward_convention_a_client_used(variant, conventio
     assert not failing(results)
     found = next(r for r in results if r.id == "client.reward_convention")
     assert found.measured["convention"] == convention and found.measured["sum"] != found.measured["last non-null"]
+
+
+def test_a_client_that_reads_a_refused_listing_and_reports_it_is_right():
+    """§13.12: under credits-402-discovery a correct client that reads a listing ends on the 402, reported (and is right);
+    the reference client, which reads none, plays on (test_the_reference_client_passes_every_case)."""
+    from orsbench.clientcheck.judgement import judge
+
+    run = run_case(faulty("reads-listings"), get_case("sparse-reward+credits-402-discovery"), timeout=SLACK_S)
+    results = grade(run)
+    assert not failing(results), [(r.id, r.status.value, r.message) for r in results]
+    judgement = judge(run, results)
+    assert judgement.right and judgement.words == "fails clearly (right)" and "402" in (judgement.error or "")
+    assert next(r for r in results if r.id == "client.failure_as_error").status is Status.PASS
 
 
 def test_an_episode_reward_of_neither_convention_is_warned():

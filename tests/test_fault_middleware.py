@@ -27,7 +27,7 @@ from orsbench.wire.sse import parse
 
 HTTP_PROFILES = {
     "latency-jitter", "flaky-5xx", "rate-limit", "stream-drop", "stream-stall", "stream-no-end", "short-ttl",
-    "credits-402", "cut-before-task-id", "reward-nan",
+    "credits-402", "cut-before-task-id", "reward-nan", "credits-402-discovery", "rate-limit-400", "missing-task-429",
 }  # fmt: skip
 
 
@@ -138,6 +138,62 @@ def test_credits_402_refuses_create_session_only() -> None:
         refused = await request(app, "POST", protocol.CREATE_SESSION, {})
         assert refused[0]["status"] == 402 and b"Insufficient credits" in body(refused)
         assert finished(await fresh_call(app))
+
+    asyncio.run(scenario())
+
+
+def test_credits_402_discovery_refuses_every_listing_and_serves_the_session() -> None:
+    """docs/protocol.md §13.12: each discovery route (bare, under the environment, the root's list) is a 402; sessions work."""
+
+    async def scenario() -> None:
+        _engine, inner = opaque_engine()
+        app = wrap_app(inner, ("credits-402-discovery",), seed=1)
+        listings = [("GET", protocol.LIST_ENVIRONMENTS, None), ("GET", "/" + protocol.TOOLS, None)] + [
+            (method, protocol.env_path("slow", route), body)
+            for method, route, body in (
+                ("GET", protocol.TOOLS, None), ("GET", protocol.SPLITS, None), ("POST", protocol.TASKS, {"split": "train"}),
+                ("POST", protocol.NUM_TASKS, {"split": "train"}), ("POST", protocol.TASK, {"split": "train", "index": 0}),
+                ("POST", protocol.TASK_RANGE, {"split": "train"}),
+            )
+        ]  # fmt: skip
+        for method, path, payload in listings:
+            refused = await request(app, method, path, payload)
+            assert refused[0]["status"] == 402 and b"Insufficient credits" in body(refused), path
+        assert (await request(app, "POST", protocol.CREATE_SESSION, {}))[0]["status"] == 200
+        assert finished(await fresh_call(app))
+        tools = await request(app, "GET", protocol.env_path("slow", protocol.TASK_TOOLS))
+        assert tools[0]["status"] == 200, "a session's own tool list is not a listing"
+
+    asyncio.run(scenario())
+
+
+def test_rate_limit_400_refuses_what_rate_limit_refuses_with_a_detail_quoting_400() -> None:
+    """docs/protocol.md §13.13: the same requests get a 429 with Retry-After as under rate-limit; only the text differs."""
+
+    async def statuses(name: str) -> list[tuple[int, bytes]]:
+        _engine, inner = opaque_engine()
+        app = wrap_app(inner, (name,), seed=P.CLIENT_SEED)
+        out = []
+        for _ in range(12):
+            answer = await request(app, "GET", protocol.env_path("slow", protocol.TOOLS))
+            headers = dict(answer[0]["headers"])
+            out.append((answer[0]["status"], headers.get(b"retry-after", b"")))
+            if answer[0]["status"] == 429:
+                assert (b"400 requests per minute" in body(answer)) == (name == "rate-limit-400") and b"429" not in body(answer)
+        return out
+
+    quoted, plain = asyncio.run(statuses("rate-limit-400")), asyncio.run(statuses("rate-limit"))
+    assert quoted == plain and (429, str(P.RETRY_AFTER_S).encode()) in quoted and quoted[0][0] == 429
+
+
+def test_missing_task_429_refuses_create_with_a_final_400_quoting_429() -> None:
+    async def scenario() -> None:
+        _engine, inner = opaque_engine()
+        app = wrap_app(inner, ("missing-task-429",), seed=1)
+        refused = await request(app, "POST", protocol.CREATE, {"env_name": "slow", "split": "train", "index": 0})
+        assert refused[0]["status"] == 400 and b"429" in body(refused)
+        assert b"retry-after" not in dict(refused[0]["headers"])
+        assert (await request(app, "GET", protocol.env_path("slow", protocol.TOOLS)))[0]["status"] == 200
 
     asyncio.run(scenario())
 

@@ -87,6 +87,24 @@ def test_several_calls_in_one_reply_streamed_with_usage() -> None:
         script.forget()
 
 
+def test_the_finishing_reply_carries_the_call_after_it() -> None:
+    """§13.14: a step made ``with_previous`` joins the reply before it — here the finishing call's — the rest one a reply."""
+    from orsbench.clientcheck.episodes import going_on_after_finished
+
+    played = going_on_after_finished(SCRIPT, calls=1, same_reply=True)
+    assert played.replies() == [1, 2] and played.finishing_reply_goes_on and played.calls == SCRIPT.calls
+    script = register(played)
+    try:
+        client, messages, replies = _openai(script), [{"role": "user", "content": "go"}], []
+        for _ in range(3):
+            message = client.chat.completions.create(model="m", messages=messages, tools=TOOLS).choices[0].message
+            replies.append([c.function.name for c in message.tool_calls or []])
+            messages += [message.model_dump(exclude_none=True)] + [{"role": "tool", "tool_call_id": c.id, "content": "ok"} for c in message.tool_calls or []]
+        assert replies == [["echo"], ["submit", "echo"], []]
+    finally:
+        script.forget()
+
+
 @pytest.mark.parametrize("with_v1", [True, False], ids=["base-url-with-v1", "base-url-without-v1"])
 def test_anthropic_messages_plain_and_streamed(model: ModelScript, with_v1: bool) -> None:
     client = _anthropic(model.base_url if with_v1 else model.anthropic_url)

@@ -86,8 +86,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _list() -> int:
     from orsbench.clientcheck import cases
 
+    from orsbench.servers.faults import FAULTS
+
     for case in cases():
         outcome = "finishes" if case.expect == "finish" else "reports an error"
+        if any(name in FAULTS and FAULTS.get(name).client.refuses_discovery for name in case.faults):
+            outcome += " (reports the 402 if it reads a listing, §13.12)"
         print(f"{case.name:<34} {case.deadline:>4g} s  a correct client {outcome:<16}  {case.summary}")
     return 0
 

@@ -53,6 +53,8 @@ class Case:
     tags: frozenset[str] = field(default_factory=frozenset)
     #: The calls to make, when the scenario's own client episode does not fit the case (``()``: it does).
     steps: tuple[Step, ...] = ()
+    #: The reward a correct client ends with, for a case with ``steps`` (``None``: the steps do not aim for one).
+    reward: float | None = None
     #: How many of the script's calls the scripted model makes in one reply (``ORSBENCH_MODEL_URL``).
     per_reply: int = 1
     #: Whether the command's environment carries the openreward SDK's URL variables (``False``: the
@@ -70,7 +72,7 @@ class Case:
     @property
     def script(self) -> Script:
         if self.steps:
-            return Script(self.scenario, self.steps, reward=None, finished=self.expect == "finish").repeated(self.plays)
+            return Script(self.scenario, self.steps, reward=self.reward, finished=self.expect == "finish").repeated(self.plays)
         return script(self.scenario).repeated(self.plays)
 
     @property
@@ -111,6 +113,8 @@ def register_all() -> None:
         if profile.name == BASELINE or profile.facts.test_aid:
             continue  # the baseline is the scenario's own case; a test aid is no trouble a client meets
         summary = profile.summary or (FAULTS.get(profile.name).summary if profile.name in FAULTS else profile.name)
+        played = profile.script()
+        own = played != script(profile.scenario)  # the script goes on past finished (§13.14)
         CASES.register(
             Case(
                 f"{profile.scenario}+{profile.name}",
@@ -126,6 +130,8 @@ def register_all() -> None:
                 deadline=max(profile.deadline, DEFAULT_DEADLINE_S),
                 expect=profile.facts.expect,
                 tags=frozenset({"profile"}),
+                steps=played.steps if own else (),
+                reward=played.reward if own else None,
             )
         )
     for case in (*EXTRA, *_hazard_cases()):

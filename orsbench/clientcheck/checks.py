@@ -156,6 +156,17 @@ def context(run: CaseRun) -> Context:
     return Context(run, group(from_log(run.log)))
 
 
+#: 402 Payment Required: a refusal no retry and no wait changes (§13.4, §13.12).
+PAYMENT_REQUIRED = 402
+
+
+def expects_error(run: CaseRun) -> bool:
+    """Whether a correct client ends ``run`` on an error it reports: the case says so, or the server refused one of
+    the client's requests 402 (§13.4, §13.12). Under ``credits-402-discovery`` only a client that reads a listing
+    meets the refusal; one that reads none plays its episode, as it should."""
+    return run.case.expect == "error" or any(entry.get("status") == PAYMENT_REQUIRED for entry in run.log)
+
+
 def _in_its_words(run: CaseRun) -> str:
     """``; the client reported: …`` (its first error line), else ``; its stderr ends: …``, else nothing."""
     errors = run.reported_errors()
@@ -800,8 +811,20 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
                 {"tool": call.tool, "failure": failure},
                 call.final.exchange,
             )
-    if not ctx.traffic.created and ctx.run.log and not any(line.is_error for line in ctx.run.out.lines):
+    reported = any(line.is_error for line in ctx.run.out.lines)
+    listings = [s.exchange for s in ctx.traffic.seen if s.exchange.status == PAYMENT_REQUIRED and protocol.is_discovery(s.path)]
+    if listings and not reported:
+        first = listings[0]
+        return failed(
+            f"{first.method} {first.url} was refused {first.status} (§13.12) and the client reported no error: it took "
+            "the refusal for an answer (an empty listing)",
+            {"refused_listings": len(listings)},
+            first,
+        )
+    if not ctx.traffic.created and ctx.run.log and not reported:
         return failed("the session never opened, and the client reported no error", {"opened": False})
+    if listings:
+        return passed(f"{len(listings)} refused listing request(s) (402), reported as an error", {"refused_listings": len(listings)})
     if not failures and ctx.traffic.created:
         return None  # not provoked: no call failed in this case
     if failures and unreported == failures and not any(line.is_error for line in ctx.run.out.lines):
@@ -829,8 +852,8 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
 )
 def episode_completed(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
-    if run.case.expect != "finish":
-        return None  # in this case a correct client reports an error instead
+    if expects_error(run):
+        return None  # in this case (or after the 402 this client met) a correct client reports an error instead
     steps = run.script.steps
     made = ctx.traffic.made
     lines = ctx.lines

@@ -43,6 +43,10 @@ class Step:
     pause_s: float = 0.0
     #: The reward the call returns, where the script knows it (``None``: none, or not said).
     reward: float | None = None
+    #: The script goes on past its finishing call with this one: a correct client never sends it (§13.14).
+    after_finished: bool = False
+    #: The scripted model makes this call in the same reply as the call before it (a reply carrying several calls).
+    with_previous: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,15 +85,53 @@ class Script:
 
     @property
     def calls(self) -> dict[str, int]:
-        """How often each tool must run on the server: exactly once per step."""
+        """How often each tool must run on the server: exactly once per step up to the finishing one, never after it."""
         counts: dict[str, int] = {}
         for step in self.steps:
-            counts[step.tool] = counts.get(step.tool, 0) + 1
+            if not step.after_finished:
+                counts[step.tool] = counts.get(step.tool, 0) + 1
         return counts
 
+    @property
+    def goes_on_after_finished(self) -> bool:
+        """The script asks for calls after the one that returns ``finished: true`` (§13.14)."""
+        return any(step.after_finished for step in self.steps)
+
+    @property
+    def finishing_reply_goes_on(self) -> bool:
+        """The scripted model's reply that carries the finishing call carries a call after it too (§13.14)."""
+        return any(step.after_finished and step.with_previous for step in self.steps)
+
+    def replies(self) -> list[int]:
+        """How many calls each of the scripted model's replies carries, in order (a step ``with_previous`` joins the reply before)."""
+        sizes: list[int] = []
+        for step in self.one_run:
+            if step.with_previous and sizes:
+                sizes[-1] += 1
+            else:
+                sizes.append(1)
+        return sizes
+
     def contract_json(self) -> dict[str, Any]:
-        """The ``ORSBENCH_SCRIPT`` document: ``{"calls": [{"tool", "input"}, ...]}`` of one run (``pause_s`` where a step idles first)."""
+        """The ``ORSBENCH_SCRIPT`` document: ``{"calls": [{"tool", "input"}, ...]}`` of one run (``pause_s`` where a step idles first).
+
+        Steps after the finishing call are in it like any other: the script may go on past ``finished``, and a
+        client stops there (§13.14).
+        """
         return {"calls": [{"tool": s.tool, "input": s.args, **({"pause_s": s.pause_s} if s.pause_s else {})} for s in self.one_run]}
+
+
+def going_on_after_finished(base: Script, *, calls: int = 2, same_reply: bool = False) -> Script:
+    """``base`` with ``calls`` more after its finishing call: its first call again, then its finishing call again (§13.14).
+
+    An eager model that looks once more and answers again. ``same_reply``: the scripted model makes the first of
+    them in the same reply as the finishing call (a harness must not run a call that follows the finishing one).
+    """
+    first, last = base.steps[0], base.steps[-1]
+    extra = [Step(first.tool, dict(first.args), after_finished=True, with_previous=same_reply)]
+    if calls > 1:
+        extra.append(Step(last.tool, dict(last.args), after_finished=True))
+    return Script(base.scenario, (*base.steps, *extra[:calls]), reward=base.reward, finished=base.finished)
 
 
 def scenarios() -> list[str]:

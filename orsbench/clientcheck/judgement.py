@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from orsbench.checks.model import CheckResult, Severity, Status
-from orsbench.clientcheck.checks import CLIENT_CHECKS, ClientCheck
+from orsbench.clientcheck.checks import CLIENT_CHECKS, ClientCheck, expects_error
 from orsbench.clientcheck.runner import CaseRun
 from orsbench.verdict import CaseVerdict, Effect, Verdict, describe, verdict_of
 
@@ -84,7 +84,7 @@ def unmet_expectations(run: CaseRun) -> list[str]:
     environment than it was told to (two environments on one server) reports faithfully what that one
     sent. The script knows what the right environment answers: each step's ``expect`` text, the reward.
     """
-    lines = [line for line in run.out.lines if line.is_call]
+    lines = [line for line in run.out.lines if line.is_call and line.get("after_finished") is not True]
     unmet = [
         f"{step.tool} returned {str(line.get('text'))[:60]!r}, the scenario answers {step.expect[:60]!r}"
         for step, line in zip(run.script.steps, lines)
@@ -140,5 +140,5 @@ def judge(run: CaseRun, results: Sequence[CheckResult]) -> Judgement:
         problems = [f"script: {why}" for why in unmet]
     # A client stopped at a bound is told that (client.exits_in_time), not also that it sent many requests meanwhile.
     shown_rules = [r.id for r in rules if not (run.stopped_for is not None and _check(r).fails_with_a_hang)]
-    expected = verdict_of([Effect.REPORTS_ERROR] if run.case.expect == "error" else [])
+    expected = verdict_of([Effect.REPORTS_ERROR] if expects_error(run) else [])
     return Judgement(verdict, expected, tuple(problems), tuple(shown_rules), error, tuple(results))

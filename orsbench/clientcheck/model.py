@@ -89,9 +89,15 @@ class ModelScript:
 
 
 def register(script: Script, *, per_reply: int = 1) -> ModelScript:
-    """Register ``script`` (its steps become the model's tool calls, ``per_reply`` to a reply) with this process's model."""
+    """Register ``script`` (its steps become the model's tool calls, ``per_reply`` to a reply) with this process's model.
+
+    Where a step says it is made ``with_previous`` (the finishing call and one after it in one reply, §13.14), the
+    replies are the script's own (:meth:`~orsbench.clientcheck.episodes.Script.replies`).
+    """
     running = server()
     body = {**script.contract_json(), "per_reply": per_reply}
+    if any(step.with_previous for step in script.steps):
+        body["replies"] = script.replies()
     response = local_http().post(running.url + SCRIPTS, json=body, timeout=10)
     response.raise_for_status()
     return ModelScript(running.url, str(response.json()["id"]))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from orsbench.clientcheck.episodes import Script, going_on_after_finished, script
 from orsbench.config import ServerConfig
 from orsbench.servers.faults import FAULTS, ClientFacts
 
@@ -38,6 +39,17 @@ class Profile:
     summary: str = ""
     #: Times the client plays the script in its one process (``ORSBENCH_RUNS``; §13.16), each run a session of its own.
     runs: int = 1
+    #: Calls the script makes after its finishing call (§13.14): a correct client never sends them.
+    calls_after_finished: int = 0
+    #: The scripted model makes the first call after the finishing one in the finishing call's own reply (§13.14).
+    finishing_reply_goes_on: bool = False
+
+    def script(self) -> Script:
+        """The episode a client plays under this profile: the scenario's, going on past ``finished`` where it says so."""
+        base = script(self.scenario)
+        if not self.calls_after_finished:
+            return base
+        return going_on_after_finished(base, calls=self.calls_after_finished, same_reply=self.finishing_reply_goes_on)
 
     @property
     def scenario(self) -> str:
@@ -86,6 +98,21 @@ CLIENT_SIDE: tuple[Profile, ...] = (
         sdk_urls=False,
         summary="the client is given the server's URL alone (no OPENREWARD_API_URL / OPENREWARD_SESSION_URL): "
         "a client that takes a base URL must send everything there",
+    ),
+    Profile(
+        "script-past-finished",
+        fault=False,
+        calls_after_finished=2,
+        summary="the script goes on after the call that returns finished: true (reveal, then submit once more): "
+        "a correct client stops at finished and never sends them",
+    ),
+    Profile(
+        "finish-mid-reply",
+        fault=False,
+        calls_after_finished=1,
+        finishing_reply_goes_on=True,
+        summary="the scripted model's reply that carries the finishing call carries one more call after it: "
+        "an agent harness must not run the call that follows the finishing one",
     ),
     Profile(
         "two-runs",

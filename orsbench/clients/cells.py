@@ -47,8 +47,9 @@ class Cell:
 
     @property
     def script(self) -> Script:
-        """The calls the server must see: the scenario's script, once per run and episode of the profile (``two-runs``: twice)."""
-        return script(self.scenario).repeated(self.runs * self.episodes)
+        """The calls the server must see: the scenario's script — or the profile's, where it goes on past ``finished``
+        (§13.14) — once per run and episode of the profile (``two-runs``: twice)."""
+        return (profile(self.profile).script() if self.profile else script(self.scenario)).repeated(self.runs * self.episodes)
 
     @property
     def episodes(self) -> int:
@@ -133,18 +134,28 @@ def facts(cell: Cell) -> D.CellFacts:
         finishes=s.finished,
         spaced_long_result=_split_spaces(s),
         omits_a_default=_omits_a_default(cell.scenario, s),
-        expects_error=played is not None and played.expect == "error",
+        expects_error=played is not None and (played.expect == "error" or (played.refuses_discovery and _reads_listings(cell.client))),
         refuses_session=played is not None and played.refuses_session,
+        refuses_discovery=played is not None and played.refuses_discovery,
+        reads_listings=_reads_listings(cell.client),
         retry_after=played is not None and played.retry_after,
         url_only=cell.profile is not None and not profile_of(cell).sdk_urls,
         rewards_before_the_end=s.rewards_before_the_end,
         rewards=sent_rewards(cell.scenario),
         refuses_non_finite=_refuses_non_finite(cell.client),
+        calls_after_finished=s.goes_on_after_finished,
+        finishing_reply_goes_on=s.finishing_reply_goes_on,
         runs=cell.runs,
         episodes=cell.episodes,
         setup_fails=played is not None and played.fails_setup,
         aggregates_over_scored=_aggregates_over_scored(cell.client),
     )
+
+
+def _reads_listings(client: str) -> bool:
+    """The client's code path reads a discovery route (its target's ``listings``): under a profile that refuses them
+    with 402 (§13.12), a correct client of that kind reports the refusal; one that reads none plays on."""
+    return bool(CLIENT_TARGETS.get(client).listings)
 
 
 def _refuses_non_finite(client: str) -> bool:

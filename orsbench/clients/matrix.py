@@ -32,10 +32,17 @@ from orsbench.servers.launch import ServerStartError, start
 from orsbench.upstream import defects as D
 
 def _server_key(cell: C.Cell) -> tuple[str, str, str, str]:
+    """The server a cell plays on: cells with the same key share one, client after client.
+
+    A cell gets a server of its own where its profile says so (a seeded fault must meet each client
+    afresh), and where it is predicted to hang: a hang lasts its whole deadline (plus the client's
+    start-up), and seven of them client after client on one server made a 2-minute lane of waiting.
+    """
+    own = cell.client if C.predicted(cell) == "hangs" else ""
     if cell.profile is None:
-        return (cell.server, cell.scenario, "", "")
+        return (cell.server, cell.scenario, "", own)
     per_client = C.profile_of(cell).per_client
-    return (cell.server, cell.scenario, cell.profile, cell.client if per_client else "")
+    return (cell.server, cell.scenario, cell.profile, cell.client if per_client else own)
 
 
 def _defects(defects: list[D.Defect]) -> tuple[PinnedDefect, ...]:
@@ -105,7 +112,8 @@ def run(
     queues: dict[tuple[str, str, str, str], list[C.Cell]] = {}
     for cell in cells:
         queues.setdefault(_server_key(cell), []).append(cell)
-    pending = list(queues)
+    # The lanes that wait longest start first, so their waiting overlaps the rest instead of trailing it.
+    pending = sorted(queues, key=lambda key: not any(C.predicted(c) == "hangs" for c in queues[key]))
     lanes: dict[tuple[str, str, str, str], Any] = {}  # key -> RunningServer
     active: dict[tuple[str, str, str, str], tuple[C.Cell, ClientRun, bool]] = {}
     results: dict[C.Cell, MatrixCell] = {}

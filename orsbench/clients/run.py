@@ -115,8 +115,8 @@ class ClientOutcome:
                 self.error, self.failed_at = str(line.get("error")), line.get("stage")
                 self.raised = bool(line.get("raised", True))
                 break
-            if not line.is_call:
-                continue
+            if not line.is_call or line.get("after_finished") is True:
+                continue  # a call after finished is no part of the episode (its refusal: client.stops_at_finished)
             self.outputs.append(str(line.get("text", "")))
             if line.get("reward") is not None:
                 self.reward = line.get("reward")

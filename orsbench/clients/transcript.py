@@ -128,6 +128,16 @@ class AdapterEpisode:
         self.finished = self.finished or bool(finished)
         self._write({"tool": tool, "text": text, "reward": reward, "finished": bool(finished)})
 
+    def after_finished(self, tool: str, text: str) -> None:
+        """A call the client made after the episode had finished, refused, and the text it showed the model for it.
+
+        The episode's reward is settled at ``finished`` (a trainer reads it, an eval scored it), so a refusal of a
+        later call is no error of the episode's: the line says what the model was shown, marked ``after_finished``
+        (an extra key the contract allows). That the call was made at all is ``client.stops_at_finished``'s to judge
+        from the server's side (§13.14).
+        """
+        self._write({"tool": tool, "text": text, "reward": None, "finished": False, "after_finished": True})
+
     def error(self, message: str, *, raised: bool = True) -> None:
         """The client raised (``raised``) or reported a failure its own way (``raised=False``): the episode ends here."""
         self._write({"error": message[:2000], "raised": raised, **({"stage": self.stage} if self.stage else {})})

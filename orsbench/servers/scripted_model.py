@@ -6,7 +6,8 @@ not a script. This server is that model, offline: a script is registered
 [{"tool", "input"}, ...]}``), and every chat request under its base URL
 (``/s/<id>/v1``) is answered with the script's next call(s) as tool calls —
 one call per reply by default, ``per_reply`` calls in one reply where a case
-asks for it — and, once the script is spent, a final text message. The harness
+asks for it, or the sizes ``replies`` lists one by one (``[1, 1, 2]``: the
+third reply carries the third and fourth calls) — and, once the script is spent, a final text message. The harness
 runs its real code path: its provider SDK, its tool-call parsing, its loop.
 
 Which call comes next is read from the conversation the harness sends (the
@@ -81,6 +82,8 @@ class Script:
     calls: list[JSON]
     per_reply: int = 1
     final: str = FINAL_TEXT
+    #: How many calls each reply carries, in order (after these, ``per_reply`` to a reply); empty: ``per_reply`` throughout.
+    replies: list[int] = field(default_factory=list)
     #: One entry per model request: api, stream, model, calls already made, the tools (an index into
     #: :attr:`tools`), the tool results shown, and what the model answered.
     requests: list[JSON] = field(default_factory=list)
@@ -90,7 +93,13 @@ class Script:
 
     def reply(self, made: int) -> list[tuple[int, JSON]]:
         """The calls of the next reply, each with its number in the script, after ``made`` calls (empty: the final text)."""
-        return [(n, self.calls[n]) for n in range(made, min(made + self.per_reply, len(self.calls)))]
+        size, start = self.per_reply, 0
+        for listed in self.replies:  # a reply listed by its size, where ``made`` is where it starts
+            if start == made:
+                size = listed
+                break
+            start += listed
+        return [(n, self.calls[n]) for n in range(made, min(made + size, len(self.calls)))]
 
     def record(self, entry: JSON, tools: list[JSON]) -> None:
         if tools not in self.tools:
@@ -102,7 +111,7 @@ class Script:
         self.requests.append(entry)
 
     def transcript(self) -> JSON:
-        return {"calls": len(self.calls), "per_reply": self.per_reply, "requests": self.requests, "tools": self.tools, "dropped": self.dropped}
+        return {"calls": len(self.calls), "per_reply": self.per_reply, "replies": self.replies, "requests": self.requests, "tools": self.tools, "dropped": self.dropped}
 
 
 class BadRequest(ValueError):
@@ -130,7 +139,10 @@ def _parse_script(body: bytes) -> Script:
     final = data.get("final", FINAL_TEXT)
     if not isinstance(final, str) or not final:
         raise BadRequest("final must be a non-empty string")
-    return Script(calls, per_reply, final)
+    replies = data.get("replies") or []
+    if not isinstance(replies, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in replies):
+        raise BadRequest("replies must be a list of whole numbers ≥ 1 (the calls each reply carries)")
+    return Script(calls, per_reply, final, replies=list(replies))
 
 
 # -- reading a conversation, per API ---------------------------------------------------------------

@@ -80,6 +80,10 @@ class CellFacts:
     expects_error: bool = False
     #: The profile refuses ``POST /create_session``: no ``/create`` reaches the server.
     refuses_session: bool = False
+    #: The profile refuses the discovery routes (§2.1, §13.12) with 402, and nothing else.
+    refuses_discovery: bool = False
+    #: The client's code path reads a discovery route on its way to an episode (its target's ``listings``).
+    reads_listings: bool = False
     #: The profile's refusals carry ``Retry-After``.
     retry_after: bool = False
     #: The client is given the server's URL alone (the ``url-only`` profile: no ``OPENREWARD_SESSION_URL``).
@@ -90,6 +94,10 @@ class CellFacts:
     rewards: tuple[Any, ...] = ()
     #: The client's user refuses a reward that is not a finite number (its consumer profile checks what it takes).
     refuses_non_finite: bool = False
+    #: The script goes on after the call that returns ``finished: true`` (§13.14): a correct client never sends the rest.
+    calls_after_finished: bool = False
+    #: The scripted model's reply carrying the finishing call carries another call after it (§13.14).
+    finishing_reply_goes_on: bool = False
     #: Times the client plays the script in one process (the ``two-runs`` profile: 2, §13.16).
     runs: int = 1
     #: Episodes one client run plays (the ``second-setup-fails`` profile: 3, §13.15).
@@ -184,8 +192,19 @@ def _under(profile: str) -> Where:
 
 
 def _creates(cell: CellFacts) -> bool:
-    """A ``/create`` reaches the server (the profile does not refuse the session first)."""
-    return not cell.refuses_session
+    """A ``/create`` reaches the server (the profile does not refuse the session first, nor a listing the client stops
+    at). Only predicates of ``breaks`` may call it: it asks which defects show (a ``shows_in`` calling it would loop)."""
+    return not cell.refuses_session and not _stops_at_a_listing(cell)
+
+
+def _stops_at_a_listing(cell: CellFacts) -> bool:
+    """The client reads a listing the profile refuses, and reports the refusal (§13.12) before it opens a session."""
+    return cell.refuses_discovery and cell.reads_listings and not _shown("platoon-402-listing-ignored")(cell)
+
+
+def _listing_refused(cell: CellFacts) -> bool:
+    """The client reads a discovery route and the profile refuses it 402 (§13.12)."""
+    return cell.refuses_discovery and cell.reads_listings
 
 
 def _index_only(cell: CellFacts) -> bool:
@@ -582,6 +601,8 @@ DEFECTS: dict[str, Defect] = {
             ORS,
             "_is_retryable_http_error tests isinstance(e, aiohttp.ClientError) first, and ClientResponseError is one: every 4xx of a non-streaming request (/create, /prompt, /task_tools, /delete) is sent three times, 1 s and 2 s apart, before it is raised",
             "P8",
+            # §13.13: the /create refused 400 under missing-task-429 is sent three times (the text plays no part).
+            breaks=(("client.no_4xx_retry", _under("missing-task-429")),),
         ),
         Defect(
             "ors-503-gives-up",
@@ -606,8 +627,32 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "inspect-finished-error",
             INSPECT,
-            "generate(tool_calls='loop') does not stop on finished: when the model makes another call after the finishing one, its episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval)",
+            "generate(tool_calls='loop') does not stop on finished: when the model makes another call after the finishing one — in a later turn, or in the finishing call's own reply, whose calls Inspect runs at once — its episode_finished (or an input_validation) answer raises ToolCallError out of the tool, Inspect records a sample error, and the reward the solver had captured is thrown away (no score; with Inspect's defaults one such sample fails the eval; in the same-reply case the finishing call's own result is lost from the transcript too)",
             "P7",
+            shows_in=lambda cell: cell.calls_after_finished and _creates(cell),
+            effect=Effect.REPORTS_ERROR,
+            breaks=(("client.stops_at_finished", lambda cell: cell.calls_after_finished and _creates(cell)),),
+        ),
+        Defect(
+            "trl-calls-after-finished",
+            TRL,
+            "GRPOTrainer's tool loop runs every tool call the model makes until it stops calling tools, and "
+            "_RolloutEnvironment's tool methods never look at finished: a call the model makes after the finishing one "
+            "(in a later turn or the same reply) reaches the server; a server with a finish latch refuses it "
+            "(episode_finished, handed to the model as 'Error: ...' text) and the rollout keeps its reward, one without "
+            "a latch (ors-sdk's server) runs the tool again and its reward replaces the winning one",
+            "P7",
+            breaks=(("client.stops_at_finished", lambda cell: cell.calls_after_finished and _creates(cell)),),
+        ),
+        Defect(
+            "firehorse-runs-the-whole-reply",
+            FIREHORSE,
+            "the react agent's Anthropic loop (agents/react.py) runs every tool_use block of a reply before it looks at "
+            "finished (its other providers' loops break there): a call the model makes after the finishing one in the "
+            "same reply reaches the server, which refuses it (episode_finished); firehorse shows the model an is_error "
+            "'Error: ...' result and the trial keeps its reward",
+            "P7",
+            breaks=(("client.stops_at_finished", lambda cell: cell.finishing_reply_goes_on and _creates(cell)),),
         ),
         Defect(
             "inspect-ref-untyped",
@@ -733,6 +778,18 @@ DEFECTS: dict[str, Defect] = {
             "P7",
             shows_in=lambda cell: _scenario_cell(cell) and cell.finishes_without_a_reward,
             effect=Effect.REPORTS_ERROR,
+        ),
+        Defect(
+            "platoon-402-listing-ignored",
+            PLATOON,
+            "the service reads GET /list_environments (check_server_environment) and the task's display name "
+            "(RemoteBackend.task_name: POST /task) best effort: a 402 Payment Required on either is logged at debug "
+            "level and taken as 'lists nothing' / 'no name', and the rollout goes on as if the listing had been "
+            "empty; the refusal never reaches the user (§13.12)",
+            "P8",
+            shows_in=_listing_refused,
+            effect=Effect.WRONG_DATA,
+            unreported=True,
         ),
         Defect(
             "platoon-non-default-env-refused",

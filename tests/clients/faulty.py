@@ -14,10 +14,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 _spec = importlib.util.spec_from_file_location("orsbench_reference", Path(__file__).resolve().parents[2] / "orsbench/clientcheck/reference.py")
 assert _spec is not None and _spec.loader is not None
@@ -80,6 +83,58 @@ class CallAfterFinished(Adapter):
     def play(self) -> int:
         self.calls = [*self.calls, self.calls[-1]]
         return super().play()
+
+
+class PlaysEveryCall(Adapter):
+    """Plays every call of the script, whatever finished says (a loop that never looks at it, §13.14)."""
+
+    def should_stop(self, output: dict[str, Any]) -> bool:
+        return False
+
+
+class WholeReply(Adapter):
+    """An agent harness on the scripted model (ORSBENCH_MODEL_URL) that runs every call of a model reply before it
+    looks at finished, as firehorse's Anthropic loop does (§13.14); everything else it does right."""
+
+    def play(self) -> int:
+        model = os.environ.get("ORSBENCH_MODEL_URL", "")
+        if not model:
+            self.write({"error": "no model: ORSBENCH_MODEL_URL is not set"})
+            return 1
+        try:
+            self.open()
+        except (reference.ClientError, httpx.HTTPError) as exc:
+            self.write({"error": f"could not open the session: {exc}"})
+            self.close()
+            return 1
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Play the task."}]
+        try:
+            with httpx.Client(timeout=30) as llm:
+                for _turn in range(len(self.calls) + 2):
+                    reply = llm.post(f"{model}/chat/completions", json={"model": "scripted", "messages": messages}).json()
+                    tool_calls = reply["choices"][0]["message"].get("tool_calls") or []
+                    if not tool_calls:
+                        break
+                    messages.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
+                    finished = False
+                    for tool_call in tool_calls:  # the fault: finished is looked at once the whole reply has run
+                        tool = tool_call["function"]["name"]
+                        try:
+                            output = self.call(tool, json.loads(tool_call["function"]["arguments"] or "{}"))
+                        except (reference.ClientError, httpx.HTTPError) as exc:
+                            self.report_failure(tool, exc)
+                            messages.append({"role": "tool", "tool_call_id": tool_call["id"], "content": f"Error: {exc}"})
+                            continue
+                        self.write(self.line(tool, output))
+                        self.failed = False
+                        finished = finished or bool(output.get("finished"))
+                        messages.append({"role": "tool", "tool_call_id": tool_call["id"], "content": self.text_of(output)})
+                    if finished:
+                        break
+        finally:
+            self.close()
+            self.http.close()
+        return 1 if self.failed else 0
 
 
 class SkipFirstCall(Adapter):
@@ -254,6 +309,49 @@ class NanAsNull(Adapter):
         super().validate(output)
 
 
+class ReadsListings(Adapter):
+    """Correct, and reads the environment's tool list (``GET /{env}/tools``, §2.1) before its session, as a trainer
+    that shows its model the tools does: a refused listing is reported and ends the run (§13.12)."""
+
+    def list_tools(self) -> list[Any]:
+        listed = self.request("GET", protocol.env_path(self.env_name, protocol.TOOLS)).json()
+        return list(listed.get("tools") or []) if isinstance(listed, dict) else []
+
+    def open(self) -> None:
+        self.tools = self.list_tools()
+        super().open()
+
+
+class EmptyOnRefusedListing(ReadsListings):
+    """Takes a refused tool listing (a 402) for an empty one and plays on (§13.12): the refusal never reaches its user."""
+
+    def list_tools(self) -> list[Any]:
+        try:
+            return super().list_tools()
+        except reference.ClientError:
+            return []
+
+
+class RetryRefusedListing(ReadsListings):
+    """Retries a refused listing, a 402 included (§13.12): a billing refusal sent again and again."""
+
+    def should_retry(self, response: Any) -> bool:
+        return response.status_code >= 400
+
+    def retry_delay(self, response: Any) -> float:
+        return 0.1
+
+
+class StatusFromText(Adapter):
+    """Reads the status from the error text, as clients that match "429" in an exception's message do (§13.13): the
+    first status-like number in the answer's body wins over the status line — a 429 quoting "400 requests per minute"
+    is given up on, a 400 quoting error code 429 is retried."""
+
+    def should_retry(self, response: Any) -> bool:
+        quoted = re.search(r"\b([1-5][0-9][0-9])\b", response.text)
+        return (int(quoted.group(1)) if quoted else response.status_code) in reference.RETRYABLE
+
+
 class StaleFinished(Adapter):
     """Keeps its episode state across runs in one process: a later run finds the first's finished and plays nothing (§13.16)."""
 
@@ -324,6 +422,8 @@ FAULTS: dict[str, type[Adapter]] = {
     "ignore-retry-after": IgnoreRetryAfter,
     "no-delete": NoDelete,
     "call-after-finished": CallAfterFinished,
+    "plays-every-call": PlaysEveryCall,
+    "whole-reply": WholeReply,
     "skip-first-call": SkipFirstCall,
     "bool-reward": BoolReward,
     "drop-env-name": DropEnvName,
@@ -342,6 +442,10 @@ FAULTS: dict[str, type[Adapter]] = {
     "clamp-rewards": ClampRewards,
     "null-as-zero": NullAsZero,
     "nan-as-null": NanAsNull,
+    "reads-listings": ReadsListings,
+    "empty-on-402": EmptyOnRefusedListing,
+    "retry-listing-402": RetryRefusedListing,
+    "status-from-text": StatusFromText,
     "stale-finished": StaleFinished,
     "hang": Hang,
     "crash": Crash,

@@ -15,8 +15,10 @@ script in the model's place:
 * the agent's tool plane: ``session.tools()`` is what the agent sees, a call to a tool it does not see is
   refused without reaching the env (``platoon.harness.inline.InlineAgentContext.call_tool``), every other call
   is ``session.call_tool`` (a call that raises becomes an error result, as ``platoon.gateway.mcp`` does);
-* the script goes on after an error result (platoon shows it to the model, which carries on) and stops after a
-  ``finished`` result, as an agent stops after its submit tool;
+* the script goes on after an error result (platoon shows it to the model, which carries on), and after a
+  ``finished`` result too where it goes on (§13.14): platoon's harness runs whatever calls the model makes, and its
+  session's finish latch (``OrsSession._refusal``: ``environment_already_finished``) answers them without reaching
+  the env — each such answer is written ``{"tool", "text", "reward": null, "finished": false, "after_finished": true}``;
 * the episode is graded the rollout's way (``platoon.harness.inline.grade_session``, written out in :func:`grade`:
   ``platoon.harness`` imports the model gateway, which needs ``tinker`` and torch) and the session closed.
 
@@ -92,11 +94,16 @@ async def play(environ: dict[str, str], out: Out) -> int:
         return 1
     try:
         visible = {tool.name for tool in await session.tools()}
+        finished = False
         for call in calls:
             if call.get("pause_s"):
                 await asyncio.sleep(float(call["pause_s"]))
             name, arguments = call["tool"], dict(call.get("input") or {})
             result = await _call(session, visible, name, arguments)
+            if finished:  # platoon's finish latch answers it (environment_already_finished) without reaching the env
+                line = {"tool": name, "text": text_of(result), "reward": None, "finished": False, "after_finished": True}
+                out.write(line)
+                continue
             if result.is_error:
                 reason = (result.metadata or {}).get("error_reason")
                 out.write({"tool": name, "error": result.as_text(), "raised": False, "reason": reason})
@@ -104,8 +111,7 @@ async def play(environ: dict[str, str], out: Out) -> int:
                 images = sum(1 for block in result.content if block.get("type") == "image")
                 line = {"tool": name, "text": text_of(result), "reward": result.reward, "finished": bool(result.finished)}
                 out.write({**line, **({"images": images} if images else {})})
-            if result.finished:
-                break
+            finished = finished or bool(result.finished)
         outcome = await grade(session)
     finally:
         await session.close()

@@ -82,6 +82,9 @@ class ClientTarget:
     trains: bool = False
     #: What its user makes of an episode (reward convention, accepted range, images, failures).
     consumer: Consumer = Consumer("per-call")
+    #: The discovery routes (docs/protocol.md §2.1) its code path reads on the way to an episode — a dataset, the
+    #: shared tool list, the environments — as the request log of its episode shows them; ``()``: none.
+    listings: tuple[str, ...] = ()
     #: A client in another Python: the command adapter that plays it, in its virtual environment.
     command: Command | None = None
     #: Its ``play`` plays all of ``ORSBENCH_EPISODES`` itself, through the client's own loop over episodes (an eval's

@@ -33,7 +33,10 @@ firehorse asks for the environment's required secrets before any trial
 Each call's line comes from firehorse's own trajectory: a ``tool_result`` event
 (the tool, reward, finished) and the ``tool_results`` message that carries what
 the model was shown; a result firehorse showed the model as ``Error: ...``
-(``is_error``) is reported as the error it is (firehorse's loop goes on after it).
+(``is_error``) is reported as the error it is (firehorse's loop goes on after it), except
+after the finishing call: firehorse's Anthropic loop runs the rest of that reply
+(``firehorse-runs-the-whole-reply``, §13.14), the trial keeps its reward, and the
+refusal is reported as what the model was shown (``after_finished``).
 A trial that ended with an error (``run_result.json``) ends the episode with it.
 """
 
@@ -122,6 +125,9 @@ def record_trajectory(episode: AdapterEpisode, events: list[dict[str, Any]]) -> 
             for block in (event.get("raw") or {}).get("content") or []:
                 use_id = block.get("tool_use_id", "")
                 tool = names.get(use_id, "")
+                if episode.finished and block.get("is_error"):  # a call after the finishing one (the same reply's)
+                    episode.after_finished(tool, _text(block.get("content")))
+                    continue
                 if block.get("is_error") or use_id not in scored:
                     episode.error(f"{tool}: firehorse showed the model: {_text(block.get('content'))}", raised=False)
                     continue
@@ -187,6 +193,7 @@ register(
         takes_model=True,
         startup_s=10.0,
         concurrency=2,
+        listings=("num_tasks", "task", "tools"),  # the orchestrator's task selection, then the trial's tool list
         consumer=Consumer(
             "last",
             images=False,

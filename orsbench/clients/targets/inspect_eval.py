@@ -137,6 +137,7 @@ register(
         takes_model=True,
         startup_s=20.0,
         concurrency=2,
+        listings=("tasks",),  # the dataset, before any sample
         consumer=Consumer(
             "last",
             no_reward="zero",

@@ -25,6 +25,7 @@ register(
         trains=True,
         # A cold start (matrix --url, the adapter by hand) imports openreward in a fresh 3.12 process: seconds.
         startup_s=20.0,
+        listings=("list_environments", "task"),  # the env-name check, the task's display name (both best effort)
         consumer=Consumer(
             "finishing",
             no_reward="refuses",

@@ -2,11 +2,15 @@
 
 Played as GRPOTrainer plays a rollout: GRPO stops only when the model stops
 calling tools, so the script runs to its end whatever ``finished`` says (the
-server's finish latch is what protects the reward). TRL hands every failure to
-the model as ``"Error: ..."`` text (its ``_call_ors_tool`` catches everything);
-the adapter reports such a text as the error it is and stops, as a trainer
-reading TRL's convention would — the defect itself (``errors-as-text``) is
-pinned in ``conformance/test_client_robustness.py``.
+server's finish latch is what protects the reward; ``trl-calls-after-finished``,
+§13.14). TRL hands every failure to the model as ``"Error: ..."`` text (its
+``_call_ors_tool`` catches everything); the adapter reports such a text as the
+error it is and stops, as a trainer reading TRL's convention would — the defect
+itself (``errors-as-text``) is pinned in ``conformance/test_client_robustness.py``.
+After ``finished`` the rollout's reward is settled (``_outcome_only_reward_func``
+reads ``rollout.reward``, which a refused call leaves alone), so the refusal of a
+later call is reported as the text the model was shown (``after_finished``), not
+as the episode's error.
 """
 
 from __future__ import annotations
@@ -41,8 +45,11 @@ def play(episode: AdapterEpisode) -> None:
             method = getattr(rollout, call.tool, None)
             if not callable(method):
                 raise LookupError(f"OpenRewardSpec exposes no method {call.tool!r}")
-            seen = len(rollout.rewards)
+            seen, done = len(rollout.rewards), rollout.finished
             text = str(method(**call.input))
+            if done and text.startswith(ERROR_PREFIX):
+                episode.after_finished(call.tool, text)  # refused after finished: the rollout's reward stands
+                continue
             if text.startswith(ERROR_PREFIX):
                 raise ClientReported(text)
             reward = rollout.rewards[-1] if len(rollout.rewards) > seen else None
@@ -60,6 +67,7 @@ register(
         play,
         modules=("trl.experimental.openreward",),
         trains=True,
+        listings=("tools", "num_tasks"),  # the tool methods and the dataset, before any session
         consumer=Consumer(
             "last",
             images=False,

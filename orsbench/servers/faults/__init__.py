@@ -80,6 +80,9 @@ class ClientFacts:
     retry_after: bool = False
     #: It refuses ``POST /create_session``: no ``/create`` ever reaches the server.
     refuses_session: bool = False
+    #: It refuses the discovery routes (``/list_environments``, ``/{env}/tools``, ``/tasks``, ...: §2.1) and
+    #: nothing else: a client that reads one must report the refusal; one that reads none plays its episode.
+    refuses_discovery: bool = False
     #: Why no client is played under it (``None``: every client is).
     left_out: str | None = None
     #: A test aid for the server side, not trouble a client meets: check-client has no case for it.

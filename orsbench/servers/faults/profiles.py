@@ -86,7 +86,18 @@ INSUFFICIENT_CREDITS = (
     "Top up your credits, then start the session again (orsbench fault profile credits-402)."
 )
 
-
+#: credits-402-discovery: the answer to every discovery request (§13.12).
+DISCOVERY_CREDITS = (
+    "Insufficient credits: your OpenReward balance cannot pay for this environment's task and tool listings. "
+    "Top up your credits, then try again (orsbench fault profile credits-402-discovery)."
+)
+#: rate-limit-400: a 429 whose detail quotes another status-like number (§13.13).
+RATE_LIMIT_400 = "Rate limit exceeded: at most 400 requests per minute per API key; retry after the Retry-After delay (orsbench fault profile rate-limit-400)."
+#: missing-task-429: a final 400 whose detail quotes "429" (§13.13).
+MISSING_TASK_429 = (
+    "Task not found (platform error code 429): this environment no longer serves the task asked for; "
+    "retrying cannot bring it back (orsbench fault profile missing-task-429)."
+)
 
 #: Seeded so the first request of a client episode is refused: a client shows at once how it retries.
 CLIENT_SEED = 3
@@ -122,9 +133,9 @@ def _own_rng(name: str, rng: random.Random) -> random.Random:
 
 
 def _error_rate(
-    app: ASGIApp, rng: random.Random, context: FaultContext, name: str, statuses: tuple[int, ...], detail: str
+    app: ASGIApp, rng: random.Random, context: FaultContext, name: str, statuses: tuple[int, ...], detail: str, stream: str
 ) -> ASGIApp:
-    rng = _own_rng(name, rng)
+    rng = _own_rng(stream, rng)
     burst = 0
 
     async def decide(scope: Scope) -> Answer | None:
@@ -156,9 +167,12 @@ def latency_jitter(app: ASGIApp, rng: random.Random, context: FaultContext) -> A
     return Intercept(app, "latency-jitter", decide, context)
 
 
-def _error_profile(name: str, statuses: tuple[int, ...], detail: str) -> WrapFn:
+def _error_profile(name: str, statuses: tuple[int, ...], detail: str, stream: str | None = None) -> WrapFn:
+    """``stream``: the profile whose random stream it draws (``None``: its own), so two profiles that differ only in
+    their text refuse the same requests given the same seed, and a client's different verdict is the text's doing."""
+
     def wrap(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
-        return _error_rate(app, rng, context, name, statuses, detail)
+        return _error_rate(app, rng, context, name, statuses, detail, stream or name)
 
     return wrap
 
@@ -385,6 +399,49 @@ def credits_402(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGI
         return None
 
     return Intercept(app, "credits-402", decide, context)
+
+
+@http_fault(
+    "credits-402-discovery",
+    "every discovery request (/list_environments, /{env}/tools, /splits, /tasks, /num_tasks, /task, /task_range) "
+    "answers 402 Payment Required, insufficient credits; sessions are served: a client that reads a listing must "
+    "report the refusal, not retry it and not take it for an empty list",
+    kind="profile",
+    client=ClientFacts(refuses_discovery=True),
+)
+def credits_402_discovery(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    async def decide(scope: Scope) -> Answer | None:
+        if protocol.is_discovery(scope["path"]):
+            return 402, DISCOVERY_CREDITS, []
+        return None
+
+    return Intercept(app, "credits-402-discovery", decide, context)
+
+
+rate_limit_400 = http_fault(
+    "rate-limit-400",
+    f"{_BURSTS} 429 {_RETRY} whose detail quotes another number ('at most 400 requests per minute'): a client "
+    "that reads the status rides it out; one that matches numbers in the error text gives up. The same requests "
+    "are refused as under rate-limit (its random stream), so only the text differs",
+    kind="profile",
+    client=RIDE_OUT_SEEDED,
+)(_error_profile("rate-limit-400", (429,), RATE_LIMIT_400, stream="rate-limit"))
+
+
+@http_fault(
+    "missing-task-429",
+    "every POST /create answers 400 'Task not found (platform error code 429)': a final 4xx whose text quotes 429 — "
+    "a client must report it, never retry it",
+    kind="profile",
+    client=REPORT_ERROR,
+)
+def missing_task_429(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+    async def decide(scope: Scope) -> Answer | None:
+        if scope["method"] == "POST" and scope["path"] == protocol.CREATE:
+            return 400, MISSING_TASK_429, []
+        return None
+
+    return Intercept(app, "missing-task-429", decide, context)
 
 
 def _first_call_per_session() -> Any:

@@ -108,7 +108,8 @@ def outcome_of() -> Callable[[C.Cell], ClientOutcome]:
 
 def _assert_expected(cell: C.Cell, outcome: ClientOutcome) -> None:
     assert outcome.verdict == C.expected(cell), outcome.describe()
-    assert outcome.sessions_left_open <= 0, outcome.describe()
+    if not C.facts(cell).terminated:  # ended by SIGTERM mid-call: client.deletes_on_sigterm judges (and pins) what it left
+        assert outcome.sessions_left_open <= 0, outcome.describe()
     over = {t: n for t, n in outcome.calls.items() if n > cell.script.calls.get(t, 0)}
     assert not over, f"a tool ran more often than it was called: {outcome.describe()}"
 

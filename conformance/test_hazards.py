@@ -293,6 +293,17 @@ def test_no_client_target_puts_the_secret_on_a_command_line(client: str, serve: 
     assert SECRET_VALUE not in repr(found), "a report carried the secret"
 
 
+def _firehorse_cli(*extra: str) -> str:
+    """firehorse's own console script as its user runs it on the case's server, on the scripted model (the platform's
+    required-secrets asked of the scripted model's root, as the firehorse target does)."""
+    firehorse = os.path.join(os.path.dirname(sys.executable), "firehorse")
+    return (
+        f'OPENREWARD_API_URL="${{ANTHROPIC_BASE_URL%/s/*}}" exec {firehorse} --env "orsbench/$ORSBENCH_ENV" --agent react '
+        f'--model anthropic/scripted --provider-url "$ANTHROPIC_BASE_URL" --split "$ORSBENCH_SPLIT" --skip-tasks "$ORSBENCH_INDEX" '
+        f'--max-tasks 1 --run-name orsbench --no-logging --output-dir "$ORSBENCH_OUT.d" ' + " ".join(extra)
+    )
+
+
 @functools.cache
 def _firehorse_cli_run() -> Any:
     """firehorse's own console script on the ``secrets`` case, its secret given the one way its CLI takes one."""
@@ -300,16 +311,12 @@ def _firehorse_cli_run() -> Any:
 
     case = get_case("secrets")
     [(name, value)] = case.secrets
-    firehorse = os.path.join(os.path.dirname(sys.executable), "firehorse")
-    command = (
-        f"{firehorse} --env orsbench/secrets --agent react --model anthropic/scripted --provider-url \"$ANTHROPIC_BASE_URL\" "
-        f"--split train --skip-tasks 0 --max-tasks 1 --run-name orsbench --no-logging --output-dir \"$ORSBENCH_OUT.d\" "
-        f"--secret \"{name}=$HAZARD_TOKEN\""  # as a user writes it: the value from a variable, expanded onto the command line
-    )
-    run = run_case(command, case, timeout=30, extra_env={"HAZARD_TOKEN": value})
+    # As a user writes it: the value from a variable, expanded onto the command line.
+    run = run_case(_firehorse_cli(f'--secret "{name}=$HAZARD_TOKEN"'), case, timeout=60, extra_env={"HAZARD_TOKEN": value})
     return run, grade(run), value
 
 
+@pytest.mark.slow  # a fresh firehorse process: 15-40 s here; `pytest -m slow` checks the pin
 @pytest.mark.xdist_group(group("secrets", "mock"))
 def test_firehorse_cli_shows_its_secret_on_its_command_line() -> None:
     """The pinned defect as described: the firehorse process's arguments carry the secret (masked in the finding)."""
@@ -322,6 +329,7 @@ def test_firehorse_cli_shows_its_secret_on_its_command_line() -> None:
     assert value not in repr(results)
 
 
+@pytest.mark.slow  # a fresh firehorse process: 15-40 s here; `pytest -m slow` checks the pin
 @pytest.mark.xdist_group(group("secrets", "mock"))
 @pytest.mark.xfail(strict=True, reason=f"[firehorse-secret-on-command-line] {D.DEFECTS['firehorse-secret-on-command-line'].summary}")
 def test_firehorse_cli_keeps_its_secret_off_its_command_line() -> None:
@@ -330,4 +338,38 @@ def test_firehorse_cli_keeps_its_secret_off_its_command_line() -> None:
     pytest.importorskip("firehorse")
     _, results, _ = _firehorse_cli_run()
     found = _argv_check(results)
+    assert found is not None and found.status is Status.PASS
+
+
+# -- the client ended mid-call (SIGTERM, then SIGKILL): firehorse's own CLI process (§13.17) ---------------------
+@functools.cache
+def _firehorse_cli_terminated() -> Any:
+    from orsbench.clientcheck import get_case, grade, run_case
+
+    run = run_case(_firehorse_cli(), get_case("sparse-reward+sigterm-mid-call"), timeout=60)
+    return run, grade(run)
+
+
+@pytest.mark.slow  # a fresh firehorse process: 15-40 s here; `pytest -m slow` checks the pin
+@pytest.mark.xdist_group(group("secrets", "mock"))
+def test_firehorse_cli_ended_by_sigterm_dies_with_its_session_open() -> None:
+    """The pinned defect as described: SIGTERM while the held call is in flight; firehorse's process ends at once
+    (no SIGKILL needed) and the one session it opened is left for the TTL."""
+    pytest.importorskip("firehorse")
+    run, results = _firehorse_cli_terminated()
+    found = next((r for r in results if r.id == "client.deletes_on_sigterm"), None)
+    assert run.terminated is not None and found is not None, [(r.id, r.status.value, r.message) for r in results]
+    assert found.measured["left_open"] == found.measured["sessions"] == 1 and not found.measured["killed"], found.message
+    assert found.measured["exited_after_s"] < 1.0 and "turn 2" in run.stderr, (found.message, run.stderr[-500:])
+
+
+@pytest.mark.slow  # a fresh firehorse process: 15-40 s here; `pytest -m slow` checks the pin
+@pytest.mark.xdist_group(group("secrets", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[firehorse-sigterm-leaks-session] {D.DEFECTS['firehorse-sigterm-leaks-session'].summary}")
+def test_firehorse_cli_ended_by_sigterm_deletes_its_session() -> None:
+    from orsbench.checks.model import Status
+
+    pytest.importorskip("firehorse")
+    _, results = _firehorse_cli_terminated()
+    found = next((r for r in results if r.id == "client.deletes_on_sigterm"), None)
     assert found is not None and found.status is Status.PASS

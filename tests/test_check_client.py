@@ -102,6 +102,7 @@ def test_the_reference_client_passes_every_case():
     assert not [r for r in report.results if r.status is not Status.PASS]
     judged = {r.id.split("[")[0] for r in report.results}
     assert {"client.resume_by_task_id", "client.retry_after", "client.no_4xx_retry", "client.failure_as_error"} <= judged
+    assert {"client.secret_not_on_cmdline", "client.deletes_on_sigterm"} <= judged
 
 
 # -- one broken rule, one failing check -------------------------------------------------------------
@@ -205,7 +206,13 @@ def test_an_episode_reward_of_neither_convention_is_warned():
 
 #: Client checks shown failing by a process that misbehaves (the tests below: hang, crash, flood) and the
 #: warning above, beside those ONE_RULE_BROKEN shows.
-SHOWN_ELSEWHERE = {"client.exits_in_time", "client.exit_status", "client.request_budget", "client.reward_convention"}
+SHOWN_ELSEWHERE = {
+    "client.exits_in_time",
+    "client.exit_status",
+    "client.request_budget",
+    "client.reward_convention",
+    "client.deletes_on_sigterm",  # a recommended check: it warns (test_a_client_ended_mid_call_...)
+}
 
 
 def test_every_client_check_is_shown_to_fail_somewhere():
@@ -236,6 +243,23 @@ def test_the_command_line_check_is_skipped_where_no_proc_can_be_read(monkeypatch
     watch.sample(force=True)
     outcome = secret_not_on_cmdline(SimpleNamespace(run=SimpleNamespace(argv=watch.seen())))
     assert outcome.status is Status.SKIP and "darwin" in outcome.message and watch.seen().samples == 0
+
+
+@pytest.mark.parametrize("fault, killed", [("die-on-sigterm", False), ("ignore-sigterm", True)])
+def test_a_client_ended_mid_call_is_graded_on_the_session_it_left(fault, killed):
+    """docs/protocol.md §13.17: SIGTERM while the held call is in flight, SIGKILL 3 s later; the session left open is
+    a warning (a client cannot clean up after SIGKILL; the server's TTL reaps it), listed beside the verdict."""
+    from orsbench.clientcheck.judgement import judge
+
+    run = run_case(faulty(fault), get_case("sparse-reward+sigterm-mid-call"), timeout=SLACK_S)
+    results = grade(run)
+    assert not failing(results), [(r.id, r.status.value, r.message) for r in results]
+    found = next(r for r in results if r.id == "client.deletes_on_sigterm")
+    assert found.status is Status.WARN and found.measured["left_open"] == 1 and found.measured["killed"] is killed, found.message
+    assert "TTL" in found.message and "(reveal) got no answer" in found.message
+    assert run.terminated is not None and (run.terminated.exited_after_s is None) is killed
+    judgement = judge(run, results)
+    assert judgement.words == "fails clearly (right)" and judgement.rules == ("client.deletes_on_sigterm",)
 
 
 def test_a_hanging_client_is_stopped_at_its_deadline():

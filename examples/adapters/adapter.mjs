@@ -9,7 +9,9 @@
 // long as Retry-After says before retrying a 429/502/503/504, never retrying another 4xx — stop at
 // `finished` or at a failure (an `ok: false` refusal is reported and the episode goes on), delete the
 // session, and append one JSON line per call to ORSBENCH_OUT. Exit status 0, or 1 when the episode
-// ended on a failure. The rules are docs/protocol.md §12; the contract is docs/clients.md.
+// ended on a failure. Ended with SIGTERM mid-episode, it deletes its session and exits 143 (Node's own
+// SIGTERM would just die, leaving the session open: docs/protocol.md §13.17). The rules are
+// docs/protocol.md §12; the contract is docs/clients.md.
 //
 // Each rule is one small method of `Adapter`, so a test can break exactly one of them in a subclass:
 //     import { Adapter, main } from "./adapter.mjs";
@@ -287,7 +289,16 @@ export class Adapter {
   }
 
   // -- the episode ------------------------------------------------------------------------------
+  /** SIGTERM (a scheduler preempting it, `timeout`): delete the open session, then exit 143. */
+  onSigterm() {
+    process.once("SIGTERM", async () => {
+      await this.close();
+      process.exit(143);
+    });
+  }
+
   async play() {
+    this.onSigterm();
     try {
       await this.open();
     } catch (error) {

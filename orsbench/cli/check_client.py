@@ -90,6 +90,7 @@ def _list() -> int:
 
     for case in cases():
         outcome = "finishes" if case.expect == "finish" else "reports an error"
+        outcome = "is sent SIGTERM" if case.terminate_on else outcome
         if any(name in FAULTS and FAULTS.get(name).client.refuses_discovery for name in case.faults):
             outcome += " (reports the 402 if it reads a listing, §13.12)"
         print(f"{case.name:<34} {case.deadline:>4g} s  a correct client {outcome:<16}  {case.summary}")
@@ -112,6 +113,12 @@ def run(args: argparse.Namespace) -> int:
             chosen = [get_case(name) for name in dict.fromkeys(args.cases)] if args.cases else None
         except UnknownName as exc:
             raise flags.UsageError(f"--cases: {exc}") from None
+        ended = [case.name for case in chosen or () if case.terminate_on is not None]
+        if ended:
+            raise flags.UsageError(
+                f"--cases: {', '.join(ended)} ends the client with SIGTERM mid-call, and --hosted cannot signal a client it "
+                "did not start: play it with --client-cmd"
+            )
         return _hosted(args, chosen)
     if not args.client_cmd or not args.client_cmd.strip():
         raise flags.UsageError(
@@ -185,7 +192,8 @@ def _hosted(args: argparse.Namespace, chosen: list | None) -> int:
     from orsbench.clientcheck.hosted import CASES_PATH, REPORT_PATH, HostedServer, manifest_table
     from orsbench.servers.app import BindError, serve_forever, write_ready_file
 
-    selected = chosen if chosen is not None else cases()
+    # A case that ends its client with SIGTERM needs the client's process: a client started by the user has none here.
+    selected = chosen if chosen is not None else [case for case in cases() if case.terminate_on is None]
     if args.timeout is not None:
         selected = [case.with_deadline(args.timeout) for case in selected]
     terminal = reporting.terminal_of(args)

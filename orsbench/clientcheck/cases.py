@@ -60,6 +60,10 @@ class Case:
     #: Whether the command's environment carries the openreward SDK's URL variables (``False``: the
     #: ``url-only`` case, where a client has the server's URL alone).
     sdk_urls: bool = True
+    #: A ``/_orsbench/stats`` request counter (``"fault sigterm-mid-call"``): once it moves, orsbench sends the
+    #: client SIGTERM mid-episode and SIGKILL after :data:`~orsbench.clientcheck.process.TERMINATE_GRACE_S`
+    #: (``None``: the client ends by itself).
+    terminate_on: str | None = None
     #: Times the client plays the script in one process (``ORSBENCH_RUNS``, §13.16), each run in a session of its own.
     runs: int = 1
     #: Episodes each run plays (``ORSBENCH_EPISODES``, §13.15): tasks ``index`` .. ``index + episodes - 1``, then an aggregate.
@@ -122,6 +126,7 @@ def register_all() -> None:
                 summary,
                 faults=(profile.name,) if profile.fault else (),
                 sdk_urls=profile.sdk_urls,
+                terminate_on=profile.terminate_on,
                 runs=profile.runs,
                 episodes=profile.episodes,
                 knobs=profile.knobs,

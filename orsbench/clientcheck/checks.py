@@ -153,7 +153,38 @@ def client_check(
 
 
 def context(run: CaseRun) -> Context:
-    return Context(run, group(from_log(run.log)))
+    """The run's traffic grouped; in a case orsbench ended mid-call, without the call it ended (:func:`held_calls`).
+
+    That call never got its answer because orsbench killed the client, not because the client gave up on it: no
+    check of resuming or of failures judges it; ``client.deletes_on_sigterm`` reports its fate.
+    """
+    log = run.log
+    if run.terminated is not None:
+        held = {id(entry) for entry in held_calls(run)}
+        log = [entry for entry in log if id(entry) not in held]
+    return Context(run, group(from_log(log)))
+
+
+def held_calls(run: CaseRun) -> list[dict[str, Any]]:
+    """The request log's ``/call`` entries still unanswered when orsbench sent the client SIGTERM."""
+    if run.terminated is None:
+        return []
+    at = run.terminated.sigterm_at
+    calls = [e for e in run.log if e.get("method") == "POST" and str(e.get("path", "")).endswith("/" + protocol.CALL)]
+    held = [
+        e
+        for e in calls
+        if float(e.get("started_at") or 0.0) < at and not (e.get("complete") and float(e.get("ended_at") or 0.0) <= at)
+    ]
+    # The redirects that led to a held call (the openreward SDK's bare /call, 308 to /{env}/call) are that call too.
+    bodies = {(e.get("request_body"), (e.get("request_headers") or {}).get(protocol.SESSION_HEADER.lower())) for e in held}
+    led = [
+        e
+        for e in calls
+        if 300 <= int(e.get("status") or 0) < 400
+        and (e.get("request_body"), (e.get("request_headers") or {}).get(protocol.SESSION_HEADER.lower())) in bodies
+    ]
+    return [e for e in calls if any(e is x for x in (*led, *held))]
 
 
 #: 402 Payment Required: a refusal no retry and no wait changes (§13.4, §13.12).
@@ -253,6 +284,8 @@ def exits_in_time(ctx: Context) -> CheckOutcome | None:
 )
 def exit_status(ctx: Context) -> CheckOutcome | None:
     run = ctx.run
+    if run.terminated is not None:
+        return None  # orsbench ended it with SIGTERM: what it did then is client.deletes_on_sigterm's
     errors = [line for line in run.out.lines if line.is_error]
     tail = " ".join(run.stderr.strip().splitlines()[-3:])
     if run.exit_code not in (0, None) and not errors:
@@ -420,10 +453,67 @@ def session_deleted(ctx: Context) -> CheckOutcome | None:
     created = ctx.traffic.created
     if not created:
         return None  # not provoked: no session was created
+    if ctx.run is not None and ctx.run.terminated is not None:
+        return None  # orsbench ended the client mid-episode: client.deletes_on_sigterm judges what it left
     left = [sid for sid in created if sid not in ctx.traffic.deleted]
     if left:
         return failed(f"{len(left)} of {len(created)} session(s) never deleted: {', '.join(left[:3])}", {"left_open": len(left)})
     return passed(f"{len(created)} session(s) created, all deleted", {"sessions": len(created)})
+
+
+@client_check(
+    "client.deletes_on_sigterm",
+    title="Ended with SIGTERM mid-call, the client deletes its session before it exits",
+    severity=REC,
+    spec="§13.17",
+    remediation="Handle SIGTERM: stop the episode (Python: signal.signal(SIGTERM, lambda *_: sys.exit(143)), so finally blocks "
+    "and context managers run), POST /delete for every open session, then exit; Python's default SIGTERM skips them all.",
+    role=Role.PROCESS,
+    effect=Effect.RULE,
+)
+def deletes_on_sigterm(ctx: Context) -> CheckOutcome | None:
+    run = ctx.run
+    ended = run.terminated if run is not None else None
+    if ended is None:
+        return None  # not provoked: orsbench did not end this client mid-episode
+    created = ctx.traffic.created
+    if not created:
+        return None  # not provoked: it had no session open when it was ended
+    left = [sid for sid in created if sid not in ctx.traffic.deleted]
+    held = held_calls(run)
+    if held:
+        entry = held[-1]
+        try:
+            tool = json.loads(entry.get("request_body") or "{}").get("name", "?")
+        except (ValueError, AttributeError):
+            tool = "?"
+        stream = "still open on the server" if entry.get("ended_at") is None else "cut when the client went away"
+        running = "; the tool was still running" if (ended.tasks_running or 0) > 0 else ""
+        fate = f"the call in flight ({tool}) got no answer: its stream was {stream}{running}"
+    else:
+        fate = "no call was in flight"
+    how = (
+        f"it was still running {ended.grace_s:g} s after SIGTERM and was killed (SIGKILL)"
+        if ended.killed
+        else f"it exited {ended.exited_after_s:.2f} s after SIGTERM"
+    )
+    measured = {
+        "sessions": len(created),
+        "left_open": len(left),
+        "sigterm_after_s": round(ended.after_s, 3),
+        "exited_after_s": None if ended.exited_after_s is None else round(ended.exited_after_s, 3),
+        "killed": ended.killed,
+        "held_calls": len(held),
+        "ttl_s": ended.ttl_s,
+    }
+    if left:
+        ttl = f"its TTL reaps it ({ended.ttl_s:g} s idle)" if ended.ttl_s else "its TTL reaps it"
+        return warned(
+            f"SIGTERM mid-call: {how} and left {len(left)} of {len(created)} session(s) open — the server holds "
+            f"{'it' if len(left) == 1 else 'them'} until {ttl}; {fate}",
+            measured,
+        )
+    return passed(f"SIGTERM mid-call: {how}, having deleted its {len(created)} session(s); {fate}", measured)
 
 
 @client_check(
@@ -678,7 +768,9 @@ def script_followed(ctx: Context) -> CheckOutcome | None:
     if len(made) < len(steps):
         last = made[-1] if made else None
         opened = bool(ctx.traffic.created)
-        if last is not None and (last.finished or last.failure is not None):
+        if ctx.run.terminated is not None:
+            pass  # orsbench ended it mid-episode (SIGTERM): the rest of the script was never its to play
+        elif last is not None and (last.finished or last.failure is not None):
             pass  # stopped at finished or at a failure: as it should
         elif not opened or (last is None and any(line.is_error for line in ctx.run.out.lines)):
             pass  # the session did not open (or the client reported why it made no call)

@@ -37,7 +37,8 @@ class Judgement:
     #: ``"<check id>: <message>"`` of each failed required check that decides the verdict (the process, the data,
     #: the server), else the script's unmet expectations as ``"script: ..."`` where those alone decided it.
     problems: tuple[str, ...] = ()
-    #: Ids of the failed required checks of rules the episode did not depend on (``client.env_name``, ...).
+    #: Ids of the failed required checks of rules the episode did not depend on (``client.env_name``, ...), and of the
+    #: recommended checks it did not pass (``client.deletes_on_sigterm``).
     rules: tuple[str, ...] = ()
     #: The client's own first error: its first reported error line, else its exit status and last stderr line.
     error: str | None = None
@@ -125,12 +126,13 @@ def judge(run: CaseRun, results: Sequence[CheckResult]) -> Judgement:
     if run.stopped_for is not None:
         effects.add(Effect.HANGS)
     error = client_error(run)
-    if error is not None or run.exit_code not in (0, None):
-        effects.add(Effect.REPORTS_ERROR)
+    if error is not None or run.exit_code not in (0, None) or run.terminated is not None:
+        effects.add(Effect.REPORTS_ERROR)  # ended by a signal (orsbench's SIGTERM): its user sees that it stopped
     if any(_check(r).unreported for r in failed):
         # The figure the user reads (an aggregate over episodes) hides the failure: the error said elsewhere does not count.
         effects.discard(Effect.REPORTS_ERROR)
-    unmet = unmet_expectations(run)
+    # An episode orsbench ended mid-call never reached what the script expects of its end.
+    unmet = unmet_expectations(run) if run.terminated is None else []
     if unmet:
         effects.add(Effect.WRONG_DATA)
     verdict = verdict_of(effects)
@@ -140,5 +142,7 @@ def judge(run: CaseRun, results: Sequence[CheckResult]) -> Judgement:
         problems = [f"script: {why}" for why in unmet]
     # A client stopped at a bound is told that (client.exits_in_time), not also that it sent many requests meanwhile.
     shown_rules = [r.id for r in rules if not (run.stopped_for is not None and _check(r).fails_with_a_hang)]
+    # A recommended rule it did not keep (a session left open after SIGTERM) is listed beside the verdict too.
+    shown_rules += [r.id for r in results if r.severity is Severity.RECOMMENDED and r.status in (Status.WARN, Status.FAIL)]
     expected = verdict_of([Effect.REPORTS_ERROR] if expects_error(run) else [])
     return Judgement(verdict, expected, tuple(problems), tuple(shown_rules), error, tuple(results))

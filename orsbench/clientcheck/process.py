@@ -33,8 +33,11 @@ from orsbench.clientcheck import contract
 
 #: Seconds between SIGTERM and SIGKILL of a client's process group.
 GRACE_S = 1.0
+#: Seconds a client ended mid-episode on purpose (a case's ``terminate_on``) gets between SIGTERM and SIGKILL to
+#: delete its session and exit: a scheduler's or a ``timeout``'s grace is longer, a delete takes milliseconds.
+TERMINATE_GRACE_S = 3.0
 
-__all__ = ["GRACE_S", "ClientProcess", "Command", "Fork", "Launch"]
+__all__ = ["GRACE_S", "TERMINATE_GRACE_S", "ClientProcess", "Command", "Fork", "Launch"]
 
 
 class ClientProcess:
@@ -79,6 +82,10 @@ class ClientProcess:
         self._signal(signal.SIGKILL)
         if self.poll() is None:
             self.wait(5.0)
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the client's whole process group (gone already: nothing happens)."""
+        self._signal(sig)
 
     def _signal(self, sig: int) -> None:
         try:

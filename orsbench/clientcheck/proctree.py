@@ -1,4 +1,4 @@
-"""The client's process tree, read from ``/proc``: every command line it runs, watched for a secret.
+"""The client's process tree, read from ``/proc``: every command line it runs, watched for a secret; whether it still runs.
 
 A secret on a command line is readable by every user of the machine
 (``/proc/PID/cmdline`` is world-readable; ``ps`` shows it): docs/protocol.md §14.4.
@@ -50,7 +50,7 @@ UNAVAILABLE = _unavailable()
 
 
 def _stat(pid: str) -> tuple[int, int, int] | None:
-    """``(ppid, pgrp, session)`` of a process, or ``None`` when it is gone."""
+    """``(ppid, pgrp, session)`` of a live process, or ``None`` when it is gone (a zombie is gone)."""
     try:
         with open(f"{_PROC}/{pid}/stat", "rb") as handle:
             raw = handle.read()
@@ -58,6 +58,8 @@ def _stat(pid: str) -> tuple[int, int, int] | None:
         return None
     # The name in parentheses may hold spaces or ')': the fields after the last ')' are fixed.
     fields = raw[raw.rfind(b")") + 2 :].split()
+    if fields[:1] == [b"Z"]:
+        return None  # exited, not yet reaped: nothing of it runs
     try:
         return int(fields[1]), int(fields[2]), int(fields[3])
     except (IndexError, ValueError):
@@ -86,6 +88,17 @@ def members(leader: int) -> list[int]:
                 found.add(pid)
                 grew = True
     return sorted(found)
+
+
+def alive(leader: int) -> bool:
+    """Whether any process of the client led by ``leader`` still runs (off Linux: whether its group answers a signal)."""
+    if UNAVAILABLE:
+        try:
+            os.killpg(leader, 0)
+        except OSError:
+            return False
+        return True
+    return bool(members(leader))
 
 
 def cmdline(pid: int) -> list[str] | None:

@@ -71,6 +71,11 @@ class Profile:
         return self.facts.deadline_s
 
     @property
+    def terminate_on(self) -> str | None:
+        """The server counter whose first move is when orsbench sends the client SIGTERM (``None``: never)."""
+        return f"fault {self.name}" if self.facts.terminate and self.fault else None
+
+    @property
     def per_client(self) -> bool:
         """A fresh server per client, so a seeded fault stream starts afresh for each."""
         return self.facts.per_client

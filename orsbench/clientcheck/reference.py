@@ -14,6 +14,10 @@ calls in order — resuming a cut stream by its ``task_id``, waiting as long as
 ``Retry-After`` says before retrying a 429/502/503/504, never retrying another
 4xx — stop at ``finished`` or at a failure (an ``ok: false`` refusal is reported
 and the episode goes on), delete the session, and write one contract line per
+call. Exit status 0, or 1 when the episode ended on a failure. Ended with
+SIGTERM (a scheduler preempting it, ``timeout``, Ctrl-C's cousin), it stops where
+it is, still deletes its session, and exits 143 (docs/protocol.md §13.17):
+Python's own SIGTERM would skip every ``finally``.
 call. Exit status 0, or 1 when the episode ended on a failure. Under ``ORSBENCH_RUNS=N`` it plays
 the script N times in its one process, a fresh :class:`Adapter` (HTTP pool, session) per run; under
 ``ORSBENCH_EPISODES=N`` each run plays tasks ``INDEX`` .. ``INDEX+N-1`` and reports its mean over all N.
@@ -25,6 +29,7 @@ import base64
 import json
 import math
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -246,7 +251,17 @@ class Adapter:
         return bool(output.get("finished"))
 
     # -- the episode -------------------------------------------------------------------
+    def on_sigterm(self) -> None:
+        """SIGTERM ends the episode as an exception would (``SystemExit(143)``), so ``play``'s ``finally`` deletes the session."""
+
+        def stop(signum: int, frame: Any) -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup it starts is not interrupted again
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, stop)
+
     def play(self) -> int:
+        self.on_sigterm()
         try:
             self.open()
         except (ClientError, httpx.HTTPError) as exc:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Mapping
@@ -43,8 +44,8 @@ from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import OutFile
 from orsbench.clientcheck.episodes import Script
 from orsbench.clientcheck.model import ModelScript, register
-from orsbench.clientcheck.process import ClientProcess, Command, Launch
-from orsbench.clientcheck.proctree import ArgvSeen, ArgvWatch
+from orsbench.clientcheck.process import TERMINATE_GRACE_S, ClientProcess, Command, Launch
+from orsbench.clientcheck.proctree import ArgvSeen, ArgvWatch, alive
 from orsbench.servers.launch import RunningServer, ServerStartError, local_http, start
 from orsbench.servers import stats as server_stats
 from orsbench.wire.redact import scrub
@@ -64,6 +65,38 @@ STORM_LIMIT = 2000
 #: How often a client is looked at, and how often its server's request count and its output sizes.
 POLL_S = 0.05
 WATCH_SERVER_S = 0.25
+
+
+@dataclass
+class Termination:
+    """How orsbench ended a client mid-episode (a case's ``terminate_on``): SIGTERM, then SIGKILL after the grace.
+
+    Times are seconds on the machine's monotonic clock (the request log's clock too), so the server's
+    record of each request can be placed before or after the signal.
+    """
+
+    #: When SIGTERM was sent (monotonic), and how long after the episode began.
+    sigterm_at: float
+    after_s: float
+    #: Seconds from SIGTERM until no process of the client ran (``None``: it was still running at the grace's end).
+    exited_after_s: float | None = None
+    #: SIGKILL was needed: the client was still running :data:`~orsbench.clientcheck.process.TERMINATE_GRACE_S` after SIGTERM.
+    killed: bool = False
+    grace_s: float = TERMINATE_GRACE_S
+    #: The session TTL of the server (``ServerConfig.ttl``): how long a session left open holds its environment.
+    ttl_s: float | None = None
+    #: Tool-call tasks still running on the server when the run was collected (mock only; ``None``: not known).
+    tasks_running: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "after_s": round(self.after_s, 3),
+            "exited_after_s": None if self.exited_after_s is None else round(self.exited_after_s, 3),
+            "killed": self.killed,
+            "grace_s": self.grace_s,
+            "ttl_s": self.ttl_s,
+            "tasks_running": self.tasks_running,
+        }
 
 
 @dataclass
@@ -104,6 +137,8 @@ class CaseRun:
     #: What the client's processes carried on their command lines, read while a case with secrets ran
     #: (:mod:`orsbench.clientcheck.proctree`); ``None`` where the case gives no secret or no process was watched.
     argv: ArgvSeen | None = None
+    #: How orsbench ended the client mid-episode, in a case that does (``terminate_on``); ``None`` otherwise.
+    terminated: Termination | None = None
 
     @property
     def timed_out(self) -> bool:
@@ -243,6 +278,9 @@ class RunningCase:
             self.log_before, self.server_error = 0, f"could not read the server's request log: {exc}"
         self.stats_before = _stats(server)
         self.requests_before = _requests(self.stats_before)
+        self.terminate_on = case.terminate_on
+        self.terminated: Termination | None = None
+        self._terminate_from = _counter(self.stats_before, case.terminate_on)
         self.stopped_for: str | None = None
         self._next_look = 0.0
         self.started = time.monotonic()
@@ -259,7 +297,13 @@ class RunningCase:
         return self.started + self.deadline
 
     def done(self) -> bool:
-        """Whether the client ended, or has just been found past a bound (then :attr:`stopped_for` says which)."""
+        """Whether the client ended, or has just been found past a bound (then :attr:`stopped_for` says which).
+
+        In a case that ends the client mid-episode (``terminate_on``): SIGTERM once the server's counter moved, then
+        done when no process of the client runs any more, or — SIGKILL sent — when the grace is over.
+        """
+        if self.terminated is not None:
+            return self._ended_after_sigterm()
         if self.stopped_for is not None or self.process.poll() is not None:
             return True
         if self.argv is not None:
@@ -269,11 +313,32 @@ class RunningCase:
             self.stopped_for = "deadline"
         elif now >= self._next_look:
             self._next_look = now + WATCH_SERVER_S
-            if _requests(_stats(self.server)) - self.requests_before > STORM_LIMIT:
+            stats = _stats(self.server)
+            if self.terminate_on is not None and _counter(stats, self.terminate_on) > self._terminate_from:
+                self.process.signal_group(signal.SIGTERM)  # the call the server holds is in flight now
+                self.terminated = Termination(sigterm_at=now, after_s=now - self.started, ttl_s=self.server.config.ttl)
+                return False
+            if _requests(stats) - self.requests_before > STORM_LIMIT:
                 self.stopped_for = "request storm"
             elif _size(self.out_path) > OUT_LIMIT or max(_size(self.stdout_path), _size(self.stderr_path)) > STDIO_LIMIT:
                 self.stopped_for = "output flood"
         return self.stopped_for is not None
+
+    def _ended_after_sigterm(self) -> bool:
+        ended = self.terminated
+        assert ended is not None
+        if ended.exited_after_s is not None or ended.killed:
+            return True
+        self.process.poll()  # reap the leader: an exited one is no longer counted
+        now = time.monotonic()
+        if not alive(self.process.pid):
+            ended.exited_after_s = now - ended.sigterm_at
+            return True
+        if now - ended.sigterm_at >= ended.grace_s:
+            self.process.signal_group(signal.SIGKILL)
+            ended.killed = True
+            return True
+        return False
 
     def wait(self) -> CaseRun:
         """Watch the client until it ends or is stopped; collect it (the same as :meth:`finish`)."""
@@ -306,6 +371,7 @@ class RunningCase:
             server_error=self.server_error,
             model=used(self.model.transcript()) if self.model is not None else None,
             argv=self.argv.seen() if self.argv is not None else None,
+            terminated=self.terminated,
         )
         if self.model is not None:
             self.model.forget()
@@ -318,6 +384,8 @@ class RunningCase:
         after = _stats(self.server)
         if self.stats_before is not None and after is not None:
             run.stats = dict(server_stats.change(self.stats_before, after))
+        if run.terminated is not None and after is not None and "tasks_running" in after:
+            run.terminated.tasks_running = int(after["tasks_running"])
         shutil.rmtree(self.workdir, ignore_errors=True)
         return run
 
@@ -330,6 +398,11 @@ def register_model(case: Case, script: Script | None = None) -> ModelScript:
 def used(transcript: dict[str, Any] | None) -> dict[str, Any] | None:
     """The scripted model's transcript when the client asked the model anything, else ``None``."""
     return transcript if transcript and transcript.get("requests") else None
+
+
+def _counter(stats: Mapping[str, Any] | None, name: str | None) -> int:
+    """One request counter of the server's (``"fault sigterm-mid-call"``); 0 where it has none."""
+    return int(((stats or {}).get("requests") or {}).get(name, 0)) if name else 0
 
 
 def _requests(stats: Mapping[str, Any] | None) -> int:

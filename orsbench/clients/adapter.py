@@ -25,13 +25,34 @@ its end (or to ``finished``), 1 when it raised, 2 for a usage error.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
+from types import FrameType
 
 from orsbench.clients.offline import loopback_only
 from orsbench.clients.targets import CLIENT_TARGETS, ClientTarget
 from orsbench.clients.transcript import AdapterEpisode, ClientExited, ClientReported, UsageError
+
+
+#: The exit status of an episode ended by SIGTERM (128 + 15, as a shell reports it).
+SIGTERM_EXIT = 128 + signal.SIGTERM
+
+
+def unwind_on_sigterm() -> None:
+    """SIGTERM ends the episode as an exception does (``SystemExit(143)``), once: the client's ``finally`` blocks and
+    context managers run — a session opened with ``with`` is deleted — where Python's default would just die.
+
+    What a correct application does (docs/protocol.md §13.17); the adapter is the application around each client,
+    so what a target's cell then shows is the client's own: whether its session closes when its episode is unwound.
+    """
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup it starts is not interrupted again
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def play(name: str, episode: AdapterEpisode) -> int:
@@ -67,6 +88,9 @@ def _play_once(target: ClientTarget, episode: AdapterEpisode) -> int:
         target.play(episode)
     except ClientExited as exc:  # a command adapter wrote its own lines: only its status is ours to pass on
         return exc.code
+    except SystemExit as exc:  # SIGTERM (unwind_on_sigterm): the client's cleanup has run on the way here
+        episode.error("ended by SIGTERM before the episode's end")
+        return exc.code if isinstance(exc.code, int) else SIGTERM_EXIT
     except Exception as exc:  # noqa: BLE001 - what the client raised is the result
         if isinstance(exc, ClientReported):
             episode.error(str(exc), raised=False)
@@ -96,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"orsbench adapter: error: {target.title} is not installed: {target.install_hint}", file=sys.stderr)
         return 2
     loopback_only()  # the client's code reaches 127.0.0.1 and nothing else (orsbench/clients/offline.py)
+    unwind_on_sigterm()
     try:
         episode = AdapterEpisode.from_environment(os.environ)
     except UsageError as exc:

@@ -143,6 +143,7 @@ def facts(cell: Cell) -> D.CellFacts:
         rewards_before_the_end=s.rewards_before_the_end,
         rewards=sent_rewards(cell.scenario),
         refuses_non_finite=_refuses_non_finite(cell.client),
+        terminated=played is not None and played.terminate,
         calls_after_finished=s.goes_on_after_finished,
         finishing_reply_goes_on=s.finishing_reply_goes_on,
         runs=cell.runs,

@@ -234,7 +234,13 @@ class Command:
         else:
             sys.stdout.flush()
             sys.stderr.flush()
-            code = subprocess.run(self.argv, stdin=subprocess.DEVNULL, check=False).returncode
+            # The command is in this process's group: a SIGTERM to the group reaches it, and this process waits for
+            # it to end (a Python handler, not SIG_IGN: the command starts with the default, which exec restores).
+            previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+            try:
+                code = subprocess.run(self.argv, stdin=subprocess.DEVNULL, check=False).returncode
+            finally:
+                signal.signal(signal.SIGTERM, previous)
         if code:
             raise ClientExited(code)
 
@@ -306,18 +312,29 @@ class WarmServer:
         on these fds); its exit status.
 
         The episode runs until it ends; the caller's deadline is enforced by killing the caller (the matrix kills
-        its forked child): the server sees the connection close and kills the episode with it.
+        its forked child): the server sees the connection close and kills the episode with it. A SIGTERM to the
+        caller is passed on to the episode (it runs in the server's process group, not the caller's), and the caller
+        waits for it to end: the episode gets the same chance to clean up as a command run directly.
         """
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.connect(self.socket_path)
             chosen = {"script": str(COMMANDS / script)} if script is not None else {}
             request = json.dumps({"environ": dict(environ), **chosen}).encode() + b"\n"
             socket.send_fds(conn, [request], [stdout, stderr])
-            reader = conn.makefile("rb")
-            for raw in reader:
-                message = json.loads(raw)
-                if "exit" in message:
-                    return int(message["exit"])
+
+            def relay(signum: int, frame: Any) -> None:
+                with contextlib.suppress(OSError):
+                    conn.sendall(json.dumps({"signal": signum}).encode() + b"\n")
+
+            previous = signal.signal(signal.SIGTERM, relay)
+            try:
+                reader = conn.makefile("rb")
+                for raw in reader:
+                    message = json.loads(raw)
+                    if "exit" in message:
+                        return int(message["exit"])
+            finally:
+                signal.signal(signal.SIGTERM, previous)
             raise RuntimeError("the fork server closed the episode without its exit status")
 
     def stop(self) -> None:

@@ -126,9 +126,19 @@ def run(
     def launch(key: tuple[str, str, str, str], cell: C.Cell, replay: bool = False) -> None:
         busy[cell.client] += 1
         expect = "error" if C.facts(cell).expects_error else "finish"
-        sdk_urls = C.profile_of(cell).sdk_urls if cell.profile else True
+        played = C.profile_of(cell) if cell.profile else None
+        sdk_urls = played.sdk_urls if played is not None else True
+        terminate_on = played.terminate_on if played is not None else None
         run = ClientRun(
-            cell.client, lanes[key], cell.script, limit_of(cell), expect=expect, sdk_urls=sdk_urls, runs=cell.runs, episodes=cell.episodes
+            cell.client,
+            lanes[key],
+            cell.script,
+            limit_of(cell),
+            expect=expect,
+            sdk_urls=sdk_urls,
+            terminate_on=terminate_on,
+            runs=cell.runs,
+            episodes=cell.episodes,
         )
         active[key] = (cell, run, replay)
 

@@ -145,6 +145,7 @@ def forked(client: str, prepare: Callable[[], None] | None = None) -> Fork:
 
     def body(workdir: Path) -> int:
         loopback_only()  # the client's code reaches 127.0.0.1 and nothing else (as the adapter's command line)
+        adapter.unwind_on_sigterm()  # as the adapter's command line: SIGTERM unwinds the episode
         forget_parent_ping_thread()
         if prepare is not None:
             prepare()
@@ -186,7 +187,8 @@ class ClientRun(RunningCase):
     the entries it added. ``expect``: ``"finish"`` where a correct client plays the script to its end,
     ``"error"`` where it reports a failure. ``prepare`` runs in the child before the client starts
     (a test scaling a client's own timers). ``deadline`` leaves out the client's start-up, which its
-    target says (``ClientTarget.startup_s``).
+    target says (``ClientTarget.startup_s``). ``terminate_on``: end the client mid-episode with SIGTERM once
+    that server counter moves (a profile's ``terminate_on``, :class:`~orsbench.clientcheck.cases.Case`).
     """
 
     def __init__(
@@ -200,11 +202,12 @@ class ClientRun(RunningCase):
         secrets: Mapping[str, str] | None = None,
         prepare: Callable[[], None] | None = None,
         sdk_urls: bool = True,
+        terminate_on: str | None = None,
         runs: int = 1,
         episodes: int = 1,
     ) -> None:
         self.client = client
-        case = replace(case_for(server, expect), sdk_urls=sdk_urls, runs=runs, episodes=episodes)
+        case = replace(case_for(server, expect), sdk_urls=sdk_urls, runs=runs, episodes=episodes, terminate_on=terminate_on)
         if secrets:
             case = replace(case, secrets=tuple(secrets.items()))
         takes_model = CLIENT_TARGETS.get(client).takes_model

@@ -94,6 +94,8 @@ class CellFacts:
     rewards: tuple[Any, ...] = ()
     #: The client's user refuses a reward that is not a finite number (its consumer profile checks what it takes).
     refuses_non_finite: bool = False
+    #: orsbench ends the client with SIGTERM mid-call under the profile (``sigterm-mid-call``), SIGKILL after a grace.
+    terminated: bool = False
     #: The script goes on after the call that returns ``finished: true`` (§13.14): a correct client never sends the rest.
     calls_after_finished: bool = False
     #: The scripted model's reply carrying the finishing call carries another call after it (§13.14).
@@ -856,6 +858,26 @@ DEFECTS: dict[str, Defect] = {
             "_bounded_reward does float(value): a JSON boolean reward (true) passes the [0, 1] check as 1.0 and the "
             "ors-episode verifier scores the episode 1.0 (the openreward client hands the boolean on as sent)",
             "P7",
+        ),
+        Defect(
+            "inspect-sigterm-leaks-session",
+            INSPECT,
+            "ended with SIGTERM mid-call, the eval leaves its session open: inspect eval keeps Python's default SIGTERM "
+            "(the process dies, nothing runs), and even unwound (SystemExit, as orsbench's adapter turns SIGTERM into) "
+            "the sample is cancelled with the POST /delete of openreward's AsyncSession.__aexit__ (inside "
+            "inspect-openreward's `async with async_env.session(...)`) never sent: the sample errors with "
+            "CancelledError and the server holds the session until its TTL",
+            "P13",
+            breaks=(("client.deletes_on_sigterm", lambda cell: cell.terminated),),
+        ),
+        Defect(
+            "firehorse-sigterm-leaks-session",
+            FIREHORSE,
+            "its CLI installs no SIGTERM handler: a firehorse run ended with SIGTERM mid-call (a scheduler's preemption, "
+            "timeout) dies at once, the trial's `async with` session never closed, and the server holds the session until "
+            "its TTL (unwound instead, as orsbench's adapter turns SIGTERM into SystemExit, the trial deletes it: the "
+            "matrix's firehorse cell passes)",
+            "P13",
         ),
         Defect(
             "firehorse-secret-on-command-line",

@@ -15,6 +15,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -309,6 +310,20 @@ class NanAsNull(Adapter):
         super().validate(output)
 
 
+class DieOnSigterm(Adapter):
+    """Keeps Python's default SIGTERM: the process dies at once, its finally blocks skipped, its session left open (§13.17)."""
+
+    def on_sigterm(self) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+class IgnoreSigterm(Adapter):
+    """Ignores SIGTERM and plays on: it is killed (SIGKILL) when the grace is over, its session left open (§13.17)."""
+
+    def on_sigterm(self) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 class ReadsListings(Adapter):
     """Correct, and reads the environment's tool list (``GET /{env}/tools``, §2.1) before its session, as a trainer
     that shows its model the tools does: a refused listing is reported and ends the run (§13.12)."""
@@ -442,6 +457,8 @@ FAULTS: dict[str, type[Adapter]] = {
     "clamp-rewards": ClampRewards,
     "null-as-zero": NullAsZero,
     "nan-as-null": NanAsNull,
+    "die-on-sigterm": DieOnSigterm,
+    "ignore-sigterm": IgnoreSigterm,
     "reads-listings": ReadsListings,
     "empty-on-402": EmptyOnRefusedListing,
     "retry-listing-402": RetryRefusedListing,

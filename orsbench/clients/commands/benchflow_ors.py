@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import shutil
 import sys
 import tempfile
@@ -146,6 +147,17 @@ def judge(outputs: list[dict[str, Any]], workdir: Path, out: Out) -> int:
     return 0
 
 
+def unwind_on_sigterm() -> None:
+    """SIGTERM ends the episode as an exception does (``SystemExit(143)``), once, so the client's own cleanup runs on
+    the way out — what a correct application around it does (docs/protocol.md §13.17); Python's default just dies."""
+
+    def stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main() -> int:
     environ = dict(os.environ)
     missing = [name for name in REQUIRED if not environ.get(name)]
@@ -162,6 +174,7 @@ def main() -> int:
     out = Out(environ["ORSBENCH_OUT"])
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="orsbench-benchflow-"))
+    unwind_on_sigterm()
     try:
         # ORSBENCH_RUNS (docs/protocol.md §13.16): the session and its judgement run that many times in this one
         # process, as a loop over runs calls them; a run that fails ends the loop, as it would end the user's.
@@ -177,6 +190,9 @@ def main() -> int:
             if code:
                 return code
         return 0
+    except SystemExit:
+        out.write({"error": "ended by SIGTERM before the episode's end", "raised": True})
+        raise
     except Exception as exc:  # noqa: BLE001 - a crash of this adapter is reported, then exits 1
         out.write({"error": f"{type(exc).__name__}: {exc}", "raised": True})
         traceback.print_exc()

@@ -17,7 +17,8 @@ One request per connection, one JSON line:
 * ``{"environ": {...}, "script": ADAPTER.py}`` (``script`` left out: the adapter given on the command line), sent
   with two file descriptors (the episode's stdout and stderr, ``SCM_RIGHTS``), plays one episode: the answers are
   ``{"pid": N}`` and, when the child ends, ``{"exit": STATUS}``. A connection closed before its child ends kills the
-  child (the caller gave up: its deadline).
+  child (the caller gave up: its deadline); a line ``{"signal": 15}`` on it sends the child SIGTERM (the caller was
+  told to stop, and passes it on: the child is in this server's process group, not the caller's).
 
 The server is single-threaded (a fork never copies a lock another thread holds), prints ``ready`` once listening,
 and exits when its stdin closes (its orsbench process is gone) or on SIGTERM.
@@ -137,17 +138,23 @@ def serve(path: str, adapters: dict[str, Any], default: str | None = None) -> No
                 children[pid] = conn
                 selector.register(conn, selectors.EVENT_READ, pid)
                 _send(conn, {"pid": pid})
-            else:  # the caller's connection: closed (it gave up) before the child ended
+            else:  # the caller's connection: a signal to pass on, or closed (it gave up) before the child ended
                 pid = key.data
                 try:
                     data = key.fileobj.recv(4096)  # type: ignore[union-attr]
                 except OSError:
                     data = b""
-                if not data and pid in children:
-                    try:
+                if pid not in children:
+                    continue
+                try:
+                    if not data:
                         os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+                    for line in data.splitlines():
+                        signum = json.loads(line or b"{}").get("signal")
+                        if signum in (signal.SIGTERM, signal.SIGINT):
+                            os.kill(pid, signum)  # the caller was told to stop: the episode is, as if run directly
+                except (ProcessLookupError, ValueError):
+                    pass
         while children:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)

@@ -19,6 +19,8 @@ script in the model's place:
   ``finished`` result too where it goes on (§13.14): platoon's harness runs whatever calls the model makes, and its
   session's finish latch (``OrsSession._refusal``: ``environment_already_finished``) answers them without reaching
   the env — each such answer is written ``{"tool", "text", "reward": null, "finished": false, "after_finished": true}``;
+* SIGTERM is handled as platoon's rollout worker handles it: the sessions still open are deleted, then the episode
+  ends (:func:`unwind_on_sigterm`, docs/protocol.md §13.17);
 * the episode is graded the rollout's way (``platoon.harness.inline.grade_session``, written out in :func:`grade`:
   ``platoon.harness`` imports the model gateway, which needs ``tinker`` and torch) and the session closed.
 
@@ -38,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -147,6 +150,33 @@ async def _call(session: Any, visible: set[str], name: str, arguments: dict[str,
         return ToolResult.text(f"Tool {name!r} failed: {type(exc).__name__}: {exc}", is_error=True)
 
 
+#: Seconds the SIGTERM handler gives platoon's session deletes (its rollout worker's SIGTERM_CLEANUP_SECONDS).
+SIGTERM_CLEANUP_S = 5.0
+
+
+def unwind_on_sigterm() -> None:
+    """On SIGTERM, what platoon's rollout worker does (``platoon.train.tinker.workers.entrypoint``): refuse further
+    calls and take the sessions still open (``platoon.envs.ors.cleanup.shut_down``), delete them on a thread and loop
+    of their own (``delete_orphaned_sessions``), then end the episode as an exception does (``SystemExit(143)``).
+    docs/protocol.md §13.17; Python's default SIGTERM would just die, the sessions left open."""
+    import threading
+
+    from platoon.envs.ors.cleanup import delete_orphaned_sessions, shut_down
+
+    def stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sessions = shut_down()
+        if sessions:
+            deletes = threading.Thread(
+                target=lambda: asyncio.run(delete_orphaned_sessions(sessions, SIGTERM_CLEANUP_S)), daemon=True
+            )
+            deletes.start()
+            deletes.join(SIGTERM_CLEANUP_S + 1.0)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main() -> int:
     environ = dict(os.environ)
     missing = [name for name in REQUIRED if not environ.get(name)]
@@ -160,6 +190,7 @@ def main() -> int:
         return 2
     out = Out(environ["ORSBENCH_OUT"])
     started = time.monotonic()
+    unwind_on_sigterm()
     try:
         # ORSBENCH_RUNS (docs/protocol.md §13.16): the rollout run that many times in this one process, each run
         # its own asyncio.run, as a script looping over runs calls platoon; whatever platoon caches carries over.
@@ -171,6 +202,9 @@ def main() -> int:
             for number in range(runs(environ, "ORSBENCH_EPISODES")):
                 code = max(code, asyncio.run(play({**environ, "ORSBENCH_INDEX": str(first + number)}, out)))
         return code
+    except SystemExit:
+        out.write({"error": "ended by SIGTERM before the episode's end", "raised": True})
+        raise
     except Exception as exc:  # noqa: BLE001 - a crash of platoon (or of this adapter) is reported, then exits 1
         out.write({"error": f"{type(exc).__name__}: {exc}", "raised": True})
         traceback.print_exc()

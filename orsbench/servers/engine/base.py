@@ -51,6 +51,9 @@ class Hooks:
     setup: Callable[[Session], Awaitable[None]] | None = None
     #: ``may_reap(session)``: the reaper deletes an idle session only if every one answers True.
     may_reap: list[Callable[[Session], bool]] = field(default_factory=list)
+    #: ``tool_delay(session, tool_name)``: seconds a fresh tool call waits (keep-alives on its stream) before its
+    #: tool runs — a long tool; any answer above 0 sends the call down the task path. Asked once per fresh call.
+    tool_delay: list[Callable[[Session, str], float]] = field(default_factory=list)
 
 
 class EngineState:

@@ -35,14 +35,15 @@ class CallRoutes(EngineState):
             return self._resume(body.task_id)
         task_id = uuid4_hex()
         tool = session.tools.get(body.name)
-        if tool is not None and not self._is_async(tool.fn) and self.config.latency <= 0:
+        delay = sum(hook(session, body.name) for hook in self.hooks.tool_delay) if self.hooks.tool_delay else 0.0
+        if tool is not None and not self._is_async(tool.fn) and self.config.latency <= 0 and delay <= 0:
             # Fast path: a synchronous tool finishes before the first byte is sent.
             outcome = self._run_sync(session, body.name, body.input)
             future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
             future.set_result(outcome)
             self.tasks.add_result(task_id, *outcome)
         else:
-            future = asyncio.ensure_future(self._run_async(session, body.name, body.input))
+            future = asyncio.ensure_future(self._run_async(session, body.name, body.input, delay))
             self.tasks.add(task_id, TaskRecord(future))
             future.add_done_callback(partial(self.tasks.completed_callback, task_id))
         return _Streamer(task_id=task_id, future=future, engine=self)
@@ -128,15 +129,15 @@ class CallRoutes(EngineState):
         except Exception as exc:  # noqa: BLE001 - becomes the `error` event
             return self._raised(name, exc)
 
-    async def _run_async(self, session: Session, name: str, tool_input: dict[str, Any]) -> tuple[str, str]:
+    async def _run_async(self, session: Session, name: str, tool_input: dict[str, Any], delay: float = 0.0) -> tuple[str, str]:
         answer, tool, args = self._prepare(session, name, tool_input)
         if answer is not None:
             return answer
         try:
             await session.enter_tool(name)
             try:
-                if self.config.latency > 0:
-                    await asyncio.sleep(self.config.latency)
+                if self.config.latency + delay > 0:
+                    await asyncio.sleep(self.config.latency + delay)
                 result = tool.fn(session.scenario, session.episode, args)
                 if inspect.isawaitable(result):
                     result = await result

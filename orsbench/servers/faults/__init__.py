@@ -93,6 +93,9 @@ class ClientFacts:
     episodes: int = 1
     #: The scenario it is played on, where not the client matrix's own (``sparse-reward``).
     scenario: str | None = None
+    #: orsbench ends the client mid-episode: SIGTERM once this fault has acted (its counter in ``/_orsbench/stats``
+    #: moved: the call it holds is in flight), SIGKILL after a grace period; what the server is left with is graded.
+    terminate: bool = False
 
 
 #: Seconds a client gets under a profile that says nothing of its own.

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from orsbench import protocol
 from orsbench.servers.faults import ClientFacts, FaultContext, WrapFn, engine_context, fault, http_fault
 from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept, ReapIdle, RewriteStream, on_output
-from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope, header
+from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope, header, read_body
 from orsbench.servers.state import TaskRegistry
 
 if TYPE_CHECKING:
@@ -363,6 +363,75 @@ def restart(engine: Engine, app: Any, rng: random.Random) -> Any:
         return None
 
     return Intercept(app, "restart", decide, context)
+
+
+#: Tool call number ``HELD_CALL_AT`` of every session runs ``HELD_CALL_S`` seconds under ``sigterm-mid-call``: far
+#: past the SIGTERM and its grace, so the client is ended while that call is in flight, whatever its speed.
+HELD_CALL_AT = 2
+HELD_CALL_S = 60.0
+
+
+class _EndOnDisconnect:
+    """Ends a ``/call`` stream whose client went away, as an SSE server on Starlette does (the engine itself writes
+    keep-alives into a closed connection until its tool ends): the request log then shows the call cut, and the
+    server's shutdown does not wait the held call out. The tool itself runs on: nothing cancels it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/" + protocol.CALL):
+            await self.app(scope, receive, send)
+            return
+        body, _ = await read_body(receive)
+        given = False
+
+        async def once() -> Any:  # the body, then nothing: from here on `receive` is the watcher's
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()
+
+        inner = asyncio.ensure_future(self.app(scope, once, send))
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            inner.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await inner
+        except asyncio.CancelledError:
+            if not watcher.done():
+                raise  # cancelled from outside (the server stopping), not by the client leaving
+        finally:
+            watcher.cancel()
+
+
+@fault(
+    "sigterm-mid-call",
+    f"tool call number {HELD_CALL_AT} of every session runs for {HELD_CALL_S:g} s, with keep-alives (a long tool); "
+    "a client played under it is sent SIGTERM while that call is in flight and SIGKILL 3 s later: does it delete its session?",
+    kind="profile",
+    # A fresh server per client: the held call runs on after its client is gone, and would count in the next one's episode.
+    client=ClientFacts(expect="error", per_client=True, terminate=True, knobs=(("ping_interval", 0.5),)),
+)
+def sigterm_mid_call(engine: Engine, app: Any, rng: random.Random) -> Any:
+    counter = _SessionCounter(engine)
+    count = engine_context(engine).count
+
+    def held(session: Session, name: str) -> float:
+        if name not in session.tools or session.finished:
+            return 0.0  # unknown tools and the finish latch keep their own answers
+        if counter.bump(session.sid) != HELD_CALL_AT:
+            return 0.0
+        count("sigterm-mid-call")  # the moment the runner waits for: the call is in flight
+        return HELD_CALL_S
+
+    engine.hooks.tool_delay.append(held)
+    return _EndOnDisconnect(app)
 
 
 #: Bytes the ``memory-leak`` profile keeps for good on every request.

@@ -41,7 +41,7 @@ def serve_variant(upstream: str, ready: str, variant: str, costs: str) -> None:
     """In the child: the proxy with the variant's observers, timing each; their time per request to ``costs`` at exit."""
     from orsbench.checks.passive import PassiveGrader
     from orsbench.clientcheck.passive import PassiveClientGrader
-    from orsbench.clientcheck.traffic import seen_of
+    from orsbench.clientcheck.traffic import seen_of, session_of
     from orsbench.servers.app import serve_forever, write_ready_file
     from orsbench.servers.proxy import ProxyApp
     from orsbench.servers.proxy_server import ProxyServer
@@ -64,7 +64,7 @@ def serve_variant(upstream: str, ready: str, variant: str, costs: str) -> None:
     if grading in ("client", "both"):
         clients = PassiveClientGrader()
         observers.append(timed("client", lambda exchange: clients.observe(seen_of(exchange))))
-        starting.append(timed("client", lambda exchange, path: clients.request_started(exchange.peer, exchange.started_at, path)))
+        starting.append(timed("client", lambda exchange, path: clients.request_started(exchange.peer, exchange.started_at, path, session_of(exchange))))
 
     def count(exchange: Any) -> None:
         spent["requests"] += 1

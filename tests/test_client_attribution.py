@@ -190,3 +190,21 @@ def test_64_sessions_at_once_through_a_flaky_server_get_no_false_retry_after(poo
     assert failing == []
     judged = [v for v in verdicts["client.retry_after"] if v[1] is Status.PASS]
     assert judged, "no session met a Retry-After: the rule was never exercised"
+
+
+def test_a_session_waiting_on_its_own_request_is_not_ended_as_idle():
+    """Under load a ``/create`` can take longer than ``idle_s`` to answer: the session is busy, not
+    "never opened" (hosted mode at 1,000 sessions lost 41 sessions' verdicts this way)."""
+    out: list[Episode] = []
+    attributor = Attributor(out.append, idle_s=10.0)
+    handed = seen(protocol.CREATE_SESSION, "127.0.0.1:1", 0.0, 200, hands_out="s1")
+    attributor.started("127.0.0.1:1", 0.0, protocol.CREATE_SESSION)
+    attributor.seen(handed)
+    create = seen(protocol.CREATE, "127.0.0.1:1", 1.0, 200, sid="s1")
+    attributor.started("127.0.0.1:1", 1.0, protocol.CREATE, "s1")
+    attributor.sweep(30.0)  # 29 s since the last answer, the /create still in flight
+    assert out == [] and "s1" in attributor.open
+    create.exchange.elapsed = 30.0
+    attributor.seen(create)
+    attributor.sweep(32.0)
+    assert out == [] and attributor.open["s1"].opened  # opened, and its /create filed under it

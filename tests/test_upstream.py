@@ -184,3 +184,71 @@ def test_abort_wakes_a_waiting_reader_and_closes_the_connection():
         assert pool.connections == 0
 
     asyncio.run(with_stub(handler, body))
+
+
+def _closes_the_second_request() -> tuple[Handler, list[int]]:
+    """A stub that answers each connection's first request (kept alive), then closes as the second arrives:
+    the keep-alive race, every time. ``accepted`` counts its connections."""
+    accepted: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        await read_head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        await read_head(reader)
+        writer.close()
+
+    return handler, accepted
+
+
+def test_an_idempotent_request_lost_by_a_reused_connection_is_sent_again_on_a_new_one():
+    handler, accepted = _closes_the_second_request()
+
+    async def body(pool: UpstreamPool) -> None:
+        for _ in range(3):
+            response = await pool.request("GET", "/", [], b"")
+            assert response.status == 200 and await read_all(response) == b"ok"
+            response.release()
+        assert len(accepted) == 3  # each GET after the first: lost on the reused connection, answered on a new one
+
+    asyncio.run(with_stub(handler, body))
+
+
+def test_a_post_lost_by_a_reused_connection_is_not_sent_twice():
+    handler, accepted = _closes_the_second_request()
+
+    async def body(pool: UpstreamPool) -> None:
+        response = await pool.request("POST", "/", [], b"{}")
+        assert await read_all(response) == b"ok"
+        response.release()
+        with pytest.raises(UpstreamConnectError):
+            await pool.request("POST", "/", [], b"{}")  # the upstream may have acted on it
+        assert len(accepted) == 1
+
+    asyncio.run(with_stub(handler, body))
+
+
+def test_an_idle_connection_past_its_expiry_is_not_reused(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("orsbench.servers.upstream.IDLE_EXPIRY_S", 0.05)
+    accepted: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        while True:
+            try:
+                await read_head(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            await writer.drain()
+
+    async def body(pool: UpstreamPool) -> None:
+        for pause in (0.0, 0.0, 0.15):
+            await asyncio.sleep(pause)
+            response = await pool.request("POST", "/", [], b"{}")
+            assert await read_all(response) == b"ok"
+            response.release()
+        assert len(accepted) == 2 and pool.connections == 1  # reused once; past the expiry, closed and replaced
+
+    asyncio.run(with_stub(handler, body))

@@ -384,9 +384,62 @@ def stream_of(exchange: Exchange | None) -> SSEStream | None:
 
 def task_id_of(exchange: Exchange | None) -> str | None:
     """Data of the first ``task_id`` event of a stream (whatever its content type)."""
+    if exchange is None or exchange.status != 200:
+        return None
+    return _derive(exchange, "task_id", _task_id)
+
+
+def _task_id(exchange: Exchange) -> str | None:
     stream = stream_of(exchange)
     event = stream.first(protocol.EVENT_TASK_ID) if stream is not None else None
     return event.data if event is not None and event.data else None
+
+
+def request_json(exchange: Exchange) -> Any:
+    """The request body as JSON (``None`` for an empty body); raises ``ValueError`` when it is not JSON.
+
+    Read once per exchange: the server checks and the client checks behind a proxy both read it.
+    """
+    value = _derive_request(exchange)
+    if value is _NOT_JSON:
+        raise ValueError("the request body is not JSON")
+    return value
+
+
+_NOT_JSON = object()
+
+
+def _derive_request(exchange: Exchange) -> Any:
+    body = exchange.request_body
+    derived = exchange.derived
+    if derived is not None:
+        hit = derived.get("request")
+        if hit is not None and hit[0] is body:
+            return hit[2]
+    else:
+        derived = exchange.derived = {}
+    try:
+        value = loads(body) if body else None
+    except ValueError:
+        value = _NOT_JSON
+    derived["request"] = (body, 0, value)
+    return value
+
+
+def _derive(exchange: Exchange, key: str, read: Any) -> Any:
+    """``read(exchange)``, computed once per body and stream (a body or a stream that changed is read again)."""
+    source: Any = exchange.sse if exchange.sse is not None else exchange.body
+    size = len(source.events) if exchange.sse is not None else 0
+    derived = exchange.derived
+    if derived is not None:
+        hit = derived.get(key)
+        if hit is not None and hit[0] is source and hit[1] == size:
+            return hit[2]
+    else:
+        derived = exchange.derived = {}
+    value = read(exchange)
+    derived[key] = (source, size, value)
+    return value
 
 
 def result_of(exchange: Exchange | None) -> tuple[str, Any]:
@@ -400,6 +453,10 @@ def result_of(exchange: Exchange | None) -> tuple[str, Any]:
     """
     if exchange is None or exchange.status != 200:
         return "http", None if exchange is None else exchange.status
+    return _derive(exchange, "result", _result)
+
+
+def _result(exchange: Exchange) -> tuple[str, Any]:
     stream = stream_of(exchange)
     assert stream is not None
     for event in stream.events:

@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from orsbench import protocol
-from orsbench.checks.evidence import Evidence, Folded, Options, json_of, loads, result_of, task_id_of
+from orsbench.checks.evidence import Evidence, Folded, Options, json_of, request_json, result_of, task_id_of
 from orsbench.checks.folding import Folder
 from orsbench.checks.model import CheckResult, CheckOutcome, Status
 from orsbench.checks.registry import ANY, CALLS, FINISHER, Check, closure, load_checks, select
@@ -116,7 +116,7 @@ class PassiveGrader:
     def _classify(self, ex: Exchange) -> str | None:
         ev, facts = self.evidence, self.facts
         path = urlsplit(ex.url).path
-        sid = next((v.strip() for k, v in ex.request_headers.items() if k.lower() == _SESSION_HEADER), None)
+        sid = _session_of(ex.request_headers)
         # Bodies are parsed only on the routes whose filing depends on them: most traffic is calls and
         # session routes, and a stream's body is not JSON at all (a failed parse costs an exception).
         if ex.status == 503 and sid and path.rsplit("/", 1)[-1] in (protocol.PROMPT, protocol.CALL, protocol.MESSAGES):
@@ -413,10 +413,18 @@ def _snapshot(folded: Folded) -> Folded:
     )
 
 
+def _session_of(headers: dict[str, str]) -> str | None:
+    """The session header's value, stripped, whatever the name's case (servers and proxies hand names lower-cased)."""
+    value = headers.get(_SESSION_HEADER)
+    if value is None:
+        value = next((v for k, v in headers.items() if k.lower() == _SESSION_HEADER), None)
+    return value.strip() if value is not None else None
+
+
 def json_of_request(ex: Exchange) -> tuple[bool, Any]:
     """The request body as JSON, if it is."""
     try:
-        return True, loads(ex.request_body) if ex.request_body else None
+        return True, request_json(ex)
     except ValueError:
         return False, None
 

@@ -110,6 +110,9 @@ class Attributor:
         self.unattributed = 0
         #: Requests for sessions that had ended.
         self.late = 0
+        #: Per session id, its requests started and not yet answered: a session waiting on its own
+        #: request is not idle (under load a ``/create`` can take longer than ``idle_s`` to answer).
+        self._in_flight: dict[str, int] = {}
 
     @property
     def waiting(self) -> int:
@@ -117,14 +120,20 @@ class Attributor:
         return sum(len(w) for w in self._pending.values())
 
     # -- what comes in ------------------------------------------------------------------
-    def started(self, peer: str | None, at: float, path: str = "") -> None:
+    def started(self, peer: str | None, at: float, path: str = "", sid: str | None = None) -> None:
         """A request for ``path`` began on ``peer`` at ``at`` (monotonic): the activity that tells a busy host from a quiet one.
 
         Per host only the two connections with the latest starts are kept, as ``[peer, at, peer, at]``:
         enough to answer "did any *other* connection start something since" for every connection, in
         constant memory and a few comparisons per request (this runs on every request a proxy forwards).
+        ``sid``: the session the request was sent in (its header): until its answer is :meth:`seen`, the
+        session is not idle.
         """
-        if peer is None or path == protocol.HEALTH or path.startswith(OWN_ROUTES):
+        if path == protocol.HEALTH or path.startswith(OWN_ROUTES):
+            return
+        if sid is not None:
+            self._in_flight[sid] = self._in_flight.get(sid, 0) + 1
+        if peer is None:
             return
         host = peer[: peer.rfind(":")]
         recent = self._recent.get(host)
@@ -151,6 +160,11 @@ class Attributor:
         peer = exchange.peer
         self.started(peer, exchange.started_at, request.path)
         sid = request.sid
+        if sid is not None and sid in self._in_flight:
+            if self._in_flight[sid] > 1:
+                self._in_flight[sid] -= 1
+            else:
+                del self._in_flight[sid]
         if sid is None and request.path == protocol.CREATE_SESSION and exchange.status == 200:
             sid = exchange.task_id  # the session it handed out
         if sid is None:
@@ -175,6 +189,7 @@ class Attributor:
         if episode is None:
             return
         episode.ended = why
+        self._in_flight.pop(key, None)
         self._ended[key] = None
         if len(self._ended) > ENDED_MEMORY:
             self._ended.popitem(last=False)
@@ -187,6 +202,8 @@ class Attributor:
             if waiting and now - max(s.exchange.started_at + s.exchange.elapsed for s in waiting) > self.idle_s:
                 self._connection_episode(peer)
         for key, episode in list(self.open.items()):
+            if key in self._in_flight:  # waiting on an answer to one of its own requests
+                continue
             idle = now - episode.last_at
             if not episode.opened and idle > self.idle_s:
                 self.end(key, "never opened" if episode.sid else "idle")

@@ -48,7 +48,7 @@ from orsbench.clientcheck.checks import ClientCheck
 from orsbench.clientcheck.contract import OutFile, parse_line
 from orsbench.clientcheck.live import Tallies, grade_episode, label, report_checks, traffic_checks
 from orsbench.clientcheck.runner import CaseRun
-from orsbench.clientcheck.traffic import from_entry
+from orsbench.clientcheck.traffic import from_entry, session_in
 from orsbench.config import ServerConfig, effective_config
 from orsbench.scenarios import get_scenario
 from orsbench.servers.app import url_of
@@ -137,7 +137,7 @@ class HostedCase:
     def _started(self, entry: Entry) -> None:
         self.requests += 1
         self.last_activity = time.monotonic()
-        self.attributor.started(entry.peer, entry.started_at, entry.path)
+        self.attributor.started(entry.peer, entry.started_at, entry.path, session_in(entry.request_headers))
 
     def _answered(self, entry: Entry) -> None:
         self.last_activity = time.monotonic()

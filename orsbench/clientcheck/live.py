@@ -17,11 +17,12 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterable
 
-from orsbench.checks.model import CheckResult, Status
+from orsbench.checks.model import CheckOutcome, CheckResult, Status
+from orsbench.checks.runner import result_of
 from orsbench.clientcheck.attribution import Episode
 from orsbench.clientcheck.checks import ClientCheck, Context, Role, checks
 from orsbench.clientcheck.runner import CaseRun
-from orsbench.clientcheck.suite import grade_context
+from orsbench.clientcheck.suite import grade_context, judge_context
 
 #: Failing (and warning) sessions kept per check as examples; the rest are counted.
 EXAMPLES = 3
@@ -51,6 +52,40 @@ def grade_episode(episode: Episode, checks: Iterable[ClientCheck], run: CaseRun 
     return grade_context(Context(run, episode.traffic()), checks)
 
 
+class Verdict:
+    """One check's outcome on one session, made a report entry only if a tally keeps it as an example.
+
+    A proxy grades every session of a training run, and a tally shows at most a few of them: building
+    each verdict's :class:`CheckResult` (its evidence summarised, its texts copied) for every session was
+    most of what grading a session cost.
+    """
+
+    __slots__ = ("check", "outcome", "duration_s")
+
+    def __init__(self, check: ClientCheck, outcome: CheckOutcome, duration_s: float) -> None:
+        self.check, self.outcome, self.duration_s = check, outcome, duration_s
+
+    @property
+    def id(self) -> str:
+        return self.check.id
+
+    @property
+    def status(self) -> Status:
+        return self.outcome.status
+
+    def result(self) -> CheckResult:
+        return result_of(self.check, self.outcome, self.duration_s)
+
+
+def judge_episode(episode: Episode, checks: Iterable[ClientCheck], run: CaseRun | None = None) -> list[Verdict]:
+    """:func:`grade_episode`'s verdicts, left unbuilt until a tally keeps one (no client evidence: ``run`` has no report)."""
+    return [Verdict(c, o, d) for c, o, d in judge_context(Context(run, episode.traffic()), checks)]
+
+
+def _entry(result: CheckResult | Verdict) -> CheckResult:
+    return result.result() if isinstance(result, Verdict) else result
+
+
 @dataclasses.dataclass
 class Tally:
     """One check's verdicts over many sessions: counts by status and the first few failing ones."""
@@ -64,14 +99,17 @@ class Tally:
     #: Labels of failing sessions past the examples (counted only).
     more_failing: int = 0
 
-    def add(self, name: str, result: CheckResult) -> None:
-        self.counts[result.status] += 1
+    def add(self, name: str, result: CheckResult | Verdict) -> None:
+        status = result.status
+        self.counts[status] += 1
         self.duration_s += result.duration_s
+        entry = None
         if self.first is None:
-            self.first = (name, result)
-        if result.status in (Status.FAIL, Status.ERROR, Status.WARN):
+            entry = _entry(result)
+            self.first = (name, entry)
+        if status is Status.FAIL or status is Status.ERROR or status is Status.WARN:
             if len(self.examples) < EXAMPLES:
-                self.examples.append((name, result))
+                self.examples.append((name, entry if entry is not None else _entry(result)))
             else:
                 self.more_failing += 1
 
@@ -118,7 +156,7 @@ class Tallies:
         #: Sessions graded per group.
         self.sessions: Counter[str] = Counter()
 
-    def add(self, group: str, name: str, results: Iterable[CheckResult]) -> None:
+    def add(self, group: str, name: str, results: Iterable[CheckResult | Verdict]) -> None:
         self.sessions[group] += 1
         for result in results:
             self._tallies.setdefault((group, result.id), Tally()).add(name, result)

@@ -26,7 +26,7 @@ from orsbench import protocol
 from orsbench.checks.model import CheckResult
 from orsbench.clientcheck.attribution import Attributor, Episode
 from orsbench.clientcheck.checks import ClientCheck
-from orsbench.clientcheck.live import Tallies, grade_episode, label, traffic_checks
+from orsbench.clientcheck.live import Tallies, judge_episode, label, traffic_checks
 from orsbench.clientcheck.traffic import Seen
 
 #: Seconds between sweeps for idle connections and abandoned sessions (on the traffic's own thread).
@@ -49,10 +49,11 @@ class PassiveClientGrader:
         self.closed = False
 
     # -- observing ---------------------------------------------------------------------------
-    def request_started(self, peer: str | None, at: float, path: str) -> None:
-        """A request for ``path`` began (before its answer): how a busy client host is told from a quiet one."""
+    def request_started(self, peer: str | None, at: float, path: str, sid: str | None = None) -> None:
+        """A request for ``path`` (in session ``sid``) began, before its answer: how a busy client host is told
+        from a quiet one, and a session waiting on an answer from an idle one."""
         with self._lock:
-            self.attributor.started(peer, at, path)
+            self.attributor.started(peer, at, path, sid)
 
     def observe(self, request: Seen) -> None:
         """A request's answer ended: file it under its session (grading the sessions that end)."""
@@ -66,7 +67,7 @@ class PassiveClientGrader:
                 self.attributor.sweep(now, abandoned_s=self.abandoned_s)
 
     def _ended(self, episode: Episode) -> None:
-        self.tallies.add("", label(episode) + _why(episode), grade_episode(episode, self.checks))
+        self.tallies.add("", label(episode) + _why(episode), judge_episode(episode, self.checks))
 
     # -- the report ----------------------------------------------------------------------------
     def results(self, *, final: bool = False) -> list[CheckResult]:
@@ -80,7 +81,7 @@ class PassiveClientGrader:
             tallies = self.tallies.copy()
             live = [c for c in self.checks if c.id != _DELETED]
             for episode in self.attributor.open.values():
-                tallies.add("", label(episode) + " (still open)", grade_episode(episode, live))
+                tallies.add("", label(episode) + " (still open)", judge_episode(episode, live))
             return tallies.results()
 
     @property

@@ -48,22 +48,29 @@ def grade_context(ctx: Context, selected: Iterable[ClientCheck]) -> list[CheckRe
     One grading path for ``check-client``, the matrix, hosted cases and the proxy: only which checks
     run differs (a live session has no process to judge, and a report only if the client sent one).
     """
-    done: dict[str, CheckResult] = {}
+    done = [result_of(check, outcome, duration) for check, outcome, duration in judge_context(ctx, selected)]
+    said = ctx.run.client_evidence() if ctx.run is not None else None
+    if said is None:
+        return done
+    # A finding carries the client's own words (its reported error, its stderr): the evidence a reader acts on.
+    return [replace(r, client=said) if r.status in (Status.FAIL, Status.WARN) else r for r in done]
+
+
+def judge_context(ctx: Context, selected: Iterable[ClientCheck]) -> list[tuple[ClientCheck, CheckOutcome, float]]:
+    """``(check, outcome, seconds)`` of each ``selected`` check that judged ``ctx``: :func:`grade_context`
+    before the outcomes become report entries (a live grader makes entries only of the sessions it shows)."""
+    done: dict[str, tuple[ClientCheck, CheckOutcome, float]] = {}
     for check in selected:
         start = time.monotonic()
         outcome: CheckOutcome | None
-        unmet = next((dep for dep in check.requires if dep in done and done[dep].status in (Status.FAIL, Status.ERROR)), None)
+        unmet = next((dep for dep in check.requires if dep in done and done[dep][1].status in (Status.FAIL, Status.ERROR)), None)
         if unmet is not None:
             outcome = CheckOutcome(Status.SKIP, f"not judged: {unmet} failed", depends_on=unmet)
         else:
             outcome = call_check(check.fn, ctx)
         if outcome is not None:  # None: the case does not provoke what the check judges
-            done[check.id] = result_of(check, outcome, time.monotonic() - start)
-    said = ctx.run.client_evidence() if ctx.run is not None else None
-    if said is None:
-        return list(done.values())
-    # A finding carries the client's own words (its reported error, its stderr): the evidence a reader acts on.
-    return [replace(r, client=said) if r.status in (Status.FAIL, Status.WARN) else r for r in done.values()]
+            done[check.id] = (check, outcome, time.monotonic() - start)
+    return list(done.values())
 
 
 def scoped(results: Iterable[CheckResult], case: str) -> list[CheckResult]:

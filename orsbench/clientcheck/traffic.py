@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from orsbench import protocol
-from orsbench.checks.evidence import loads, result_of, task_id_of
+from orsbench.checks.evidence import request_json, result_of, task_id_of
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import parse
 
@@ -49,7 +49,11 @@ def session_of(exchange: Exchange) -> str | None:
     Header names come lower-cased from every server and proxy (ASGI says so); the protocol's own
     spelling is looked up too, for exchanges built by hand.
     """
-    headers = exchange.request_headers
+    return session_in(exchange.request_headers)
+
+
+def session_in(headers: dict[str, str]) -> str | None:
+    """:func:`session_of` from a request's headers alone (as a request starts, before there is an exchange)."""
     return headers.get(SESSION) or headers.get(protocol.SESSION_HEADER)
 
 
@@ -136,7 +140,7 @@ def seen_of(exchange: Exchange, path: str | None = None) -> Seen:
 
 def body_json(exchange: Exchange) -> dict[str, Any]:
     try:
-        value = loads(exchange.request_body or b"{}")
+        value = request_json(exchange)
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

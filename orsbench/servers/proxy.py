@@ -198,7 +198,7 @@ class ProxyApp:
         suffix = ("?" + query.decode("latin-1")) if query else ""
         target = self._base_path + raw_path.decode("latin-1") + suffix
         client_host = "127.0.0.1"
-        text = self._text
+        text, texts = self._text, self._texts
         out: list[tuple[bytes, bytes]] = []  # to the upstream
         seen: dict[str, str] = {}  # in the evidence: what the client sent, less the connection's own
         for key, value in headers:
@@ -208,7 +208,8 @@ class ProxyApp:
                 continue
             if name in _HOP_BY_HOP_BYTES:
                 continue
-            seen[text(key)] = text(value)
+            # the shared strings looked up here, not through a call per header: this runs on every request
+            seen[texts.get(key) or text(key)] = texts.get(value) or text(value)
             if name not in _FRAMING:
                 out.append((key, value))
         proxy_origin = f"{scheme}://{client_host}"
@@ -239,16 +240,17 @@ class ProxyApp:
         exchange = forwarding.exchange
         exchange.elapsed_headers = time.monotonic() - exchange.started_at
         exchange.status = response.status
-        text = self._text
+        text, texts = self._text, self._texts
         out: list[tuple[bytes, bytes]] = []
         seen = exchange.headers
         for key, value in response.headers:
-            name = text(key.lower())
+            lower = key.lower()
+            name = texts.get(lower) or text(lower)
             if name in HOP_BY_HOP or name in drop:
                 continue
             if name == "location":
                 value = self._rewrite_location(value.decode("latin-1"), forwarding.proxy_origin).encode("latin-1")
-            seen[name] = text(value)
+            seen[name] = texts.get(value) or text(value)
             out.append((key, value))
         return out
 

@@ -60,8 +60,16 @@ class _Request(NamedTuple):
     keep_alive: bool
 
 
+_STATUS_LINES: dict[int, bytes] = {}
+
+
 def _status_line(status: int) -> bytes:
-    return b"HTTP/1.1 %d %s\r\n" % (status, _REASONS.get(status, b"Unknown"))
+    line = _STATUS_LINES.get(status)
+    if line is None:
+        line = b"HTTP/1.1 %d %s\r\n" % (status, _REASONS.get(status, b"Unknown"))
+        if len(_STATUS_LINES) < 1000:  # bounded: an upstream may answer any three digits
+            _STATUS_LINES[status] = line
+    return line
 
 
 def _simple(status: int, content_type: bytes, body: bytes, *, close: bool = False) -> bytes:
@@ -116,6 +124,7 @@ class _Client(asyncio.Protocol):
     def __init__(self, server: ProxyServer) -> None:
         self.server = server
         self.app = server.app
+        self.loop = asyncio.get_running_loop()  # once per connection (each lookup costs a getpid() call)
         self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
         self.peer: str | None = None
@@ -148,7 +157,7 @@ class _Client(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         if self._writable is None:
-            self._writable = asyncio.get_running_loop().create_future()
+            self._writable = self.loop.create_future()
 
     def resume_writing(self) -> None:
         self._resume()
@@ -207,7 +216,7 @@ class _Client(asyncio.Protocol):
         body = self._pieces[0] if len(self._pieces) == 1 else b"".join(self._pieces)
         self.queue.append(_Request(method, self._url, self._headers, body, self.parser.should_keep_alive()))
         if self.task is None:
-            self.task = asyncio.get_running_loop().create_task(self._run())
+            self.task = self.loop.create_task(self._run())
 
     # -- forwarding -----------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -257,18 +266,19 @@ class _Client(asyncio.Protocol):
         # A client that hangs up aborts an event stream (it may never end); a plain answer is read to its
         # end all the same, unsent, as under uvicorn: the server is graded on what it sent (a readiness
         # probe that timed out under load must not fail discovery.health).
-        self.response = response if exchange.is_sse else None
         try:
             # The upstream's own date and server headers pass: no server of ours writes others.
             headers = app.answer_headers(response, forwarding, drop=_NOTHING)  # the status goes on the evidence here
+            is_sse = exchange.is_sse  # read from the answer's headers, once they are on the evidence
+            self.response = response if is_sse else None
             status = response.status
             bodyless = request.method == "HEAD" or status in (204, 304) or status < 200
-            chunked = not bodyless and not any(k.lower() == b"content-length" for k, _ in headers)
+            chunked = not bodyless and "content-length" not in exchange.headers  # the answer's headers, names lower-cased
             head = [_status_line(status)]
             for name, value in headers:
                 head += (name, b": ", value, b"\r\n")
             head.append(b"transfer-encoding: chunked\r\n" + close + b"\r\n" if chunked else close + b"\r\n")
-            if exchange.is_sse:
+            if is_sse:
                 parser = SSEParser()
                 if self.closed:
                     raise Aborted("the client disconnected")

@@ -18,6 +18,11 @@ module is that, on asyncio's own transports and the C parser uvicorn uses
   Reading pauses while more than :data:`HIGH_WATER` bytes wait for a slow reader.
 * No read timeout of its own (the proxy adds none); connecting is bounded.
 * Nothing is added to the request but ``Host`` and the body's ``Content-Length``.
+* An idle connection is not reused after :data:`IDLE_EXPIRY_S` (servers close theirs: uvicorn after
+  5 s), and a request that a reused connection lost before any byte of an answer came (the upstream
+  closed it as the request went out: the keep-alive race) is sent again on a new connection when its
+  method is idempotent (RFC 9110 §9.2.2; nginx does the same). A ``POST`` is not: the upstream may
+  have acted on it, so its client gets the error (a 502 from the proxy).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import ssl
+import time
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -36,6 +42,11 @@ HIGH_WATER = 1 << 16
 MAX_IDLE = 1024
 #: Methods whose request always carries a Content-Length, even 0 (as HTTP clients send them).
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: Seconds an idle connection is kept for reuse: under the shortest keep-alive common servers use
+#: (uvicorn's 5 s), so the pool seldom writes into a connection the upstream is closing.
+IDLE_EXPIRY_S = 4.0
+#: Methods a request of which is sent again when a reused connection lost it before any answer (RFC 9110 §9.2.2).
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
 
 
 class UpstreamError(Exception):
@@ -59,9 +70,13 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self, pool: UpstreamPool) -> None:
         self.pool = pool
+        self.loop = asyncio.get_running_loop()  # once per connection (each lookup costs a getpid() call)
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.idle = False
+        #: When it last went idle (monotonic), and whether it carried a request before the current one.
+        self.idle_since = 0.0
+        self.reused = False
         self._parser = httptools.HttpResponseParser(self)
         self._reset()
 
@@ -211,7 +226,7 @@ class UpstreamResponse:
                 return None
             if conn.closed:
                 raise UpstreamCut("the answer was cut: the upstream closed the connection")
-            conn.waiter = asyncio.get_running_loop().create_future()
+            conn.waiter = conn.loop.create_future()
             await conn.waiter
             conn.waiter = None
 
@@ -283,32 +298,55 @@ class UpstreamPool:
         ``headers`` are sent as given (the caller drops hop-by-hop ones, ``Host`` and
         ``Content-Length``); raises :class:`UpstreamConnectError` when no answer came.
         """
-        conn = await self._acquire()
         lines = [f"{method} {target} HTTP/1.1\r\nhost: ".encode("latin-1"), self.host_header, b"\r\n"]
         for name, value in headers:
             lines += (name, b": ", value, b"\r\n")
         if body or method in _BODY_METHODS:
             lines.append(b"content-length: %d\r\n" % len(body))
         lines.append(b"\r\n")
-        conn.head_done = asyncio.get_running_loop().create_future()
-        assert conn.transport is not None
-        conn.transport.write(b"".join(lines) + body if body else b"".join(lines))
-        try:
-            await conn.head_done
-        except BaseException:  # no answer, or cancelled while waiting: the connection carries a half-done request
-            conn._close()
-            raise
-        return UpstreamResponse(conn, head_only=method == "HEAD")
+        data = b"".join(lines) + body if body else b"".join(lines)
+        conn = await self._acquire()
+        while True:
+            conn.head_done = conn.loop.create_future()
+            assert conn.transport is not None
+            conn.transport.write(data)
+            try:
+                await conn.head_done
+            except UpstreamConnectError:
+                conn._close()
+                if conn.reused and method in IDEMPOTENT:  # the keep-alive race: once more, on a new connection
+                    conn = await self._connect()
+                    continue
+                raise
+            except BaseException:  # cancelled while waiting: the connection carries a half-done request
+                conn._close()
+                raise
+            return UpstreamResponse(conn, head_only=method == "HEAD")
 
     async def _acquire(self) -> _Connection:
-        while self._idle:
-            conn = self._idle.pop()  # the most recently used: the likeliest to be warm
-            if conn.closed:
-                self._dead_idle -= 1
-            else:
-                conn.idle = False
-                conn._reset()
-                return conn
+        idle = self._idle
+        if idle:
+            now = time.monotonic()
+            while idle:
+                conn = idle.pop()  # the most recently used: the likeliest to be warm
+                if conn.closed:
+                    self._dead_idle -= 1
+                elif now - conn.idle_since > IDLE_EXPIRY_S:  # it and every older one: the upstream may be closing them
+                    for stale in (conn, *idle):
+                        if stale.closed:
+                            continue
+                        stale.idle = False
+                        stale._close()
+                    idle.clear()
+                    self._dead_idle = 0
+                else:
+                    conn.idle = False
+                    conn.reused = True
+                    conn._reset()
+                    return conn
+        return await self._connect()
+
+    async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         try:
             _, conn = await asyncio.wait_for(
@@ -323,6 +361,7 @@ class UpstreamPool:
     def _release(self, conn: _Connection, *, reusable: bool) -> None:
         if reusable and len(self._idle) < self.max_idle:
             conn.idle = True
+            conn.idle_since = time.monotonic()
             self._idle.append(conn)
         else:
             conn._close()

@@ -40,6 +40,12 @@ class Exchange:
     #: process, so the client checks attribute sessionless requests by it (``clientcheck/traffic.py``).
     peer: str | None = None
 
+    #: What readers derived from this exchange, each kept beside what it was read from (so a body or a
+    #: stream replaced later is read again): the server checks and the client checks behind a proxy
+    #: read the same request JSON and the same stream result, and parse each once
+    #: (:func:`orsbench.checks.evidence.result_of`). Never compared or printed.
+    derived: dict[str, tuple[Any, int, Any]] | None = field(default=None, repr=False, compare=False)
+
     # -- convenience --------------------------------------------------------
     @property
     def ok(self) -> bool:

@@ -165,6 +165,9 @@ _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "benchflow-unscored-call-refused": lambda o: o.failed_at == "benchflow-rewards" and "reward must be numeric" in (o.error or ""),
     "benchflow-reward-outside-unit-refused": lambda o: o.failed_at == "benchflow-rewards" and "between 0.0 and 1.0" in (o.error or ""),
     "benchflow-unfinished-refused": lambda o: o.failed_at == "benchflow-verify" and "did not include a terminal reward" in (o.error or ""),
+    # §13.15: the client's own aggregate over the episodes, as its run reports it, leaves the failed episode out.
+    "inspect-mean-over-scored": lambda o: "client.aggregate_counts_failures" in o.failed_checks and "over 2 of the 3" in " ".join(o.problems),
+    "firehorse-avg-reward-over-scored": lambda o: "client.aggregate_counts_failures" in o.failed_checks and "over 2 of the 3" in " ".join(o.problems),
 }
 
 
@@ -174,6 +177,14 @@ def test_pinned_defect_shows_as_described(cell: C.Cell, outcome_of: Callable[[C.
     defect = C.cell_defects(cell)[0]
     assert _SIGNATURES[defect.id](outcome), f"[{defect.id}] expected: {defect.behaviour}\nobserved: {outcome.describe()}"
     assert outcome.verdict == C.predicted(cell), f"docs/compatibility.md predicts {C.predicted(cell)}: {outcome.describe()}"
+
+
+@pytest.mark.parametrize("cell", _params([c for c in C.plan() if c.episodes > 1 and len(C.cell_defects(c)) > 1], xfail=False))
+def test_every_pinned_defect_of_an_aggregate_shows(cell: C.Cell, outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
+    """§13.15: where a defect decides the cell (firehorse leaks the failed trial's session), its aggregate's is pinned too."""
+    outcome = outcome_of(cell)
+    for defect in C.cell_defects(cell):
+        assert _SIGNATURES[defect.id](outcome), f"[{defect.id}] expected: {defect.behaviour}\nobserved: {outcome.describe()}"
 
 
 # -- the protocol rules a client keeps (client checks that do not decide the verdict) ------------------

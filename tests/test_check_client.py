@@ -156,6 +156,7 @@ ONE_RULE_BROKEN = [
     ("plays-every-call", "sparse-reward+script-past-finished", "client.stops_at_finished"),
     ("whole-reply", "sparse-reward+finish-mid-reply", "client.stops_at_finished"),
     ("stale-finished", "sparse-reward+two-runs", "client.session_per_run"),
+    ("mean-over-scored", "pick+second-setup-fails", "client.aggregate_counts_failures"),
     # docs/protocol.md §14.4: the client's process tree is read while the secrets case runs
     ("secret-on-argv", "secrets", "client.secret_not_on_cmdline"),
 ]

@@ -141,7 +141,7 @@ def test_the_profiles_facts_are_what_the_cases_say() -> None:
     for played in profiles():
         if played.name == "none" or played.facts.test_aid:
             continue
-        case = get_case(f"sparse-reward+{played.name}")
+        case = get_case(f"{played.scenario}+{played.name}")
         assert case.expect == played.facts.expect and case.knobs == played.knobs, played.name
         assert case.deadline >= played.deadline
 

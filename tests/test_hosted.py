@@ -52,11 +52,12 @@ def play(entry: dict[str, Any], command: str, *, post_lines: bool = True) -> sub
             "ORSBENCH_OUT": str(out),
             "ORSBENCH_SECRETS": json.dumps(entry["secrets"]),
             "ORSBENCH_RUNS": str(entry["runs"]),
+            "ORSBENCH_EPISODES": str(entry["episodes"]),
         }
         done = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, timeout=SLACK_S)
-        # Lines are posted per session (X-Session-ID); a process of several runs has several, which this hand-played
+        # Lines are posted per session (X-Session-ID); a process of several runs or episodes has several, which this hand-played
         # adapter does not know: its runs are graded from their traffic alone.
-        if post_lines and entry["runs"] == 1:
+        if post_lines and entry["runs"] == entry["episodes"] == 1:
             posted = httpx.post(entry["url"] + "/_orsbench/out", content=out.read_text(), timeout=30)
             assert posted.status_code == 200, posted.text
     return done

@@ -78,6 +78,7 @@ export class Adapter {
     this.secrets = JSON.parse(env.ORSBENCH_SECRETS || "{}");
     this.sid = null;
     this.failed = false; // the episode ended on a reported failure: exit status 1
+    this.reward = null; // the last non-null reward: the episode's score in an aggregate over episodes
   }
 
   // -- the contract's output --------------------------------------------------------------------
@@ -316,6 +317,7 @@ export class Adapter {
         }
         this.write(this.line(step.tool, output));
         this.failed = false;
+        if (output.reward !== undefined && output.reward !== null) this.reward = output.reward;
         if (this.shouldStop(output)) break;
       }
     } finally {
@@ -333,9 +335,24 @@ export async function main(AdapterClass = Adapter) {
   }
   // ORSBENCH_RUNS: the script played that many times in this one process, each run an Adapter of its own
   // (its own session and episode state: nothing of one run is carried into the next, docs/protocol.md §13.16).
-  const runs = Math.max(1, Number.parseInt(process.env.ORSBENCH_RUNS ?? "1", 10) || 1);
+  // ORSBENCH_EPISODES: each run plays tasks INDEX .. INDEX+N-1, going on after a failed one, then reports its mean
+  // over all N, a failed episode as 0 (§13.15).
+  const count = (name) => Math.max(1, Number.parseInt(process.env[name] ?? "1", 10) || 1);
+  const runs = count("ORSBENCH_RUNS");
+  const episodes = count("ORSBENCH_EPISODES");
+  const first = Number.parseInt(process.env.ORSBENCH_INDEX, 10);
   let code = 0;
-  for (let run = 0; run < runs; run++) code = Math.max(code, await new AdapterClass().play());
+  for (let run = 0; run < runs; run++) {
+    let total = 0;
+    let client;
+    for (let number = 0; number < episodes; number++) {
+      client = new AdapterClass({ ...process.env, ORSBENCH_INDEX: String(first + number) });
+      const played = await client.play();
+      code = Math.max(code, played);
+      total += played ? 0 : Number(client.reward ?? 0);
+    }
+    if (episodes > 1) client.write({ aggregate_reward: total / episodes, episodes });
+  }
   return code;
 }
 

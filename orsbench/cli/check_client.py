@@ -28,10 +28,11 @@ examples:
       GET http://127.0.0.1:8123/_orsbench/cases lists them, /_orsbench/report is the report so far
 
 The command runs once per case with ORSBENCH_URL, ORSBENCH_ENV, ORSBENCH_SPLIT, ORSBENCH_INDEX,
-ORSBENCH_SCRIPT, ORSBENCH_OUT, ORSBENCH_SECRETS and ORSBENCH_RUNS set ({url} {env} {split} {index}
+ORSBENCH_SCRIPT, ORSBENCH_OUT, ORSBENCH_SECRETS, ORSBENCH_RUNS and ORSBENCH_EPISODES set ({url} {env} {split} {index}
 {script} {out} in the command are replaced, shell-quoted) and appends one JSON line per call to
 $ORSBENCH_OUT; ORSBENCH_RUNS (1 but in the two-runs case) is how many times to play the script in
-the one process, a session each.
+the one process, a session each, and ORSBENCH_EPISODES (1 but in the second-setup-fails case) how
+many episodes each run plays (tasks ORSBENCH_INDEX onwards), ending with its aggregate line.
 The contract and the checks: docs/clients.md; the rules: docs/protocol.md §12; hosted cases and
 grading a trainer where it runs: docs/clients.md "Grade your trainer in place".
 

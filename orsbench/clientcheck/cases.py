@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, Step, scenarios, script
 from orsbench.clientcheck.profiles import BASELINE, profiles
-from orsbench.clientcheck.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.config import ServerConfig
 from orsbench.registry import Registry
 from orsbench.scenarios import SCENARIOS, get_scenario, suite_params
@@ -67,6 +66,8 @@ class Case:
     terminate_on: str | None = None
     #: Times the client plays the script in one process (``ORSBENCH_RUNS``, §13.16), each run in a session of its own.
     runs: int = 1
+    #: Episodes each run plays (``ORSBENCH_EPISODES``, §13.15): tasks ``index`` .. ``index + episodes - 1``, then an aggregate.
+    episodes: int = 1
 
     def config(self, **changes: Any) -> ServerConfig:
         """The server configuration of this case (with the request log on: the grader reads it)."""
@@ -75,8 +76,13 @@ class Case:
     @property
     def script(self) -> Script:
         if self.steps:
-            return Script(self.scenario, self.steps, reward=self.reward, finished=self.expect == "finish").repeated(self.runs)
-        return script(self.scenario).repeated(self.runs)
+            return Script(self.scenario, self.steps, reward=self.reward, finished=self.expect == "finish").repeated(self.plays)
+        return script(self.scenario).repeated(self.plays)
+
+    @property
+    def plays(self) -> int:
+        """Times the script is played in the case: each run's episodes, one session each."""
+        return self.runs * self.episodes
 
     def with_deadline(self, seconds: float) -> Case:
         return replace(self, deadline=seconds)
@@ -112,18 +118,19 @@ def register_all() -> None:
             continue  # the baseline is the scenario's own case; a test aid is no trouble a client meets
         summary = profile.summary or (FAULTS.get(profile.name).summary if profile.name in FAULTS else profile.name)
         played = profile.script()
-        own = played != script(PROFILE_SCENARIO)  # the script goes on past finished (§13.14)
+        own = played != script(profile.scenario)  # the script goes on past finished (§13.14)
         CASES.register(
             Case(
-                f"{PROFILE_SCENARIO}+{profile.name}",
-                PROFILE_SCENARIO,
+                f"{profile.scenario}+{profile.name}",
+                profile.scenario,
                 summary,
                 faults=(profile.name,) if profile.fault else (),
                 sdk_urls=profile.sdk_urls,
                 terminate_on=profile.terminate_on,
                 runs=profile.runs,
+                episodes=profile.episodes,
                 knobs=profile.knobs,
-                params=tuple(suite_params(PROFILE_SCENARIO).items()),
+                params=tuple(suite_params(profile.scenario).items()),
                 # The matrix's deadline leaves out a client's start-up (it forks one ready); a command pays for its own.
                 deadline=max(profile.deadline, DEFAULT_DEADLINE_S),
                 expect=profile.facts.expect,

@@ -122,6 +122,9 @@ class ClientCheck:
     #: A client stopped at its deadline that kept trying fails this check too: beside a hang it says nothing
     #: new, so a verdict does not list it among the rules broken.
     fails_with_a_hang: bool = False
+    #: Where it fails, the figure the client's user reads hides the failure the client reported elsewhere (an
+    #: aggregate over episodes that leaves the failed one out): the verdict is a silent failure, error or not.
+    unreported: bool = False
 
 
 CLIENT_CHECKS: Registry[ClientCheck] = Registry("client check", modules=("orsbench.clientcheck.checks",), key=lambda c: c.id)
@@ -138,11 +141,12 @@ def client_check(
     effect: Effect,
     requires: tuple[str, ...] = (),
     fails_with_a_hang: bool = False,
+    unreported: bool = False,
 ) -> Callable[[CheckFn], CheckFn]:
     """Register ``fn`` as the client check ``id`` (decorator); ``role`` and ``effect`` are said for every check."""
 
     def decorate(fn: CheckFn) -> CheckFn:
-        CLIENT_CHECKS.register(ClientCheck(id, title, severity, spec, remediation, fn, requires, role, effect, fails_with_a_hang))
+        CLIENT_CHECKS.register(ClientCheck(id, title, severity, spec, remediation, fn, requires, role, effect, fails_with_a_hang, unreported))
         return fn
 
     return decorate
@@ -514,7 +518,7 @@ def deletes_on_sigterm(ctx: Context) -> CheckOutcome | None:
 
 @client_check(
     "client.session_per_run",
-    title="Each run of the script in one process opens a session of its own and plays it (ORSBENCH_RUNS)",
+    title="Each run (and each episode) of the script in one process opens a session of its own and plays it",
     severity=R,
     spec="§13.16",
     remediation="Build the client (its HTTP pool, its event loop, its session, its episode state) per run, or reset it: "
@@ -526,15 +530,15 @@ def deletes_on_sigterm(ctx: Context) -> CheckOutcome | None:
 def session_per_run(ctx: Context) -> CheckOutcome | None:
     if ctx.run is None or ctx.run.script.runs < 2:
         return None  # not provoked: the script is played once
-    runs = ctx.run.script.runs
+    runs = ctx.run.script.runs  # every play of the script: each run's episodes (ORSBENCH_RUNS × ORSBENCH_EPISODES)
     created = ctx.traffic.created
     played = [sid for sid in created if any(call.sid == sid for call in ctx.traffic.calls)]
     if len(played) >= runs:
-        return passed(f"{runs} runs in one process, {len(played)} sessions created and played", {"runs": runs, "sessions": len(played)})
+        return passed(f"{runs} plays of the script in one process, {len(played)} sessions created and played", {"runs": runs, "sessions": len(played)})
     if ctx.run.reported_errors():
         # A run that failed and said so is a clear failure (judged by the outcome), not a run silently skipped.
         return passed(
-            f"{runs} runs, {len(played)} session(s) played; the client reported an error for the rest{_in_its_words(ctx.run)}",
+            f"{runs} plays, {len(played)} session(s) played; the client reported an error for the rest{_in_its_words(ctx.run)}",
             {"runs": runs, "sessions": len(played)},
         )
     per_session = Counter(call.sid for call in ctx.traffic.calls)
@@ -545,9 +549,9 @@ def session_per_run(ctx: Context) -> CheckOutcome | None:
     elif stray:
         how = f"calls went to session(s) the server never created for them: {', '.join(stray[:2])}"
     else:
-        how = f"run {len(played) + 1} opened no session and made no call, and reported nothing"
+        how = f"play {len(played) + 1} opened no session and made no call, and reported nothing"
     return failed(
-        f"{runs} runs in one process, but the server saw {len(played)} session(s) played: {how}",
+        f"{runs} plays of the script in one process, but the server saw {len(played)} session(s) played: {how}",
         {"runs": runs, "sessions": len(played), "created": len(created)},
     )
 
@@ -770,6 +774,8 @@ def script_followed(ctx: Context) -> CheckOutcome | None:
             pass  # stopped at finished or at a failure: as it should
         elif not opened or (last is None and any(line.is_error for line in ctx.run.out.lines)):
             pass  # the session did not open (or the client reported why it made no call)
+        elif last is None and any((e.status or 0) >= 500 for e in ctx.traffic.exchanges):
+            pass  # the server failed the session before its first call (a failed setup): seen on the wire, no report needed
         else:
             return failed(f"stopped after {len(made)} of {len(steps)} call(s) with no failure and no finished", {"calls": len(made)})
     return passed(f"{len(made)} of {len(steps)} scripted call(s) made in order", {"calls": len(made)})
@@ -790,7 +796,8 @@ def request_budget(ctx: Context) -> CheckOutcome | None:
     # A live session has no script: its budget follows the calls it made (a storm of retries is one call).
     calls = len(run.script.steps) if run is not None else max(1, len(ctx.traffic.calls))
     what = f"a {calls}-call script" if run is not None else f"a session of {calls} call(s)"
-    budget = BUDGET_BASE + BUDGET_PER_CALL * calls
+    # A session's allowance per play of the script (each run's episodes, §13.15-16), and one per scripted call.
+    budget = BUDGET_BASE * (run.script.runs if run is not None else 1) + BUDGET_PER_CALL * calls
     total = max(run.requests_total if run is not None else 0, len(exchanges) + ctx.traffic.dropped)
     if (run is not None and run.stopped_for == "request storm") or total > budget:
         span = (exchanges[-1].started_at - exchanges[0].started_at) if len(exchanges) > 1 else 0.0
@@ -991,6 +998,59 @@ def reward_convention(ctx: Context) -> CheckOutcome | None:
     if used:
         return passed(f"episode reward {episode:g}: the {used[0]} convention", {**measured, "convention": used[0]})
     return warned(f"episode reward {episode!r} is neither the sum ({sum(numbers):g}) nor the last non-null reward ({numbers[-1]:g})", measured)
+
+
+def _episode_rewards(ctx: Context) -> list[float | None]:
+    """Each session's episode reward as the server sent it, in order: its last non-null reward, ``None`` where it failed."""
+    out: list[float | None] = []
+    for sid in ctx.traffic.created:
+        calls = [c for c in ctx.traffic.made if c.sid == sid]
+        if not calls or calls[-1].output is None:
+            out.append(None)  # no call, or it ended on a failure: the episode failed
+            continue
+        rewards = [c.output.get("reward") for c in calls if c.output is not None and isinstance(c.output.get("reward"), (int, float))]
+        out.append(float(rewards[-1]) if rewards else None)
+    return out
+
+
+@client_check(
+    "client.aggregate_counts_failures",
+    title="The aggregate a client reports over several episodes counts a failed episode (as 0, in its denominator)",
+    severity=R,
+    spec="§13.15",
+    remediation="Average over every episode you ran, a failed one as 0 (or report it as a failure beside a mean over all): "
+    "a mean over the scored episodes only reports a failing run as a good one.",
+    role=Role.REPORT,
+    effect=Effect.WRONG_DATA,
+    requires=_ADAPTER,
+    unreported=True,
+)
+def aggregate_counts_failures(ctx: Context) -> CheckOutcome | None:
+    asked = ctx.run.case.episodes if ctx.run is not None else 1
+    if asked < 2:
+        return None  # not provoked: one episode
+    aggregate = ctx.run.out.aggregate
+    if aggregate is None:
+        return skipped(f"the client reported no aggregate over its {asked} episodes (no aggregation of its own): nothing to judge")
+    rewards = _episode_rewards(ctx)[:asked]
+    scored = [r for r in rewards if r is not None]
+    lost = asked - len(scored)
+    if not lost:
+        return None  # not provoked: no episode failed
+    over_all = sum(scored) / asked
+    over_scored = sum(scored) / len(scored) if scored else None
+    reported, counted = aggregate.get("aggregate_reward"), aggregate.get("episodes")
+    measured = {"episodes": asked, "failed": lost, "reported": reported, "counted": counted, "mean_over_all": over_all}
+    if counted != asked:
+        return failed(
+            f"the client's aggregate {json.dumps(reported)} is over {counted} of the {asked} episodes it ran: {lost} failed "
+            f"episode(s) left out (over all, failures as 0: {over_all:.4g})",
+            measured,
+        )
+    if not isinstance(reported, (int, float)) or abs(float(reported) - over_all) > 1e-6:
+        what = " — the mean over the scored ones only" if over_scored is not None and isinstance(reported, (int, float)) and abs(float(reported) - over_scored) <= 1e-6 else ""
+        return failed(f"the client's aggregate is {json.dumps(reported)}{what}; over its {asked} episodes, failures as 0, it is {over_all:.4g}", measured)
+    return passed(f"aggregate {over_all:.4g} over {asked} episodes, the {lost} failed one(s) counted as 0", measured)
 
 
 def checks() -> list[ClientCheck]:

@@ -31,6 +31,12 @@ URL, ENV, SPLIT, INDEX, SCRIPT, OUT, SECRETS = (
 #: How many times the adapter plays the script in its one process (absent or ``1``: once), one run after
 #: another, each in a session of its own, each run's lines appended in order (docs/protocol.md §13.16).
 RUNS = "ORSBENCH_RUNS"
+#: How many episodes the adapter plays in one run (absent or ``1``: one): tasks ``ORSBENCH_INDEX`` up to
+#: ``ORSBENCH_INDEX + N - 1``, each with the script, each in a session of its own, going on after one that
+#: fails; then one aggregate line as the client reports it (docs/protocol.md §13.15).
+EPISODES = "ORSBENCH_EPISODES"
+#: The keys of the aggregate line: the client's aggregate reward over the episodes, and how many episodes it is over.
+AGGREGATE_REWARD, AGGREGATE_EPISODES = "aggregate_reward", "episodes"
 #: The scripted model's base URL (OpenAI-style, ending ``/v1``): an agent harness's model, offline
 #: (:mod:`orsbench.clientcheck.model`). Not a placeholder: a harness reads it from its environment.
 MODEL_URL = "ORSBENCH_MODEL_URL"
@@ -119,6 +125,19 @@ def runs(environ: Mapping[str, str]) -> int:
         return 1
 
 
+def episodes(environ: Mapping[str, str]) -> int:
+    """``ORSBENCH_EPISODES`` as a count (absent, empty or malformed: 1): how many episodes to play in one run."""
+    try:
+        return max(1, int(environ.get(EPISODES) or 1))
+    except ValueError:
+        return 1
+
+
+def aggregate_line(reward: float | None, episodes: int, **extra: Any) -> dict[str, Any]:
+    """The aggregate line: ``reward`` as the client aggregates its episodes, over ``episodes`` of them (its denominator)."""
+    return {AGGREGATE_REWARD: reward, AGGREGATE_EPISODES: episodes, **extra}
+
+
 @dataclass
 class OutLine:
     """One line of ``ORSBENCH_OUT`` as the adapter wrote it, checked against the contract."""
@@ -166,6 +185,13 @@ def parse_line(number: int, raw: str) -> OutLine:
         if not isinstance(data["error"], str):
             line.problems.append('"error" is not a string')
         return line
+    if "tool" not in data and AGGREGATE_REWARD in data:  # the aggregate line: the client's figure over several episodes
+        if data[AGGREGATE_REWARD] is not None and not _is_number(data[AGGREGATE_REWARD]):
+            line.problems.append(f'"{AGGREGATE_REWARD}" is not a finite number or null')
+        count = data.get(AGGREGATE_EPISODES)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            line.problems.append(f'"{AGGREGATE_EPISODES}" (how many episodes the aggregate is over) is missing or not a count')
+        return line
     if "tool" not in data and "episode_reward" in data:  # an episode line: the reward the client took, after its calls
         if data["episode_reward"] is not None and not _is_number(data["episode_reward"]):
             line.problems.append('"episode_reward" is not a finite number or null')
@@ -203,6 +229,15 @@ class OutFile:
     @property
     def invalid(self) -> list[OutLine]:
         return [line for line in self.lines if not line.valid]
+
+    @property
+    def aggregate(self) -> dict[str, Any] | None:
+        """The last aggregate line an adapter wrote (``ORSBENCH_EPISODES``: its figure over the episodes), or ``None``."""
+        found = None
+        for line in self.lines:
+            if line.data is not None and "tool" not in line.data and AGGREGATE_REWARD in line.data:
+                found = line.data
+        return found
 
     @property
     def episode_reward(self) -> Any:

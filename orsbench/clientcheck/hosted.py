@@ -278,6 +278,8 @@ class HostedCase:
             "deadline_s": case.deadline,
             # Times one process plays the script (ORSBENCH_RUNS, §13.16): each run a session of its own, each graded.
             "runs": case.runs,
+            # Episodes each run plays, tasks index onwards (ORSBENCH_EPISODES, §13.15); each session graded as one.
+            "episodes": case.episodes,
             "expect": case.expect,
             "summary": case.summary,
         }
@@ -478,6 +480,8 @@ def manifest_table(manifest: list[dict[str, Any]]) -> str:
         calls = ", ".join(call["tool"] for call in entry["script"]["calls"])
         secrets = "; X-Secrets from the manifest" if entry["secrets"] else ""
         runs = f"; play it {entry['runs']} times in one process, a session each" if entry.get("runs", 1) > 1 else ""
+        if entry.get("episodes", 1) > 1:
+            runs += f"; {entry['episodes']} episodes, tasks {entry['index']}..{entry['index'] + entry['episodes'] - 1}, a session each"
         rows.append(
             f"    OPENREWARD_API_URL={entry['url']} OPENREWARD_SESSION_URL={entry['url']}  "
             f"# env {entry['env']!r}, task {task}, calls {calls}{secrets}{runs}"

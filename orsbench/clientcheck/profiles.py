@@ -46,10 +46,20 @@ class Profile:
 
     def script(self) -> Script:
         """The episode a client plays under this profile: the scenario's, going on past ``finished`` where it says so."""
-        base = script(SCENARIO)
+        base = script(self.scenario)
         if not self.calls_after_finished:
             return base
         return going_on_after_finished(base, calls=self.calls_after_finished, same_reply=self.finishing_reply_goes_on)
+
+    @property
+    def scenario(self) -> str:
+        """The scenario it is played on: the profile's own (``second-setup-fails``: ``pick``), else :data:`SCENARIO`."""
+        return self.facts.scenario or SCENARIO
+
+    @property
+    def episodes(self) -> int:
+        """Episodes one client run plays under it (``ORSBENCH_EPISODES``, §13.15)."""
+        return self.facts.episodes
 
     @property
     def knobs(self) -> tuple[tuple[str, Any], ...]:

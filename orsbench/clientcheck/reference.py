@@ -19,7 +19,8 @@ SIGTERM (a scheduler preempting it, ``timeout``, Ctrl-C's cousin), it stops wher
 it is, still deletes its session, and exits 143 (docs/protocol.md §13.17):
 Python's own SIGTERM would skip every ``finally``.
 call. Exit status 0, or 1 when the episode ended on a failure. Under ``ORSBENCH_RUNS=N`` it plays
-the script N times in its one process, a fresh :class:`Adapter` (HTTP pool, session) per run.
+the script N times in its one process, a fresh :class:`Adapter` (HTTP pool, session) per run; under
+``ORSBENCH_EPISODES=N`` each run plays tasks ``INDEX`` .. ``INDEX+N-1`` and reports its mean over all N.
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ class Adapter:
         self.sid: str | None = None
         #: The episode ended on a reported failure: the exit status is 1.
         self.failed = False
+        #: The last non-null reward the episode was given (its score in an aggregate over episodes).
+        self.reward: float | None = None
 
     # -- the contract's output ----------------------------------------------------------
     def write(self, line: dict[str, Any]) -> None:
@@ -275,6 +278,8 @@ class Adapter:
                     continue
                 self.write(self.line(call["tool"], output))
                 self.failed = False
+                if output.get("reward") is not None:
+                    self.reward = output["reward"]
                 if self.should_stop(output):
                     break
         finally:
@@ -297,7 +302,19 @@ def main(adapter: type[Adapter] = Adapter) -> int:
         return 2
     # ORSBENCH_RUNS: the script played that many times in this one process, each run a client of its own
     # (its own HTTP pool, session and episode state: nothing of one run is carried into the next, §13.16).
-    codes = [adapter().play() for _ in range(contract.runs(os.environ))]
+    # ORSBENCH_EPISODES: each run plays tasks INDEX .. INDEX+N-1, going on after a failed one, then reports its
+    # mean over all N, a failed episode as 0 (§13.15).
+    codes = []
+    episodes, first = contract.episodes(os.environ), int(os.environ[contract.INDEX])
+    for _ in range(contract.runs(os.environ)):
+        scores = []
+        for number in range(episodes):
+            client = adapter({**os.environ, contract.INDEX: str(first + number)})
+            code = client.play()
+            codes.append(code)
+            scores.append(0.0 if code else float(client.reward or 0.0))
+        if episodes > 1:
+            client.write(contract.aggregate_line(sum(scores) / episodes, episodes))
     return max(codes)
 
 

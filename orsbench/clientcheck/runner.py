@@ -199,6 +199,7 @@ def case_environment(
         contract.OUT: str(out_path),
         contract.SECRETS: json.dumps(dict(case.secrets)),
         contract.RUNS: str(case.runs),
+        contract.EPISODES: str(case.episodes),
     }
 
 

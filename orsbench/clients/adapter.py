@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from orsbench.clients.offline import loopback_only
-from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.clients.targets import CLIENT_TARGETS, ClientTarget
 from orsbench.clients.transcript import AdapterEpisode, ClientExited, ClientReported, UsageError
 
 
@@ -64,10 +64,28 @@ def play(name: str, episode: AdapterEpisode) -> int:
     a run that raises ends the loop, as it would end the user's.
     """
     target = CLIENT_TARGETS.get(name)
-    try:
-        for _ in range(1 if target.command is not None else episode.runs):
+    if target.command is not None:
+        return _play_once(target, episode)  # a command adapter loops its runs and episodes in its own process
+    # ORSBENCH_EPISODES (§13.15): a target whose client has a loop over episodes of its own plays them all at once;
+    # the others play tasks index .. index+N-1 one by one, going on after one that fails, as a user's loop would.
+    episodes = 1 if target.plays_episodes else episode.episodes
+    first, code = episode.index, 0
+    for _ in range(episode.runs):
+        for number in range(episodes):
+            episode.index = first + number
             episode.stage, episode.finished = None, False
-            target.play(episode)
+            played = _play_once(target, episode)
+            code = max(code, played)
+        if code and episodes == 1:
+            break  # a run that failed ends the loop over runs, as it would end the user's
+    episode.index = first
+    return code
+
+
+def _play_once(target: ClientTarget, episode: AdapterEpisode) -> int:
+    """One call of the target's ``play``: 0, or 1 (the error written) when its client raised."""
+    try:
+        target.play(episode)
     except ClientExited as exc:  # a command adapter wrote its own lines: only its status is ours to pass on
         return exc.code
     except SystemExit as exc:  # SIGTERM (unwind_on_sigterm): the client's cleanup has run on the way here

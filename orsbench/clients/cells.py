@@ -17,7 +17,6 @@ from functools import cache
 
 from orsbench.upstream import defects as D
 from orsbench.clientcheck.episodes import INDEX, SPLIT, Script, scenarios, script, sent_rewards
-from orsbench.clientcheck.profiles import SCENARIO as PROFILE_SCENARIO
 from orsbench.clientcheck.profiles import Profile, profile, profiles
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.scenarios import get_scenario, suite_params
@@ -49,8 +48,13 @@ class Cell:
     @property
     def script(self) -> Script:
         """The calls the server must see: the scenario's script — or the profile's, where it goes on past ``finished``
-        (§13.14) — once per run of the profile (``two-runs``: twice)."""
-        return (profile(self.profile).script() if self.profile else script(self.scenario)).repeated(self.runs)
+        (§13.14) — once per run and episode of the profile (``two-runs``: twice)."""
+        return (profile(self.profile).script() if self.profile else script(self.scenario)).repeated(self.runs * self.episodes)
+
+    @property
+    def episodes(self) -> int:
+        """Episodes each run plays (the profile's ``episodes``, §13.15; 1 for a scenario cell)."""
+        return profile(self.profile).episodes if self.profile else 1
 
     @property
     def runs(self) -> int:
@@ -67,7 +71,7 @@ def plan(
     cells = [Cell(c, s, sc) for s in server_names for sc in scenarios() for c in clients]
     if "mock" in server_names:
         chosen = [p for p in profiles() if profile_names is None or p.name in profile_names]
-        cells += [Cell(c, "mock", PROFILE_SCENARIO, p.name) for p in chosen for c in clients]
+        cells += [Cell(c, "mock", p.scenario, p.name) for p in chosen for c in clients]
     return cells
 
 
@@ -143,6 +147,9 @@ def facts(cell: Cell) -> D.CellFacts:
         calls_after_finished=s.goes_on_after_finished,
         finishing_reply_goes_on=s.finishing_reply_goes_on,
         runs=cell.runs,
+        episodes=cell.episodes,
+        setup_fails=played is not None and played.fails_setup,
+        aggregates_over_scored=_aggregates_over_scored(cell.client),
     )
 
 
@@ -155,6 +162,11 @@ def _reads_listings(client: str) -> bool:
 def _refuses_non_finite(client: str) -> bool:
     """The client's consumer profile refuses an episode whose only reward is ``NaN`` (it checks what it takes)."""
     return CLIENT_TARGETS.get(client).consumer.predict([math.nan], finished=True).refused is not None
+
+
+def _aggregates_over_scored(client: str) -> bool:
+    """The client's own aggregation over several episodes leaves a failed one out (its consumer profile's ``aggregate``)."""
+    return CLIENT_TARGETS.get(client).consumer.aggregate == "scored"
 
 
 def expected(cell: Cell) -> Verdict:

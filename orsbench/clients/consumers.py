@@ -32,6 +32,10 @@ NoReward = Literal["none", "zero", "refuses"]
 FailedCall = Literal["raises", "error text", "error result"]
 
 
+#: How an aggregation over several episodes counts a failed one: in the denominator (``all``) or not (``scored``).
+Aggregate = Literal["all", "scored"]
+
+
 @dataclass(frozen=True)
 class Prediction:
     """What a consumer makes of one episode: the reward it takes, or why it refuses the episode."""
@@ -64,6 +68,10 @@ class Consumer:
     multi_turn: bool = True
     #: How a failed call reaches its user.
     failed_call: FailedCall = "raises"
+    #: How its own aggregation over several episodes counts one that failed (§13.15): ``all`` (in the denominator,
+    #: as 0), ``scored`` (a mean over the scored episodes only: the failure is left out), ``None`` (no aggregation of
+    #: its own: the user's loop adds the episodes up).
+    aggregate: Aggregate | None = None
     #: The upstream code these facts are read from.
     source: str = ""
 
@@ -81,6 +89,8 @@ class Consumer:
             parts.append("every call must carry a reward")
         parts += ["images" if self.images else "text only", "multi-turn" if self.multi_turn else "single-turn"]
         parts.append(f"a failed call {'raises' if self.failed_call == 'raises' else 'is an ' + self.failed_call}")
+        if self.aggregate is not None:
+            parts.append("its mean over episodes counts a failed one as 0" if self.aggregate == "all" else "its mean over episodes leaves a failed one out")
         return "; ".join(parts)
 
     def predict(self, rewards: list[Any], finished: bool) -> Prediction:

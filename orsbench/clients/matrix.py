@@ -129,7 +129,17 @@ def run(
         played = C.profile_of(cell) if cell.profile else None
         sdk_urls = played.sdk_urls if played is not None else True
         terminate_on = played.terminate_on if played is not None else None
-        run = ClientRun(cell.client, lanes[key], cell.script, limit_of(cell), expect=expect, sdk_urls=sdk_urls, terminate_on=terminate_on)
+        run = ClientRun(
+            cell.client,
+            lanes[key],
+            cell.script,
+            limit_of(cell),
+            expect=expect,
+            sdk_urls=sdk_urls,
+            terminate_on=terminate_on,
+            runs=cell.runs,
+            episodes=cell.episodes,
+        )
         active[key] = (cell, run, replay)
 
     def close(key: tuple[str, str, str, str]) -> None:

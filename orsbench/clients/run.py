@@ -203,9 +203,11 @@ class ClientRun(RunningCase):
         prepare: Callable[[], None] | None = None,
         sdk_urls: bool = True,
         terminate_on: str | None = None,
+        runs: int = 1,
+        episodes: int = 1,
     ) -> None:
         self.client = client
-        case = replace(case_for(server, expect), sdk_urls=sdk_urls, runs=script.runs, terminate_on=terminate_on)
+        case = replace(case_for(server, expect), sdk_urls=sdk_urls, runs=runs, episodes=episodes, terminate_on=terminate_on)
         if secrets:
             case = replace(case, secrets=tuple(secrets.items()))
         takes_model = CLIENT_TARGETS.get(client).takes_model

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from orsbench.clientcheck.contract import ENV, INDEX, MODEL_URL, OUT, SCRIPT, SECRETS, SPLIT, URL, runs
+from orsbench.clientcheck.contract import ENV, INDEX, MODEL_URL, OUT, SCRIPT, SECRETS, SPLIT, URL, aggregate_line, episodes, runs
 
 JSON = dict[str, Any]
 
@@ -78,10 +78,13 @@ class AdapterEpisode:
         out: IO[str],
         model_url: str = "",
         runs: int = 1,
+        episodes: int = 1,
     ) -> None:
         self.url, self.env, self.split, self.index, self.model_url = url, env, split, index, model_url
         #: Times the target plays the script in this process (``ORSBENCH_RUNS``, §13.16): :func:`orsbench.clients.adapter.play` loops.
         self.runs = runs
+        #: Episodes each run plays, tasks ``index`` .. ``index + episodes - 1`` (``ORSBENCH_EPISODES``, §13.15).
+        self.episodes = episodes
         self.calls = tuple(calls)
         self.secrets = dict(secrets)
         self.stage: str | None = None
@@ -106,7 +109,7 @@ class AdapterEpisode:
             raise UsageError(f"{SECRETS} must be a JSON object")
         stream = out if out is not None else open(environ[OUT], "a", encoding="utf-8")
         return cls(
-            environ[URL], environ[ENV], environ.get(SPLIT) or "train", index, calls, secrets, stream, environ.get(MODEL_URL, ""), runs(environ)
+            environ[URL], environ[ENV], environ.get(SPLIT) or "train", index, calls, secrets, stream, environ.get(MODEL_URL, ""), runs(environ), episodes(environ)
         )
 
     def steps(self) -> Iterator[Call]:
@@ -138,6 +141,10 @@ class AdapterEpisode:
     def error(self, message: str, *, raised: bool = True) -> None:
         """The client raised (``raised``) or reported a failure its own way (``raised=False``): the episode ends here."""
         self._write({"error": message[:2000], "raised": raised, **({"stage": self.stage} if self.stage else {})})
+
+    def aggregate(self, reward: Any, episodes: int, **extra: Any) -> None:
+        """The client's own aggregate over the episodes it played: its figure, and how many episodes it is over."""
+        self._write(aggregate_line(reward, episodes, **extra))
 
     def close(self) -> None:
         self._out.close()

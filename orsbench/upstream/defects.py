@@ -102,6 +102,12 @@ class CellFacts:
     finishing_reply_goes_on: bool = False
     #: Times the client plays the script in one process (the ``two-runs`` profile: 2, §13.16).
     runs: int = 1
+    #: Episodes one client run plays (the ``second-setup-fails`` profile: 3, §13.15).
+    episodes: int = 1
+    #: A session's setup fails under the profile (``setup-failure``: every one; ``second-setup-fails``: one).
+    setup_fails: bool = False
+    #: The client's own aggregation over several episodes averages the scored ones only (its consumer profile).
+    aggregates_over_scored: bool = False
 
     @property
     def finishes_without_a_reward(self) -> bool:
@@ -262,7 +268,12 @@ def _url_only(cell: CellFacts) -> bool:
 
 
 def _setup_fails(cell: CellFacts) -> bool:
-    return cell.profile == "setup-failure"
+    return cell.setup_fails
+
+
+def _episode_fails_in_an_aggregate(cell: CellFacts) -> bool:
+    """One of several episodes fails, and the client's own aggregate averages the scored ones only (§13.15)."""
+    return cell.episodes > 1 and cell.setup_fails and cell.aggregates_over_scored
 
 
 def _rewards_spread(cell: CellFacts) -> bool:
@@ -445,7 +456,7 @@ DEFECTS: dict[str, Defect] = {
             TRL,
             "when get_prompt() fails inside reset(), the ORS session just created stays open on the server until the next reset() or _close()",
             "P13",
-            shows_in=_under("setup-failure"),
+            shows_in=_setup_fails,
             effect=Effect.HARMS_SERVER,
             masks=True,
         ),
@@ -729,6 +740,28 @@ DEFECTS: dict[str, Defect] = {
             FIREHORSE,
             "before any trial the orchestrator asks the OpenReward platform which secrets the environment requires (GET {OPENREWARD_API_URL}/v1/environments/NS/NAME/required-secrets, not part of ORS) and does not catch a failure: pointed at an ORS server alone (OPENREWARD_API_URL the server's URL), every run ends with a traceback on its 404 before a trial starts",
             "P10",
+        ),
+        Defect(
+            "inspect-mean-over-scored",
+            INSPECT,
+            "inspect eval --no-fail-on-error (how the target runs it) leaves an errored sample out of scoring: the "
+            "openreward_scorer's mean in results.scores is over the scored samples only (scored_samples 2 of 3 samples), "
+            "so an eval whose second episode failed its setup reports mean 1.0, the figure of a run with no failure",
+            "P8",
+            shows_in=_episode_fails_in_an_aggregate,
+            effect=Effect.WRONG_DATA,
+            unreported=True,
+        ),
+        Defect(
+            "firehorse-avg-reward-over-scored",
+            FIREHORSE,
+            "results.RunSummary.from_results averages the trials' rewards that are not None: a failed trial (its "
+            "setup failed, reward None) is left out of avg_reward and counted only in n_failed, so run_result.json "
+            "reports avg_reward 1.0 over 2 of 3 trials, the figure of a run with no failure",
+            "P8",
+            shows_in=_episode_fails_in_an_aggregate,
+            effect=Effect.WRONG_DATA,
+            unreported=True,
         ),
         Defect(
             "firehorse-setup-leaks-session",

@@ -384,6 +384,19 @@ class StaleFinished(Adapter):
         return super().play()
 
 
+def mean_over_scored() -> int:
+    """Plays every episode, then averages the scored ones only: a failed episode is left out of the mean (§13.15)."""
+    episodes, first = reference.contract.episodes(os.environ), int(os.environ["ORSBENCH_INDEX"])
+    scores, codes = [], []
+    for number in range(episodes):
+        client = Adapter({**os.environ, "ORSBENCH_INDEX": str(first + number)})
+        codes.append(client.play())
+        if not codes[-1]:
+            scores.append(float(client.reward or 0.0))
+    client.write(reference.contract.aggregate_line(sum(scores) / len(scores) if scores else None, len(scores)))
+    return max(codes)
+
+
 class Hang(Adapter):
     """Opens its session, then waits forever."""
 
@@ -457,5 +470,8 @@ FAULTS: dict[str, type[Adapter]] = {
     "garbage": Garbage,
 }
 
+#: Faults of the run as a whole (how the episodes' results are put together), not of one episode's adapter.
+MAINS = {"mean-over-scored": mean_over_scored}
+
 if __name__ == "__main__":
-    sys.exit(reference.main(FAULTS[sys.argv[1]]))
+    sys.exit(MAINS[sys.argv[1]]() if sys.argv[1] in MAINS else reference.main(FAULTS[sys.argv[1]]))

@@ -78,10 +78,10 @@ class Out:
         self.handle.flush()
 
 
-def runs(environ: dict[str, str]) -> int:
-    """``ORSBENCH_RUNS``: times to play the script in this process (absent or malformed: once)."""
+def runs(environ: dict[str, str], name: str = "ORSBENCH_RUNS") -> int:
+    """``ORSBENCH_RUNS`` (or ``ORSBENCH_EPISODES``): a count of the contract's (absent or malformed: 1)."""
     try:
-        return max(1, int(environ.get("ORSBENCH_RUNS") or 1))
+        return max(1, int(environ.get(name) or 1))
     except ValueError:
         return 1
 
@@ -178,9 +178,15 @@ def main() -> int:
     try:
         # ORSBENCH_RUNS (docs/protocol.md §13.16): the session and its judgement run that many times in this one
         # process, as a loop over runs calls them; a run that fails ends the loop, as it would end the user's.
+        # ORSBENCH_EPISODES (§13.15): tasks INDEX .. INDEX+N-1 one by one, going on after one that fails; benchflow's
+        # reward seam judges one rollout at a time, so no aggregate line is written here.
+        first, played = int(environ.get("ORSBENCH_INDEX") or 0), 0
         for run in range(runs(environ)):
-            outputs = play_session(environ, out)
-            code = 1 if outputs is None else judge(outputs, workdir / f"run-{run + 1}", out)
+            code = 0
+            for number in range(runs(environ, "ORSBENCH_EPISODES")):
+                played += 1
+                outputs = play_session({**environ, "ORSBENCH_INDEX": str(first + number)}, out)
+                code = max(code, 1 if outputs is None else judge(outputs, workdir / f"play-{played}", out))
             if code:
                 return code
         return 0

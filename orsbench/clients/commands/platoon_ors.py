@@ -62,10 +62,10 @@ class Out:
         self.handle.flush()
 
 
-def runs(environ: dict[str, str]) -> int:
-    """``ORSBENCH_RUNS``: times to play the script in this process (absent or malformed: once)."""
+def runs(environ: dict[str, str], name: str = "ORSBENCH_RUNS") -> int:
+    """``ORSBENCH_RUNS`` (or ``ORSBENCH_EPISODES``): a count of the contract's (absent or malformed: 1)."""
     try:
-        return max(1, int(environ.get("ORSBENCH_RUNS") or 1))
+        return max(1, int(environ.get(name) or 1))
     except ValueError:
         return 1
 
@@ -194,9 +194,13 @@ def main() -> int:
     try:
         # ORSBENCH_RUNS (docs/protocol.md §13.16): the rollout run that many times in this one process, each run
         # its own asyncio.run, as a script looping over runs calls platoon; whatever platoon caches carries over.
-        code = 0
+        # ORSBENCH_EPISODES (§13.15): tasks INDEX .. INDEX+N-1 one by one, going on after one that fails. platoon's own
+        # aggregate lives in its eval runner (platoon/eval/runner.py), which the ors+http service does not drive: no
+        # aggregate line is written here.
+        code, first = 0, int(environ.get("ORSBENCH_INDEX") or 0)
         for _ in range(runs(environ)):
-            code = max(code, asyncio.run(play(environ, out)))
+            for number in range(runs(environ, "ORSBENCH_EPISODES")):
+                code = max(code, asyncio.run(play({**environ, "ORSBENCH_INDEX": str(first + number)}, out)))
         return code
     except SystemExit:
         out.write({"error": "ended by SIGTERM before the episode's end", "raised": True})

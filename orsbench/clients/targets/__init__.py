@@ -87,6 +87,10 @@ class ClientTarget:
     listings: tuple[str, ...] = ()
     #: A client in another Python: the command adapter that plays it, in its virtual environment.
     command: Command | None = None
+    #: Its ``play`` plays all of ``ORSBENCH_EPISODES`` itself, through the client's own loop over episodes (an eval's
+    #: samples, a run's trials), and writes the client's own aggregate; otherwise the adapter plays them one by one
+    #: (a command target loops in its own process) and the client has no aggregate of its own (§13.15).
+    plays_episodes: bool = False
 
     def __post_init__(self) -> None:
         if self.play is None:

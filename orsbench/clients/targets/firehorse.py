@@ -71,7 +71,7 @@ def command_line(episode: AdapterEpisode, output_dir: str) -> list[str]:
         "--provider-url", provider_url,
         "--split", episode.split,
         "--skip-tasks", str(episode.index),
-        "--max-tasks", "1",
+        "--max-tasks", str(episode.episodes),
         "--run-name", "orsbench",
         "--no-logging",
         "--output-dir", output_dir,
@@ -87,13 +87,20 @@ def platform_url(model_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
 
 
-def _events(output_dir: str) -> list[dict[str, Any]]:
-    """The trial's trajectory events, in order (firehorse writes ``trial_<id>.jsonl``)."""
+def _events(output_dir: str, trial_id: Any = None) -> list[dict[str, Any]]:
+    """A trial's trajectory events, in order (firehorse writes ``trial_<id>.jsonl``); every trial's without ``trial_id``."""
     events = []
-    for path in sorted(glob.glob(os.path.join(output_dir, "trial_*.jsonl"))):
+    pattern = "trial_*.jsonl" if trial_id is None else f"trial_{trial_id}.jsonl"
+    for path in sorted(glob.glob(os.path.join(output_dir, pattern))):
         with open(path, encoding="utf-8") as handle:
             events += [json.loads(line) for line in handle if line.strip()]
     return events
+
+
+def _trial_id(trial: dict[str, Any]) -> Any:
+    """The id firehorse's react agent names a trial's trajectory by (``trial_<id>.jsonl``)."""
+    spec = trial.get("task_spec") or {}
+    return spec.get("id", spec.get("index", trial.get("task_index")))
 
 
 def _text(content: Any) -> str:
@@ -131,7 +138,7 @@ def record_trajectory(episode: AdapterEpisode, events: list[dict[str, Any]]) -> 
 def play(episode: AdapterEpisode) -> None:
     from firehorse.cli import main as firehorse
 
-    from orsbench.clients.transcript import ClientReported, UsageError
+    from orsbench.clients.transcript import ClientExited, ClientReported, UsageError
 
     if not episode.model_url:
         raise UsageError("firehorse plays through a model: ORSBENCH_MODEL_URL is not set (orsbench check-client and matrix set it)")
@@ -141,13 +148,27 @@ def play(episode: AdapterEpisode) -> None:
         episode.stage = "run"
         code = firehorse(command_line(episode, output_dir))
         episode.stage = "trial"
-        record_trajectory(episode, _events(output_dir))
         try:
             with open(os.path.join(output_dir, "run_result.json"), encoding="utf-8") as handle:
                 summary = json.load(handle)
         except FileNotFoundError:
+            record_trajectory(episode, _events(output_dir))
             raise ClientReported(f"firehorse exited {code} without a run_result.json") from None
-    trials = summary.get("trials") or []
+        trials = summary.get("trials") or []
+        if episode.episodes == 1 or len(trials) <= 1:
+            record_trajectory(episode, _events(output_dir))
+        else:  # ORSBENCH_EPISODES (§13.15): one trial per task, each trajectory in task order, each failure said
+            failed = 0
+            for trial in sorted(trials, key=lambda t: t.get("task_index", 0)):
+                record_trajectory(episode, _events(output_dir, _trial_id(trial)))
+                if trial.get("error"):
+                    failed += 1
+                    episode.error(f"firehorse: trial failed (exit {code}): {trial['error']}", raised=False)
+            # firehorse's own aggregate, as run_result.json reports it: avg_reward, over the trials that have a reward.
+            averaged = sum(1 for t in trials if t.get("final_reward") is not None)
+            episode.aggregate(summary.get("avg_reward"), averaged, firehorse="run_result.json avg_reward", n_failed=summary.get("n_failed"))
+            if failed:
+                raise ClientExited(1)
     if not trials:
         raise ClientReported(f"firehorse ran no trial (exit {code}, {summary.get('n_tasks')} task(s))")
     if trials[0].get("error"):
@@ -161,6 +182,7 @@ register(
         "firehorse-cli",
         "firehorse-cli (its CLI, react agent, scripted model)",
         play,
+        plays_episodes=True,
         modules=("openreward", "anthropic", "firehorse.cli", "firehorse.orchestrator", "firehorse.agents.react"),
         # firehorse's agent registry imports every agent; the Anthropic client its HTTP stack on first use.
         warm=(
@@ -179,7 +201,10 @@ register(
             source="firehorse-cli 0.1.4: the react agent keeps last_reward, the last non-null reward (the trial's "
             "final_reward, null without one); run_trial hands the model the prompt's text blocks only (tool results "
             "keep their images on the Anthropic path); a call that raises reaches the model as an is_error "
-            "'Error: ...' tool result and the loop goes on (ToolFailed and SessionTerminatedError end the trial)",
+            "'Error: ...' tool result and the loop goes on (ToolFailed and SessionTerminatedError end the trial); "
+            "results.RunSummary.avg_reward is the mean of the trials' rewards that are not None: a failed trial is "
+            "left out of it (counted in n_failed only)",
+            aggregate="scored",
         ),
     ),
     origin=__name__,

@@ -52,6 +52,7 @@ def command_line(episode: AdapterEpisode, log_dir: str) -> list[str]:
     return [
         "eval", f"{TASK_FILE}@ors_episode",
         "-T", f"url={episode.url}", "-T", f"env={episode.env}", "-T", f"split={episode.split}", "-T", f"index={episode.index}",
+        *(["-T", f"count={episode.episodes}"] if episode.episodes > 1 else []),
         "--model", MODEL,
         "--model-base-url", episode.model_url,
         "-M", "responses_api=false",
@@ -70,7 +71,7 @@ def play(episode: AdapterEpisode) -> None:
     from inspect_ai.log import read_eval_log
     from inspect_ai.model import ChatMessageTool
 
-    from orsbench.clients.transcript import ClientReported, UsageError
+    from orsbench.clients.transcript import ClientExited, ClientReported, UsageError
 
     if not episode.model_url:
         raise UsageError("inspect plays through a model: ORSBENCH_MODEL_URL is not set (orsbench check-client and matrix set it)")
@@ -85,21 +86,34 @@ def play(episode: AdapterEpisode) -> None:
         if not found:
             raise ClientReported(f"inspect eval exited {code} without writing a log")
         log = read_eval_log(found[-1])
-    sample = (log.samples or [None])[0]
-    if sample is None:
+    samples = list(log.samples or [])
+    if not samples:
         where = "dataset" if log.error and "dataset" in (log.error.traceback or "") else "eval"
         episode.stage = where
         raise ClientReported(f"inspect eval exited {code}, {log.status} without a sample: {log.error.message if log.error else ''}")
-    answered = [m for m in sample.messages if isinstance(m, ChatMessageTool) and m.error is None]
-    score = next(iter((sample.scores or {}).values()), None)
-    meta = (score.metadata or {}) if score is not None else {}
-    episode.stage = "call"
-    for number, message in enumerate(answered, 1):
-        last = number == len(answered)
-        episode.record(message.function or "", message.text, meta.get("reward") if last else None, bool(meta.get("finished")) and last)
-    if sample.error is not None:
-        episode.stage = "sample"
-        raise ClientReported(f"sample error: {sample.error.message}")
+    errors = []
+    for sample in samples:  # one per episode (ORSBENCH_EPISODES: the eval's samples index .. index+N-1), in the log's order
+        answered = [m for m in sample.messages if isinstance(m, ChatMessageTool) and m.error is None]
+        score = next(iter((sample.scores or {}).values()), None)
+        meta = (score.metadata or {}) if score is not None else {}
+        episode.stage = "call"
+        for number, message in enumerate(answered, 1):
+            last = number == len(answered)
+            episode.record(message.function or "", message.text, meta.get("reward") if last else None, bool(meta.get("finished")) and last)
+        if sample.error is not None:
+            episode.stage = "sample"
+            errors.append(f"sample error: {sample.error.message}")
+            if len(samples) > 1:
+                episode.error(errors[-1], raised=False)
+    if episode.episodes > 1:
+        # Inspect's own aggregate, as `inspect eval` reports it: the scorer's mean, over the samples it scored.
+        scores = log.results.scores if log.results is not None else []
+        mean = scores[0].metrics.get("mean") if scores else None
+        episode.aggregate(mean.value if mean is not None else None, scores[0].scored_samples if scores else 0, inspect="results.scores[0]")
+    if errors:
+        if len(samples) > 1:
+            raise ClientExited(1)  # each failed sample's error is written above
+        raise ClientReported(errors[0])
     episode.stage = None
 
 
@@ -109,6 +123,7 @@ register(
         "inspect-openreward",
         "inspect-openreward (inspect eval, openai provider, scripted model)",
         play,
+        plays_episodes=True,
         modules=("openreward", "openai", "inspect_ai", "inspect_ai.model", "inspect_ai._cli.main", "inspect_openreward"),
         # What an eval imports on its way (the openai provider, the ACP server, the log's markdown): some 15 s of
         # imports per episode on a busy machine, done once before the matrix forks.
@@ -129,7 +144,9 @@ register(
             images=False,
             source="inspect-openreward 0.3.0: _solver._wrap_tool keeps each non-null reward (the last wins), "
             "openreward_scorer scores 0.0 without one; a call that raises is a sample error; a tool result shows "
-            "its text blocks only (the prompt's images do reach the model)",
+            "its text blocks only (the prompt's images do reach the model); over several samples the eval's "
+            "results.scores mean is over the scored samples only: an errored sample (--no-fail-on-error) is left out",
+            aggregate="scored",
         ),
     ),
     origin=__name__,

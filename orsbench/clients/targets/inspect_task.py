@@ -9,8 +9,8 @@ openreward SDK's own way to a server that is not openreward.ai)::
 
 ``openreward_dataset`` lists the split, ``openreward_solver`` opens a session per
 sample, installs the tools and runs Inspect's ``generate(tool_calls="loop")``,
-``openreward_scorer`` scores the reward it captured. Only the sample at
-``index`` is kept (the dataset is read up to it).
+``openreward_scorer`` scores the reward it captured. Only the samples
+``index`` .. ``index + count - 1`` are kept (the dataset is read up to them).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from inspect_openreward import openreward_dataset, openreward_scorer, openreward
 
 
 @task
-def ors_episode(url: str, env: str, split: str = "train", index: int = 0) -> Task:
+def ors_episode(url: str, env: str, split: str = "train", index: int = 0, count: int = 1) -> Task:
     environment = openreward.OpenReward().environments.get(env, base_url=url)
-    dataset = openreward_dataset(environment, split, limit=int(index) + 1)
+    dataset = openreward_dataset(environment, split, limit=int(index) + int(count))
     return Task(dataset=dataset[int(index) :], solver=openreward_solver(environment), scorer=openreward_scorer())

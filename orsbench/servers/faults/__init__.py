@@ -87,6 +87,12 @@ class ClientFacts:
     left_out: str | None = None
     #: A test aid for the server side, not trouble a client meets: check-client has no case for it.
     test_aid: bool = False
+    #: A session's setup fails under it (a sticky 500 on its session-bound requests until ``/delete``).
+    fails_setup: bool = False
+    #: Episodes one client run plays under it (``ORSBENCH_EPISODES``, §13.15: tasks index..index+N-1, then its aggregate).
+    episodes: int = 1
+    #: The scenario it is played on, where not the client matrix's own (``sparse-reward``).
+    scenario: str | None = None
     #: orsbench ends the client mid-episode: SIGTERM once this fault has acted (its counter in ``/_orsbench/stats``
     #: moved: the call it holds is in flight), SIGKILL after a grace period; what the server is left with is graded.
     terminate: bool = False

@@ -65,6 +65,8 @@ SLOW_SETUP_S = 3.0
 SLOW_SETUP_WAIT_S = 0.5
 #: setup-failure: setup fails this long after /create (then 500 on every session-bound request).
 SETUP_FAILURE_AFTER_S = 0.05
+#: second-setup-fails: the setup of this session (counted in the order sessions set up) fails; the others play.
+SECOND_SETUP_FAILS_AT = 2
 #: stream-stall: the stream goes silent for this many keep-alive intervals
 #: (40 s at the reference's 10 s, beyond the SDK's 30 s read timeout).
 STALL_PING_INTERVALS = 4
@@ -209,7 +211,7 @@ class SetupFailed(RuntimeError):
     "setup-failure",
     "every session's setup fails: a sticky 500 on every session-bound request until /delete",
     kind="profile",
-    client=REPORT_ERROR,
+    client=ClientFacts(expect="error", fails_setup=True),
 )
 def setup_failure(engine: Engine, app: Any, rng: random.Random) -> Any:
     # The engine only runs a background setup when there is a delay or a scenario setup.
@@ -223,6 +225,32 @@ def setup_failure(engine: Engine, app: Any, rng: random.Random) -> Any:
         raise SetupFailed("environment setup failed (orsbench fault profile setup-failure)")
 
     engine.hooks.setup = failing_setup
+    return app
+
+
+@fault(
+    "second-setup-fails",
+    f"the setup of the {SECOND_SETUP_FAILS_AT}nd session to set up fails (a sticky 500 on its session-bound requests "
+    "until /delete); every other session plays normally. Played by a client as several episodes of one case, "
+    "whose aggregate must count the failed one (§13.15)",
+    kind="profile",
+    client=ClientFacts(expect="error", fails_setup=True, episodes=3, scenario="pick", deadline_s=40.0, per_client=True),
+)
+def second_setup_fails(engine: Engine, app: Any, rng: random.Random) -> Any:
+    engine.config = engine.config.replace(setup_delay=max(engine.config.setup_delay, SETUP_FAILURE_AFTER_S))
+    count = engine_context(engine).count
+    started = 0
+
+    async def setup(session: Session) -> None:
+        nonlocal started
+        started += 1
+        await asyncio.sleep(engine.config.setup_delay)
+        if started == SECOND_SETUP_FAILS_AT:
+            count("second-setup-fails")
+            raise SetupFailed("environment setup failed for this episode (orsbench fault profile second-setup-fails)")
+        await session.scenario.setup(session.episode)
+
+    engine.hooks.setup = setup
     return app
 
 

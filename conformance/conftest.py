@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 from unittest import mock
 
 os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
@@ -47,26 +46,6 @@ def pytest_configure(config: pytest.Config) -> None:
         # Workers re-parse the command line (`-n auto`, no --dist) and would not tag
         # node ids with their group; the controller tells them (pytest_configure_node).
         config.option.loadgroup = True
-
-
-#: Workers per core that ``-n auto`` starts for the conformance suite run alone.
-WORKERS_PER_CORE = 2
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``pytest -n auto conformance/``: two workers per core, not one.
-
-    Why: a conformance cell is mostly waiting — a client's deadline running out on a hang, a fault's
-    Retry-After, a slow tool, a 3.12 interpreter starting — and a worker that waits holds its core idle.
-    Measured on 2 cores (BENCHMARKS.md, "conformance"). Only when every path asked for is under
-    conformance/: the whole suite (``pytest -n auto``) keeps xdist's one worker per core.
-    """
-    root = Path(__file__).parent.resolve()
-    paths = [Path(arg.split("::")[0]).resolve() for arg in config.args]
-    if not paths or not all(p == root or root in p.parents for p in paths):
-        return None
-    return max(1, (os.cpu_count() or 1) * WORKERS_PER_CORE)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
@@ -175,6 +176,22 @@ def _error_profile(name: str, statuses: tuple[int, ...], detail: str, stream: st
         return _error_rate(app, rng, context, name, statuses, detail, stream or name)
 
     return wrap
+
+
+def _refusal(name: str, status: int, detail: str, refused: Callable[[Scope], bool]) -> WrapFn:
+    """A profile that answers every request ``refused`` picks with ``status`` and ``detail``, every time (no draw)."""
+
+    def wrap(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
+        async def decide(scope: Scope) -> Answer | None:
+            return (status, detail, []) if refused(scope) else None
+
+        return Intercept(app, name, decide, context)
+
+    return wrap
+
+
+def _post_to(path: str) -> Callable[[Scope], bool]:
+    return lambda scope: scope["method"] == "POST" and scope["path"] == path
 
 
 _BURSTS = f"{ERROR_RATE:.0%} of requests (at most {MAX_BURST} in a row) get"
@@ -455,36 +472,22 @@ def memory_leak(engine: Engine, app: Any, rng: random.Random) -> Any:
 
 
 # -- hazards a client meets (docs/protocol.md §13) -------------------------------------
-@http_fault(
+credits_402 = http_fault(
     "credits-402",
     "every POST /create_session answers 402 Payment Required, insufficient credits: a client must stop, not retry",
     kind="profile",
     client=ClientFacts(expect="error", refuses_session=True),
-)
-def credits_402(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
-    async def decide(scope: Scope) -> Answer | None:
-        if scope["method"] == "POST" and scope["path"] == protocol.CREATE_SESSION:
-            return 402, INSUFFICIENT_CREDITS, []
-        return None
-
-    return Intercept(app, "credits-402", decide, context)
+)(_refusal("credits-402", 402, INSUFFICIENT_CREDITS, _post_to(protocol.CREATE_SESSION)))
 
 
-@http_fault(
+credits_402_discovery = http_fault(
     "credits-402-discovery",
     "every discovery request (/list_environments, /{env}/tools, /splits, /tasks, /num_tasks, /task, /task_range) "
     "answers 402 Payment Required, insufficient credits; sessions are served: a client that reads a listing must "
     "report the refusal, not retry it and not take it for an empty list",
     kind="profile",
     client=ClientFacts(refuses_discovery=True),
-)
-def credits_402_discovery(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
-    async def decide(scope: Scope) -> Answer | None:
-        if protocol.is_discovery(scope["path"]):
-            return 402, DISCOVERY_CREDITS, []
-        return None
-
-    return Intercept(app, "credits-402-discovery", decide, context)
+)(_refusal("credits-402-discovery", 402, DISCOVERY_CREDITS, lambda scope: protocol.is_discovery(scope["path"])))
 
 
 rate_limit_400 = http_fault(
@@ -497,20 +500,13 @@ rate_limit_400 = http_fault(
 )(_error_profile("rate-limit-400", (429,), RATE_LIMIT_400, stream="rate-limit"))
 
 
-@http_fault(
+missing_task_429 = http_fault(
     "missing-task-429",
     "every POST /create answers 400 'Task not found (platform error code 429)': a final 4xx whose text quotes 429 — "
     "a client must report it, never retry it",
     kind="profile",
     client=REPORT_ERROR,
-)
-def missing_task_429(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
-    async def decide(scope: Scope) -> Answer | None:
-        if scope["method"] == "POST" and scope["path"] == protocol.CREATE:
-            return 400, MISSING_TASK_429, []
-        return None
-
-    return Intercept(app, "missing-task-429", decide, context)
+)(_refusal("missing-task-429", 400, MISSING_TASK_429, _post_to(protocol.CREATE)))
 
 
 def _first_call_per_session() -> Any:

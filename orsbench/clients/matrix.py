@@ -30,6 +30,12 @@ from orsbench.config import ServerConfig
 from orsbench.scenarios import suite_params
 from orsbench.servers.launch import ServerStartError, start
 from orsbench.upstream import defects as D
+from orsbench.verdict import Verdict
+
+def _hangs(cell: C.Cell) -> bool:
+    """Whether the pinned defects predict ``cell`` to hang (it waits out its whole deadline)."""
+    return C.predicted(cell) == Verdict.HANGS
+
 
 def _server_key(cell: C.Cell) -> tuple[str, str, str, str]:
     """The server a cell plays on: cells with the same key share one, client after client.
@@ -38,7 +44,7 @@ def _server_key(cell: C.Cell) -> tuple[str, str, str, str]:
     afresh), and where it is predicted to hang: a hang lasts its whole deadline (plus the client's
     start-up), and seven of them client after client on one server made a 2-minute lane of waiting.
     """
-    own = cell.client if C.predicted(cell) == "hangs" else ""
+    own = cell.client if _hangs(cell) else ""
     if cell.profile is None:
         return (cell.server, cell.scenario, "", own)
     per_client = C.profile_of(cell).per_client
@@ -113,7 +119,7 @@ def run(
     for cell in cells:
         queues.setdefault(_server_key(cell), []).append(cell)
     # The lanes that wait longest start first, so their waiting overlaps the rest instead of trailing it.
-    pending = sorted(queues, key=lambda key: not any(C.predicted(c) == "hangs" for c in queues[key]))
+    pending = sorted(queues, key=lambda key: not any(map(_hangs, queues[key])))
     lanes: dict[tuple[str, str, str, str], Any] = {}  # key -> RunningServer
     active: dict[tuple[str, str, str, str], tuple[C.Cell, ClientRun, bool]] = {}
     results: dict[C.Cell, MatrixCell] = {}
@@ -179,7 +185,7 @@ def run(
                 outcome = run.finish()
                 del active[key]
                 busy[cell.client] -= 1
-                if outcome.hung and not replayed and C.predicted(cell) != "hangs":
+                if outcome.hung and not replayed and not _hangs(cell):
                     progress(f"{cell.id}: hung at {run.deadline:g} s; playing it once more to confirm")
                     launch(key, cell, replay=True)
                     continue

@@ -47,6 +47,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from command_contract import Out, runs  # a sibling (see its docstring): these adapters import nothing of orsbench
+
 REQUIRED = ("ORSBENCH_URL", "ORSBENCH_ENV", "ORSBENCH_SCRIPT", "ORSBENCH_OUT")
 #: Where benchflow's ``ors-episode`` strategy reads the rewards (the artifact its docs name), inside the rollout.
 EVIDENCE = "trajectory/ors-rewards.jsonl"
@@ -65,25 +67,6 @@ verifier:
       format: jsonl
 ---
 """
-
-
-class Out:
-    """``ORSBENCH_OUT``, one JSON line per write, flushed (a client stopped at its deadline leaves what it did)."""
-
-    def __init__(self, path: str) -> None:
-        self.handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the episode, closed in main
-
-    def write(self, line: dict[str, Any]) -> None:
-        self.handle.write(json.dumps(line) + "\n")
-        self.handle.flush()
-
-
-def runs(environ: dict[str, str], name: str = "ORSBENCH_RUNS") -> int:
-    """``ORSBENCH_RUNS`` (or ``ORSBENCH_EPISODES``): a count of the contract's (absent or malformed: 1)."""
-    try:
-        return max(1, int(environ.get(name) or 1))
-    except ValueError:
-        return 1
 
 
 def text_of(blocks: Any) -> str:

@@ -48,26 +48,9 @@ import uuid
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from command_contract import Out, runs  # a sibling (see its docstring): these adapters import nothing of orsbench
+
 REQUIRED = ("ORSBENCH_URL", "ORSBENCH_ENV", "ORSBENCH_SCRIPT", "ORSBENCH_OUT")
-
-
-class Out:
-    """``ORSBENCH_OUT``, one JSON line per write, flushed (a client stopped at its deadline leaves what it did)."""
-
-    def __init__(self, path: str) -> None:
-        self.handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the episode, closed in main
-
-    def write(self, line: dict[str, Any]) -> None:
-        self.handle.write(json.dumps(line) + "\n")
-        self.handle.flush()
-
-
-def runs(environ: dict[str, str], name: str = "ORSBENCH_RUNS") -> int:
-    """``ORSBENCH_RUNS`` (or ``ORSBENCH_EPISODES``): a count of the contract's (absent or malformed: 1)."""
-    try:
-        return max(1, int(environ.get(name) or 1))
-    except ValueError:
-        return 1
 
 
 def service_uri(url: str, env: str) -> str:

@@ -18,6 +18,7 @@ forever), and a killed client still leaves what it printed.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -139,6 +140,24 @@ class Command:
         return ClientProcess(process.pid, process)
 
 
+def _fork_frozen() -> int:
+    """``os.fork()`` with this process's objects frozen out of the child's garbage collections.
+
+    Why: a forked child shares the parent's memory until it writes to it, and a full collection in the
+    child writes to the header of every object it traverses — the whole heap of a parent that imported
+    the clients (openreward alone brings 4,700 modules), copied page by page in each of the hundreds of
+    episodes the matrix forks. Frozen (``gc.freeze``), those objects are never traversed in the child;
+    the parent takes them back at once (``gc.unfreeze``), so its own collections go on as before.
+    Measured on the 98 cells of conformance's ``clients-sdk`` batch, alternated under the same load: the
+    forked clients' CPU 29.0 and 30.7 s without, 20.0 and 23.4 s with.
+    """
+    gc.freeze()
+    pid = os.fork()
+    if pid:
+        gc.unfreeze()  # the parent only: the child keeps the parent's objects frozen
+    return pid
+
+
 #: What a forked client runs: ``body(workdir) -> exit status``, with the contract's variables in ``os.environ``.
 ForkBody = Callable[[Path], int]
 
@@ -163,7 +182,7 @@ class Fork:
         err = os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        pid = _fork_frozen()
         if pid:
             os.close(out)
             os.close(err)

@@ -20,6 +20,7 @@ whenever the zygote is unavailable.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -113,6 +114,7 @@ def main() -> None:
             return  # the launcher went away: leave, and the servers it forked go with it (_die_with_parent)
         request = json.loads(line)
         zygote = os.getpid()
+        gc.freeze()  # the server's collections skip the preloaded heap, which then stays shared (not copied per server)
         pid = os.fork()
         if pid == 0:
             _child(request, zygote)

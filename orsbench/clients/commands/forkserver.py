@@ -26,6 +26,7 @@ and exits when its stdin closes (its orsbench process is gone) or on SIGTERM.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import json
@@ -129,6 +130,7 @@ def serve(path: str, adapters: dict[str, Any], default: str | None = None) -> No
                         os.close(fd)
                     conn.close()
                     continue
+                gc.freeze()  # the episode's collections skip the imported clients, whose pages then stay shared
                 pid = os.fork()
                 if pid == 0:
                     listener.close()

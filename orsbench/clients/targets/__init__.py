@@ -69,6 +69,9 @@ class ClientTarget:
     #: Modules the client imports on its way through an episode (its provider, its log writer): imported by
     #: :meth:`preload` too where they can be, so each forked episode skips them; not part of what "installed" means.
     warm: tuple[str, ...] = ()
+    #: Run by :meth:`preload` after the imports: fills a process-wide cache the client would otherwise fill again in
+    #: every forked episode (a best effort: where the client's internals moved, each episode fills it itself).
+    warm_up: Callable[[], None] | None = None
     #: The orsbench extra that installs it (named in the message when it is missing).
     extra: str = "conformance"
     #: Seconds added to every deadline for the client's own start-up (an Inspect eval's set-up).
@@ -134,6 +137,8 @@ class ClientTarget:
                 importlib.import_module(module)
             except ImportError:  # a dependency's internals moved: each episode imports what it needs itself
                 pass
+        if self.warm_up is not None:
+            self.warm_up()
 
 
 CLIENT_TARGETS: Registry[ClientTarget] = Registry("client target", modules=MODULES)

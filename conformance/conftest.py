@@ -5,7 +5,8 @@ Servers come from the ``orsbench`` pytest plugin's session-scoped
 on first use and stopped by PID at the end. Every parametrised test carries
 an ``xdist_group`` mark naming its server, and this conftest switches the
 default ``-n`` distribution (``load``) to ``loadgroup``, so each server's tests
-run on one worker and each server starts once for the whole run.
+run on one worker and each server starts once for the whole run; the groups that
+mostly wait are handed out first, beside the client batches (:mod:`conformance.scheduling`).
 
 Parametrisation is explicit in each test module through
 :func:`conformance.params.targets` and :func:`conformance.params.tool_cases`;
@@ -51,6 +52,16 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     node.workerinput[_LOADGROUP] = getattr(node.config.option, "dist", None) == "loadgroup"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``loadgroup`` with the groups that mostly wait handed out beside the client batches (:mod:`conformance.scheduling`)."""
+    if getattr(config.option, "dist", None) != "loadgroup":
+        return None
+    from conformance.scheduling import FrontLoadedScheduling
+
+    return FrontLoadedScheduling(config, log)
 
 
 # -- fixtures -------------------------------------------------------------------------------

@@ -75,6 +75,19 @@ def _status_line(status: int) -> bytes:
     return line
 
 
+def _target(url: bytes) -> tuple[bytes, bytes] | None:
+    """A request target's path and query (None: malformed). The usual origin form (``/path?query``) is split
+    here; anything else (an absolute URL, a fragment) goes through httptools' URL parser."""
+    if url[:1] == b"/" and b"#" not in url:
+        path, _, query = url.partition(b"?")
+        return path, query
+    try:
+        parsed = httptools.parse_url(url)
+    except httptools.HttpParserInvalidURLError:
+        return None
+    return parsed.path or b"/", parsed.query or b""
+
+
 def _simple(status: int, content_type: bytes, body: bytes, *, close: bool = False) -> bytes:
     head = _status_line(status) + b"content-type: " + content_type + b"\r\ncontent-length: %d\r\n" % len(body)
     return head + (b"connection: close\r\n\r\n" if close else b"\r\n") + body
@@ -261,13 +274,14 @@ class _Client(asyncio.Protocol):
         """Answer ``request`` at once (whether the connection carries on), or send it upstream (None)."""
         assert self.transport is not None
         app = self.app
-        try:
-            parsed = httptools.parse_url(request.url)
-        except httptools.HttpParserInvalidURLError:
+        target = _target(request.url)
+        if target is None:
             self._refuse(400, "orsbench proxy: malformed request target")
             return False
-        raw_path, query = parsed.path or b"/", parsed.query or b""
-        path = unquote(raw_path.decode("latin-1"))
+        raw_path, query = target
+        path = raw_path.decode("latin-1")
+        if "%" in path:
+            path = unquote(path)
         keep = request.keep_alive
         route = app.routes.get(path) if request.method == "GET" else None
         if route is not None:

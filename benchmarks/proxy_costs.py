@@ -13,6 +13,9 @@ variant (a child process each, stopped by its PID),
 * ``socket-client`` — with the client checks' grader (sessions attributed, graded as they end);
 * ``socket-both`` — both graders: what ``orsbench proxy`` runs;
 * ``nginx`` — Debian's nginx as a plain reverse proxy (``proxy_scale.Nginx``);
+* ``floor`` — the floor of any proxy written on this stack: a bare uvloop byte forwarder (one upstream
+  connection per client connection, bytes passed on as they come, no HTTP parsing, no evidence): what
+  Python on uvloop costs before the proxy does any work of its own;
 
 and the episode driver of ``orsbench bench`` (16 concurrent echo episodes, 7 requests each) runs
 through each in turn, window after window, so a neighbour's burst hits all alike. Per variant:
@@ -34,11 +37,67 @@ import time
 from pathlib import Path
 from typing import Any
 
-VARIANTS = ("nginx", "asgi-bare", "socket-bare", "socket-server", "socket-client", "socket-both")
+VARIANTS = ("nginx", "floor", "asgi-bare", "socket-bare", "socket-server", "socket-client", "socket-both")
+
+
+def serve_floor(upstream: str, ready: str) -> None:
+    """In the child: the ``floor`` variant, a bare byte forwarder on uvloop, until SIGINT/SIGTERM."""
+    import asyncio
+
+    import uvloop
+
+    from orsbench.servers.app import bind, write_ready_file
+
+    host, port = upstream.removeprefix("http://").rsplit(":", 1)
+
+    class Upstream(asyncio.Protocol):
+        def __init__(self, client: Client) -> None:
+            self.client = client
+
+        def data_received(self, data: bytes) -> None:
+            self.client.transport.write(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.client.transport.close()
+
+    class Client(asyncio.Protocol):
+        def connection_made(self, transport: Any) -> None:
+            self.transport, self.pending, self.upstream = transport, [], None
+            asyncio.get_running_loop().create_task(self.connect())
+
+        async def connect(self) -> None:
+            self.upstream, _ = await asyncio.get_running_loop().create_connection(lambda: Upstream(self), host, int(port))
+            self.upstream.write(b"".join(self.pending))
+
+        def data_received(self, data: bytes) -> None:
+            if self.upstream is None:
+                self.pending.append(data)
+            else:
+                self.upstream.write(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.upstream is not None:
+                self.upstream.close()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        sock = bind("127.0.0.1", 0)
+        server = await loop.create_server(Client, sock=sock, backlog=2048)
+        write_ready_file(ready)(f"http://127.0.0.1:{sock.getsockname()[1]}")
+        await stop.wait()
+        server.close()
+
+    uvloop.run(main())
 
 
 def serve_variant(upstream: str, ready: str, variant: str, costs: str) -> None:
     """In the child: the proxy with the variant's observers, timing each; their time per request to ``costs`` at exit."""
+    if variant == "floor":
+        serve_floor(upstream, ready)
+        return
     from orsbench.checks.passive import PassiveGrader
     from orsbench.clientcheck.passive import PassiveClientGrader
     from orsbench.clientcheck.traffic import seen_of, session_of

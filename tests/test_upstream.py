@@ -252,3 +252,59 @@ def test_an_idle_connection_past_its_expiry_is_not_reused(monkeypatch: pytest.Mo
         assert len(accepted) == 2 and pool.connections == 1  # reused once; past the expiry, closed and replaced
 
     asyncio.run(with_stub(handler, body))
+
+
+class Collect:
+    """A :class:`~orsbench.servers.upstream.Listener` that keeps what came and lets the connection go at the end."""
+
+    def __init__(self, pool: UpstreamPool) -> None:
+        self.pool, self.pieces, self.status, self.error = pool, [], 0, None
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def upstream_read(self, conn, piece: bytes) -> None:  # type: ignore[no-untyped-def]
+        self.status = conn.status if conn.headed else 0
+        self.pieces.append(piece)
+        if conn.complete or conn.failure is not None or conn.closed:
+            self.error = conn.failure if not conn.complete else None
+            self.pool.release(conn)
+            self.done.set_result(None)
+
+    def upstream_failed(self, error: Exception) -> None:
+        self.error = error
+        self.done.set_result(None)
+
+
+async def sent(pool: UpstreamPool, method: str) -> Collect:
+    listener = Collect(pool)
+    pool.send(method, "/", [], b"{}" if method == "POST" else b"", listener)
+    await listener.done
+    return listener
+
+
+def test_a_listener_gets_each_answer_and_a_get_lost_by_a_reused_connection_goes_again():
+    """UpstreamPool.send (the socket front's way): the same reuse, and the same resend after the keep-alive race."""
+    handler, accepted = _closes_the_second_request()
+
+    async def body(pool: UpstreamPool) -> None:
+        for _ in range(3):
+            got = await sent(pool, "GET")
+            assert (got.status, b"".join(got.pieces), got.error) == (200, b"ok", None)
+        assert len(accepted) == 3  # each GET after the first: lost on the reused connection, answered on a new one
+        got = await sent(pool, "POST")  # lost on the reused one too: not sent twice, the listener is told (a 502)
+        assert got.status == 0 and isinstance(got.error, UpstreamConnectError) and len(accepted) == 3
+
+    asyncio.run(with_stub(handler, body))
+
+
+def test_a_listener_sees_a_cut_answer_as_a_failure_after_what_came():
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await writer.drain()
+        writer.close()
+
+    async def body(pool: UpstreamPool) -> None:
+        got = await sent(pool, "GET")
+        assert got.status == 200 and b"".join(got.pieces) == b"hello" and isinstance(got.error, UpstreamCut)
+
+    asyncio.run(with_stub(handler, body))

@@ -33,7 +33,7 @@ import orjson
 
 from orsbench import protocol
 from orsbench.servers.http import peer_of, run_lifespan
-from orsbench.servers.upstream import Aborted, UpstreamError, UpstreamPool, UpstreamResponse
+from orsbench.servers.upstream import Aborted, UpstreamConnection, UpstreamError, UpstreamPool, UpstreamResponse
 from orsbench.wire.client import add_secrets
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEParser
@@ -233,7 +233,7 @@ class ProxyApp:
         return orjson.dumps({"detail": f"orsbench proxy: the upstream {self.upstream} did not answer ({type(exc).__name__}: {exc})"})
 
     def answer_headers(
-        self, response: UpstreamResponse, forwarding: Forwarding, *, drop: frozenset[str] = OWN_HEADERS
+        self, response: UpstreamResponse | UpstreamConnection, forwarding: Forwarding, *, drop: frozenset[str] = OWN_HEADERS
     ) -> list[tuple[bytes, bytes]]:
         """The upstream's answer head as the client gets it (and on the evidence): hop-by-hop headers and
         ``drop`` left out, a ``Location`` into the upstream pointed back at the proxy."""

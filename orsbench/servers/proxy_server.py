@@ -11,8 +11,11 @@ uvicorn), and the answer's head goes out **with whatever the upstream already se
 write: a short JSON answer is one read from the upstream and one write to the client. An event
 stream is then passed on one upstream read at a time (re-chunked), as the ASGI app does; a cut
 upstream stream is cut for the client (the connection closes with no last chunk), a client that
-goes away aborts the upstream read, and a slow client stops the reading (the transport's
-high-water mark, then the upstream pool's).
+goes away aborts the upstream read, and a slow client stops the reading (the client transport's
+high-water mark pauses the upstream connection's reads). Each upstream read is written on from
+the upstream connection's own callback (:meth:`UpstreamPool.send
+<orsbench.servers.upstream.UpstreamPool.send>`): no task, future or wake-up per request — measured
+behind ``benchmarks/proxy_scale.py``, those were a sixth of the proxy's CPU per request.
 
 One connection serves its requests in order (pipelined ones queue). Not served here: TLS,
 HTTP/2 and protocol upgrades (400, then the connection closes). Fault profiles and the request
@@ -38,8 +41,8 @@ import httptools
 
 from orsbench import protocol
 from orsbench.servers.app import bind, is_loopback, raise_open_file_limit, url_of
-from orsbench.servers.proxy import ProxyApp
-from orsbench.servers.upstream import Aborted, UpstreamError, UpstreamResponse
+from orsbench.servers.proxy import Forwarding, ProxyApp
+from orsbench.servers.upstream import UpstreamConnectError, UpstreamCut, UpstreamError, UpstreamConnection
 from orsbench.wire.sse import SSEParser
 
 log = logging.getLogger("orsbench.proxy")
@@ -70,6 +73,19 @@ def _status_line(status: int) -> bytes:
         if len(_STATUS_LINES) < 1000:  # bounded: an upstream may answer any three digits
             _STATUS_LINES[status] = line
     return line
+
+
+def _target(url: bytes) -> tuple[bytes, bytes] | None:
+    """A request target's path and query (None: malformed). The usual origin form (``/path?query``) is split
+    here; anything else (an absolute URL, a fragment) goes through httptools' URL parser."""
+    if url[:1] == b"/" and b"#" not in url:
+        path, _, query = url.partition(b"?")
+        return path, query
+    try:
+        parsed = httptools.parse_url(url)
+    except httptools.HttpParserInvalidURLError:
+        return None
+    return parsed.path or b"/", parsed.query or b""
 
 
 def _simple(status: int, content_type: bytes, body: bytes, *, close: bool = False) -> bytes:
@@ -119,25 +135,36 @@ class ProxyServer:
 
 
 class _Client(asyncio.Protocol):
-    """One client connection: parse its requests, forward them one at a time, write the answers."""
+    """One client connection: parse its requests, forward them one at a time, write the answers.
+
+    The forwarding is callbacks, no task: a parsed request goes upstream at once (:meth:`UpstreamPool.send
+    <orsbench.servers.upstream.UpstreamPool.send>`), and each upstream read comes back to
+    :meth:`upstream_read` from the upstream connection's own callback, which writes it on. Per request
+    that is no task, future or wake-up — what a proxy pays per request is its Python calls.
+    """
 
     def __init__(self, server: ProxyServer) -> None:
         self.server = server
         self.app = server.app
-        self.loop = asyncio.get_running_loop()  # once per connection (each lookup costs a getpid() call)
-        self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
         self.peer: str | None = None
         self.queue: collections.deque[_Request] = collections.deque()
-        self.task: asyncio.Task[None] | None = None
         self.closed = False
-        #: The answer being streamed (aborted when the client goes away).
-        self.response: UpstreamResponse | None = None
-        self._writable: asyncio.Future[None] | None = None
+        self.parser = httptools.HttpRequestParser(self)
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
         self._pieces: list[bytes] = []
         self._size = 0
+        #: The request being answered (None: idle), and its answer's state.
+        self.current: _Request | None = None
+        self._forwarding: Forwarding | None = None
+        self._upstream: UpstreamConnection | None = None
+        self._paused = False  # the upstream connection's reading, paused while this client's writes back up
+        self._headed = False
+        self._sse: SSEParser | None = None
+        self._chunked = False
+        self._close_header = b""
+        self._received: list[bytes] = []
 
     # -- the connection -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -151,21 +178,24 @@ class _Client(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.server.clients.discard(self)
-        if self.response is not None:
-            self.response.abort("the client disconnected")
-        self._resume()
+        self._resume_upstream(self._upstream)
+        if self._upstream is not None and self._headed and self._sse is not None:
+            self._abort()  # an event stream may never end: stop reading it (a plain answer is read to its end)
 
     def pause_writing(self) -> None:
-        if self._writable is None:
-            self._writable = self.loop.create_future()
+        upstream = self._upstream
+        if upstream is not None and not self._paused and upstream.transport is not None and not upstream.closed:
+            self._paused = True  # a slow client: the upstream waits (its socket, then the server, hold the rest)
+            upstream.transport.pause_reading()
 
     def resume_writing(self) -> None:
-        self._resume()
+        self._resume_upstream(self._upstream)
 
-    def _resume(self) -> None:
-        if self._writable is not None and not self._writable.done():
-            self._writable.set_result(None)
-        self._writable = None
+    def _resume_upstream(self, conn: UpstreamConnection | None) -> None:
+        if self._paused:
+            self._paused = False
+            if conn is not None and conn.transport is not None and not conn.closed:
+                conn.transport.resume_reading()
 
     def close(self) -> None:
         if self.transport is not None and not self.closed:
@@ -215,110 +245,170 @@ class _Client(asyncio.Protocol):
         method = self.parser.get_method().decode("latin-1")
         body = self._pieces[0] if len(self._pieces) == 1 else b"".join(self._pieces)
         self.queue.append(_Request(method, self._url, self._headers, body, self.parser.should_keep_alive()))
-        if self.task is None:
-            self.task = self.loop.create_task(self._run())
+        if self.current is None:
+            self._next()
 
     # -- forwarding -----------------------------------------------------------------------------
-    async def _run(self) -> None:
-        try:
-            while self.queue and not self.closed:
-                request = self.queue.popleft()
-                try:
-                    keep = await self._forward(request)
-                except Exception:  # noqa: BLE001 - a proxy bug must not take the server down
-                    log.exception("orsbench proxy: internal error on %s %s", request.method, request.url[:200])
-                    self._refuse(500, "orsbench proxy: internal error")
-                    return
-                if not keep:
-                    self.close()
-                    return
-        finally:
-            self.task = None
+    def _next(self) -> None:
+        """Start the next queued request; answered here (a local route, a refusal) or sent upstream."""
+        while self.queue and not self.closed and self.current is None:
+            request = self.queue.popleft()
+            try:
+                keep = self._start(request)
+            except Exception:  # noqa: BLE001 - a proxy bug must not take the server down
+                self._internal_error(request)
+                return
+            if keep is None:  # on its way upstream: upstream_read carries on
+                return
+            if not keep:
+                self.close()
+                return
 
-    async def _forward(self, request: _Request) -> bool:
-        """Forward one request and write its answer; whether the connection carries on."""
+    def _internal_error(self, request: _Request) -> None:
+        log.exception("orsbench proxy: internal error on %s %s", request.method, request.url[:200])
+        self._drop_upstream()
+        self.current = None
+        self._refuse(500, "orsbench proxy: internal error")
+
+    def _start(self, request: _Request) -> bool | None:
+        """Answer ``request`` at once (whether the connection carries on), or send it upstream (None)."""
         assert self.transport is not None
-        app, transport = self.app, self.transport
-        try:
-            parsed = httptools.parse_url(request.url)
-        except httptools.HttpParserInvalidURLError:
+        app = self.app
+        target = _target(request.url)
+        if target is None:
             self._refuse(400, "orsbench proxy: malformed request target")
             return False
-        raw_path, query = parsed.path or b"/", parsed.query or b""
-        path = unquote(raw_path.decode("latin-1"))
+        raw_path, query = target
+        path = raw_path.decode("latin-1")
+        if "%" in path:
+            path = unquote(path)
         keep = request.keep_alive
-        close = b"" if keep else b"connection: close\r\n"
         route = app.routes.get(path) if request.method == "GET" else None
         if route is not None:
             status, content_type, data = route()
-            transport.write(_simple(status, content_type.encode("latin-1"), data, close=not keep))
+            self.transport.write(_simple(status, content_type.encode("latin-1"), data, close=not keep))
             return keep
         forwarding = app.begin(request.method, path, raw_path, query, request.headers, request.body, peer=self.peer)
+        self.current, self._forwarding = request, forwarding
+        self._headed, self._sse, self._received = False, None, []
+        self._close_header = b"" if keep else b"connection: close\r\n"
+        app.pool.send(request.method, forwarding.target, forwarding.headers, request.body, self)
+        return None
+
+    def upstream_failed(self, error: UpstreamError) -> None:
+        """No connection to the upstream: a 502, as for an upstream that gave no answer."""
+        request, forwarding = self.current, self._forwarding
+        assert request is not None and forwarding is not None
+        try:
+            body = self.app.unanswered(forwarding.exchange, error)
+            if not self.closed and self.transport is not None:
+                self.transport.write(_simple(502, protocol.JSON_CONTENT_TYPE.encode(), body, close=not request.keep_alive))
+            self.app.observe(forwarding.exchange)
+        except Exception:  # noqa: BLE001
+            self._internal_error(request)
+            return
+        self._done(request.keep_alive)
+
+    def upstream_read(self, conn: UpstreamConnection, piece: bytes) -> None:
+        """One read of the answer (from the upstream connection's callback): write it on; at its end, the next request."""
+        request = self.current
+        assert request is not None
+        try:
+            self._upstream = conn
+            if not self._headed:
+                if not conn.headed:
+                    if conn.failure is not None or conn.closed:  # nothing came before the close: a 502
+                        self._drop_upstream()
+                        self.upstream_failed(conn.failure or UpstreamConnectError("no answer: the upstream closed the connection"))
+                    return
+                out = self._head(request, conn)
+                if out is None:
+                    return  # the client hung up on an event stream: aborted
+            else:
+                out = []
+            if piece:
+                self._received.append(piece)
+                if self._sse is not None:
+                    self._sse.feed(piece)
+                out.append(b"%x\r\n%s\r\n" % (len(piece), piece) if self._chunked else piece)
+            head_only = request.method == "HEAD"
+            if conn.complete or head_only:
+                if self._chunked:
+                    out.append(b"0\r\n\r\n")
+                self._write(out)
+                self._finish(request.keep_alive and not self.closed, head_only=head_only)
+            elif conn.failure is not None or conn.closed:
+                self._write(out)  # cut: the client's answer is cut the same way (no last chunk)
+                failure = conn.failure or UpstreamCut("the answer was cut: the upstream closed the connection")
+                self._forwarding.exchange.error = f"{type(failure).__name__}: {failure}"  # type: ignore[union-attr]
+                self._finish(False)
+            else:
+                self._write(out)
+        except Exception:  # noqa: BLE001 - a proxy bug must not take the server down
+            self._internal_error(request)
+
+    def _head(self, request: _Request, conn: UpstreamConnection) -> list[bytes] | None:
+        """The answer's head as the client gets it (its headers onto the evidence); None when the client is gone from an event stream."""
+        forwarding = self._forwarding
+        assert forwarding is not None
+        self._headed = True
+        # The upstream's own date and server headers pass: no server of ours writes others.
+        headers = self.app.answer_headers(conn, forwarding, drop=_NOTHING)  # the status goes on the evidence here
         exchange = forwarding.exchange
-        try:
-            response = await app.pool.request(request.method, forwarding.target, forwarding.headers, request.body)
-        except UpstreamError as exc:
-            transport.write(_simple(502, protocol.JSON_CONTENT_TYPE.encode(), app.unanswered(exchange, exc), close=not keep))
-            app.observe(exchange)
-            return keep
-        received: list[bytes] = []
-        parser: SSEParser | None = None
-        # A client that hangs up aborts an event stream (it may never end); a plain answer is read to its
-        # end all the same, unsent, as under uvicorn: the server is graded on what it sent (a readiness
-        # probe that timed out under load must not fail discovery.health).
-        try:
-            # The upstream's own date and server headers pass: no server of ours writes others.
-            headers = app.answer_headers(response, forwarding, drop=_NOTHING)  # the status goes on the evidence here
-            is_sse = exchange.is_sse  # read from the answer's headers, once they are on the evidence
-            self.response = response if is_sse else None
-            status = response.status
-            bodyless = request.method == "HEAD" or status in (204, 304) or status < 200
-            chunked = not bodyless and "content-length" not in exchange.headers  # the answer's headers, names lower-cased
-            head = [_status_line(status)]
-            for name, value in headers:
-                head += (name, b": ", value, b"\r\n")
-            head.append(b"transfer-encoding: chunked\r\n" + close + b"\r\n" if chunked else close + b"\r\n")
-            if is_sse:
-                parser = SSEParser()
-                if self.closed:
-                    raise Aborted("the client disconnected")
-            pieces, done = response.ready()
-            for piece in pieces:
-                received.append(piece)
-                if parser is not None:
-                    parser.feed(piece)
-                head.append(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
-            if done and chunked:
-                head.append(b"0\r\n\r\n")
-            if not self.closed:
-                transport.write(b"".join(head))
-            while not done:
-                if self._writable is not None:  # a slow client: stop taking pieces until it drains
-                    await self._writable
-                piece = await response.next_piece()
-                if piece is None:
-                    if chunked and not self.closed:
-                        transport.write(b"0\r\n\r\n")
-                    break
-                received.append(piece)
-                if parser is not None:
-                    parser.feed(piece)
-                if not self.closed:
-                    transport.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+        status = conn.status
+        bodyless = request.method == "HEAD" or status in (204, 304) or status < 200
+        self._chunked = chunked = not bodyless and "content-length" not in exchange.headers  # names lower-cased
+        if exchange.is_sse:  # read from the answer's headers, once they are on the evidence
+            self._sse = SSEParser()
             if self.closed:
-                keep = False
-        except Aborted:
-            exchange.error = "the client disconnected before the answer was complete"
-            keep = False
-        except UpstreamError as exc:
-            exchange.error = f"{type(exc).__name__}: {exc}"  # cut: the client's answer is cut the same way
-            keep = False
-        finally:
-            self.response = None
-            response.release()
-            exchange.body = received[0] if len(received) == 1 else b"".join(received)
-            if parser is not None:
-                exchange.sse = parser.close()
-            exchange.elapsed = time.monotonic() - exchange.started_at
-            app.observe(exchange)
-        return keep
+                self._abort()
+                return None
+        head = [_status_line(status)]
+        for name, value in headers:
+            head += (name, b": ", value, b"\r\n")
+        head.append(b"transfer-encoding: chunked\r\n" + self._close_header + b"\r\n" if chunked else self._close_header + b"\r\n")
+        return head
+
+    def _write(self, out: list[bytes]) -> None:
+        if out and not self.closed:
+            self.transport.write(b"".join(out) if len(out) > 1 else out[0])  # type: ignore[union-attr]
+
+    def _abort(self) -> None:
+        """The client went away from an event stream: stop reading it, and file what came."""
+        conn = self._upstream
+        if conn is not None:
+            self.app.pool.abort(conn, "the client disconnected")
+        self._forwarding.exchange.error = "the client disconnected before the answer was complete"  # type: ignore[union-attr]
+        self._finish(False)
+
+    def _drop_upstream(self) -> None:
+        conn, self._upstream = self._upstream, None
+        if conn is not None:
+            self._resume_upstream(conn)
+            self.app.pool.release(conn)
+
+    def _finish(self, keep: bool, *, head_only: bool = False) -> None:
+        """The answer is over: the connection back to the pool, the evidence to the observers, then the next request."""
+        conn = self._upstream
+        if conn is not None:
+            self._upstream = None
+            self._resume_upstream(conn)
+            self.app.pool.release(conn, reuse=not head_only)
+        forwarding = self._forwarding
+        assert forwarding is not None
+        exchange = forwarding.exchange
+        received = self._received
+        exchange.body = received[0] if len(received) == 1 else b"".join(received)
+        if self._sse is not None:
+            exchange.sse = self._sse.close()
+        exchange.elapsed = time.monotonic() - exchange.started_at
+        self._forwarding, self._sse, self._received = None, None, []
+        self.app.observe(exchange)
+        self._done(keep)
+
+    def _done(self, keep: bool) -> None:
+        self.current = None
+        if not keep or self.closed:
+            self.close()
+        elif self.queue:
+            self._next()

@@ -23,6 +23,11 @@ module is that, on asyncio's own transports and the C parser uvicorn uses
   closed it as the request went out: the keep-alive race) is sent again on a new connection when its
   method is idempotent (RFC 9110 §9.2.2; nginx does the same). A ``POST`` is not: the upstream may
   have acted on it, so its client gets the error (a 502 from the proxy).
+
+Two ways to read an answer: awaited (:meth:`UpstreamPool.request`, then
+:meth:`UpstreamResponse.next_piece`: the ASGI front), or handed to a :class:`Listener` as each
+upstream read arrives (:meth:`UpstreamPool.send`: the socket front, which writes each read on to its
+client from inside the upstream's own callback — no task, future or wake-up per request).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import collections
 import ssl
 import time
 from collections.abc import Iterable
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import httptools
@@ -65,8 +71,24 @@ class Aborted(UpstreamError):
     """The reader gave up on the answer (:meth:`UpstreamResponse.abort`)."""
 
 
-class _Connection(asyncio.Protocol):
-    """One HTTP/1.1 connection; the current answer's state lives here too (one request at a time)."""
+class Listener(Protocol):
+    """Told of an answer as it arrives (:meth:`UpstreamPool.send`), from inside the upstream's own callbacks."""
+
+    def upstream_read(self, conn: UpstreamConnection, piece: bytes) -> None:
+        """One upstream read: ``piece`` is the body it carried (may be empty). Read ``conn.headed`` (the head is
+        in: ``conn.status``, ``conn.headers``), ``conn.complete`` (the answer ended), ``conn.failure`` and
+        ``conn.closed`` (no more is coming) to know where the answer stands."""
+
+    def upstream_failed(self, error: UpstreamError) -> None:
+        """No connection could be opened for the request (nothing was sent)."""
+
+
+class UpstreamConnection(asyncio.Protocol):
+    """One HTTP/1.1 connection; the current answer's state lives here too (one request at a time).
+
+    A :class:`Listener` reads that state (``headed``, ``status``, ``headers``, ``complete``, ``failure``,
+    ``closed``) as each read arrives; the rest is the pool's.
+    """
 
     def __init__(self, pool: UpstreamPool) -> None:
         self.pool = pool
@@ -83,7 +105,13 @@ class _Connection(asyncio.Protocol):
     def _reset(self) -> None:
         self.headers: list[tuple[bytes, bytes]] = []
         self.status = 0
+        #: The final answer's head is in (an interim 1xx does not count).
+        self.headed = False
         self.head_done: asyncio.Future[None] | None = None
+        #: Told of each read instead of the awaitable state (:meth:`UpstreamPool.send`), with what was sent
+        #: (the request's bytes and method: sent again on a new connection after the keep-alive race).
+        self.listener: Listener | None = None
+        self.request: tuple[bytes, str] | None = None
         self.pieces: collections.deque[bytes] = collections.deque()
         self._piece: list[bytes] = []
         self.buffered = 0
@@ -99,7 +127,8 @@ class _Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        if self.idle or self.head_done is None:  # bytes nobody asked for: the connection is not reusable
+        listener = self.listener
+        if self.idle or (self.head_done is None and listener is None):  # bytes nobody asked for: not reusable
             self._close()
             return
         try:
@@ -107,6 +136,16 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             self._fail(UpstreamCut(f"malformed answer from the upstream ({exc})"))
             self._close()
+            if listener is not None:
+                self._tell(b"")
+            return
+        if listener is not None:
+            if self._piece:
+                piece = self._piece[0] if len(self._piece) == 1 else b"".join(self._piece)
+                self._piece.clear()
+            else:
+                piece = b""
+            listener.upstream_read(self, piece)
             return
         if self._piece:  # one upstream read, one piece
             piece = self._piece[0] if len(self._piece) == 1 else b"".join(self._piece)
@@ -119,7 +158,7 @@ class _Connection(asyncio.Protocol):
             self._wake()
 
     def eof_received(self) -> bool | None:
-        if not self._framed and self.head_done is not None and self.head_done.done() and not self.complete and self.failure is None:
+        if not self._framed and self.headed and not self.complete and self.failure is None:
             self.complete = True  # an answer delimited by the close (no length, not chunked) ends here
         self._close()
         return None
@@ -127,13 +166,25 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.pool._lost(self)
-        if self.head_done is not None and not self.complete and self.failure is None:
+        if (self.head_done is not None or self.listener is not None) and not self.complete and self.failure is None:
             reason = f"{type(exc).__name__}: {exc}" if exc else "the upstream closed the connection"
-            if not self.head_done.done():
+            if not self.headed:
+                if self.listener is not None and self.reused and self.request is not None and self.request[1] in IDEMPOTENT:
+                    listener, (data, method) = self.listener, self.request
+                    self.listener = None  # the keep-alive race: once more, on a new connection
+                    self.pool._send_on_new(data, method, listener)
+                    return
                 self._fail(UpstreamConnectError(f"no answer: {reason}"))
             else:
                 self._fail(UpstreamCut(f"the answer was cut: {reason}"))
         self._wake()
+        if self.listener is not None:
+            self._tell(b"")
+
+    def _tell(self, piece: bytes) -> None:
+        """The listener, of the answer's failure or end (it lets the connection go: :meth:`UpstreamPool.release`)."""
+        if self.listener is not None:
+            self.listener.upstream_read(self, piece)
 
     # -- httptools callbacks ------------------------------------------------------
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -148,6 +199,7 @@ class _Connection(asyncio.Protocol):
             self._framed = False
             return
         self._keep_alive = self._parser.should_keep_alive()  # read here: llhttp forgets it once the message ends
+        self.headed = True
         if self.head_done is not None and not self.head_done.done():
             self.head_done.set_result(None)
 
@@ -185,7 +237,7 @@ class _Connection(asyncio.Protocol):
 class UpstreamResponse:
     """An answer being read: status and raw headers at once, then the body piece by piece."""
 
-    def __init__(self, conn: _Connection, head_only: bool) -> None:
+    def __init__(self, conn: UpstreamConnection, head_only: bool) -> None:
         self._conn = conn
         self._head_only = head_only
         self._released = False
@@ -276,9 +328,10 @@ class UpstreamPool:
         self._ssl = ssl.create_default_context() if parts.scheme == "https" else None
         self.connect_timeout = connect_timeout
         self.max_idle = max_idle
-        self._idle: collections.deque[_Connection] = collections.deque()
+        self._idle: collections.deque[UpstreamConnection] = collections.deque()
         self._dead_idle = 0  # idle connections the upstream closed since the last prune
-        self._open: set[_Connection] = set()
+        self._open: set[UpstreamConnection] = set()
+        self._connecting: set[asyncio.Task[None]] = set()
 
     @property
     def connections(self) -> int:
@@ -290,6 +343,55 @@ class UpstreamPool:
         """Open connections waiting for a request."""
         return len(self._idle) - self._dead_idle
 
+    def send(self, method: str, target: str, headers: Iterable[tuple[bytes, bytes]], body: bytes, listener: Listener) -> None:
+        """Send one request; ``listener`` is told of each read of its answer (or that no connection opened).
+
+        :meth:`request`'s way, without a task or a future per request: on a warm pool the request is
+        written at once, and each upstream read reaches the listener from the connection's own callback.
+        The listener calls :meth:`release` when done with the connection (and :meth:`abort` to give up).
+        """
+        data = _request_bytes(self.host_header, method, target, headers, body)
+        conn = self._idle_connection()
+        if conn is None:
+            self._send_on_new(data, method, listener)
+        else:
+            self._start(conn, data, method, listener)
+
+    def _start(self, conn: UpstreamConnection, data: bytes, method: str, listener: Listener) -> None:
+        conn.listener = listener
+        conn.request = (data, method)
+        assert conn.transport is not None
+        conn.transport.write(data)
+
+    def _send_on_new(self, data: bytes, method: str, listener: Listener) -> None:
+        async def connect() -> None:
+            try:
+                conn = await self._connect()
+            except UpstreamConnectError as exc:
+                listener.upstream_failed(exc)
+                return
+            conn.reused = False
+            self._start(conn, data, method, listener)
+
+        task = asyncio.get_running_loop().create_task(connect())
+        self._connecting.add(task)  # held: a task nobody references may be collected mid-connect
+        task.add_done_callback(self._connecting.discard)
+
+    def release(self, conn: UpstreamConnection, *, reuse: bool = True) -> None:
+        """The listener is done with ``conn``: back to the idle list if it can carry another request
+        (``reuse=False``: closed whatever it says, as after a ``HEAD``, whose length has no body behind it)."""
+        conn.listener = None
+        conn.request = None
+        self._release(conn, reusable=reuse and conn.reusable)
+
+    @staticmethod
+    def abort(conn: UpstreamConnection, reason: str) -> None:
+        """Give up on the answer ``conn`` carries (the reader's client went away): the connection is closed."""
+        conn.listener = None
+        if conn.failure is None and not conn.complete:
+            conn._fail(Aborted(reason))
+            conn._close()
+
     async def request(
         self, method: str, target: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
     ) -> UpstreamResponse:
@@ -298,13 +400,7 @@ class UpstreamPool:
         ``headers`` are sent as given (the caller drops hop-by-hop ones, ``Host`` and
         ``Content-Length``); raises :class:`UpstreamConnectError` when no answer came.
         """
-        lines = [f"{method} {target} HTTP/1.1\r\nhost: ".encode("latin-1"), self.host_header, b"\r\n"]
-        for name, value in headers:
-            lines += (name, b": ", value, b"\r\n")
-        if body or method in _BODY_METHODS:
-            lines.append(b"content-length: %d\r\n" % len(body))
-        lines.append(b"\r\n")
-        data = b"".join(lines) + body if body else b"".join(lines)
+        data = _request_bytes(self.host_header, method, target, headers, body)
         conn = await self._acquire()
         while True:
             conn.head_done = conn.loop.create_future()
@@ -323,7 +419,12 @@ class UpstreamPool:
                 raise
             return UpstreamResponse(conn, head_only=method == "HEAD")
 
-    async def _acquire(self) -> _Connection:
+    async def _acquire(self) -> UpstreamConnection:
+        conn = self._idle_connection()
+        return conn if conn is not None else await self._connect()
+
+    def _idle_connection(self) -> UpstreamConnection | None:
+        """The most recently used idle connection still fit for a request, or None."""
         idle = self._idle
         if idle:
             now = time.monotonic()
@@ -344,13 +445,13 @@ class UpstreamPool:
                     conn.reused = True
                     conn._reset()
                     return conn
-        return await self._connect()
+        return None
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self) -> UpstreamConnection:
         loop = asyncio.get_running_loop()
         try:
             _, conn = await asyncio.wait_for(
-                loop.create_connection(lambda: _Connection(self), self.host, self.port, ssl=self._ssl),
+                loop.create_connection(lambda: UpstreamConnection(self), self.host, self.port, ssl=self._ssl),
                 self.connect_timeout,
             )
         except (OSError, TimeoutError, ssl.SSLError) as exc:
@@ -358,7 +459,7 @@ class UpstreamPool:
         self._open.add(conn)
         return conn
 
-    def _release(self, conn: _Connection, *, reusable: bool) -> None:
+    def _release(self, conn: UpstreamConnection, *, reusable: bool) -> None:
         if reusable and len(self._idle) < self.max_idle:
             conn.idle = True
             conn.idle_since = time.monotonic()
@@ -366,7 +467,7 @@ class UpstreamPool:
         else:
             conn._close()
 
-    def _lost(self, conn: _Connection) -> None:
+    def _lost(self, conn: UpstreamConnection) -> None:
         """A connection closed (either side). Idle ones stay in the list until skipped or pruned."""
         self._open.discard(conn)
         if conn.idle:
@@ -380,3 +481,14 @@ class UpstreamPool:
             conn._close()
         self._idle.clear()
         self._open.clear()
+
+
+def _request_bytes(host: bytes, method: str, target: str, headers: Iterable[tuple[bytes, bytes]], body: bytes) -> bytes:
+    """A request as it goes on the wire: ``Host`` first, the headers as given, the body's ``Content-Length``."""
+    lines = [f"{method} {target} HTTP/1.1\r\nhost: ".encode("latin-1"), host, b"\r\n"]
+    for name, value in headers:
+        lines += (name, b": ", value, b"\r\n")
+    if body or method in _BODY_METHODS:
+        lines.append(b"content-length: %d\r\n" % len(body))
+    lines.append(b"\r\n")
+    return b"".join(lines) + body if body else b"".join(lines)

@@ -136,27 +136,37 @@ class SSEParser:
 
     def _consume(self, text: str, *, final: bool) -> list[SSEEvent | SSEComment]:
         out: list[SSEEvent | SSEComment] = []
-        pos = 0
-        for match in _LINE_BREAK.finditer(text):
-            brk = match.group()
-            # A lone CR at the very end may be the first half of a CRLF.
-            if brk == "\r" and match.end() == len(text) and not final:
-                break
-            self.stream.line_endings.add(brk)
-            item = self._line(text[pos : match.start()])
-            if item is not None:
-                out.append(item)
-            pos = match.end()
-        rest = text[pos:]
+        now = self._clock()  # the lines of one read arrived together
+        if "\r" not in text:  # LF only (what servers send): a split, not a regex match per line
+            lines = text.split("\n")
+            rest = lines.pop()
+            if lines:
+                self.stream.line_endings.add("\n")
+                for line in lines:
+                    item = self._line(line, now)
+                    if item is not None:
+                        out.append(item)
+        else:
+            pos = 0
+            for match in _LINE_BREAK.finditer(text):
+                brk = match.group()
+                # A lone CR at the very end may be the first half of a CRLF.
+                if brk == "\r" and match.end() == len(text) and not final:
+                    break
+                self.stream.line_endings.add(brk)
+                item = self._line(text[pos : match.start()], now)
+                if item is not None:
+                    out.append(item)
+                pos = match.end()
+            rest = text[pos:]
         if final and rest:
             # A last line with no terminator is processed, but its block can't dispatch.
-            self._line(rest)
+            self._line(rest, now)
             rest = ""
         self._buffer = rest
         return out
 
-    def _line(self, line: str) -> SSEEvent | SSEComment | None:
-        now = self._clock()
+    def _line(self, line: str, now: float) -> SSEEvent | SSEComment | None:
         if line == "":
             return self._dispatch(now)
         if line[0] == ":":

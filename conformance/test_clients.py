@@ -141,7 +141,6 @@ _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "firehorse-setup-leaks-session": lambda o: o.failed_at == "trial" and "SetupFailed" in (o.error or "") and o.sessions_left_open == 1,
     "platoon-non-default-env-refused": lambda o: o.failed_at == "session" and "?variant=" in (o.error or "") and not o.calls,
     "inspect-finished-error": lambda o: o.failed_at == "sample" and "episode_finished" in (o.error or "") and o.reward is None,
-    "inspect-5xx-fails-eval": lambda o: o.reward is None and any(s in (o.error or "") for s in ("502", "503", "504", "Upstream unavailable")),
     "platoon-402-listing-ignored": lambda o: o.error is None and o.finished and "client.failure_as_error" in o.failed_checks
     and o.requests.get("fault credits-402-discovery", 0) >= 1,
     "platoon-null-final-reward-refused": lambda o: o.failed_at == "grade" and "no_reward" in (o.error or "") and o.finished,

@@ -115,6 +115,35 @@ def test_a_pool_handing_a_refused_requests_connection_to_another_session_is_no_r
     assert sum(e.unattributed for e in episodes) == 1  # A's 503: whose it was cannot be told, so it is nobody's retry
 
 
+def test_a_client_woken_from_its_own_retry_after_taking_a_refused_connection_is_no_retry():
+    """Sessions woken one by one from the same ``Retry-After: 1`` take turns on a quiet host: Y's second 503 on
+    :1001, then X (its own 503 still waiting on :1002) gets :1001 next — nobody else was sending, yet it is X's."""
+    traffic = [
+        seen(protocol.CREATE_SESSION, "127.0.0.1:1002", 10.0, 503),  # X
+        seen(protocol.CREATE_SESSION, "127.0.0.1:1001", 10.001, 503),  # Y
+        seen(protocol.CREATE_SESSION, "127.0.0.1:1001", 11.001, 503),  # Y again, after its Retry-After
+        *session("X", "127.0.0.1:1001", 11.007),
+        *session("Y", "127.0.0.1:1002", 12.01),
+    ]
+    episodes = ended(traffic)
+    assert Status.FAIL not in retry_verdicts(episodes).values()
+    assert sum(e.unattributed for e in episodes) == 3
+
+
+def test_another_open_session_makes_a_refused_connection_nobodys():
+    """C is mid-episode on :1003 when A's /create_session is refused on :1001 and B's comes next on it: B's."""
+    traffic = [
+        seen(protocol.CREATE_SESSION, "127.0.0.1:1003", 9.0, 200, hands_out="C"),
+        seen(protocol.CREATE, "127.0.0.1:1003", 9.01, 200, sid="C"),
+        seen(protocol.CREATE_SESSION, "127.0.0.1:1001", 10.0, 503),
+        *session("B", "127.0.0.1:1001", 10.006),
+        seen(protocol.DELETE, "127.0.0.1:1003", 10.5, 200, sid="C"),
+    ]
+    episodes = ended(traffic)
+    assert Status.FAIL not in retry_verdicts(episodes).values()
+    assert {e.key: e.unattributed for e in episodes} == {"B": 1, "C": 0}
+
+
 def test_sessions_left_open_are_graded_at_exit_and_refused_connections_alone():
     traffic = [
         seen(protocol.CREATE_SESSION, "127.0.0.1:1001", 10.0, 200, hands_out="A"),

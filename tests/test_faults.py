@@ -114,6 +114,27 @@ def test_error_profiles_are_seeded_bounded_and_say_retry_after(name: str, codes:
     assert set(statuses((name,), 7, 60, protocol.HEALTH)) == {200}, "/health is never faulted"
 
 
+def test_a_retried_request_meets_at_most_two_refusals_in_a_row_whatever_passes_beside_it() -> None:
+    """The promise is per attempt of a request: a heartbeat passing between a client's retries does not start
+    the count again, nor does the redirect of a bare path draw again once its first leg is let through —
+    platoon, whose env calls all take the 308, once met a third 5xx on one call."""
+
+    async def play() -> list[int]:
+        app = build_app([get_scenario(ENV)], ServerConfig(faults=("flaky-5xx",), seed=7))
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://orsbench", follow_redirects=True) as client:
+            mine = []
+            for _ in range(300):
+                mine.append((await client.get("/tools")).status_code)  # 308 to /{ENV}/tools
+                await client.get(f"/{ENV}/splits")  # someone else's request between each try
+            return mine
+
+    mine = asyncio.run(play())
+    assert 200 in mine
+    runs = re.findall(r"x+", "".join("x" if s >= 500 else "." for s in mine))
+    assert runs and max(len(run) for run in runs) <= P.MAX_BURST, f"{max(len(r) for r in runs)} refusals of one request in a row"
+
+
 def test_latency_jitter_waits_the_seeded_amount() -> None:
     async def timed() -> list[float]:
         app = build_app([get_scenario(ENV)], ServerConfig(faults=("latency-jitter",), seed=5))

@@ -11,12 +11,16 @@ session is graded on its own traffic, as if it had been the only client:
   session whose id it handed out;
 * a sessionless request (a refused ``/create_session``, a dataset read) waits on its connection
   (the peer's ``host:port``: one connection carries one client's requests at a time) and belongs to
-  the session whose request comes next on that connection — **if** no other connection of the same
-  host sent anything since it was sent. Connections are pooled: a trainer's pool may hand the
-  connection of A's refused request straight to B's first one, and nothing on the wire tells that
-  from A retrying at once. While the host is busy on other connections the request is counted as
-  *unattributed* instead, and judged as nobody's retry. Quiet traffic (one client at a time) loses
-  nothing; a busy pool loses only the sessionless requests' retry judgement, never gains a false one;
+  the session whose request comes next on that connection — **if** nobody else on the same host
+  could have sent that next request: no other connection of the host sent anything since, and,
+  when it was sent and when it is claimed, the host had no other session open and no other
+  connection holding sessionless requests of its own (a client between sessions, or one sleeping
+  out its own Retry-After). Connections are pooled: a trainer's pool may hand the connection of A's
+  refused request straight to B's first one, and nothing on the wire tells that from A retrying at
+  once — B may be the only one awake at that moment (64 sessions woken one by one from the same
+  ``Retry-After: 1`` take turns on a quiet host). Otherwise the request is counted as
+  *unattributed*, and judged as nobody's retry. One client at a time loses nothing; concurrent
+  sessions lose only their sessionless requests' retry judgement, never gain a false one;
 * a connection whose sessionless requests never lead to a session (every ``/create_session``
   refused) becomes an episode of its own once it has been idle for ``idle_s``.
 
@@ -102,8 +106,11 @@ class Attributor:
         #: Open episodes by key, oldest first.
         self.open: dict[str, Episode] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
-        #: Sessionless requests waiting for their connection's next session, by peer.
-        self._pending: dict[str, list[Seen]] = {}
+        #: Sessionless requests waiting for their connection's next session, by peer, each with whether
+        #: someone else on its host could have sent the next request on its connection (``_contended``).
+        self._pending: dict[str, list[tuple[Seen, bool]]] = {}
+        #: Per host, its open sessions (episodes with a session id).
+        self._sessions_on: dict[str, int] = {}
         #: Per host, its two most recently active connections and their latest request starts (``started``).
         self._recent: dict[str, list] = {}
         #: Sessionless requests never filed under a session (busy host, no connection, or dropped while waiting).
@@ -176,6 +183,9 @@ class Attributor:
         episode = self.open.get(sid)
         if episode is None:
             episode = self.open[sid] = Episode(sid, sid, peer, exchange.started_at, exchange.started_at)
+            if peer is not None:
+                host = host_of(peer)
+                self._sessions_on[host] = self._sessions_on.get(host, 0) + 1
         self._claim(episode, peer)
         self._add(episode, request)
         if request.path == protocol.CREATE and exchange.status == 200:
@@ -189,6 +199,12 @@ class Attributor:
         if episode is None:
             return
         episode.ended = why
+        if episode.sid is not None and episode.peer is not None:
+            host = host_of(episode.peer)
+            if self._sessions_on.get(host, 0) > 1:
+                self._sessions_on[host] -= 1
+            else:
+                self._sessions_on.pop(host, None)
         self._in_flight.pop(key, None)
         self._ended[key] = None
         if len(self._ended) > ENDED_MEMORY:
@@ -199,7 +215,7 @@ class Attributor:
         """End what has gone idle: sessionless connections and sessions the server never opened (after
         ``idle_s``), and opened sessions with no request for ``abandoned_s`` (a server's TTL would have reaped them)."""
         for peer, waiting in list(self._pending.items()):
-            if waiting and now - max(s.exchange.started_at + s.exchange.elapsed for s in waiting) > self.idle_s:
+            if waiting and now - max(s.exchange.started_at + s.exchange.elapsed for s, _ in waiting) > self.idle_s:
                 self._connection_episode(peer)
         for key, episode in list(self.open.items()):
             if key in self._in_flight:  # waiting on an answer to one of its own requests
@@ -223,8 +239,9 @@ class Attributor:
         if peer is None:
             self.unattributed += 1
             return
+        contended = self._contended(peer, None)
         waiting = self._pending.setdefault(peer, [])
-        waiting.append(request)
+        waiting.append((request, contended))
         if len(waiting) > PENDING_LIMIT:
             del waiting[0]
             self.unattributed += 1
@@ -236,12 +253,24 @@ class Attributor:
         waiting = self._pending.pop(peer, None)
         if not waiting:
             return
-        for request in waiting:
-            if self._quiet(peer, request.exchange.started_at):
+        contended = self._contended(peer, episode)
+        for request, contended_then in waiting:
+            if not (contended or contended_then) and self._quiet(peer, request.exchange.started_at):
                 self._add(episode, request)
             else:
                 episode.unattributed += 1
                 self.unattributed += 1
+
+    def _contended(self, peer: str, claimer: Episode | None) -> bool:
+        """Whether someone on ``peer``'s host besides ``claimer`` could send the next request on ``peer``: another
+        open session, or another connection holding sessionless requests (a client sleeping out a refusal)."""
+        host = host_of(peer)
+        others = self._sessions_on.get(host, 0)
+        if claimer is not None and claimer.sid is not None and claimer.peer is not None and host_of(claimer.peer) == host:
+            others -= 1
+        if others > 0:
+            return True
+        return any(waiting and other != peer and host_of(other) == host for other, waiting in self._pending.items())
 
     def _quiet(self, peer: str, since: float) -> bool:
         """Whether no other connection of ``peer``'s host started a request at or after ``since``."""
@@ -256,13 +285,13 @@ class Attributor:
         waiting = self._pending.pop(peer, None)
         if not waiting:
             return
-        first = waiting[0].exchange.started_at
-        if not self._quiet(peer, first):  # a busy host: whose requests these were cannot be told
-            self.unattributed += len(waiting)
+        first = waiting[0][0].exchange.started_at
+        if any(contended for _, contended in waiting) or not self._quiet(peer, first):
+            self.unattributed += len(waiting)  # a busy host: whose requests these were cannot be told
             return
         key = f"connection {peer}"
         episode = Episode(key, None, peer, first, first)
-        for request in waiting:
+        for request, _ in waiting:
             self._add(episode, request)
         self.open[key] = episode
         self.end(key, "idle")

@@ -727,15 +727,6 @@ DEFECTS: dict[str, Defect] = {
             masks=True,
         ),
         Defect(
-            "inspect-5xx-fails-eval",
-            INSPECT,
-            "under the flaky-5xx profile (a quarter of requests 502/503/504 with Retry-After: 1, at most 2 in a row) the eval fails: the 5xx surfaces from openreward_dataset()'s list_tasks() or, in the sample, from the async client's calls (observed: 'sample error: Upstream unavailable'), while the sync openreward client and TRL ride the same profile out",
-            "P8",
-            shows_in=_under("flaky-5xx"),
-            effect=Effect.REPORTS_ERROR,
-            masks=True,
-        ),
-        Defect(
             "firehorse-needs-platform",
             FIREHORSE,
             "before any trial the orchestrator asks the OpenReward platform which secrets the environment requires (GET {OPENREWARD_API_URL}/v1/environments/NS/NAME/required-secrets, not part of ORS) and does not catch a failure: pointed at an ORS server alone (OPENREWARD_API_URL the server's URL), every run ends with a traceback on its 404 before a trial starts",

@@ -54,10 +54,12 @@ __all__ = ["EXEMPT_PATHS"]  # re-exported: the paths no profile touches
 # -- parameters (documented in docs/robustness.md) ---------------------------
 #: latency-jitter: every request waits uniform(min, max) seconds before it is served.
 LATENCY_MIN_S, LATENCY_MAX_S = 0.02, 0.18
-#: flaky-5xx / rate-limit: share of requests answered with an error, at most
-#: MAX_BURST in a row server-wide (so a client that retries 3 times gets through).
+#: flaky-5xx / rate-limit: share of requests answered with an error, at most MAX_BURST in a row for
+#: the same request (so a client that tries each request 3 times gets through, whatever runs beside it).
 ERROR_RATE = 0.25
 MAX_BURST = 2
+#: Requests refused and not yet let through, remembered at most (a client may give up on one).
+BURST_MEMORY = 10_000
 FLAKY_STATUSES = (502, 503, 504)
 RETRY_AFTER_S = 1
 #: slow-setup: setup takes this long (unless --setup-delay says otherwise) and
@@ -133,19 +135,46 @@ def _own_rng(name: str, rng: random.Random) -> random.Random:
     return random.Random(f"{name}/{rng.getrandbits(64)}")
 
 
+_SESSION = protocol.SESSION_HEADER.lower().encode()
+
+
+def _same_request(scope: Scope) -> tuple[str, str, bytes | None]:
+    """What a retry of this request shares with it: method, route (its last segment, so ``/task_tools`` and the
+    ``/{env}/task_tools`` it is redirected to are one) and session."""
+    return scope["method"], scope["path"].rpartition("/")[2], header(scope, _SESSION)
+
+
 def _error_rate(
     app: ASGIApp, rng: random.Random, context: FaultContext, name: str, statuses: tuple[int, ...], detail: str, stream: str
 ) -> ASGIApp:
+    """Refuse a share of requests, each request at most ``MAX_BURST`` times in a row.
+
+    Counted per request (:func:`_same_request`), not server-wide: a server-wide count is reset by whatever
+    passes beside a client's retries (a heartbeat), so a client trying each request 3 times could meet a third
+    refusal. And an attempt may be two requests — a bare path, then the ``/{env}/...`` its 308 names (§1.2):
+    once an attempt's first leg passes, its other spelling passes too, or the redirect would draw again and
+    refuse the attempt the count had let through (platoon, whose env calls all take the redirect, failed one
+    CI run in several on both).
+    """
     rng = _own_rng(stream, rng)
-    burst = 0
+    #: Per request: refusals in a row, and the path of the leg last let through (None: last refused).
+    state: dict[tuple[str, str, bytes | None], tuple[int, str | None]] = {}
 
     async def decide(scope: Scope) -> Answer | None:
-        nonlocal burst
-        if burst < MAX_BURST and rng.random() < ERROR_RATE:
-            burst += 1
+        key, path = _same_request(scope), scope["path"]
+        count, passed = state.get(key, (0, None))
+        if passed is not None:
+            del state[key]
+            if passed != path:  # the other leg of an attempt let through
+                return None
+            count = 0  # the same request again after it got through: a fresh attempt
+        if count < MAX_BURST and rng.random() < ERROR_RATE:
+            if len(state) >= BURST_MEMORY:
+                state.clear()
+            state[key] = (count + 1, None)
             status = statuses[0] if len(statuses) == 1 else rng.choice(statuses)
             return status, detail, [(protocol.RETRY_AFTER_HEADER.lower().encode(), str(RETRY_AFTER_S).encode())]
-        burst = 0
+        state[key] = (0, path)
         return None
 
     return Intercept(app, name, decide, context)
@@ -194,7 +223,7 @@ def _post_to(path: str) -> Callable[[Scope], bool]:
     return lambda scope: scope["method"] == "POST" and scope["path"] == path
 
 
-_BURSTS = f"{ERROR_RATE:.0%} of requests (at most {MAX_BURST} in a row) get"
+_BURSTS = f"{ERROR_RATE:.0%} of requests (each at most {MAX_BURST} times in a row) get"
 _RETRY = f"with Retry-After: {RETRY_AFTER_S}"
 flaky_5xx = http_fault("flaky-5xx", f"{_BURSTS} 502/503/504 {_RETRY}", kind="profile", client=RIDE_OUT_SEEDED)(
     _error_profile("flaky-5xx", FLAKY_STATUSES, "Upstream unavailable (orsbench fault profile flaky-5xx); retry later.")

@@ -58,7 +58,7 @@ LATENCY_MIN_S, LATENCY_MAX_S = 0.02, 0.18
 #: the same request (so a client that tries each request 3 times gets through, whatever runs beside it).
 ERROR_RATE = 0.25
 MAX_BURST = 2
-#: Requests refused and not yet let through, remembered at most (a client may give up on one).
+#: Requests remembered at most (refused ones, and the leg last let through): a client may give up on one.
 BURST_MEMORY = 10_000
 FLAKY_STATUSES = (502, 503, 504)
 RETRY_AFTER_S = 1
@@ -168,9 +168,9 @@ def _error_rate(
             if passed != path:  # the other leg of an attempt let through
                 return None
             count = 0  # the same request again after it got through: a fresh attempt
+        if len(state) >= BURST_MEMORY:
+            state.clear()
         if count < MAX_BURST and rng.random() < ERROR_RATE:
-            if len(state) >= BURST_MEMORY:
-                state.clear()
             state[key] = (count + 1, None)
             status = statuses[0] if len(statuses) == 1 else rng.choice(statuses)
             return status, detail, [(protocol.RETRY_AFTER_HEADER.lower().encode(), str(RETRY_AFTER_S).encode())]
@@ -543,7 +543,7 @@ def _first_call_per_session() -> Any:
     seen: set[str] = set()
 
     def select(scope: Scope) -> bool:
-        raw = header(scope, protocol.SESSION_HEADER.lower().encode())
+        raw = header(scope, _SESSION)
         sid = raw.decode("latin-1").strip() if raw else ""
         if sid in seen:
             return False

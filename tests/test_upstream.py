@@ -91,14 +91,16 @@ def test_an_answer_delimited_by_the_close_is_complete_and_not_reused():
     asyncio.run(with_stub(handler, body))
 
 
-def test_a_chunked_answer_cut_in_the_middle_raises_cut_after_what_came():
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_head(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
-        await writer.drain()
-        await asyncio.sleep(0.1)
-        writer.close()
+async def _cuts_a_chunked_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A stub that sends one chunk of a chunked answer, then closes the connection."""
+    await read_head(reader)
+    writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
+    await writer.drain()
+    await asyncio.sleep(0.1)
+    writer.close()
 
+
+def test_a_chunked_answer_cut_in_the_middle_raises_cut_after_what_came():
     async def body(pool: UpstreamPool) -> None:
         response = await pool.request("GET", "/", [], b"")
         assert await response.next_piece() == b"hello"
@@ -106,7 +108,7 @@ def test_a_chunked_answer_cut_in_the_middle_raises_cut_after_what_came():
             await response.next_piece()
         response.release()
 
-    asyncio.run(with_stub(handler, body))
+    asyncio.run(with_stub(_cuts_a_chunked_answer, body))
 
 
 def test_an_idle_connection_the_server_closed_is_not_reused():
@@ -297,14 +299,8 @@ def test_a_listener_gets_each_answer_and_a_get_lost_by_a_reused_connection_goes_
 
 
 def test_a_listener_sees_a_cut_answer_as_a_failure_after_what_came():
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_head(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
-        await writer.drain()
-        writer.close()
-
     async def body(pool: UpstreamPool) -> None:
         got = await sent(pool, "GET")
         assert got.status == 200 and b"".join(got.pieces) == b"hello" and isinstance(got.error, UpstreamCut)
 
-    asyncio.run(with_stub(handler, body))
+    asyncio.run(with_stub(_cuts_a_chunked_answer, body))

@@ -381,19 +381,16 @@ class _Client(asyncio.Protocol):
         self._forwarding.exchange.error = "the client disconnected before the answer was complete"  # type: ignore[union-attr]
         self._finish(False)
 
-    def _drop_upstream(self) -> None:
+    def _drop_upstream(self, *, reuse: bool = True) -> None:
+        """Let the upstream connection go, its reading resumed (``reuse=False``: closed, as after a ``HEAD``)."""
         conn, self._upstream = self._upstream, None
         if conn is not None:
             self._resume_upstream(conn)
-            self.app.pool.release(conn)
+            self.app.pool.release(conn, reuse=reuse)
 
     def _finish(self, keep: bool, *, head_only: bool = False) -> None:
         """The answer is over: the connection back to the pool, the evidence to the observers, then the next request."""
-        conn = self._upstream
-        if conn is not None:
-            self._upstream = None
-            self._resume_upstream(conn)
-            self.app.pool.release(conn, reuse=not head_only)
+        self._drop_upstream(reuse=not head_only)
         forwarding = self._forwarding
         assert forwarding is not None
         exchange = forwarding.exchange

@@ -139,23 +139,21 @@ class UpstreamConnection(asyncio.Protocol):
             if listener is not None:
                 self._tell(b"")
             return
-        if listener is not None:
-            if self._piece:
-                piece = self._piece[0] if len(self._piece) == 1 else b"".join(self._piece)
-                self._piece.clear()
-            else:
-                piece = b""
-            listener.upstream_read(self, piece)
+        if listener is None and not self._piece:
             return
+        piece = b""
         if self._piece:  # one upstream read, one piece
             piece = self._piece[0] if len(self._piece) == 1 else b"".join(self._piece)
             self._piece.clear()
-            self.pieces.append(piece)
-            self.buffered += len(piece)
-            if self.buffered > HIGH_WATER and not self.paused and self.transport is not None:
-                self.paused = True
-                self.transport.pause_reading()
-            self._wake()
+        if listener is not None:  # told of every read, a body in it or not
+            listener.upstream_read(self, piece)
+            return
+        self.pieces.append(piece)
+        self.buffered += len(piece)
+        if self.buffered > HIGH_WATER and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+        self._wake()
 
     def eof_received(self) -> bool | None:
         if not self._framed and self.headed and not self.complete and self.failure is None:
@@ -178,8 +176,7 @@ class UpstreamConnection(asyncio.Protocol):
             else:
                 self._fail(UpstreamCut(f"the answer was cut: {reason}"))
         self._wake()
-        if self.listener is not None:
-            self._tell(b"")
+        self._tell(b"")
 
     def _tell(self, piece: bytes) -> None:
         """The listener, of the answer's failure or end (it lets the connection go: :meth:`UpstreamPool.release`)."""

@@ -410,26 +410,27 @@ _NOT_JSON = object()
 
 
 def _derive_request(exchange: Exchange) -> Any:
+    return _cached(exchange, "request", exchange.request_body, 0, _request_value)
+
+
+def _request_value(exchange: Exchange) -> Any:
     body = exchange.request_body
-    derived = exchange.derived
-    if derived is not None:
-        hit = derived.get("request")
-        if hit is not None and hit[0] is body:
-            return hit[2]
-    else:
-        derived = exchange.derived = {}
     try:
-        value = loads(body) if body else None
+        return loads(body) if body else None
     except ValueError:
-        value = _NOT_JSON
-    derived["request"] = (body, 0, value)
-    return value
+        return _NOT_JSON
 
 
 def _derive(exchange: Exchange, key: str, read: Any) -> Any:
     """``read(exchange)``, computed once per body and stream (a body or a stream that changed is read again)."""
-    source: Any = exchange.sse if exchange.sse is not None else exchange.body
-    size = len(source.events) if exchange.sse is not None else 0
+    sse = exchange.sse
+    if sse is not None:
+        return _cached(exchange, key, sse, len(sse.events), read)
+    return _cached(exchange, key, exchange.body, 0, read)
+
+
+def _cached(exchange: Exchange, key: str, source: Any, size: int, read: Any) -> Any:
+    """``read(exchange)`` kept in ``exchange.derived[key]`` beside the ``source`` (and its ``size``) it was read from."""
     derived = exchange.derived
     if derived is not None:
         hit = derived.get(key)

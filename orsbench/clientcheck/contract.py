@@ -119,18 +119,24 @@ def did_not_run(command: str, exit_code: int | None, requests: int, stderr: str)
 
 def runs(environ: Mapping[str, str]) -> int:
     """``ORSBENCH_RUNS`` as a count (absent, empty or malformed: 1): how many times to play the script in one process."""
-    try:
-        return max(1, int(environ.get(RUNS) or 1))
-    except ValueError:
-        return 1
+    return _count(environ, RUNS)
 
 
 def episodes(environ: Mapping[str, str]) -> int:
     """``ORSBENCH_EPISODES`` as a count (absent, empty or malformed: 1): how many episodes to play in one run."""
+    return _count(environ, EPISODES)
+
+
+def _count(environ: Mapping[str, str], name: str) -> int:
     try:
-        return max(1, int(environ.get(EPISODES) or 1))
+        return max(1, int(environ.get(name) or 1))
     except ValueError:
         return 1
+
+
+def _is_aggregate(data: Mapping[str, Any]) -> bool:
+    """Whether an ``ORSBENCH_OUT`` line is the aggregate line (the client's figure over several episodes), not a call's."""
+    return "tool" not in data and AGGREGATE_REWARD in data
 
 
 def aggregate_line(reward: float | None, episodes: int, **extra: Any) -> dict[str, Any]:
@@ -185,7 +191,7 @@ def parse_line(number: int, raw: str) -> OutLine:
         if not isinstance(data["error"], str):
             line.problems.append('"error" is not a string')
         return line
-    if "tool" not in data and AGGREGATE_REWARD in data:  # the aggregate line: the client's figure over several episodes
+    if _is_aggregate(data):
         if data[AGGREGATE_REWARD] is not None and not _is_number(data[AGGREGATE_REWARD]):
             line.problems.append(f'"{AGGREGATE_REWARD}" is not a finite number or null')
         count = data.get(AGGREGATE_EPISODES)
@@ -235,7 +241,7 @@ class OutFile:
         """The last aggregate line an adapter wrote (``ORSBENCH_EPISODES``: its figure over the episodes), or ``None``."""
         found = None
         for line in self.lines:
-            if line.data is not None and "tool" not in line.data and AGGREGATE_REWARD in line.data:
+            if line.data is not None and _is_aggregate(line.data):
                 found = line.data
         return found
 

@@ -47,7 +47,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from command_contract import Out, runs  # a sibling (see its docstring): these adapters import nothing of orsbench
+from command_contract import Out, episodes, runs  # a sibling (see its docstring): these adapters import nothing of orsbench
 
 REQUIRED = ("ORSBENCH_URL", "ORSBENCH_ENV", "ORSBENCH_SCRIPT", "ORSBENCH_OUT")
 #: Where benchflow's ``ors-episode`` strategy reads the rewards (the artifact its docs name), inside the rollout.
@@ -166,7 +166,7 @@ def main() -> int:
         first, played = int(environ.get("ORSBENCH_INDEX") or 0), 0
         for run in range(runs(environ)):
             code = 0
-            for number in range(runs(environ, "ORSBENCH_EPISODES")):
+            for number in range(episodes(environ)):
                 played += 1
                 outputs = play_session({**environ, "ORSBENCH_INDEX": str(first + number)}, out)
                 code = max(code, 1 if outputs is None else judge(outputs, workdir / f"play-{played}", out))

@@ -23,8 +23,17 @@ class Out:
         self.handle.flush()
 
 
-def runs(environ: dict[str, str], name: str = "ORSBENCH_RUNS") -> int:
-    """``ORSBENCH_RUNS`` (or ``ORSBENCH_EPISODES``): a count of the contract's (absent or malformed: 1)."""
+def runs(environ: dict[str, str]) -> int:
+    """``ORSBENCH_RUNS``: times to play the script in this process (absent or malformed: once, §13.16)."""
+    return _count(environ, "ORSBENCH_RUNS")
+
+
+def episodes(environ: dict[str, str]) -> int:
+    """``ORSBENCH_EPISODES``: episodes each run plays, tasks INDEX .. INDEX+N-1 (absent or malformed: one, §13.15)."""
+    return _count(environ, "ORSBENCH_EPISODES")
+
+
+def _count(environ: dict[str, str], name: str) -> int:
     try:
         return max(1, int(environ.get(name) or 1))
     except ValueError:

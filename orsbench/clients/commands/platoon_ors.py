@@ -48,7 +48,7 @@ import uuid
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from command_contract import Out, runs  # a sibling (see its docstring): these adapters import nothing of orsbench
+from command_contract import Out, episodes, runs  # a sibling (see its docstring): these adapters import nothing of orsbench
 
 REQUIRED = ("ORSBENCH_URL", "ORSBENCH_ENV", "ORSBENCH_SCRIPT", "ORSBENCH_OUT")
 
@@ -182,7 +182,7 @@ def main() -> int:
         # aggregate line is written here.
         code, first = 0, int(environ.get("ORSBENCH_INDEX") or 0)
         for _ in range(runs(environ)):
-            for number in range(runs(environ, "ORSBENCH_EPISODES")):
+            for number in range(episodes(environ)):
                 code = max(code, asyncio.run(play({**environ, "ORSBENCH_INDEX": str(first + number)}, out)))
         return code
     except SystemExit:

@@ -23,6 +23,8 @@ DEPLOYMENT_HEADER: Final = "X-Deployment"
 BACKEND_STATE_HEADER: Final = "X-Backend-State"
 RETRY_AFTER_HEADER: Final = "Retry-After"
 BACKEND_STARTING: Final = "starting"
+#: The session header as ASGI servers and the proxy's parser hand header names on: lower-cased bytes.
+SESSION_HEADER_RAW: Final = SESSION_HEADER.lower().encode("latin-1")
 
 SSE_CONTENT_TYPE: Final = "text/event-stream; charset=utf-8"
 JSON_CONTENT_TYPE: Final = "application/json"

@@ -343,7 +343,7 @@ class HostedServer:
         if scope["method"] != "POST":
             await send_json(send, 405, {"detail": "POST contract lines (JSON lines, as the adapter contract writes them)"})
             return
-        raw_sid = next((v for k, v in scope["headers"] if k == protocol.SESSION_HEADER.lower().encode()), b"")
+        raw_sid = next((v for k, v in scope["headers"] if k == protocol.SESSION_HEADER_RAW), b"")
         sid = raw_sid.decode("latin-1").strip()
         key: str | None = sid
         if not sid:  # one client on the case: its lines are its only episode's (a session, or a refused connection)

@@ -33,7 +33,7 @@ FLOOR_OUTPUT = {
     "ok": True,
     "output": {"blocks": [{"text": "floor", "detail": None, "type": "text"}], "metadata": None, "reward": 0.0, "finished": False},
 }
-_SID = protocol.SESSION_HEADER.lower().encode()
+_SID = protocol.SESSION_HEADER_RAW
 
 
 def _json_start(body: bytes, status: int = 200) -> dict[str, Any]:

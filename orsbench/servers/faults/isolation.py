@@ -51,7 +51,7 @@ RACE_S = 0.05
 #: How long a tool awaits I/O while the "current session" is a module-level variable.
 CURRENT_WINDOW_S = 0.05
 
-_SESSION = protocol.SESSION_HEADER.lower().encode()
+_SESSION = protocol.SESSION_HEADER_RAW
 _BODY_LIMIT = 1 << 20
 
 

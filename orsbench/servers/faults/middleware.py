@@ -248,7 +248,7 @@ class ReapIdle:
         self.last_seen: dict[str, float] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        raw = header(scope, protocol.SESSION_HEADER.lower().encode()) if faultable(scope) else None
+        raw = header(scope, protocol.SESSION_HEADER_RAW) if faultable(scope) else None
         sid = raw.decode("latin-1").strip() if raw else ""
         if not sid:
             await self.app(scope, receive, send)
@@ -285,7 +285,7 @@ async def post_on_own_account(app: ASGIApp, scope: Scope, path: str, sid: str) -
     The request keeps the client's host and credentials (so an app that checks them answers it) and nothing else.
     """
     headers = [(k, v) for k, v in scope.get("headers", []) if k in (b"host", b"x-api-key", b"authorization")]
-    headers.append((protocol.SESSION_HEADER.lower().encode(), sid.encode()))
+    headers.append((protocol.SESSION_HEADER_RAW, sid.encode()))
     request = {**scope, "method": "POST", "path": path, "raw_path": path.encode(), "query_string": b"", "headers": headers}
     delivered = False
 

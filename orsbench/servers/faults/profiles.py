@@ -135,7 +135,7 @@ def _own_rng(name: str, rng: random.Random) -> random.Random:
     return random.Random(f"{name}/{rng.getrandbits(64)}")
 
 
-_SESSION = protocol.SESSION_HEADER.lower().encode()
+_SESSION = protocol.SESSION_HEADER_RAW
 
 
 def _same_request(scope: Scope) -> tuple[str, str, bytes | None]:

@@ -264,8 +264,7 @@ def ors_server_factory() -> Iterator[ServerFactory]:
     try:
         yield get
     finally:
-        for server in servers.values():
-            server.stop()
+        launch.stop_all(servers.values())
 
 
 @pytest.fixture

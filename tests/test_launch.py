@@ -110,3 +110,22 @@ def test_a_forked_server_that_died_is_never_signalled_by_its_old_pid(monkeypatch
     forked.send_signal(signal.SIGTERM)
     forked.kill()
     assert sent == []  # the number may already name someone else
+
+
+def test_stop_all_signals_every_server_before_waiting_and_kills_the_ones_that_stay():
+    """One shared wait: three servers that ignore SIGTERM cost one timeout, not three, and are then SIGKILLed."""
+    import subprocess
+    import time
+
+    stubborn = [subprocess.Popen(["sh", "-c", 'trap "" TERM; exec sleep 30']) for _ in range(3)]
+    polite = subprocess.Popen(["sleep", "30"])
+    servers = [
+        launch.RunningServer(f"http://127.0.0.1:{i}", "", "cmd", "sleep", p, Path(os.devnull))
+        for i, p in enumerate([*stubborn, polite], start=1)
+    ]
+    time.sleep(0.2)  # let sh exec sleep with SIGTERM ignored
+    started = time.monotonic()
+    launch.stop_all(servers, timeout=1.0)
+    assert time.monotonic() - started < 2.5  # one after another would take 3 s
+    assert [s.alive() for s in servers] == [False] * 4
+    assert [p.returncode for p in stubborn] == [-9] * 3 and polite.returncode == -15

@@ -31,7 +31,7 @@ import time
 from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Callable, Iterator, TypedDict, Unpack
 
 import httpx
@@ -244,14 +244,35 @@ class RunningServer:
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM (graceful: sessions are torn down), then SIGKILL after ``timeout``."""
-        _RUNNING.pop(self.pid, None)
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+        stop_all([self], timeout)
+
+
+def stop_all(servers: Iterable[RunningServer], timeout: float = 10.0) -> None:
+    """Stop ``servers`` together: SIGTERM to each by its own PID, one shared wait, then SIGKILL for any left.
+
+    Why together: a server takes ~0.2 s to wind down after SIGTERM (its sessions, then its interpreter), so
+    the thirty-odd servers a pytest worker holds at the end of a run kept it waiting ~6 s when stopped one
+    after another; signalled at once, they wind down side by side.
+    """
+    signalled: list[RunningServer] = []
+    for server in servers:
+        _RUNNING.pop(server.pid, None)
+        if server.process.poll() is None:
+            server.process.send_signal(signal.SIGTERM)
+            signalled.append(server)
+    deadline = time.monotonic() + timeout
+    stuck: list[subprocess.TimeoutExpired] = []  # not gone 5 s after SIGKILL: the others are still stopped
+    for server in signalled:
+        try:
+            server.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            server.process.kill()
             try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+                server.process.wait(5)
+            except subprocess.TimeoutExpired as exc:
+                stuck.append(exc)
+    if stuck:
+        raise stuck[0]
 
 
 #: What :func:`start` serves: a scenario's name, or a user's Environment class(es).
@@ -634,9 +655,8 @@ def _listed_env(server: RunningServer) -> str | None:
 
 @atexit.register
 def _stop_leftovers() -> None:
-    for server in list(_RUNNING.values()):
-        with contextlib.suppress(Exception):
-            server.stop(timeout=3)
+    with contextlib.suppress(Exception):
+        stop_all(list(_RUNNING.values()), timeout=3)
     if _ZYGOTE is not None:
         _ZYGOTE.close()
     if _LOCAL_HTTP is not None:  # its kept-alive sockets would be reported unclosed at exit

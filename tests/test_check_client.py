@@ -495,3 +495,37 @@ def test_the_url_only_case_takes_the_sdk_urls_out_of_the_clients_environment(mon
     assert url_only.stderr.strip() == "unset|unset|given", url_only.stderr
     usual = run_case(shows, get_case("sparse-reward"), timeout=SLACK_S)
     assert usual.stderr.strip() == f"{usual.url}|{usual.url}|given", usual.stderr
+
+
+def test_the_sigterm_is_timed_when_it_is_sent_not_before_the_stats_that_called_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that began while the stats were read (the one that moved the counter) began before the SIGTERM:
+    timed before the read, ``sigterm_at`` made it look begun after, and ``held_calls`` left it to be judged as given up."""
+    seen: list[float] = []
+
+    def slow_stats(_server: object) -> dict[str, object]:
+        time.sleep(0.05)  # the read under load; the held call starts meanwhile
+        seen.append(time.monotonic())
+        return {"requests": {"fault sigterm-mid-call": 1}}
+
+    class Process:
+        pid = 0
+        signals: list[int] = []
+
+        def poll(self) -> None:
+            return None
+
+        def signal_group(self, sig: int) -> None:
+            self.signals.append(sig)
+
+    class Server:
+        class config:
+            ttl = 60.0
+
+    monkeypatch.setattr(runner, "_stats", slow_stats)
+    case = runner.RunningCase.__new__(runner.RunningCase)  # the watch alone: no launch, no server
+    case.terminated, case.stopped_for, case.argv, case.process, case.server = None, None, None, Process(), Server()
+    case.started, case.deadline, case._next_look = time.monotonic(), 60.0, 0.0
+    case.terminate_on, case._terminate_from = "fault sigterm-mid-call", 0
+    assert case.done() is False
+    assert case.process.signals == [runner.signal.SIGTERM]
+    assert case.terminated is not None and case.terminated.sigterm_at >= seen[0]

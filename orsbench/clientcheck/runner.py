@@ -315,8 +315,11 @@ class RunningCase:
             self._next_look = now + WATCH_SERVER_S
             stats = _stats(self.server)
             if self.terminate_on is not None and _counter(stats, self.terminate_on) > self._terminate_from:
+                # The moment of the signal, not of the look: a call that began while the stats were read (the one
+                # that moved the counter) began before the SIGTERM, and is held (checks.held_calls), not given up on.
+                at = time.monotonic()
                 self.process.signal_group(signal.SIGTERM)  # the call the server holds is in flight now
-                self.terminated = Termination(sigterm_at=now, after_s=now - self.started, ttl_s=self.server.config.ttl)
+                self.terminated = Termination(sigterm_at=at, after_s=at - self.started, ttl_s=self.server.config.ttl)
                 return False
             if _requests(stats) - self.requests_before > STORM_LIMIT:
                 self.stopped_for = "request storm"

@@ -133,6 +133,12 @@ def header(scope: Scope, name: bytes) -> bytes | None:
     return found
 
 
+def session_id(scope: Scope) -> str:
+    """The session id an ASGI scope carries (its last ``X-Session-ID``), stripped; ``""`` where it carries none."""
+    raw = header(scope, protocol.SESSION_HEADER_RAW)
+    return raw.decode("latin-1").strip() if raw else ""
+
+
 def peer_of(scope: Scope) -> str | None:
     """The client connection a request came on, as ``host:port`` (ASGI's ``scope["client"]``), if the server says.
 

@@ -28,7 +28,7 @@ from orsbench.servers.engine.base import finished_error
 from orsbench.servers.faults import FaultContext
 from orsbench.servers.faults.middleware import faultable, is_call, post_on_own_account
 from orsbench.servers.faults.violations import http_violation
-from orsbench.servers.http import ASGIApp, Message, Receive, Scope, Send, header, is_event_stream, json_object, read_body
+from orsbench.servers.http import ASGIApp, Message, Receive, Scope, Send, is_event_stream, json_object, read_body, session_id
 from orsbench.wire.sse import SSEEvent, SSEParser
 
 #: The rules' checks, by the scene that shows them.
@@ -70,11 +70,6 @@ class Sessions:
         return [sid for sid, task in self.task.items() if task == key]
 
 
-def sid_of(scope: Scope) -> str:
-    raw = header(scope, _SESSION)
-    return raw.decode("latin-1").strip() if raw else ""
-
-
 def task_key(body: dict[str, Any]) -> str:
     """What names a ``/create``'s task: its split and index, else its task_spec (sorted JSON)."""
     if body.get("task_spec") is not None:
@@ -101,7 +96,7 @@ class SessionFault:
         if not faultable(scope):
             await self.app(scope, receive, send)
             return
-        path, sid = scope["path"], sid_of(scope)
+        path, sid = scope["path"], session_id(scope)
         body: dict[str, Any] = {}
         if scope["method"] == "POST" and (path == protocol.CREATE or is_call(scope)):
             raw, receive = await read_body(receive, limit=_BODY_LIMIT)

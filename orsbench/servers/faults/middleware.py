@@ -30,11 +30,11 @@ from orsbench.servers.http import (
     Receive,
     Scope,
     Send,
-    header,
     is_event_stream,
     json_object,
     read_body,
     send_detail,
+    session_id,
 )
 from orsbench.wire.sse import SSEComment, SSEEvent, SSEParser
 
@@ -248,8 +248,7 @@ class ReapIdle:
         self.last_seen: dict[str, float] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        raw = header(scope, protocol.SESSION_HEADER_RAW) if faultable(scope) else None
-        sid = raw.decode("latin-1").strip() if raw else ""
+        sid = session_id(scope) if faultable(scope) else ""
         if not sid:
             await self.app(scope, receive, send)
             return

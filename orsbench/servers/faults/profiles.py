@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from orsbench import protocol
 from orsbench.servers.faults import ClientFacts, FaultContext, WrapFn, engine_context, fault, http_fault
 from orsbench.servers.faults.middleware import EXEMPT_PATHS, Answer, CutMode, CutStreams, Intercept, ReapIdle, RewriteStream, on_output
-from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope, header, read_body
+from orsbench.servers.http import ASGIApp, HTTPError, Request, Scope, header, read_body, session_id
 from orsbench.servers.state import TaskRegistry
 
 if TYPE_CHECKING:
@@ -543,8 +543,7 @@ def _first_call_per_session() -> Any:
     seen: set[str] = set()
 
     def select(scope: Scope) -> bool:
-        raw = header(scope, _SESSION)
-        sid = raw.decode("latin-1").strip() if raw else ""
+        sid = session_id(scope)
         if sid in seen:
             return False
         seen.add(sid)

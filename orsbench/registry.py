@@ -43,6 +43,19 @@ def load_modules(modules: Iterable[str]) -> list[ModuleType]:
     return [importlib.import_module(name) for name in modules]
 
 
+def warm_modules(modules: Iterable[str]) -> None:
+    """Import each of ``modules`` that can be imported, before forking: what the children would import themselves.
+
+    A best effort: a name a dependency no longer has (its internals moved, an extra not installed) is skipped, and
+    each child then imports what it needs on its own.
+    """
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
 class UnknownName(KeyError, ValueError):
     """A name that is not registered; the message lists the names that are.
 

@@ -31,7 +31,7 @@ import threading
 import traceback
 from types import ModuleType
 
-from orsbench.registry import Registry
+from orsbench.registry import Registry, warm_modules
 
 
 #: What a forked server still imported on its own before its first episode was over (read from the servers' own
@@ -77,19 +77,10 @@ def preload(extra: list[str]) -> None:
     orsbench.servers.faults.FAULTS.load()
     for name in extra:
         load_registries(importlib.import_module(name))
-    for name in WARM:
-        try:
-            importlib.import_module(name)
-        except ImportError:  # not installed, or moved: each server imports what it needs itself
-            pass
-    try:
-        import orsbench.servers.sdk_twin  # noqa: F401  (imports openreward: the slow part)
-    except ImportError:
-        pass  # no SDK installed: mock servers still fork
-    try:
-        import orsbench.servers.ors_sdk_twin  # noqa: F401  (ors-sdk: cheap once fastapi is in)
-    except ImportError:
-        pass
+    warm_modules(WARM)
+    # The SDK twins where their SDKs are installed (openreward's is the slow part; ors-sdk is cheap once fastapi is
+    # in); without them mock servers still fork.
+    warm_modules(("orsbench.servers.sdk_twin", "orsbench.servers.ors_sdk_twin"))
 
 
 def _die_with_parent(parent: int) -> None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from orsbench.clients.consumers import Consumer
 from orsbench.extras import installed
-from orsbench.registry import Registry
+from orsbench.registry import Registry, warm_modules
 
 if TYPE_CHECKING:
     from orsbench.clients.interpreters import Command
@@ -132,11 +132,7 @@ class ClientTarget:
             return
         for module in self.modules:
             importlib.import_module(module)
-        for module in self.warm:
-            try:
-                importlib.import_module(module)
-            except ImportError:  # a dependency's internals moved: each episode imports what it needs itself
-                pass
+        warm_modules(self.warm)  # a dependency's internals may move: each episode imports what it needs itself
         if self.warm_up is not None:
             self.warm_up()
 

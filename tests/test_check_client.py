@@ -509,7 +509,9 @@ def test_the_sigterm_is_timed_when_it_is_sent_not_before_the_stats_that_called_f
 
     class Process:
         pid = 0
-        signals: list[int] = []
+
+        def __init__(self) -> None:
+            self.signals: list[int] = []
 
         def poll(self) -> None:
             return None

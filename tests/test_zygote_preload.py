@@ -21,4 +21,3 @@ def test_the_registries_a_preloaded_module_holds_are_loaded() -> None:
     module.other = object()  # type: ignore[attr-defined]
     zygote.load_registries(module)
     assert sorted(loaded) == ["command", "scenario"]
-

@@ -24,7 +24,8 @@ from orsbench.clientcheck.contract import OutFile
 from orsbench.clientcheck.profiles import left_out, profiles
 from orsbench.clientcheck.reference import command as reference_command
 from orsbench.clients import cells as C
-from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.clients.run import forked
+from orsbench.clients.targets import CLIENT_TARGETS, WARM_STARTUP_S, ClientTarget
 from orsbench.servers.faults import FAULTS, ClientFacts, Fault
 from orsbench.upstream import defects as D
 from orsbench.verdict import Effect, Verdict, verdict_of
@@ -236,3 +237,17 @@ def test_finish_waits_for_the_client_it_collects() -> None:
     with serve("echo", config=ServerConfig(request_log=True)) as server:
         outcome = ClientRun("openreward", server, script("echo"), 60, prepare=lambda: time.sleep(2)).finish()
     assert outcome.survived and outcome.elapsed >= 2, outcome.describe()
+
+
+def test_a_client_forked_warm_gets_the_warm_start_up_allowance() -> None:
+    """A hang is waited for to its deadline plus the start-up allowance: the cold figure only where nothing is warm,
+    and the fork an episode plays in (the matrix's, check-client's built-in targets) carries it."""
+    slow = ClientTarget("test-slow-starter", "orsbench", "a client with a cold start of 30 s", play=lambda episode: None, startup_s=30.0)
+    quick = ClientTarget("test-quick-starter", "orsbench", "a client with a cold start of 2 s", play=lambda episode: None, startup_s=2.0)
+    with CLIENT_TARGETS.temporarily(slow), CLIENT_TARGETS.temporarily(quick):
+        assert (slow.warmed, slow.startup_allowance(), quick.startup_allowance()) == (False, 30.0, 2.0)
+        assert forked("test-slow-starter").startup_s == 30.0
+        slow.preload()
+        quick.preload()
+        assert (slow.warmed, slow.startup_allowance(), quick.startup_allowance()) == (True, WARM_STARTUP_S, 2.0)
+        assert forked("test-slow-starter").startup_s == WARM_STARTUP_S < 30.0

@@ -219,6 +219,12 @@ class Command:
             server.load(self.script, self.preload)
         return server
 
+    @property
+    def warmed(self) -> bool:
+        """Whether this process's fork server of its environment runs with this command loaded (:meth:`play` forks there)."""
+        server = _WARM.get(self.venv.name)
+        return server is not None and self.path in server.loaded and server.reachable
+
     def play(self, episode: AdapterEpisode) -> None:
         """Run the command on ``episode`` (its variables are this process's environment under the contract).
 

@@ -161,7 +161,7 @@ def forked(client: str, prepare: Callable[[], None] | None = None) -> Fork:
             traceback.print_exc()
         return code
 
-    return Fork(f"python -m orsbench.clients.adapter {client}", body, startup_s=target.startup_s)
+    return Fork(f"python -m orsbench.clients.adapter {client}", body, startup_s=target.startup_allowance())
 
 
 def preload(clients: list[str] | None = None) -> None:

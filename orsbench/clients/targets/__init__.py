@@ -38,7 +38,12 @@ if TYPE_CHECKING:
     from orsbench.clients.interpreters import Command
     from orsbench.clients.transcript import AdapterEpisode
 
-__all__ = ["CLIENT_TARGETS", "ELSEWHERE", "MODULES", "ClientTarget", "register"]
+__all__ = ["CLIENT_TARGETS", "ELSEWHERE", "MODULES", "WARM_STARTUP_S", "ClientTarget", "register"]
+
+#: Seconds of start-up a client forked warm gets at most (:meth:`ClientTarget.startup_allowance`): its imports are
+#: done in the parent, what is left is its own setting-up (an eval's task and model, a fork server's fork) — an
+#: Inspect episode forked warm plays in 2-8 s on a busy 2-core machine, the others in less.
+WARM_STARTUP_S = 10.0
 
 #: The modules that register client targets, in listing order (a new target: one module, one line here).
 MODULES = (
@@ -74,7 +79,8 @@ class ClientTarget:
     warm_up: Callable[[], None] | None = None
     #: The orsbench extra that installs it (named in the message when it is missing).
     extra: str = "conformance"
-    #: Seconds added to every deadline for the client's own start-up (an Inspect eval's set-up).
+    #: Seconds added to every deadline for the client's own start-up from cold (an Inspect eval's imports and
+    #: set-up, a fresh Python's ``import openreward``); a client forked warm gets at most :data:`WARM_STARTUP_S`.
     startup_s: float = 0.0
     #: Episodes of this client that may play at once on a 2-core machine without starving each other.
     concurrency: int = 16
@@ -135,7 +141,27 @@ class ClientTarget:
         warm_modules(self.warm)  # a dependency's internals may move: each episode imports what it needs itself
         if self.warm_up is not None:
             self.warm_up()
+        _PRELOADED.add(self.name)
 
+    @property
+    def warmed(self) -> bool:
+        """Whether its episodes start warm here: :meth:`preload` ran in this process (or its fork server runs)."""
+        if self.command is not None:
+            return self.command.warmed
+        return self.name in _PRELOADED
+
+    def startup_allowance(self) -> float:
+        """Seconds a deadline adds for its start-up: :attr:`startup_s` from cold, at most :data:`WARM_STARTUP_S` warm.
+
+        Why not always the cold figure: a client that hangs is waited for to its deadline, and the cold allowance
+        (benchflow's 30 s, a fresh 3.12 Python importing openreward) made each of its hangs in the matrix wait 36 s
+        where a warm fork has nothing left to import.
+        """
+        return min(self.startup_s, WARM_STARTUP_S) if self.warmed else self.startup_s
+
+
+#: The targets :meth:`ClientTarget.preload` made warm in this process (forked children inherit it).
+_PRELOADED: set[str] = set()
 
 CLIENT_TARGETS: Registry[ClientTarget] = Registry("client target", modules=MODULES)
 register = CLIENT_TARGETS.register

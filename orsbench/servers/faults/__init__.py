@@ -74,7 +74,9 @@ class ClientFacts:
     knobs: Knobs = ()
     #: Seconds a client already started (a built-in one, forked ready) gets before it counts as hanging.
     deadline_s: float = 20.0
-    #: A fresh server per client: a seeded fault stream then starts afresh for each.
+    #: A fresh server per client: a seeded fault stream then starts afresh for each, and where every episode waits
+    #: seconds (a slow setup, a stalled stream) the clients wait side by side — on one server, client after client,
+    #: seven clients' waits made the matrix's longest lane (25-27 s).
     per_client: bool = False
     #: Its refusals carry ``Retry-After`` (a client's retries are timed against it).
     retry_after: bool = False

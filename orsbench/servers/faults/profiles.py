@@ -238,7 +238,7 @@ rate_limit = http_fault("rate-limit", f"{_BURSTS} 429 {_RETRY}", kind="profile",
     f"setup takes {SLOW_SETUP_S:g} s (or --setup-delay); /prompt and /call answer 503 X-Backend-State: starting "
     f"after {SLOW_SETUP_WAIT_S:g} s",
     kind="profile",
-    client=ClientFacts(knobs=(("setup_delay", 1.0),), retry_after=True),
+    client=ClientFacts(knobs=(("setup_delay", 1.0),), retry_after=True, per_client=True),
 )
 def slow_setup(engine: Engine, app: Any, rng: random.Random) -> Any:
     config = engine.config
@@ -310,7 +310,7 @@ def stream_drop(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGI
     f"every fresh /call stream goes silent after task_id for {STALL_PING_INTERVALS} keep-alive intervals, "
     "with no keep-alives; resuming by task_id works",
     kind="profile",
-    client=ClientFacts(knobs=(("ping_interval", 0.25),)),
+    client=ClientFacts(knobs=(("ping_interval", 0.25),), per_client=True),
 )
 def stream_stall(app: ASGIApp, rng: random.Random, context: FaultContext) -> ASGIApp:
     return _cut(app, context, "stream-stall", "stall")

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
+import tempfile
 import threading
+from pathlib import Path
 from unittest import mock
 
 os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
@@ -30,6 +33,7 @@ from typing import Any
 import pytest
 
 from orsbench.upstream import defects
+from conformance import background
 from conformance.adapter import Binding, bind_one, rollout_factory
 from conformance.params import TargetParam, ToolCase, ToolParam
 from conformance.targets import SuiteTarget
@@ -68,6 +72,37 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     node.workerinput[_LOADGROUP] = getattr(node.config.option, "dist", None) == "loadgroup"
+    node.workerinput[background.KEY] = getattr(node.config, background.KEY, None)
+
+
+def _runs_wire_checks(config: pytest.Config) -> bool:
+    """Whether the paths on the command line take in ``test_wire_checks.py`` (against the embedded mocks)."""
+    if config.getoption("--ors-url", None) or config.option.collectonly:
+        return False
+    wire = Path(__file__).with_name("test_wire_checks.py").resolve()
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, arg.split("::")[0]).resolve()
+        if path == wire or path in wire.parents:
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The session's first process starts the wire checks that mostly wait (:mod:`conformance.background`)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not _runs_wire_checks(config):
+        return
+    directory = tempfile.mkdtemp(prefix="orsbench-wire-")
+    setattr(config, background.KEY, directory)
+    config._orsbench_background = background.launch(directory, config.rootpath)  # type: ignore[attr-defined]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    processes = getattr(session.config, "_orsbench_background", None)
+    if processes is not None:
+        background.stop(processes)
+        shutil.rmtree(getattr(session.config, background.KEY), ignore_errors=True)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -1,11 +1,13 @@
 """The order in which conformance's xdist groups reach the workers: the groups that wait beside the client batches.
 
 With ``--dist loadgroup`` (``conftest.py`` switches ``-n`` to it) xdist keeps one queue of groups, largest
-first, and hands a worker the next group when it has two tests left. Two groups mostly wait: the wire checks
-on the slow scenario (its slow tool) and client robustness (clients riding out retry budgets and TTLs) — their
-workers used 1.3 s of CPU in 37.6 s and 1.8 s in 32.6 s. At the back of the queue that waiting trailed the run
-with one core idle. Handed out first, each waits while the other worker plays a client batch, whose lanes of
-forked clients keep both cores busy.
+first, and hands a worker the next group when it has two tests left. Client robustness mostly waits (clients
+riding out retry budgets and TTLs: 1.3 s of CPU in 10 s), and so do the fault-profile batches; at the back of
+the queue that waiting trailed the run with one core idle, and two profile batches side by side left a core
+half idle. So the waiting groups go out first, each beside a scenario batch, whose lanes of forked clients keep
+the cores busy. The wire checks on the slow scenario waited longer still (2.3 s of CPU in 41 s): they now run
+in a process of their own from the start (:mod:`conformance.background`), and their group, which only grades
+that report, is handed out last.
 """
 
 from __future__ import annotations
@@ -15,20 +17,35 @@ from typing import Any
 
 from xdist.scheduler import LoadGroupScheduling
 
-#: Groups that mostly wait (their names as their tests' ``xdist_group`` marks give them).
-WAITING = ("wire-checks-mock-slow", "client-robustness")
+#: Groups that mostly wait, in the order they go out: names, or the beginning of names (ending in ``-``) as their
+#: tests' ``xdist_group`` marks give them. The fault-profile batches wait too — on retry budgets, stalls, slow
+#: setups, hangs: played side by side they kept 1.5 of the two cores busy, beside a scenario batch all of them.
+WAITING = ("client-robustness", "clients-profiles-")
+#: Groups whose evidence a process of its own gathers from the start (:mod:`conformance.background`): handed out
+#: last, when it has long been gathered.
+LAST = ("wire-checks-mock-slow",)
 #: How the client batches' groups begin (``conformance/test_clients.py``: one batch per server, the profiles in halves).
 BATCHES = "clients-"
 
 
+def _rank(group: str) -> int | None:
+    """Where ``group`` stands in :data:`WAITING` (None: it does not mostly wait)."""
+    for rank, name in enumerate(WAITING):
+        if group == name or (name.endswith("-") and group.startswith(name)):
+            return rank
+    return None
+
+
 def front_loaded(groups: list[str]) -> list[str]:
-    """``groups`` in xdist's order, but each waiting group first, paired with a client batch, then the other batches."""
-    waiting = [g for g in groups if g in WAITING]
-    batches = [g for g in groups if g.startswith(BATCHES)]
+    """``groups`` in xdist's order, but the waiting groups first, each paired with a client batch that keeps the cores
+    busy, then the rest; the groups gathered in the background last."""
+    waiting = sorted((g for g in groups if _rank(g) is not None), key=lambda g: _rank(g))  # type: ignore[arg-type,return-value]
+    batches = [g for g in groups if g.startswith(BATCHES) and _rank(g) is None]
     head: list[str] = []
     for i in range(max(len(waiting), len(batches))):
         head += waiting[i : i + 1] + batches[i : i + 1]
-    return head + [g for g in groups if g not in head]
+    tail = [g for g in groups if g in LAST]
+    return head + [g for g in groups if g not in head and g not in tail] + tail
 
 
 class FrontLoadedScheduling(LoadGroupScheduling):

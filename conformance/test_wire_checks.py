@@ -4,7 +4,9 @@
 
 parametrises every check over that server; without ``--ors-url`` they run
 against embedded mocks of the core scenarios (started by the plugin's
-``ors_server_factory``, one per worker). Evidence is collected once per target
+``ors_server_factory``, one per worker; the ``slow`` scenario's checks, which
+mostly wait, run in a process of their own from the start of the session:
+``conformance.background``). Evidence is collected once per target
 and every item grades its own check, so a failing item names exactly one rule,
 with its remediation and spec section. Required checks fail the item;
 recommended and advisory ones that fail, and warnings, pass with a
@@ -19,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from conformance import background
 from orsbench.checks import Options, Report, Severity, Status, load_checks, run_checks
 from orsbench.cli.flags import API_KEY_ENV
 
@@ -40,7 +43,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def _wire_reports() -> dict[str, Report]:
+def _wire_reports() -> dict[str, Report | background.ReadReport]:
     return {}
 
 
@@ -50,8 +53,8 @@ def wire_report(
     request: pytest.FixtureRequest,
     ors_server_factory: Any,
     ors_secrets: dict[str, str],
-    _wire_reports: dict[str, Report],
-) -> Report:
+    _wire_reports: dict[str, Report | background.ReadReport],
+) -> Report | background.ReadReport:
     """The check run for ``wire_target`` (made once per worker and target)."""
     if wire_target not in _wire_reports:
         url = request.config.getoption("--ors-url")
@@ -62,6 +65,9 @@ def wire_report(
                 secrets=ors_secrets,  # the plugin's fixture (--ors-secret, --ors-secrets-file)
                 api_key=os.environ.get(API_KEY_ENV) or None,  # as `orsbench check` reads it: never on a command line
             )
+        elif wire_target in background.BACKGROUND and (folder := background.reports_folder(request.config)) is not None:
+            _wire_reports[wire_target] = background.read(background.report_path(folder, wire_target))  # checked from the start
+            return _wire_reports[wire_target]
         else:
             server = ors_server_factory(wire_target)
             url, options = server.url, Options(env=server.env_name)
@@ -69,7 +75,7 @@ def wire_report(
     return _wire_reports[wire_target]
 
 
-def test_wire_check(wire_report: Report, check_id: str) -> None:
+def test_wire_check(wire_report: Report | background.ReadReport, check_id: str) -> None:
     if wire_report.reason:
         pytest.fail(wire_report.reason, pytrace=False)
     result = wire_report.result(check_id)

@@ -1,4 +1,5 @@
-"""conformance/scheduling.py: the groups that wait are handed out first, each beside a client batch."""
+"""conformance/scheduling.py: the groups that wait are handed out first, each beside a client batch; the groups gathered
+in the background last."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ from conformance.scheduling import FrontLoadedScheduling, front_loaded
 
 
 def test_each_waiting_group_goes_out_beside_a_client_batch_and_the_rest_keeps_xdist_order() -> None:
-    queue = ["schema-zoo.mock", "clients-mock", "clients-sdk", "echo.mock", "wire-checks-mock-slow", "clients-profiles-0", "client-robustness"]
+    queue = [
+        "schema-zoo.mock", "clients-ors-sdk", "clients-mock", "clients-profiles-1", "clients-sdk", "echo.mock", "wire-checks-mock-slow",
+        "clients-profiles-0", "client-robustness",
+    ]  # fmt: skip
     assert front_loaded(queue) == [
-        "wire-checks-mock-slow", "clients-mock", "client-robustness", "clients-sdk", "clients-profiles-0", "schema-zoo.mock", "echo.mock",
+        "client-robustness", "clients-ors-sdk", "clients-profiles-1", "clients-mock", "clients-profiles-0", "clients-sdk",
+        "schema-zoo.mock", "echo.mock", "wire-checks-mock-slow",
     ]  # fmt: skip
 
 

@@ -128,6 +128,13 @@ class CheckResult:
             return True
         return self.status is Status.FAIL and self.severity is Severity.REQUIRED and self.baseline != "expected"
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CheckResult:
+        """The entry :meth:`to_json` wrote, read back (a report written by another process: ``--json``)."""
+        fields = dict(data)
+        fields["status"], fields["severity"] = Status(fields["status"]), Severity(fields["severity"])
+        return cls(**fields)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,

@@ -17,13 +17,15 @@ from typing import Any
 
 from xdist.scheduler import LoadGroupScheduling
 
+from conformance import background
+
 #: Groups that mostly wait, in the order they go out: names, or the beginning of names (ending in ``-``) as their
 #: tests' ``xdist_group`` marks give them. The fault-profile batches wait too — on retry budgets, stalls, slow
 #: setups, hangs: played side by side they kept 1.5 of the two cores busy, beside a scenario batch all of them.
 WAITING = ("client-robustness", "clients-profiles-")
 #: Groups whose evidence a process of its own gathers from the start (:mod:`conformance.background`): handed out
 #: last, when it has long been gathered.
-LAST = ("wire-checks-mock-slow",)
+LAST = tuple(f"wire-checks-mock-{scenario}" for scenario in background.BACKGROUND)  # test_wire_checks' group names
 #: How the client batches' groups begin (``conformance/test_clients.py``: one batch per server, the profiles in halves).
 BATCHES = "clients-"
 

@@ -234,9 +234,8 @@ class Command:
         """
         from orsbench.clients.transcript import ClientExited
 
-        server = _WARM.get(self.venv.name)
-        if server is not None and self.path in server.loaded and server.reachable:
-            code = server.play(dict(os.environ), script=self.script)
+        if self.warmed:
+            code = _WARM[self.venv.name].play(dict(os.environ), script=self.script)
         else:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -10,7 +10,8 @@ mostly wait are handed out first, beside the client batches (:mod:`conformance.s
 
 Parametrisation is explicit in each test module through
 :func:`conformance.params.targets` and :func:`conformance.params.tool_cases`;
-both attach the known-defect ``xfail`` marks from :mod:`orsbench.upstream.defects`.
+both attach the known-defect ``xfail`` marks from :mod:`orsbench.upstream.defects`; a pinned cell that
+fails as pinned is reported in one line, not a traceback (:mod:`conformance.pins`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from orsbench.upstream import defects
 from conformance import background
 from conformance.adapter import Binding, bind_one, rollout_factory
 from conformance.params import TargetParam, ToolCase, ToolParam
+from conformance.pins import pytest_runtest_makereport  # noqa: F401 (a hook: pytest finds it here)
 from conformance.targets import SuiteTarget
 from orsbench.scenarios import suite_params
 from orsbench.config import ServerConfig

@@ -56,6 +56,27 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.loadgroup = True
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[object]:
+    """Collection runs without the cyclic garbage collector; then one collection, and what it built is frozen.
+
+    Why: collection imports every client the batches fork (inspect, trl, the openreward SDK; ~500k objects).
+    Importing them set off ~10 full collections in each worker, and every full collection of the run that
+    followed traversed them all again: 14 a run, 5 s of each worker's CPU (BENCHMARKS.md, session 7).
+    Frozen, they are skipped; objects made later are collected as before, and these are still freed when
+    their last reference goes (reference counting is untouched) — only a cycle formed among them later
+    stays until the worker exits. The forked clients freeze the same objects in themselves
+    (``orsbench.clientcheck.process``). Under xdist the controller collects nothing and freezes little.
+    """
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.enable()
+        gc.collect()
+        gc.freeze()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Collect garbage once, then freeze the heap: the collections still to come skip what this process imported.

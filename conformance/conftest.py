@@ -66,13 +66,16 @@ def pytest_collection(session: pytest.Session) -> Iterator[object]:
     Frozen, they are skipped; objects made later are collected as before, and these are still freed when
     their last reference goes (reference counting is untouched) — only a cycle formed among them later
     stays until the worker exits. The forked clients freeze the same objects in themselves
-    (``orsbench.clientcheck.process``). Under xdist the controller collects nothing and freezes little.
+    (``orsbench.clientcheck.process``). A session-wide hook: a run of the whole suite freezes the same way;
+    under xdist the controller collects nothing and freezes little. A collector someone turned off stays off.
     """
+    enabled = gc.isenabled()
     gc.disable()
     try:
         return (yield)
     finally:
-        gc.enable()
+        if enabled:
+            gc.enable()
         gc.collect()
         gc.freeze()
 

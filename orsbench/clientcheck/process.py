@@ -150,10 +150,10 @@ def _fork_frozen() -> int:
     Measured on the 98 cells of conformance's ``clients-sdk`` batch, alternated under the same load: the
     forked clients' CPU 29.0 and 30.7 s without, 20.0 and 23.4 s with.
 
-    The child freezes them itself, first thing (a freeze moves two list heads: it touches no object), and
-    the parent's own freezing is left alone: a host that froze its heap for good (conformance's workers,
-    after collection) keeps it frozen — a freeze around the fork would end with ``gc.unfreeze()``, which
-    thaws everything.
+    The child freezes them itself, first thing (a freeze splices one list onto another: it writes to the
+    two objects at the join, not to the heap), and the parent's own freezing is left alone: a host that
+    froze its heap for good (conformance's workers, after collection) keeps it frozen — a freeze around
+    the fork would end with ``gc.unfreeze()``, which thaws everything.
     """
     pid = os.fork()
     if pid == 0:

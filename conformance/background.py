@@ -51,8 +51,9 @@ def launch(
     """Start the checks of each scenario (run from ``root``, the repository), each writing its report in ``directory``."""
     processes = []
     for scenario in scenarios:
-        argv = [sys.executable, "-m", "conformance.background", scenario, str(report_path(directory, scenario))]
-        log = open(Path(directory) / f"wire-checks-{scenario}.log", "wb")  # noqa: SIM115 - the child holds it
+        report = report_path(directory, scenario)
+        log = open(report.with_suffix(".log"), "wb")  # noqa: SIM115 - the child holds it; read() quotes its tail
+        argv = [sys.executable, "-m", "conformance.background", scenario, str(report)]
         with log:
             processes.append(subprocess.Popen(argv, cwd=root, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
     return processes

@@ -82,10 +82,11 @@ def pytest_collection(session: pytest.Session) -> Iterator[object]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Collect garbage once, then freeze the heap: the collections still to come skip what this process imported.
+    """Collect garbage once, then freeze the heap: the collections still to come skip what the run made.
 
-    Why: a worker ends holding ~500k objects (the clients it preloaded for forking: inspect, trl, the
-    openreward SDK, pydantic schemas), and a full collection over them takes ~0.5 s. After this one, pytest
+    Why: the heap :func:`pytest_collection` froze is only what collection imported; a worker ends holding
+    ~320k objects more (its outcomes and reports, the schemas and caches the clients built as they played),
+    and every full collection at the end would traverse them. After this one, pytest
     collects again in its own unconfigure and cleanup (to report exceptions raised in finalizers), the
     interpreter at shutdown, and allocations in the exit handlers could trigger more; those now see only
     what was made since. This collection finds the garbage pytest's would have found, so the same

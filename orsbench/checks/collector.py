@@ -3,6 +3,7 @@
 A *probe* is a script of requests registered in :data:`PROBES` (``discovery``,
 ``dataset``, ``session`` and ``call`` in :mod:`orsbench.checks.probes`;
 ``play``, ``fuzz`` and ``quality`` in :mod:`orsbench.checks.explore`;
+``deployment`` (sessions through a balancer) in :mod:`orsbench.checks.deployment_probe`;
 ``isolation`` (several sessions at once) in :mod:`orsbench.checks.isolation_probe`;
 ``timing`` in :mod:`orsbench.checks.timing`). Each records every
 :class:`~orsbench.wire.evidence.Exchange` under a stable name in the
@@ -54,7 +55,7 @@ class Probe:
 #: a probe may use what every earlier probe found (the call probe needs the tools and a task).
 PROBES: Registry[Probe] = Registry(
     "probe",
-    modules=("orsbench.checks.probes", "orsbench.checks.explore", "orsbench.checks.isolation_probe", "orsbench.checks.timing"),
+    modules=("orsbench.checks.probes", "orsbench.checks.deployment_probe", "orsbench.checks.explore", "orsbench.checks.isolation_probe", "orsbench.checks.timing"),
 )
 
 

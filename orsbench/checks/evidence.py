@@ -103,6 +103,11 @@ class Options:
     explore_db: str | None = None
     #: Count required checks that did not run as failures.
     strict: bool = False
+    #: Sessions the ``deployment`` probe uses, each over time and over several connections (``--sessions N``;
+    #: more than the default also uses each one longer).
+    sessions: int = 3
+    #: Bytes of the one large ``/call`` body the ``deployment`` probe sends (``--max-body``; 0: none).
+    max_body: int = 2 * 1024 * 1024
     api_key: str | None = None
     #: Secrets sent as ``X-Secrets`` on every ``/create`` (``--secret``; never reported: docs/protocol.md §14).
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -251,6 +256,9 @@ class Facts:
     refusals: list[Refusal] = field(default_factory=list)
     # isolation: the scenes of several sessions at once (an orsbench.checks.scenes.Isolation)
     isolation: Any = None
+    # deployment: what several sessions over several connections saw through the front (an
+    # orsbench.checks.deployment_probe.Deployment)
+    deployment: Any = None
     # timing
     ttl_skip: str | None = None
     ttl_waited: float | None = None

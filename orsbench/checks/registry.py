@@ -83,6 +83,7 @@ MODULES = (
     "orsbench.checks.quality",
     "orsbench.checks.binding",
     "orsbench.checks.isolation",
+    "orsbench.checks.deployment",
 )
 #: Every check, by id, in catalogue order: :data:`MODULES` order, then definition order within a module —
 #: not import order, which depends on what a process happened to import first (a test, the zygote, the

@@ -35,6 +35,7 @@ examples:
   orsbench check URL --tasks 0,-1 --fuzz 100 --strict  # play two tasks, fuzz harder, no untested PASS
   orsbench check URL --explore 200 --explore-db .orsbench-explore   # 200 steps of random interleavings of sessions
   ORSBENCH_API_KEY=... orsbench check URL --secret OPENAI_API_KEY --secrets-file env.secrets   # key and secrets
+  orsbench check http://balancer:8080 --sessions 12 --max-body 8MiB   # a deployment behind a balancer, deeper
   orsbench check URL --html report.html --markdown summary.md -v   # reports people read
   orsbench check URL --json - -q | jq .verdict      # the JSON report on stdout, the table on stderr
 
@@ -142,6 +143,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="keep hypothesis' examples database in DIR: an interleaving that broke a rule is tried first next time (default: none)",
     )
+    deployment = parser.add_argument_group("a deployment in front of the server: balancer, proxy, CDN (docs/deployments.md)")
+    deployment.add_argument(
+        "--sessions",
+        type=types.positive(int),
+        default=3,
+        metavar="N",
+        help="sessions the deployment.* checks use, each over time and every request on a new connection; more than 3 also "
+        "uses each longer (default 3)",
+    )
+    deployment.add_argument(
+        "--max-body",
+        type=types.byte_size,
+        default=2 * 1024 * 1024,
+        metavar="SIZE",
+        help="size of the one large /call body deployment.body_size sends, e.g. 8MiB; 0: none (default 2MiB)",
+    )
     what.add_argument(
         "--expected-failures", metavar="FILE", help="YAML baseline of known failures (a listed check that passes fails the run)"
     )
@@ -162,7 +179,7 @@ def _patterns(values: list[str]) -> list[str]:
 def _options(args: argparse.Namespace, **overrides: Any) -> Options:
     from orsbench.checks import Options
 
-    values = {k: getattr(args, k) for k in ("env", "split", "timeout", "ttl", "ping_interval", "strict", "explore", "explore_seed", "explore_db")}
+    values = {k: getattr(args, k) for k in ("env", "split", "timeout", "ttl", "ping_interval", "strict", "explore", "explore_seed", "explore_db", "sessions", "max_body")}
     values["api_key"] = flags.api_key_of(args)
     if args.tasks is not None:
         values["tasks"] = args.tasks.indices

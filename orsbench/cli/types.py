@@ -46,6 +46,18 @@ def non_negative(kind: type = float) -> Callable[[str], float]:
     return parse
 
 
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|k|kb|kib|m|mb|mib)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {None: 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1048576, "mb": 1000000, "mib": 1048576}
+
+
+def byte_size(text: str) -> int:
+    """A size in bytes: ``2097152``, ``2MiB``, ``512KiB``, ``1.5m`` (k/m are binary, KB/MB decimal); 0 turns it off."""
+    match = _SIZE.match(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: give bytes or a unit, e.g. 2MiB, 512KiB, 2097152")
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower() if match.group(2) else None])
+
+
 def port(text: str) -> int:
     """A TCP port: 0 (pick a free one) to 65535."""
     value = int(_number(int, text))

@@ -4,7 +4,9 @@ Unlike the openreward SDK, :class:`WireClient` never retries, never follows
 redirects unless asked, and never coerces a response: every method returns an
 :class:`~orsbench.wire.evidence.Exchange` holding the raw bytes, so checks can
 judge exactly what the server said. Event streams are read incrementally through
-the project's one SSE parser, with arrival times for keep-alive cadence checks.
+the project's one SSE parser, with arrival times for keep-alive cadence checks;
+a compressed body (``Content-Encoding: gzip`` from a balancer) is decoded first,
+as every HTTP client library decodes it, and the encoding stays in the headers.
 """
 
 from __future__ import annotations
@@ -127,7 +129,10 @@ class WireClient:
                     parser = SSEParser()
                     body = bytearray()
                     try:
-                        for chunk in response.iter_raw():
+                        # Decoded as httpx and aiohttp clients decode it: a balancer that gzips event streams
+                        # (Content-Encoding, kept in the headers and reported by deployment.stream_compression)
+                        # must not be misread as SSE framing.
+                        for chunk in response.iter_bytes():
                             body += chunk
                             parser.feed(chunk)
                             if max_stream_seconds is not None and time.monotonic() - start > max_stream_seconds:

@@ -56,6 +56,12 @@ class Exchange:
         return self.headers.get("content-type", "")
 
     @property
+    def content_encoding(self) -> str | None:
+        """How the body came compressed (``gzip``, ``br``, ...; ``None`` for none): the body kept is decoded."""
+        value = self.headers.get("content-encoding", "").strip().lower()
+        return value if value and value != "identity" else None
+
+    @property
     def is_sse(self) -> bool:
         return self.content_type.split(";")[0].strip() == "text/event-stream"
 

@@ -61,6 +61,9 @@ class ServerConfig:
     #: Record every request and answer for ``GET /_orsbench/requests`` (``orsbench check-client`` grades
     #: a client from it); off by default: it costs a copy of every body.
     request_log: bool = False
+    #: This server's name as one replica of several (``orsbench serve --replicas N``): sent on every answer as
+    #: ``X-ORSBench-Replica`` (:data:`orsbench.protocol.REPLICA_HEADER`), so load figures can show the spread.
+    replica: str | None = None
     #: Scenario parameters (``--param key=value``), passed to the scenario factory.
     params: dict[str, Any] = field(default_factory=dict)
     #: Fields set on purpose, even to their default value: a scenario's own defaults never override them

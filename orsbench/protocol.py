@@ -152,3 +152,8 @@ ENV_API_URL: Final = "OPENREWARD_API_URL"
 #: The openreward web host, from which the SDK derives ``api.<host>`` and ``sessions.<host>`` when the two above are unset.
 ENV_WEB_URL: Final = "OPENREWARD_URL"
 ENV_DISABLE_UPDATE_CHECK: Final = "OPENREWARD_DISABLE_UPDATE_CHECK"
+
+
+#: Which replica of ``orsbench serve --replicas N`` answered (``r0``, ``r1``, ...): every answer of a replica
+#: carries it, through nginx or the built-in router (orsbench's own header, not the protocol's).
+REPLICA_HEADER = "X-ORSBench-Replica"

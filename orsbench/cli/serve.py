@@ -12,6 +12,7 @@ from orsbench.config import ServerConfig, effective_config, read_config_file
 from orsbench.scenarios import SCENARIOS, get_scenario
 from orsbench.servers.app import BindError, announce_ready, build_app, serve_forever
 from orsbench.servers.implementations import IMPLEMENTATIONS
+from orsbench.servers.replicas import BALANCER_FAULTS
 
 #: Read when neither --api-key nor a launcher's config gives a key: a key in the
 #: environment does not show in ``ps`` output the way a command-line flag does.
@@ -61,6 +62,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--fault", dest="faults", type=types.fault_names, action="extend", default=None, metavar="NAME[,NAME]", help="apply fault profiles (see docs)")
     parser.add_argument("--param", type=types.param, action="append", default=[], metavar="KEY=VALUE", help="scenario parameter (see `orsbench scenarios -v`)")
     parser.add_argument("--access-log", action="store_true", help="log one line per request to stderr")
+    deploy = parser.add_argument_group("a deployment: replicas behind a balancer (docs/deployments.md)")
+    deploy.add_argument(
+        "--replicas", type=types.positive(int), default=None, metavar="N",
+        help="serve N replicas behind nginx (session-hash affinity on X-Session-ID), or the built-in hashing router "
+        "where nginx is not installed; every answer names its replica in X-ORSBench-Replica",
+    )  # fmt: skip
+    deploy.add_argument(
+        "--balancer", choices=("auto", "nginx", "builtin"), default="auto",
+        help="with --replicas: the front (auto: nginx when installed, else the built-in router; default auto)",
+    )  # fmt: skip
+    deploy.add_argument(
+        "--balancer-fault", dest="balancer_faults", action="append", default=[], metavar="NAME",
+        choices=list(BALANCER_FAULTS),
+        help="with --replicas: plant a deployment mistake (repeatable): "
+        + "; ".join(f"{name}: {text}" for name, text in BALANCER_FAULTS.items()),
+    )  # fmt: skip
+    deploy.add_argument(
+        "--restart-every", type=types.positive(float), default=None, metavar="S",
+        help="with --replicas: every S seconds restart one replica in turn (SIGTERM: its sessions are lost), a rolling deploy",
+    )  # fmt: skip
     parser.add_argument("--config-json", help=argparse.SUPPRESS)
     parser.add_argument("--config-file", help=argparse.SUPPRESS)  # how the launcher passes a config (API key included): 0600
     parser.add_argument("--ready-file", help=argparse.SUPPRESS)
@@ -106,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
         raise flags.UsageError("name a SCENARIO (see `orsbench scenarios`) or give --cassette FILE")
     elif args.on_miss is not None:
         raise flags.UsageError("--on-miss applies to --cassette only")
+    if args.replicas is None and (args.balancer_faults or args.restart_every or args.balancer != "auto"):
+        raise flags.UsageError("--balancer, --balancer-fault and --restart-every need --replicas N")
     IMPLEMENTATIONS.get(args.impl).require()  # a missing extra is a usage error before anything is built
     config, explicit = config_from_args(args)
     try:
@@ -118,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # an unknown fault, a knob the SDK twin lacks, ...
         raise flags.UsageError(str(exc)) from None
 
+    if args.replicas is not None:  # each replica keeps what was set on purpose (a scenario's defaults never override it)
+        return _deployment(args, scenario.name, config.replace(explicit=tuple(sorted(explicit))))
     on_ready = announce_ready(
         lambda url: f"orsbench: serving {scenario.name} ({args.impl}) at {url} — env name {scenario.name!r}; Ctrl-C stops",
         args.ready_file,
@@ -125,6 +150,39 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         serve_forever(app, host=args.host, port=args.port, on_ready=on_ready)
+    except BindError as exc:
+        raise flags.UsageError(f"{exc} (choose another --port, or 0 for a free one)") from None
+    return 0
+
+
+def _deployment(args: argparse.Namespace, name: str, config: ServerConfig) -> int:
+    """``--replicas N``: the replicas and their front, in the foreground until stopped."""
+    from orsbench.servers.app import write_ready_file
+    from orsbench.servers.replicas import pick_front, serve_deployment
+
+    if not IMPLEMENTATIONS.get(args.impl).holds_sessions:
+        raise flags.UsageError(f"--replicas: --impl {args.impl} holds no sessions to route")
+    try:
+        pick_front(args.balancer)
+    except ValueError as exc:
+        raise flags.UsageError(str(exc)) from None
+
+    def ready(url: str, front: str) -> None:
+        faults = f"; planted: {', '.join(args.balancer_faults)}" if args.balancer_faults else ""
+        rolling = f"; one replica restarted every {args.restart_every:g} s" if args.restart_every else ""
+        print(
+            f"orsbench: serving {name} ({args.impl}) as {args.replicas} replica(s) behind {front} at {url}{faults}{rolling} "
+            f"— env name {name!r}; Ctrl-C stops",
+            flush=True,
+        )
+        if args.ready_file:
+            write_ready_file(args.ready_file)(url)
+
+    try:
+        serve_deployment(
+            name, args.replicas, impl=args.impl, config=config, faults=args.balancer_faults, restart_every=args.restart_every,
+            front=args.balancer, host=args.host, port=args.port, on_ready=ready,
+        )  # fmt: skip
     except BindError as exc:
         raise flags.UsageError(f"{exc} (choose another --port, or 0 for a free one)") from None
     return 0

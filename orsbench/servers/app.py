@@ -16,6 +16,7 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any, Awaitable, Callable, TextIO
 
+from orsbench import protocol
 from orsbench.config import ServerConfig
 from orsbench.scenarios import Scenario
 from orsbench.servers.implementations import IMPLEMENTATIONS
@@ -29,6 +30,8 @@ def build_app(scenarios: list[Scenario], config: ServerConfig, impl: str = "mock
     (:mod:`orsbench.servers.request_log`): it records what a client sent and what the faults answered.
     """
     app = IMPLEMENTATIONS.get(impl).build_app(scenarios, config)
+    if config.replica:
+        app = ReplicaHeader(app, config.replica)
     if config.request_log:
         from orsbench.servers.request_log import RequestLog
 
@@ -84,6 +87,26 @@ def bind(host: str, port: int) -> socket.socket:
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
+
+
+class ReplicaHeader:
+    """ASGI middleware: every answer names the replica that gave it (``X-ORSBench-Replica``; ``serve --replicas``)."""
+
+    def __init__(self, app: Any, name: str) -> None:
+        self.app = app
+        self.header = (protocol.REPLICA_HEADER.lower().encode(), name.encode())
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def named(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), self.header]}
+            await send(message)
+
+        await self.app(scope, receive, named)
 
 
 def serve_forever(

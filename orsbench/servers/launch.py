@@ -288,6 +288,7 @@ def command(
     port: int = 0,
     ready_file: str | None = None,
     config_file: str | None = None,
+    deployment: Deployment | None = None,
 ) -> list[str]:
     """The command line serving ``scenario`` (``orsbench serve``, or the user-app server for an :class:`AppTarget`).
 
@@ -298,6 +299,8 @@ def command(
         cmd = [sys.executable, "-m", "orsbench.servers.user_app", str(scenario), "--host", host, "--port", str(port)]
     else:
         cmd = [sys.executable, "-m", "orsbench", "serve", scenario, "--impl", impl, "--host", host, "--port", str(port)]
+        if deployment is not None:
+            cmd += deployment.flags()
     if config_file is not None:
         cmd += ["--config-file", config_file]
     elif config is not None:
@@ -309,6 +312,26 @@ def command(
     return cmd
 
 
+@dataclass(frozen=True)
+class Deployment:
+    """A scenario served as ``replicas`` replicas behind a balancer (``orsbench serve --replicas N``,
+    :mod:`orsbench.servers.replicas`): the front (``auto``: nginx where installed, else the built-in router),
+    the balancer mistakes planted, and a rolling restart every ``restart_every`` seconds."""
+
+    replicas: int
+    faults: tuple[str, ...] = ()
+    restart_every: float | None = None
+    front: str = "auto"
+
+    def flags(self) -> list[str]:
+        out = ["--replicas", str(self.replicas), "--balancer", self.front]
+        for fault in self.faults:
+            out += ["--balancer-fault", fault]
+        if self.restart_every:
+            out += ["--restart-every", repr(self.restart_every)]
+        return out
+
+
 def start(
     scenario: ServeTarget,
     *,
@@ -318,11 +341,15 @@ def start(
     host: str = "127.0.0.1",
     timeout: float = 60.0,
     env: Mapping[str, str] | None = None,
+    port: int = 0,
+    deployment: Deployment | None = None,
 ) -> RunningServer:
     """Start a server for ``scenario`` (a name or an :class:`AppTarget`); wait until ``/health`` answers 200.
 
     For an app, ``impl`` is ``"app"`` and ``env_name`` is the first environment the server
-    lists. ``env``: extra environment variables for the server.
+    lists. ``env``: extra environment variables for the server. ``port``: a fixed port (0: a free
+    one; a replica restarted keeps its own). ``deployment``: serve the scenario as several replicas
+    behind a balancer; the process started is the deployment's, and stopping it stops them all.
     """
     if isinstance(scenario, str) and scenario.startswith(APP_PREFIX):
         raise ValueError(f"{scenario!r} names an app, not a scenario: pass AppTarget.parse({scenario!r})")
@@ -332,7 +359,7 @@ def start(
 
     def argv(ready_file: str) -> list[str]:
         config_file = write_private(Path(ready_file).with_name("config.json"), config.to_json())
-        return command(scenario, impl=impl, host=host, ready_file=ready_file, config_file=config_file)
+        return command(scenario, impl=impl, host=host, port=port, ready_file=ready_file, config_file=config_file, deployment=deployment)
 
     if isinstance(scenario, AppTarget):
         if scenario.path:
@@ -526,7 +553,7 @@ def _first_env(server: RunningServer) -> str:
         return server.scenario
 
 
-def _healthy(url: str) -> bool:
+def healthy(url: str) -> bool:
     """Whether ``GET /health`` answers 200 now; a refused or timed-out connection is "not yet", not an error.
 
     The standard library's ``http.client``, not httpx: the probe runs up to 50 times a second
@@ -547,7 +574,7 @@ def _healthy(url: str) -> bool:
 
 def _wait_healthy(server: RunningServer, deadline: float) -> None:
     while True:
-        if _healthy(server.url):
+        if healthy(server.url):
             return
         if not server.alive() or time.monotonic() > deadline:
             server.stop()
@@ -627,7 +654,7 @@ def start_command(
     _RUNNING[process.pid] = server
     deadline = time.monotonic() + wait
     while True:
-        if _healthy(server.url):
+        if healthy(server.url):
             break
         code = process.poll()
         if code is not None or time.monotonic() > deadline:

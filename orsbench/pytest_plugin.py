@@ -12,6 +12,9 @@ Environment authors adopt it in one line::
     def test_my_env(ors_server): ...            # (or app="my_env.py:MyEnv", app="pkg.mod:MyEnv",
                                                 #  cmd="python my_env.py --port {port}")
 
+    @pytest.mark.ors_server("echo", replicas=3, restart_every=5)   # behind nginx, one replica rolled every 5 s
+    def test_my_client_survives_a_rolling_deploy(ors_server): ...
+
 Servers are started once per worker process and per distinct configuration
 (session scope), each in a subprocess on a free port, and stopped by PID when
 the session ends. While a test uses ``ors_server``, ``OPENREWARD_API_URL``,
@@ -118,9 +121,10 @@ def ors_secrets(pytestconfig: pytest.Config) -> dict[str, str]:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "ors_server(scenario='echo', impl='mock', params=None, app=None, cmd=None, wait=60, cassette=None, **config): "
+        "ors_server(scenario='echo', impl='mock', params=None, app=None, cmd=None, wait=60, cassette=None, replicas=None, **config): "
         "configure the ors_server fixture (impl: mock, sdk or ors-sdk); app= serves your Environment class (a class, "
-        "FILE.py:Class or module:Class), cmd= runs any server command with {port}, cassette= replays a recording "
+        "FILE.py:Class or module:Class), cmd= runs any server command with {port}, cassette= replays a recording, "
+        "replicas=N serves N replicas behind nginx or the built-in router (balancer_faults=, restart_every=, balancer=) "
         "(config keys are ServerConfig fields such as ttl, ping_interval, latency)",
     )
     refuse_parallel_snapshot_update(config)
@@ -201,13 +205,36 @@ def _user_target(app: Any, cmd: Any) -> targets.CheckTarget | None:
     return None
 
 
+def _deployment(replicas: int | None, faults: Any, restart_every: float | None, balancer: str) -> launch.Deployment | None:
+    """``replicas=N`` (with ``balancer_faults=``, ``restart_every=``, ``balancer=``) as a :class:`~orsbench.servers.launch.Deployment`."""
+    if replicas is None:
+        if faults or restart_every or balancer != "auto":
+            raise TypeError("balancer_faults=, restart_every= and balancer= need replicas=N")
+        return None
+    from orsbench.servers.replicas import FRONTS, check_faults
+
+    faults = (faults,) if isinstance(faults, str) else tuple(faults)
+    if not isinstance(replicas, int) or replicas < 1:
+        raise TypeError(f"replicas= must be a positive int, got {replicas!r}")
+    if balancer not in FRONTS:
+        raise TypeError(f"balancer= must be one of {', '.join(FRONTS)}, got {balancer!r}")
+    try:
+        check_faults(faults)
+    except ValueError as exc:
+        raise TypeError(str(exc)) from None
+    return launch.Deployment(replicas, faults, restart_every, balancer)
+
+
 @pytest.fixture(scope="session")
 def ors_server_factory() -> Iterator[ServerFactory]:
     """``factory(scenario, impl="mock", config=None, params=None, app=None, cmd=None, wait=60, cassette=None, **knobs)`` → a shared server.
 
     ``app=`` serves your own openreward Environment class (the class itself, ``"my_env.py:MyEnv"`` or
     ``"pkg.mod:MyEnv"``) with the SDK Server, as easily as a scenario; ``cmd=`` starts any server
-    command with ``{port}`` in it; ``cassette=`` replays a recorded environment (docs/cassettes.md).
+    command with ``{port}`` in it; ``cassette=`` replays a recorded environment (docs/cassettes.md);
+    ``replicas=N`` serves the scenario as N replicas behind nginx (or the built-in hashing router where nginx
+    is absent), with ``balancer_faults=``, ``restart_every=`` and ``balancer=`` as ``orsbench serve --replicas``
+    takes them (docs/deployments.md).
     Knobs (``ttl``, ``ping_interval``, ...) apply to scenarios and apps.
     """
     servers: dict[str, RunningServer] = {}
@@ -239,8 +266,13 @@ def ors_server_factory() -> Iterator[ServerFactory]:
         cmd: Any = None,
         wait: float = 60.0,
         cassette: str | os.PathLike[str] | None = None,
+        replicas: int | None = None,
+        balancer_faults: tuple[str, ...] = (),
+        restart_every: float | None = None,
+        balancer: str = "auto",
         **knobs: Any,
     ) -> RunningServer:
+        deployment = _deployment(replicas, balancer_faults, restart_every, balancer)
         if cassette is not None:  # replay a recorded environment (docs/cassettes.md)
             scenario, params = "cassette", {**(params or {}), "path": os.fspath(cassette)}
         unknown = set(knobs) - _CONFIG_FIELDS
@@ -250,13 +282,15 @@ def ors_server_factory() -> Iterator[ServerFactory]:
         if params:
             config = config.replace(params={**config.params, **params})
         user = _user_target(app, cmd)
-        key = server_key(str(user) if user else scenario, "user" if user else impl, config)
+        if user is not None and deployment is not None:
+            raise TypeError("replicas= serves a scenario (mock, sdk or ors-sdk), not app= or cmd=")
+        key = server_key(str(user) if user else scenario, "user" if user else impl, config) + (f"|{deployment}" if deployment else "")
         server = servers.get(key)
         if server is None or not server.alive():
             if user is not None:
                 server = targets.start(user, config=config, wait=wait)
             else:
-                server = start(scenario, impl=impl, config=config, timeout=wait)
+                server = start(scenario, impl=impl, config=config, timeout=wait, deployment=deployment)
             servers[key] = server
         remember(key)
         return server

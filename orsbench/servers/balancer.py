@@ -25,7 +25,7 @@ from orsbench import protocol
 from orsbench.servers.http import run_lifespan
 from orsbench.servers.proxy import HOP_BY_HOP
 from orsbench.servers.replicas import BODY_LIMIT, ERROR_PAGE, FAULT_BODY_LIMIT, FAULT_IDLE_TIMEOUT_S, HTML_ERROR_STATUSES
-from orsbench.servers.upstream import UpstreamError, UpstreamPool, UpstreamResponse
+from orsbench.servers.upstream import UpstreamConnectError, UpstreamError, UpstreamPool, UpstreamResponse
 
 Scope = dict[str, Any]
 #: Points per replica on the hash ring (more: a more even spread of sessions).
@@ -73,12 +73,19 @@ class BalancerApp:
         self._turn = itertools.count()
         self.body_limit = FAULT_BODY_LIMIT if "body-limit" in self.faults else BODY_LIMIT
 
-    def pick(self, sid: str | None) -> UpstreamPool:
-        """The replica for a request: by the session's hash (round-robin under ``round-robin``), else the next in turn."""
+    def pick(self, sid: str | None) -> list[UpstreamPool]:
+        """The replicas for a request, in the order tried: by the session's hash (round-robin under ``round-robin``),
+        else the next in turn; then, as nginx's ``proxy_next_upstream error`` does, the others (not under
+        ``dead-replica``, whose point is a balancer that does not retry)."""
         if sid and "round-robin" not in self.faults:
-            return self.session_pools[self.ring.member(sid)]
-        pools = self.session_pools if sid else self.pools
-        return pools[next(self._turn) % len(pools)]
+            first = self.ring.member(sid)
+            pools = self.session_pools
+        else:
+            pools = self.session_pools if sid else self.pools
+            first = next(self._turn) % len(pools)
+        if "dead-replica" in self.faults:
+            return [pools[first]]
+        return [pools[(first + k) % len(pools)] for k in range(len(pools))]
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -95,10 +102,16 @@ class BalancerApp:
         target = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
         if scope.get("query_string"):
             target += "?" + scope["query_string"].decode("latin-1")
-        pool = self.pick(sid)
-        try:
-            response = await pool.request(scope["method"], target, headers, body)
-        except UpstreamError:
+        response = None
+        for pool in self.pick(sid):
+            try:
+                response = await pool.request(scope["method"], target, headers, body)
+                break
+            except UpstreamConnectError:  # nothing answered there (a replica restarting): the next one
+                continue
+            except UpstreamError:
+                break
+        if response is None:
             await _answer(send, 502, _page(502, "Bad Gateway"), b"text/html")
             return
         try:

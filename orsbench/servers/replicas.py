@@ -41,7 +41,8 @@ from orsbench.servers.launch import RunningServer, ServerStartError
 BALANCER_FAULTS: dict[str, str] = {
     "round-robin": "no session affinity: every request goes to the next replica (deployment.affinity)",
     "idle-timeout": "an idle timeout of 4 s, shorter than the server's 10 s keep-alive interval (deployment.stream_idle_timeout)",
-    "buffering": "event streams buffered, the server's X-Accel-Buffering: no ignored (deployment.streams_unbuffered)",
+    "buffering": "event streams held until their end, the server's X-Accel-Buffering: no ignored — in nginx with gzip on the "
+    "stream too, which is what makes a buffered nginx hold events (deployment.streams_unbuffered)",
     "dead-replica": "a replica that is gone left in the session pool, no retry elsewhere: 502s (deployment.backend_errors)",
     "body-limit": "a 1 MiB request-body limit, nginx's default (deployment.body_size)",
     "html-errors": "4xx answers replaced by the balancer's HTML error page (deployment.front_answers)",

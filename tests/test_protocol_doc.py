@@ -37,8 +37,8 @@ def test_the_spec_document_is_in_the_repository():
 
 def test_sections_are_numbered_in_order():
     top = [int(n) for n in re.findall(r"^## (\d+)\. ", PROTOCOL, flags=re.MULTILINE)]
-    # §12 client obligations (check-client), §13 hazards, §14 secrets, §15 sessions at once: every section in order, none missing.
-    assert top == list(range(1, 16))
+    # §12 client obligations (check-client), §13 hazards, §14 secrets, §15 sessions at once, §16 deployments: every section in order, none missing.
+    assert top == list(range(1, 17))
     assert {f"11.{k}" for k in range(1, 19)} <= sections()
 
 

@@ -1,0 +1,125 @@
+"""What the deployment group adds to ``orsbench check`` at its default settings (issue 35: at most 10 s on echo).
+
+    python benchmarks/deployment_speed.py                 # 5 alternated runs of each, echo on the mock
+    python benchmarks/deployment_speed.py --runs 3 --json deployment_speed.json
+
+Measures, side by side in one run (runs alternated, so a change in the machine's load falls on both sides):
+
+* **end to end** — ``orsbench check --scenario echo`` as a user types it, against the same command with every
+  check but the ``deployment.*`` group (``--only '[!d]*,d[!e]*'``; the deployment probe is a leaf, so the run
+  skips it): the difference is what the group adds;
+* **checks only** — ``run_checks`` against one running mock with and without the group, the deployment
+  probe's own time and requests (as ``check`` prints them), and the server's CPU over each run (from /proc);
+* **behind nginx** — the probe's own time against ``serve echo --replicas 3`` (where nginx is installed).
+
+Exits 1 when the group adds more than the bound or a run did not pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from orsbench.checks import Options, run_checks
+from orsbench.servers.launch import Deployment, start
+from orsbench.servers.replicas import nginx_path
+
+WITHOUT = "[!d]*,d[!e]*"  # every check id but deployment.* (discovery and dataset start with "di", "da")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    return {"min": round(min(values), 3), "median": round(statistics.median(values), 3), "max": round(max(values), 3)}
+
+
+def _cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", default="echo")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--bound", type=float, default=10.0, help="most seconds the group may add (default 10)")
+    parser.add_argument("--json", dest="json_path", help="write the figures here as JSON")
+    args = parser.parse_args()
+
+    base = [sys.executable, "-m", "orsbench", "check", "--scenario", args.scenario, "-q"]
+    e2e: dict[str, list[float]] = {"with": [], "without": []}
+    codes: list[int] = []
+    for _ in range(args.runs):
+        for side, extra in (("with", []), ("without", ["--only", WITHOUT])):
+            begin = time.perf_counter()
+            done = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
+            e2e[side].append(time.perf_counter() - begin)
+            codes.append(done.returncode)
+            if done.returncode != 0:
+                print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
+
+    checks: dict[str, list[float]] = {"with": [], "without": []}
+    cpu: dict[str, list[float]] = {"with": [], "without": []}
+    probe_s: list[float] = []
+    probe_requests = 0
+    server = start(args.scenario)
+    try:
+        for _ in range(args.runs):
+            for side, only in (("with", None), ("without", WITHOUT.split(","))):
+                timed: dict[str, tuple[float, int]] = {}
+                before = _cpu_s(server.pid)
+                begin = time.perf_counter()
+                report = run_checks(server.url, Options(env=server.env_name), only=only, on_probe=lambda p, s, n: timed.__setitem__(p, (s, n)))
+                checks[side].append(time.perf_counter() - begin)
+                cpu[side].append(_cpu_s(server.pid) - before)
+                codes.append(report.exit_code)
+                if side == "with":
+                    probe_s.append(timed["deployment"][0])
+                    probe_requests = timed["deployment"][1]
+    finally:
+        server.stop()
+
+    behind: dict[str, object] = {"nginx": nginx_path() is not None}
+    if nginx_path() is not None:
+        front = start(args.scenario, deployment=Deployment(3, front="nginx"))
+        try:
+            seen: list[float] = []
+            for _ in range(args.runs):
+                timed = {}
+                report = run_checks(front.url, Options(env=front.env_name), only=["deployment.*"], on_probe=lambda p, s, n: timed.__setitem__(p, (s, n)))
+                seen.append(timed["deployment"][0])
+                codes.append(report.exit_code)
+            behind["deployment_probe_s"] = _stats(seen)
+        finally:
+            front.stop()
+
+    added = statistics.median(e2e["with"]) - statistics.median(e2e["without"])
+    figures = {
+        "command": " ".join(["orsbench", *base[3:]]),
+        "without": f"--only '{WITHOUT}'",
+        "runs": args.runs,
+        "load_average": round(os.getloadavg()[0], 1),
+        "end_to_end_s": {side: _stats(v) for side, v in e2e.items()},
+        "group_adds_end_to_end_s": round(added, 3),
+        "checks_only_s": {side: _stats(v) for side, v in checks.items()},
+        "server_cpu_s": {side: _stats(v) for side, v in cpu.items()},
+        "deployment_probe_s": _stats(probe_s),
+        "deployment_probe_requests": probe_requests,
+        "behind_nginx_3_replicas": behind,
+        "bound_s": args.bound,
+        "all_passed": all(c == 0 for c in codes),
+    }
+    print(json.dumps(figures, indent=2))
+    if args.json_path:
+        with open(args.json_path, "w") as fh:
+            json.dump(figures, fh, indent=2)
+    return 0 if figures["all_passed"] and added <= args.bound else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -211,7 +211,7 @@ def _deployment(replicas: int | None, faults: Any, restart_every: float | None, 
         if faults or restart_every or balancer != "auto":
             raise TypeError("balancer_faults=, restart_every= and balancer= need replicas=N")
         return None
-    from orsbench.servers.replicas import FRONTS, check_faults
+    from orsbench.servers.fronts import FRONTS, check_faults
 
     faults = (faults,) if isinstance(faults, str) else tuple(faults)
     if not isinstance(replicas, int) or replicas < 1:

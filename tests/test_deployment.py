@@ -24,6 +24,7 @@ from orsbench.checks.deployment_probe import Deployment, Trail
 from orsbench.checks.evidence import Evidence
 from orsbench.checks.runner import run_checks
 from orsbench.servers import replicas
+from orsbench.servers.fronts import BALANCER_FAULTS
 from orsbench.servers.balancer import HashRing
 from orsbench.wire.client import WireClient
 from orsbench.wire.evidence import Exchange
@@ -104,7 +105,7 @@ def test_nginx_config_plants_each_mistake_and_only_it(tmp_path):
         "html-errors": ("proxy_intercept_errors on;", True),
         "gzip-stream": ("gzip_types text/event-stream", True),
     }
-    assert set(planted) == set(replicas.BALANCER_FAULTS)
+    assert set(planted) == set(BALANCER_FAULTS)
     for fault, (text, present) in planted.items():
         config = replicas.nginx_config(tmp_path, ("127.0.0.1", 8080), [9001, 9002], (fault,), dead_port=9999)
         assert (text in config) is present, fault

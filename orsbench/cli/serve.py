@@ -12,7 +12,7 @@ from orsbench.config import ServerConfig, effective_config, read_config_file
 from orsbench.scenarios import SCENARIOS, get_scenario
 from orsbench.servers.app import BindError, announce_ready, build_app, serve_forever
 from orsbench.servers.implementations import IMPLEMENTATIONS
-from orsbench.servers.replicas import BALANCER_FAULTS
+from orsbench.servers.fronts import BALANCER_FAULTS
 
 #: Read when neither --api-key nor a launcher's config gives a key: a key in the
 #: environment does not show in ``ps`` output the way a command-line flag does.

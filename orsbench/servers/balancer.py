@@ -5,7 +5,7 @@ with an ``X-Session-ID`` goes to the replica a consistent-hash ring picks for th
 stays on the replica that holds it, and a replica that leaves moves only its own sessions), a request
 without one goes to the next replica in turn; event streams pass through as each upstream read arrives
 (keep-alives included), with no idle timeout of its own. Each planted balancer fault of
-:data:`~orsbench.servers.replicas.BALANCER_FAULTS` changes exactly that behaviour, as in nginx.
+:data:`~orsbench.servers.fronts.BALANCER_FAULTS` changes exactly that behaviour, as in nginx.
 
 Forwarding rides on the proxy's upstream connections (:class:`~orsbench.servers.upstream.UpstreamPool`,
 one per replica); nothing here parses HTTP.
@@ -24,7 +24,7 @@ from typing import Any
 from orsbench import protocol
 from orsbench.servers.http import run_lifespan
 from orsbench.servers.proxy import HOP_BY_HOP
-from orsbench.servers.replicas import BODY_LIMIT, ERROR_PAGE, FAULT_BODY_LIMIT, FAULT_IDLE_TIMEOUT_S, HTML_ERROR_STATUSES
+from orsbench.servers.fronts import BODY_LIMIT, ERROR_PAGE, FAULT_BODY_LIMIT, FAULT_IDLE_TIMEOUT_S, HTML_ERROR_STATUSES
 from orsbench.servers.upstream import UpstreamConnectError, UpstreamError, UpstreamPool, UpstreamResponse
 
 Scope = dict[str, Any]

@@ -11,7 +11,7 @@ streams through unbuffered, keep idle timeouts above the keep-alive interval and
 * in front, a real nginx (the Debian package, run as our own process with our own config in a temporary
   folder, stopped by its PID) with ``hash $http_x_session_id consistent`` — or, where nginx is absent,
   the built-in hashing router of :mod:`orsbench.servers.balancer` (said at start);
-* a *balancer fault* plants one of the mistakes real deployments make (:data:`BALANCER_FAULTS`), in
+* a *balancer fault* plants one of the mistakes real deployments make (:data:`orsbench.servers.fronts.BALANCER_FAULTS`), in
   nginx's config or in the router alike;
 * ``restart_every``: one replica at a time is stopped (SIGTERM: its sessions are lost) and started
   again on its port, as a rolling deploy does.
@@ -35,42 +35,12 @@ from pathlib import Path
 
 from orsbench.config import ServerConfig
 from orsbench.servers import launch
+from orsbench.servers.fronts import BODY_LIMIT, ERROR_PAGE, FAULT_IDLE_TIMEOUT_S, HTML_ERROR_STATUSES, check_faults
 from orsbench.servers.launch import RunningServer, ServerStartError
-
-#: The mistakes ``--balancer-fault`` plants, name → what it does (and which ``deployment.*`` check fails).
-BALANCER_FAULTS: dict[str, str] = {
-    "round-robin": "no session affinity: every request goes to the next replica (deployment.affinity)",
-    "idle-timeout": "an idle timeout of 4 s, shorter than the server's 10 s keep-alive interval (deployment.stream_idle_timeout)",
-    "buffering": "event streams held until their end, the server's X-Accel-Buffering: no ignored — in nginx with gzip on the "
-    "stream too, which is what makes a buffered nginx hold events (deployment.streams_unbuffered)",
-    "dead-replica": "a replica that is gone left in the session pool, no retry elsewhere: 502s (deployment.backend_errors)",
-    "body-limit": "a 1 MiB request-body limit, nginx's default (deployment.body_size)",
-    "html-errors": "4xx answers replaced by the balancer's HTML error page (deployment.front_answers)",
-    "gzip-stream": "gzip on text/event-stream (deployment.stream_compression)",
-}
-#: The idle timeout ``idle-timeout`` plants, and the body limit ``body-limit`` plants.
-FAULT_IDLE_TIMEOUT_S = 4.0
-FAULT_BODY_LIMIT = 1 << 20
-#: The body limit of a correct front (a tool input may be large).
-BODY_LIMIT = 64 << 20
-#: The page ``html-errors`` answers 4xx with.
-ERROR_PAGE = "<!DOCTYPE html>\n<html><head><title>Error</title></head><body><h1>Something went wrong</h1><hr><center>balancer</center></body></html>\n"
-#: The 4xx statuses ``html-errors`` replaces.
-HTML_ERROR_STATUSES = (400, 404, 405, 409, 413, 422)
-#: What the front ``auto`` picks: nginx where installed, else the built-in router.
-FRONTS = ("auto", "nginx", "builtin")
-
 
 def nginx_path() -> str | None:
     """The nginx binary, if installed (``apt-get install nginx-light``; also looked for in /usr/sbin)."""
     return shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None)
-
-
-def check_faults(faults: Sequence[str]) -> None:
-    """``ValueError`` naming the known faults for an unknown one."""
-    for name in faults:
-        if name not in BALANCER_FAULTS:
-            raise ValueError(f"unknown balancer fault {name!r}; known: {', '.join(BALANCER_FAULTS)}")
 
 
 # -- nginx ---------------------------------------------------------------------------------------------------

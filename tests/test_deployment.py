@@ -232,3 +232,15 @@ def test_a_session_lost_for_good_is_not_called_routing():
     reaped = _graded(_trail(200, 200, 404, 404), ttl=1.0)
     assert reaped.status is Status.PASS and "TTL" in reaped.message
     assert _graded(_trail(200, 200, 200)).status is Status.PASS
+
+
+def test_the_large_body_reproducer_makes_its_padding_instead_of_spelling_it():
+    from orsbench.wire.reproduce import _curl
+
+    body = '{"name": "echo", "input": {"text": "a\'b", "orsbench_padding": "' + "x" * 2_000_000 + '"}}'
+    exchange = Exchange("POST", "http://127.0.0.1:9/echo/call", {"Content-Type": "application/json"}, body.encode())
+    command = _curl(exchange, {}, api_key=False)
+    assert len(command) < 500, command[:600]
+    word = command.split("--data-binary ", 1)[1]
+    made = subprocess.run(["sh", "-c", f"printf %s {word}"], capture_output=True, text=True, timeout=30, check=True).stdout
+    assert made == body

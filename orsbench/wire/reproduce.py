@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shlex
 from collections.abc import Sequence
 from urllib.parse import urlsplit
@@ -118,8 +119,27 @@ def _curl(exchange: Exchange, sids: dict[str, str], *, api_key: bool) -> str:
         args += ["-H", f'"{protocol.API_KEY_HEADER}: ${SECRET_VARIABLES[protocol.API_KEY_HEADER.lower()]}"']
     if exchange.request_body:
         body = exchange.request_body.decode("utf-8", errors="replace")
-        args += ["--data-binary", _quote(body, sids)]
+        args += ["--data-binary", _body(body, sids)]
     return " ".join(args)
+
+
+#: A run of one printable ASCII character this long or longer is written as a command that makes it.
+_RUN = re.compile(r"([ -~])\1{1023,}")
+
+
+def _body(text: str, sids: dict[str, str]) -> str:
+    """``text`` as one shell word (:func:`_quote`), each long run of one character made by ``head | tr`` instead of
+    spelt out: the 2 MiB ``/call`` of ``deployment.body_size`` is a reproducer of a few lines, not of 2 MiB."""
+    out: list[str] = []
+    last = 0
+    for match in _RUN.finditer(text):
+        if match.start() > last:
+            out.append(_quote(text[last : match.start()], sids))
+        out.append(f'"$(head -c {len(match.group(0))} /dev/zero | tr {shlex.quote(chr(92) + "0")} {shlex.quote(match.group(1))})"')
+        last = match.end()
+    if last < len(text) or not out:
+        out.append(_quote(text[last:], sids))
+    return "".join(out)
 
 
 def steps(evidence: Sequence[Exchange], history: Sequence[Exchange]) -> tuple[list[Exchange], dict[str, str]]:

@@ -116,10 +116,12 @@ def probe_deployment(col: Collector) -> None:
         found.skipped = dict.fromkeys(("affinity", "streams", "body"), "no environment to use")
         return
     plan = list(ev.facts.call_plan)
+    # The large call's session is created first, so that its setup() runs while the sessions below are used.
+    body_session = _create(col, "deployment.body.create") if plan and col.options.max_body > 0 else None
     _affinity(col, found, plan)
     if plan:
         _streams(col, found, plan)
-        _body(col, found, plan)
+        _body(col, found, plan, body_session)
     else:
         found.skipped["streams"] = found.skipped["body"] = "no tool input could be built"
 
@@ -186,15 +188,22 @@ def _affinity(col: Collector, found: Deployment, plan: list[tuple[str, Any]]) ->
 
 
 def _streams(col: Collector, found: Deployment, plan: list[tuple[str, Any]]) -> None:
-    budget = time.monotonic() + max(col.options.timeout, 10.0)
-    for tool, value in plan[:STREAM_TOOLS]:
+    bound = max(col.options.timeout, 10.0)
+    # Every session is created before any is used, so that a slow setup() runs for all of them at once.
+    opened = [(tool, value, *_create(col, f"deployment.stream.{tool}.create")) for tool, value in plan[:STREAM_TOOLS]]
+    budget = time.monotonic() + bound
+    for tool, value, sid, created in opened:
+        if created.status != 200:
+            continue
         if time.monotonic() > budget:
-            found.skipped["streams"] = f"the stream budget ({max(col.options.timeout, 10.0):g} s) was spent before {tool}"
-            break
+            found.skipped["streams"] = f"the stream budget ({bound:g} s) was spent before {tool}"
+            col.end_session(sid)
+            continue
         for attempt in ("", ".again"):
-            sid, created = _create(col, f"deployment.stream.{tool}.create{attempt}")
-            if created.status != 200:
-                break
+            if attempt:
+                sid, created = _create(col, f"deployment.stream.{tool}.create{attempt}")
+                if created.status != 200:
+                    break
             name = f"deployment.stream.{tool}{attempt}"
             with col.keepalive(sid):
                 exchange = col.rec(name, _call(col, sid, tool, value))
@@ -207,14 +216,14 @@ def _streams(col: Collector, found: Deployment, plan: list[tuple[str, Any]]) -> 
                 break
 
 
-def _body(col: Collector, found: Deployment, plan: list[tuple[str, Any]]) -> None:
+def _body(col: Collector, found: Deployment, plan: list[tuple[str, Any]], session: tuple[str, Exchange] | None) -> None:
     size = col.options.max_body
-    if size <= 0:
+    if size <= 0 or session is None:
         found.skipped["body"] = "--max-body 0"
         return
     tool, value = plan[0]
     base = dict(value) if isinstance(value, dict) else {}
-    sid, created = _create(col, "deployment.body.create")
+    sid, created = session
     if created.status != 200:
         found.skipped["body"] = f"/create answered {created.status}"
         return

@@ -244,3 +244,31 @@ def test_the_large_body_reproducer_makes_its_padding_instead_of_spelling_it():
     word = command.split("--data-binary ", 1)[1]
     made = subprocess.run(["sh", "-c", f"printf %s {word}"], capture_output=True, text=True, timeout=30, check=True).stdout
     assert made == body
+
+
+# -- answers from something in front, and a failing backend, on evidence made in memory ----------------------------
+def _answered(status: int, body: bytes, content_type: str = "application/json", server: str = "uvicorn") -> Exchange:
+    return Exchange("GET", "http://127.0.0.1:9/echo/prompt", {}, b"", status=status, body=body, headers={"content-type": content_type, "server": server})
+
+
+def test_a_server_header_that_changes_is_two_deployments_mixed():
+    from orsbench.checks.deployment import front_answers
+
+    ev = Evidence("http://127.0.0.1:9", Options())
+    ev.record("a", _answered(200, b"{}"))
+    assert front_answers(ev).status is Status.PASS
+    ev.record("b", _answered(200, b"{}", server="gunicorn"))
+    outcome = front_answers(ev)
+    assert outcome.status is Status.FAIL and "Server header changes" in outcome.message
+
+
+def test_the_servers_own_503_starting_is_no_failing_backend():
+    from orsbench.checks.deployment import backend_errors
+
+    ev = Evidence("http://127.0.0.1:9", Options())
+    ev.record("starting", _answered(503, b'{"detail": "starting"}'))
+    ev.record("plain", _answered(404, b'{"detail": "Session not found"}'))
+    assert backend_errors(ev).status is Status.PASS
+    ev.record("gateway", _answered(503, b"<html>Service Unavailable</html>", "text/html", "nginx"))
+    outcome = backend_errors(ev)
+    assert outcome.status is Status.FAIL and "failing backend" in outcome.message and outcome.evidence

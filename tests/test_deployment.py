@@ -272,3 +272,41 @@ def test_the_servers_own_503_starting_is_no_failing_backend():
     ev.record("gateway", _answered(503, b"<html>Service Unavailable</html>", "text/html", "nginx"))
     outcome = backend_errors(ev)
     assert outcome.status is Status.FAIL and "failing backend" in outcome.message and outcome.evidence
+
+
+# -- every process of a deployment goes with it ---------------------------------------------------------------------
+def _children(pid: int) -> list[int]:
+    run = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False)
+    return [int(p) for p in run.stdout.split()]
+
+
+def _alive(pids: list[int]) -> list[int]:
+    import os
+
+    return [p for p in pids if os.path.exists(f"/proc/{p}")]
+
+
+@pytest.mark.parametrize("front", ["builtin", pytest.param("nginx", marks=needs_nginx)])
+def test_stopping_a_deployment_stops_its_replicas_and_front(front):
+    from orsbench.servers.launch import Deployment, start
+
+    server = start("echo", deployment=Deployment(2, front=front))
+    kids = _children(server.pid)
+    assert len(kids) == (3 if front == "nginx" else 2), kids  # the replicas, and nginx's master
+    server.stop()
+    deadline = time.monotonic() + 5
+    while _alive(kids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive(kids) == []
+
+
+def test_replicas_leave_when_their_deployment_is_killed():
+    from orsbench.servers.launch import Deployment, start
+
+    server = start("echo", deployment=Deployment(2, front="builtin"))
+    kids = _children(server.pid)
+    server.process.kill()  # no chance to stop them: each replica sees its parent gone
+    deadline = time.monotonic() + 10
+    while _alive(kids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert kids and _alive(kids) == []

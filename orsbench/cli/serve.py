@@ -141,6 +141,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # an unknown fault, a knob the SDK twin lacks, ...
         raise flags.UsageError(str(exc)) from None
 
+    from orsbench.servers.replicas import exit_with_parent
+
+    exit_with_parent()  # a replica of `serve --replicas` leaves with its deployment
     if args.replicas is not None:  # each replica keeps what was set on purpose (a scenario's defaults never override it)
         return _deployment(args, scenario.name, config.replace(explicit=tuple(sorted(explicit))))
     on_ready = announce_ready(

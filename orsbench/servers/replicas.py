@@ -43,6 +43,28 @@ def nginx_path() -> str | None:
     return shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None)
 
 
+#: Set in each replica's environment: the deployment's PID, which the replica leaves with (:func:`exit_with_parent`).
+EXIT_WITH_PARENT = "ORSBENCH_EXIT_WITH_PARENT"
+
+
+def exit_with_parent() -> None:
+    """In a replica: SIGTERM itself once the deployment that started it is gone (killed before it could stop it).
+
+    A thread polls the parent PID (``PR_SET_PDEATHSIG`` would fire when the *thread* that started the replica
+    ends, and replicas are started from short-lived threads).
+    """
+    parent = os.environ.get(EXIT_WITH_PARENT)
+    if not parent or not parent.isdigit():
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(parent):
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="orsbench-exit-with-parent", daemon=True).start()
+
+
 # -- nginx ---------------------------------------------------------------------------------------------------
 def nginx_config(prefix: Path, listen: tuple[str, int], ports: Sequence[int], faults: Sequence[str] = (), dead_port: int | None = None) -> str:
     """nginx.conf for a deployment: sessions hashed by ``X-Session-ID`` onto ``ports``, sessionless requests spread
@@ -184,7 +206,10 @@ class Replicas:
 
     def _start_one(self, i: int, timeout: float) -> None:
         try:
-            server = launch.start(self.scenario, impl=self.impl, config=self.config.replace(replica=f"r{i}"), port=self.ports[i], timeout=timeout)
+            server = launch.start(
+                self.scenario, impl=self.impl, config=self.config.replace(replica=f"r{i}"), port=self.ports[i], timeout=timeout,
+                env={EXIT_WITH_PARENT: str(os.getpid())},
+            )  # fmt: skip
         except ServerStartError as exc:
             print(f"orsbench: replica r{i} did not start: {exc}", file=sys.stderr, flush=True)
             return
@@ -264,7 +289,8 @@ def serve_deployment(
     kind, binary = pick_front(front)
     launch.use_zygote(False)  # replicas are this process's own children, stopped with it
     stopping = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.set())
     group = Replicas.start(scenario, replicas, impl=impl, config=config)
     nginx: Nginx | None = None
     roller: Roller | None = None
@@ -287,8 +313,8 @@ def serve_deployment(
                     print(f"orsbench: nginx exited: {nginx.log()[-2000:]}", file=sys.stderr, flush=True)
                     break
         else:
-            for sig, handler in previous.items():  # uvicorn handles SIGINT/SIGTERM itself
-                signal.signal(sig, handler)
+            # uvicorn handles SIGINT/SIGTERM itself, then restores the handlers it found and raises the signal again:
+            # ours (above) stay in place for that, or the default action would end this process before the finally.
             from orsbench.servers.app import serve_forever
             from orsbench.servers.balancer import BalancerApp
 

@@ -300,10 +300,11 @@ def test_stopping_a_deployment_stops_its_replicas_and_front(front):
     assert _alive(kids) == []
 
 
-def test_replicas_leave_when_their_deployment_is_killed():
+@pytest.mark.parametrize("front", ["builtin", pytest.param("nginx", marks=needs_nginx)])
+def test_replicas_and_nginx_leave_when_their_deployment_is_killed(front):
     from orsbench.servers.launch import Deployment, start
 
-    server = start("echo", deployment=Deployment(2, front="builtin"))
+    server = start("echo", deployment=Deployment(2, front=front))
     kids = _children(server.pid)
     server.process.kill()  # no chance to stop them: each replica sees its parent gone
     deadline = time.monotonic() + 10

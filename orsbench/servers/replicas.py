@@ -125,6 +125,15 @@ def nginx_config(prefix: Path, listen: tuple[str, int], ports: Sequence[int], fa
     )
 
 
+def _die_with_parent() -> None:
+    """In nginx's master, before exec: SIGTERM when the deployment that started it dies (Linux ``PR_SET_PDEATHSIG``;
+    nginx is started from the deployment's main thread, so the signal means the process is gone)."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
 @dataclass
 class Nginx:
     """nginx as our own process (``daemon off``, master and one worker), with its config in ``prefix``."""
@@ -144,7 +153,7 @@ class Nginx:
         log = open(prefix / "nginx.out", "wb")  # noqa: SIM115 - nginx writes here while it runs
         process = subprocess.Popen(
             [binary, "-c", str(conf), "-p", str(prefix), "-g", "daemon off;"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
         )  # fmt: skip
         log.close()
         nginx = cls(prefix, process, port)

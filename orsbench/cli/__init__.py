@@ -89,10 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     from orsbench.extras import MissingExtra
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
     if not getattr(args, "func", None):
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         parser.print_help()
         return 2
+    if unknown:  # argparse's top parser would say ``orsbench: error:``; the command's own names it
+        args._parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         run_after_parse(args)
         return int(args.func(args) or 0)

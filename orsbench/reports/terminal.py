@@ -84,7 +84,7 @@ class TerminalReporter:
     def _details(self, result: CheckResult, indent: str, *, reproduce: bool = True) -> None:
         if result.remediation:
             self._line(f"{indent}fix:  {result.remediation}")
-        self._line(f"{indent}spec: {result.spec}")
+        self._line(f"{indent}spec: {result.spec}  (orsbench explain {result.id})")
         for item in result.evidence[:3]:
             body = " ".join(str(item.get("body", "")).split())[:160]
             shown = f"{item['status']} {body}" if item.get("status") is not None else item.get("error", "no answer")

@@ -18,6 +18,7 @@ import pytest
 import orsbench
 from orsbench.checks import BaselineError, load_checks
 from orsbench.cli import SUBCOMMANDS, main
+from tests.needs import needs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,7 +102,7 @@ def test_quiet_prints_only_findings_and_the_summary(capsys: pytest.CaptureFixtur
 
 
 # -- usage errors ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("command", SUBCOMMANDS.names())
+@pytest.mark.parametrize("command", [name for name in SUBCOMMANDS.names() if name != "load"])  # load: Locust's (below)
 def test_every_usage_error_names_its_subcommand(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Before: an unknown flag of ``bench`` said ``orsbench: error:`` (argparse's top parser)."""
     with pytest.raises(SystemExit) as exc:
@@ -118,3 +119,19 @@ def test_an_unknown_flag_names_the_subcommand(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         main(["--nope"])
     assert capsys.readouterr().err.strip().endswith("orsbench: error: unrecognized arguments: --nope")
+
+
+# -- orsbench load: Locust from any directory ------------------------------------------------------------------------
+@needs("load")
+def test_orsbench_load_runs_locust_from_any_directory(tmp_path: Path) -> None:
+    """``locust -f orsbench/load.py`` names a path only a checkout's root has; ``orsbench load`` finds the locustfile
+    wherever orsbench is installed and hands Locust every argument (an embedded echo mock here: no --host)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENREWARD_DISABLE_UPDATE_CHECK": "1"}
+    argv = [sys.executable, "-m", "orsbench", "load", "--headless", "-u", "2", "-r", "2", "-t", "2s", "--only-summary", "--ors-calls", "2"]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [episodes] = [line for line in done.stderr.splitlines() if re.match(r"\s*ORS\s+episode\s", line)][:1]
+    assert int(episodes.split()[2]) > 0 and "Traceback" not in done.stderr, episodes  # requests, and none failed
+    assert re.search(r"Aggregated\s+\d+\s+0\(0\.00%\)", done.stderr), done.stderr[-2000:]
+    wrong = subprocess.run([*argv[:4], "--no-such-flag"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert wrong.returncode == 2 and "orsbench load: error: unrecognized arguments: --no-such-flag" in wrong.stderr, wrong.stderr[-2000:]

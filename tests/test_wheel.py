@@ -86,3 +86,16 @@ def test_explain_and_a_reports_link_reach_the_protocol_text_once_installed(insta
     assert "4.2 Rewards" in text and "`reward` is a JSON number or `null`" in text and href in text
     unknown = _run([str(bin_ / "orsbench"), "explain", "reward.wellformed"], work)
     assert unknown.returncode == 2 and "orsbench explain: error: no check 'reward.wellformed'; did you mean reward.well_formed" in unknown.stderr
+
+
+def test_the_installed_plugin_checks_a_url_from_an_empty_directory(installed: tuple[Path, Path], ors_server_factory) -> None:
+    """The wheel's pytest11 entry point: ``pytest --ors-url URL`` in a directory with no tests, one item per check."""
+    from orsbench.checks import load_checks
+
+    bin_, work = installed
+    server = ors_server_factory("echo")
+    done = _run([str(bin_ / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--ors-url", server.url, "-k", "discovery"], work)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    discovery = [i for i in load_checks() if "discovery" in i]
+    counts = dict((word, int(n)) for n, word in re.findall(r"(\d+) (passed|skipped|deselected)", done.stdout.strip().splitlines()[-1]))
+    assert counts.get("passed", 0) + counts.get("skipped", 0) == len(discovery) and counts["deselected"] == len(load_checks()) - len(discovery), done.stdout[-1500:]

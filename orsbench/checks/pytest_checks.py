@@ -39,10 +39,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def ors_url_report(pytestconfig: pytest.Config, ors_secrets: dict[str, str]) -> Report:
-    """Every check run once against ``--ors-url`` (the plugin's options; the API key from ``$ORSBENCH_API_KEY``)."""
+def ors_url_report(request: pytest.FixtureRequest, pytestconfig: pytest.Config, ors_secrets: dict[str, str]) -> Report:
+    """The selected checks run once against ``--ors-url`` (the plugin's options; the API key from ``$ORSBENCH_API_KEY``).
+
+    Only the checks of the items this run kept (``-k``, ``--deselect``) run, with the checks they depend on,
+    as ``orsbench check --only`` runs them: ``-k discovery`` does not wait for the timing probes.
+    """
     from orsbench.checks import Options, run_checks
 
+    selected = sorted({item.callspec.params["ors_check_id"] for item in request.session.items if "ors_check_id" in getattr(getattr(item, "callspec", None), "params", {})})
     url = pytestconfig.getoption("ors_url")
     if not url:
         pytest.skip("no --ors-url given")
@@ -52,7 +57,7 @@ def ors_url_report(pytestconfig: pytest.Config, ors_secrets: dict[str, str]) -> 
         secrets=ors_secrets,
         api_key=os.environ.get(API_KEY_ENV) or None,  # as `orsbench check` reads it: never on a command line
     )
-    return run_checks(url, options)
+    return run_checks(url, options, only=selected or None)
 
 
 def test_ors_check(ors_url_report: Report, ors_check_id: str) -> None:

@@ -145,12 +145,21 @@ def add_client_cases(config: pytest.Config) -> None:
         return
     from orsbench.clientcheck import pytest_cases
 
-    path = str(Path(pytest_cases.__file__).resolve())
-    if config.args_source is pytest.Config.ArgsSource.ARGS:
+    add_packaged_tests(config, str(Path(pytest_cases.__file__).resolve()))
+
+
+def add_packaged_tests(config: pytest.Config, path: str) -> None:
+    """Run one of orsbench's packaged test modules: beside the paths given, or — none given — as the run.
+
+    With no paths, not the whole test suite of the directory: only orsbench's modules (the client cases
+    and the server checks together when both options are given).
+    """
+    if config.args_source is pytest.Config.ArgsSource.ARGS or getattr(config, "_orsbench_packaged", False):
         if path not in config.args:
             config.args.append(path)
-    else:  # no paths given: not the whole test suite of the directory, only the cases
+    else:
         config.args[:] = [path]
+        config._orsbench_packaged = True  # type: ignore[attr-defined]
 
 
 #: A file that already makes every check a pytest item against ``--ors-url`` (the conformance suite's):
@@ -169,13 +178,9 @@ def add_server_checks(config: pytest.Config) -> None:
         return
     from orsbench.checks import pytest_checks
 
-    path = str(Path(pytest_checks.__file__).resolve())
-    if config.args_source is pytest.Config.ArgsSource.ARGS:
-        given = [Path(arg.split("::")[0]).name for arg in config.args]
-        if path not in config.args and not any(name in WIRE_CHECK_FILES for name in given):
-            config.args.append(path)
-    else:  # no paths given: only the checks
-        config.args[:] = [path]
+    given = [Path(arg.split("::")[0]).name for arg in config.args] if config.args_source is pytest.Config.ArgsSource.ARGS else []
+    if not any(name in WIRE_CHECK_FILES for name in given):
+        add_packaged_tests(config, str(Path(pytest_checks.__file__).resolve()))
 
 
 def refuse_parallel_snapshot_update(config: pytest.Config) -> None:

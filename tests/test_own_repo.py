@@ -135,3 +135,13 @@ def test_orsbench_load_runs_locust_from_any_directory(tmp_path: Path) -> None:
     assert re.search(r"Aggregated\s+\d+\s+0\(0\.00%\)", done.stderr), done.stderr[-2000:]
     wrong = subprocess.run([*argv[:4], "--no-such-flag"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert wrong.returncode == 2 and "orsbench load: error: unrecognized arguments: --no-such-flag" in wrong.stderr, wrong.stderr[-2000:]
+
+
+def test_ors_url_beside_ors_client_cmd_runs_both_packaged_modules(tmp_path: Path, ors_server_factory) -> None:
+    """No paths, both options: the client cases and the server checks, not one replacing the other (collected only)."""
+    from orsbench.clientcheck.reference import command
+
+    server = ors_server_factory("echo")
+    done = _pytest_in(tmp_path, "--collect-only", "-q", "--ors-url", server.url, "--ors-client-cmd", command(), "--ors-client-cases", "echo")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "test_client_case[echo]" in done.stdout and "test_ors_check[discovery.health]" in done.stdout

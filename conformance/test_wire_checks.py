@@ -16,13 +16,13 @@ recommended and advisory ones that fail, and warnings, pass with a
 from __future__ import annotations
 
 import os
-import warnings
 from typing import Any
 
 import pytest
 
 from conformance import background
-from orsbench.checks import Options, Report, Severity, Status, load_checks, run_checks
+from orsbench.checks import Options, Report, load_checks, run_checks
+from orsbench.checks.pytest_checks import grade
 from orsbench.cli.flags import API_KEY_ENV
 
 #: Scenarios checked when no --ors-url is given.
@@ -76,15 +76,4 @@ def wire_report(
 
 
 def test_wire_check(wire_report: Report | background.ReadReport, check_id: str) -> None:
-    if wire_report.reason:
-        pytest.fail(wire_report.reason, pytrace=False)
-    result = wire_report.result(check_id)
-    text = f"{result.message}\n  fix:  {result.remediation}\n  spec: {result.spec}"
-    if result.status in (Status.SKIP, Status.NOT_APPLICABLE):
-        pytest.skip(result.message)
-    if result.status is Status.ERROR:
-        pytest.fail(f"orsbench internal error: {result.message}", pytrace=False)
-    if result.status is Status.FAIL and result.severity is Severity.REQUIRED:
-        pytest.fail(f"{check_id}: {text}", pytrace=False)
-    if result.status in (Status.FAIL, Status.WARN):
-        warnings.warn(f"{check_id} ({result.severity.value}, {result.status.value}): {text}", UserWarning, stacklevel=1)
+    grade(wire_report, check_id)  # the one reading of a result as a test outcome (what `pytest --ors-url` runs too)

@@ -19,6 +19,7 @@ behaves the same from both.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,7 @@ def check(
     target: Any,
     *,
     only: Iterable[str] | None = None,
-    baseline: Baseline | None = None,
+    baseline: Baseline | str | os.PathLike[str] | None = None,
     impl: str = "mock",
     params: dict[str, Any] | None = None,
     faults: Iterable[str] = (),
@@ -58,6 +59,10 @@ def check(
     (a string, or a list of arguments). Anything started binds 127.0.0.1 and is stopped by its PID
     before this returns.
 
+    ``baseline``: the expected failures, a :class:`~orsbench.checks.Baseline` or the path of its YAML
+    file (``orsbench check --expected-failures FILE``'s format; a file that cannot be read or names an
+    unknown check is a ``ValueError`` — :class:`~orsbench.checks.BaselineError` — saying which).
+
     ``options`` are :class:`~orsbench.checks.Options` fields (``env``, ``split``, ``timeout``,
     ``ttl``, ``ping_interval``, ...). ``impl``, ``params`` and ``faults`` apply to a scenario;
     ``ttl`` and ``ping_interval`` also configure a scenario or an app orsbench serves; ``wait`` is
@@ -71,7 +76,22 @@ def check(
     lacks the ``env``/``split`` asked for, is a report with exit code 2 and a ``reason``.
     """
     plan = prepare(target, impl=impl, params=params, faults=faults, wait=wait, **options)
-    return plan.run(only=only, baseline=baseline, on_start=on_start, on_probe=on_probe, on_result=on_result)
+    return plan.run(only=only, baseline=load_baseline(baseline), on_start=on_start, on_probe=on_probe, on_result=on_result)
+
+
+def load_baseline(baseline: Baseline | str | os.PathLike[str] | None) -> Baseline | None:
+    """``baseline`` as a :class:`~orsbench.checks.Baseline`: a path is read and checked against the known check ids.
+
+    Why here: ``orsbench.check(MyEnv, baseline="expected-failures.yaml")`` is how the docs spell it, and
+    a path must fail before a server starts, not as an ``AttributeError`` deep in the runner.
+    """
+    from orsbench.checks import Baseline, load_checks
+
+    if baseline is None or isinstance(baseline, Baseline):
+        return baseline
+    if isinstance(baseline, (str, os.PathLike)):
+        return Baseline.load(baseline, set(load_checks()))  # BaselineError (a ValueError) names the file and the fix
+    raise TypeError(f"baseline must be a Baseline or the path of its YAML file, got {type(baseline).__name__}")
 
 
 @dataclass

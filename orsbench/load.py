@@ -25,8 +25,17 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import select
+import sys
 import time
 from typing import Any
+
+# httpx 0.29 imports httpcore — and with it trio, where trio is installed — at the first Client, no longer at
+# import as 0.28 did; here that is after Locust's gevent monkey-patching, which removes ``select.epoll``, so
+# trio's import raises AttributeError (httpcore catches only ImportError) and every discovery failed. This
+# process runs no trio: make its import an ImportError, and httpcore goes on without it.
+if "trio" not in sys.modules and "httpcore" not in sys.modules and not hasattr(select, "epoll") and sys.platform == "linux":
+    sys.modules["trio"] = None  # type: ignore[assignment]
 
 import gevent
 import gevent.event

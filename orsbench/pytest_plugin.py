@@ -21,8 +21,9 @@ the session ends. While a test uses ``ors_server``, ``OPENREWARD_API_URL``,
 ``OPENREWARD_SESSION_URL`` and ``OPENREWARD_DISABLE_UPDATE_CHECK`` point the
 openreward SDK (and TRL) at it; they are restored afterwards.
 
-Options: ``--ors-url URL`` targets an external server instead (the wire checks
-parametrise over it), with ``--ors-env``, ``--ors-split`` and, for an environment
+Options: ``--ors-url URL`` checks a running server, one test per server check, in any
+directory (:mod:`orsbench.checks.pytest_checks`: alone it is the whole run, beside paths it is
+added to them), with ``--ors-env``, ``--ors-split`` and, for an environment
 whose ``/create`` needs them, ``--ors-secret NAME=VALUE`` / ``--ors-secrets-file F``
 (fixture ``ors_secrets``; docs/protocol.md §14).
 
@@ -90,7 +91,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("orsbench", "ORS servers (orsbench)")
-    group.addoption("--ors-url", default=None, help="run the wire checks against this ORS server instead of embedded mocks")
+    group.addoption(
+        "--ors-url", default=None, metavar="URL",
+        help="check this running ORS server: one test per server check, in any directory (orsbench explain CHECK_ID for a rule)",
+    )  # fmt: skip
     group.addoption("--ors-env", default=None, help="environment name on --ors-url (default: its first environment)")
     group.addoption("--ors-split", default=None, help="split to use on --ors-url (default: the first train split)")
     group.addoption(
@@ -129,6 +133,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     refuse_parallel_snapshot_update(config)
     add_client_cases(config)
+    add_server_checks(config)
     if not os.environ.get("ORSBENCH_NO_ZYGOTE"):
         # Servers fork from one preloaded process per worker: an SDK twin starts in ~0.5 s, not ~5 s.
         launch.use_zygote()
@@ -144,12 +149,42 @@ def add_client_cases(config: pytest.Config) -> None:
         return
     from orsbench.clientcheck import pytest_cases
 
-    path = str(Path(pytest_cases.__file__).resolve())
-    if config.args_source is pytest.Config.ArgsSource.ARGS:
+    add_packaged_tests(config, str(Path(pytest_cases.__file__).resolve()))
+
+
+def add_packaged_tests(config: pytest.Config, path: str) -> None:
+    """Run one of orsbench's packaged test modules: beside the paths given, or — none given — as the run.
+
+    With no paths, not the whole test suite of the directory: only orsbench's modules (the client cases
+    and the server checks together when both options are given).
+    """
+    if config.args_source is pytest.Config.ArgsSource.ARGS or getattr(config, "_orsbench_packaged", False):
         if path not in config.args:
             config.args.append(path)
-    else:  # no paths given: not the whole test suite of the directory, only the cases
+    else:
         config.args[:] = [path]
+        config._orsbench_packaged = True  # type: ignore[attr-defined]
+
+
+#: A file that already makes every check a pytest item against ``--ors-url`` (the conformance suite's):
+#: given on the command line, the packaged checks are not added a second time.
+WIRE_CHECK_FILES = ("test_wire_checks.py",)
+
+
+def add_server_checks(config: pytest.Config) -> None:
+    """With ``--ors-url``, collect one test per server check (:mod:`orsbench.checks.pytest_checks`).
+
+    Why: in an environment's own repository ``pytest --ors-url URL`` found no test of its own and ran
+    nothing (exit 5, no word why). Alone, the checks are the whole run — not the directory's own suite,
+    whatever ``testpaths`` says; beside paths given on the command line, they run with those tests.
+    """
+    if not config.getoption("ors_url", None):
+        return
+    from orsbench.checks import pytest_checks
+
+    given = [Path(arg.split("::")[0]).name for arg in config.args] if config.args_source is pytest.Config.ArgsSource.ARGS else []
+    if not any(name in WIRE_CHECK_FILES for name in given):
+        add_packaged_tests(config, str(Path(pytest_checks.__file__).resolve()))
 
 
 def refuse_parallel_snapshot_update(config: pytest.Config) -> None:

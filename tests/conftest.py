@@ -27,6 +27,8 @@ CORE = frozenset(
         "test_install.py",
         "test_security.py",
         "test_launch.py",
+        "test_explain.py",
+        "test_own_repo.py",
     }
 )
 

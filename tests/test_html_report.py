@@ -157,14 +157,16 @@ def test_the_markdown_summary_has_a_fix_column_and_absolute_links_under_a_config
     assert rows[0] == "| | check | severity | finding | fix | protocol |"
     row = next(line for line in rows if "`reward.well_formed`" in line)
     cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)][1:-1]
-    assert cells[4] == fix.replace("|", "\\|") and cells[5] == f"[§4.2]({_CHECKOUT.as_uri()}#42-rewards)"
+    # No base set: the link opens this machine's copy, and the command that prints the text is named beside it.
+    assert cells[4] == fix.replace("|", "\\|") and cells[5] == f"[§4.2]({_CHECKOUT.as_uri()}#42-rewards) · `orsbench explain reward.well_formed`"
     for line in rows[2:]:
         assert all(href.startswith(("file:///", "https://")) for href in re.findall(r"\]\(([^)]+)\)", line)), line
     base = "https://github.com/example/orsbench/blob/v0.1.0"
-    assert f"[§4.2]({base}/docs/protocol.md#42-rewards)" in render_markdown(broken, docs_url=base)
+    assert f"[§4.2]({base}/docs/protocol.md#42-rewards) |" in render_markdown(broken, docs_url=base)  # a base: no local hint
+    assert "orsbench explain reward.well_formed" in render_check(broken)
     monkeypatch.setenv("ORSBENCH_DOCS_URL", base + "/")
-    assert f"[§4.2]({base}/docs/protocol.md#42-rewards)" in render_markdown(broken)
-    assert f'href="{base}/docs/protocol.md#42-rewards"' in render_check(broken)
+    assert f"[§4.2]({base}/docs/protocol.md#42-rewards) |" in render_markdown(broken)
+    assert f'href="{base}/docs/protocol.md#42-rewards"' in render_check(broken) and "orsbench explain" not in render_check(broken)
 
 
 # -- check-client: the case × check grid ------------------------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from orsbench.cli import main
+from orsbench.clientcheck.results import LiveRow
 from orsbench.clients import cells as C
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.servers.launch import start
@@ -54,7 +55,8 @@ def test_a_client_error_is_the_reason(capsys: pytest.CaptureFixture[str]) -> Non
     finally:
         server.stop()
     printed = capsys.readouterr()
-    assert code == 0
+    assert code == 1  # a client asked about failed: the CI step goes red (--fail-on's default)
+    assert "orsbench clients: exit 1: openreward (fails clearly)" in printed.err
     assert "openreward  fails clearly — because ValueError: Secret key 'MY_ENV_KEY' is not in WELL_KNOWN_SECRETS" in printed.out
     assert "s3cr3t-value" not in printed.out + printed.err
 
@@ -68,11 +70,12 @@ def test_a_predicted_failure_fails_live_and_names_the_pinned_defect(tmp_path: Pa
     out, md, html = tmp_path / "c.json", tmp_path / "c.md", tmp_path / "c.html"
     server = start("schema-zoo-index")
     try:
-        code = main(["clients", server.url, "--clients", "inspect", "--timeout", "60", "--json", str(out), "--markdown", str(md), "--html", str(html)])
+        code = main(["clients", server.url, "--clients", "inspect", "--timeout", "60", "--json", str(out), "--markdown", str(md), "--html", str(html),
+                     "--fail-on", "hangs,fails-silently"])  # fmt: skip
     finally:
         server.stop()
     printed = capsys.readouterr()
-    assert code == 0, printed.err
+    assert code == 0, printed.err  # a clear failure, which --fail-on leaves out
     [row] = json.loads(out.read_text())["rows"]
     assert C.predicted(C.Cell("inspect", "mock", "schema-zoo-index")) == "fails clearly"
     assert row["verdict"] == "fails clearly" and "list_tasks" in row["why"], row
@@ -175,7 +178,8 @@ def test_adapter_commands_get_rows_and_the_html_page_shows_them(tmp_path: Path, 
     finally:
         server.stop()
     printed = capsys.readouterr()
-    assert code == 0, printed.err
+    assert code == 1, printed.err  # the crashing command failed: only it is named
+    assert "exit 1: cmd 2 (fails clearly)" in printed.err
     rows = {row["client"]: row for row in json.loads(out.read_text())["rows"]}
     assert list(rows) == ["ors", "cmd 1", "cmd 2"]
     assert rows["cmd 1"]["verdict"] == "works" and rows["cmd 1"]["command"] == reference_command(), rows["cmd 1"]
@@ -206,3 +210,25 @@ def test_adapter_command_usage_errors(argv: list[str], needle: str, capsys: pyte
         main(argv)
     err = capsys.readouterr().err
     assert exc.value.code == 2 and needle in err and "Traceback" not in err
+
+
+def _row(client: str, verdict: str, trains: bool | None = None) -> LiveRow:
+    return LiveRow(client, "1.0", verdict, "why", trains=trains)
+
+
+def test_fail_on_chooses_which_verdicts_fail_the_run() -> None:
+    """``orsbench clients`` exits 1 when a row has a verdict ``--fail-on`` names; the default is every failure."""
+    from orsbench.cli.clients import DEFAULT_FAIL_ON, failing
+
+    rows = [_row("a", "works"), _row("b", "fails clearly"), _row("c", "hangs"), _row("t", "works", trains=False), _row("n", "not installed")]
+    assert [r.client for r in failing(rows, DEFAULT_FAIL_ON)] == ["b", "c"]
+    assert [r.client for r in failing(rows, ["hangs"])] == ["c"]
+    assert [r.client for r in failing(rows, ["would-not-train", "not-installed"])] == ["t", "n"]
+    assert failing(rows, ["none"]) == [] and failing([_row("a", "works"), _row("t", "works", trains=True)], DEFAULT_FAIL_ON) == []
+
+
+def test_fail_on_refuses_an_unknown_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["clients", "http://127.0.0.1:9", "--fail-on", "broken"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "orsbench clients: error: argument --fail-on: unknown verdict 'broken'" in err

@@ -45,7 +45,7 @@ class Subcommand:
 
 #: The modules that register subcommands, in ``--help`` order (see :mod:`orsbench.registry`).
 MODULES = tuple(
-    f"orsbench.cli.{name}" for name in ("serve", "scenarios", "bench", "check", "check_client", "clients", "matrix", "proxy", "record")
+    f"orsbench.cli.{name}" for name in ("serve", "scenarios", "bench", "check", "check_client", "clients", "matrix", "proxy", "record", "explain", "load")
 )
 SUBCOMMANDS: Registry[Subcommand] = Registry("subcommand", modules=MODULES)
 
@@ -89,10 +89,18 @@ def main(argv: list[str] | None = None) -> int:
     from orsbench.extras import MissingExtra
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
     if not getattr(args, "func", None):
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         parser.print_help()
         return 2
+    if unknown and (passthrough := getattr(args, "_passthrough", None)):
+        # A command that hands its arguments to another program (``load``: Locust's): unknown options are its,
+        # in order (argparse puts the options before the first positional here, the remainder after it).
+        setattr(args, passthrough, [*unknown, *getattr(args, passthrough)])
+    elif unknown:  # argparse's top parser would say ``orsbench: error:``; the command's own names it
+        args._parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         run_after_parse(args)
         return int(args.func(args) or 0)

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from orsbench.cli import flags, reporting, subcommand, types
+
+if TYPE_CHECKING:
+    from orsbench.clientcheck.results import LiveRow
 
 EPILOG = """\
 examples:
@@ -23,7 +27,20 @@ examples:
 Each row: works (for a trainer: trains / would not train) · fails clearly · fails silently · hangs —
 the words of `orsbench matrix` and `orsbench check-client`, from the same client checks. A failure a
 pinned upstream defect explains names it (the client's bug, not your environment's).
+
+exit codes: 0 every client asked about played to a verdict --fail-on does not name, 1 one did not
+(default --fail-on fails-clearly,fails-silently,hangs; `--fail-on none` always 0), 2 usage error.
 """
+
+#: ``--fail-on`` words → the row verdicts they name (a row's ``verdict``, or its words for a trainer).
+FAIL_ON = {
+    "fails-clearly": "fails clearly",
+    "fails-silently": "fails silently",
+    "hangs": "hangs",
+    "would-not-train": "works — would not train",
+    "not-installed": "not installed",
+}
+DEFAULT_FAIL_ON = ("fails-clearly", "fails-silently", "hangs")
 
 
 @subcommand("clients")
@@ -42,6 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("url", type=types.http_url, metavar="URL", help="your ORS server on this machine, e.g. http://127.0.0.1:8000")
     add_live_arguments(parser)
+    parser.add_argument(
+        "--fail-on", type=types.one_of(lambda: FAIL_ON, "verdict", extra=("none",)), default=list(DEFAULT_FAIL_ON),
+        metavar="V,W", help=f"exit 1 when a client's row has one of these verdicts ({', '.join(FAIL_ON)}, or none; "
+        f"default {','.join(DEFAULT_FAIL_ON)})",
+    )  # fmt: skip
     reporting.add_report_arguments(
         parser,
         formats=("json", "html", "markdown"),
@@ -137,4 +159,19 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{'':<14} broke: {problem[:300]}", file=out)
             for rule, defect in row.rules.items():
                 print(f"{'':<14} rule: {rule}" + (f" (pinned: {defect})" if defect else ""), file=out)
-    return 0
+    failed = failing(result.rows, getattr(args, "fail_on", ()))
+    if failed:
+        names = ", ".join(f"{row.client} ({row.words})" for row in failed)
+        print(f"orsbench clients: exit 1: {names} (--fail-on {','.join(args.fail_on)})", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def failing(rows: Iterable[LiveRow], fail_on: Iterable[str]) -> list[LiveRow]:
+    """The rows whose verdict ``fail_on`` names (``--fail-on``); ``matrix --url``, which has no such flag, fails on none.
+
+    Why: a CI step of ``orsbench clients URL`` must go red when a client it was asked about cannot use the
+    server. The row's verdict is read as the report prints it (``LiveRow.words``), so the flag's words
+    are the report's.
+    """
+    named = {FAIL_ON[word] for word in fail_on if word in FAIL_ON}
+    return [row for row in rows if str(row.verdict) in named or row.words in named]

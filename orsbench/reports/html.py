@@ -35,7 +35,7 @@ import jinja2
 
 from orsbench.version import __version__
 from orsbench.verdict import Verdict
-from orsbench.reports.links import spec_links
+from orsbench.reports.links import explain_hint, spec_links
 from orsbench.reports.terminal import label_of
 from orsbench.reports.verdict import reasons, split_id
 from orsbench.wire.reproduce import SECRET_VARIABLES
@@ -146,6 +146,7 @@ def _check_view(result: Mapping[str, Any], docs_url: str | None = None) -> dict[
         "open": style in _OPEN,
         "anchor": anchor(result["id"]),
         "links": spec_links(result.get("spec", ""), docs_url),
+        "explain": explain_hint(result["id"], docs_url),
         "exchanges": [exchange_view(e) for e in result.get("evidence") or []],
         "client": result.get("client"),
         "difference": _difference(measured),

@@ -15,8 +15,13 @@ lives, first found: the ``base`` a caller passes (``render_markdown(...,
 docs_url=)``); ``$ORSBENCH_DOCS_URL`` (the GitHub Action sets it to the orsbench
 repository it runs from, ``…/blob/<ref>``; set it to your fork or mirror); the
 checkout's own ``docs/protocol.md`` as a ``file://`` URL (opens on the machine
-that wrote the report, from wherever the report was written). Only an install
-with neither (a wheel, no variable) falls back to the bare relative path.
+that wrote the report, from wherever the report was written); in an install, the
+copy the wheel carries (``orsbench/docs/protocol.md``, a link to the checkout's
+file in the repository). Only where neither is there does a link fall back to
+the bare relative path.
+
+Where no base is set, a finding also names the command that prints its rule,
+fix and protocol text in a terminal, :func:`explain_hint` (``orsbench explain ID``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ DOCUMENT = "docs/protocol.md"
 DOCS_URL_ENV = "ORSBENCH_DOCS_URL"
 _PACKAGED = Path(__file__).with_name("protocol_sections.json")
 _CHECKOUT = Path(__file__).resolve().parents[2] / DOCUMENT
+#: The copy a wheel carries (in a checkout, a symbolic link to :data:`_CHECKOUT`).
+_INSTALLED = Path(__file__).resolve().parents[1] / "docs" / "protocol.md"
 _HEADING = re.compile(r"^#{2,4}\s+(\d+(?:\.\d+)*)\.?\s+(.*\S)\s*$")
 _SECTION = re.compile(r"§\s*(\d+(?:\.\d+)*)")
 
@@ -54,10 +61,19 @@ def sections_of(markdown: str) -> dict[str, str]:
     return out
 
 
+def document() -> Path | None:
+    """The protocol document on this machine: the checkout's, else the installed copy, else ``None``."""
+    for path in (_CHECKOUT, _INSTALLED):
+        if path.is_file():
+            return path
+    return None
+
+
 @lru_cache(maxsize=1)
 def sections() -> dict[str, str]:
-    if _CHECKOUT.is_file():
-        return sections_of(_CHECKOUT.read_text(encoding="utf-8"))
+    local = document()
+    if local is not None:
+        return sections_of(local.read_text(encoding="utf-8"))
     try:
         return dict(json.loads(_PACKAGED.read_text(encoding="utf-8")))
     except (OSError, ValueError):
@@ -69,9 +85,19 @@ def docs_url(base: str | None = None) -> str:
     base = (base or os.environ.get(DOCS_URL_ENV, "")).rstrip("/")
     if base:
         return f"{base}/{DOCUMENT}"
-    if _CHECKOUT.is_file():
-        return _CHECKOUT.as_uri()
-    return DOCUMENT
+    local = document()
+    return local.resolve().as_uri() if local is not None else DOCUMENT
+
+
+def explain_hint(check_id: str, base: str | None = None) -> str | None:
+    """``"orsbench explain ID"`` where links point at this machine (no ``base``, no ``$ORSBENCH_DOCS_URL``), else ``None``.
+
+    Why: a ``file://`` link opens only where the report was written; the command prints the same
+    text (rule, why, fix, protocol section) wherever orsbench is installed.
+    """
+    if (base or os.environ.get(DOCS_URL_ENV, "")).strip() or not check_id:
+        return None
+    return f"orsbench explain {check_id}"
 
 
 def spec_links(spec: str, base: str | None = None) -> list[tuple[str, str]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from orsbench.reports.html import report_document
 from orsbench.wire.redact import scrub
-from orsbench.reports.links import spec_links
+from orsbench.reports.links import explain_hint, spec_links
 from orsbench.reports.terminal import label_of
 from orsbench.reports.verdict import reasons
 
@@ -61,6 +61,8 @@ def render_markdown(
         lines += ["| | check | severity | finding | fix | protocol |", "|---|---|---|---|---|---|"]
         for label, style, r in findings[:MAX_ROWS]:
             links = ", ".join(f"[{text}]({href})" for text, href in spec_links(r.get("spec", ""), docs_url))
+            if hint := explain_hint(r["id"], docs_url):
+                links += f" · `{hint}`"
             fix = _cell(r.get("remediation") or "")
             lines.append(f"| {_ICON[style]} {label} | `{r['id']}` | {r['severity']} | {_cell(r['message'])} | {fix} | {links} |")
         if len(findings) > MAX_ROWS:

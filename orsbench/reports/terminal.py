@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 _COLOURS = {"pass": "32", "fail": "31", "warn": "33", "skip": "2", "error": "35", "bold": "1", "dim": "2"}
 _ID_WIDTH = 38
+#: What ``-q`` leaves out while a run goes: results that ask nothing of the reader.
+_NOT_FINDINGS = frozenset({Status.PASS, Status.SKIP, Status.NOT_APPLICABLE})
 
 
 def label_of(status: str, severity: str, baseline: str | None) -> tuple[str, str]:
@@ -70,8 +72,8 @@ class TerminalReporter:
             self._line(self._c(f"── {probe:<10} {requests:>3} request(s) in {seconds:5.2f} s", "dim"))
 
     def on_result(self, result: CheckResult) -> None:
-        if self.quiet and result.status is Status.PASS and result.baseline is None:
-            return
+        if self.quiet and result.baseline is None and result.status in _NOT_FINDINGS:
+            return  # -q: only findings (fail, warn, error, a baseline's XFAIL/STALE) and the summary
         label, style = self._label(result)
         room = max(30, self.width - 5 - 1 - 11 - 1 - _ID_WIDTH - 2)
         message = result.message if len(result.message) <= room else result.message[: room - 1] + "…"
@@ -82,7 +84,7 @@ class TerminalReporter:
     def _details(self, result: CheckResult, indent: str, *, reproduce: bool = True) -> None:
         if result.remediation:
             self._line(f"{indent}fix:  {result.remediation}")
-        self._line(f"{indent}spec: {result.spec}")
+        self._line(f"{indent}spec: {result.spec}  (orsbench explain {result.id})")
         for item in result.evidence[:3]:
             body = " ".join(str(item.get("body", "")).split())[:160]
             shown = f"{item['status']} {body}" if item.get("status") is not None else item.get("error", "no answer")

@@ -135,7 +135,6 @@ def _reran(outcome: ClientOutcome) -> bool:
 _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "inspect-list-tasks-only": lambda o: o.failed_at in ("dataset", "eval") and "list_tasks is not supported" in (o.error or "") and not o.calls,
     "inspect-solver-drops-base-url": lambda o: "sessions.openreward.ai" in (o.error or "") and not o.requests.get("POST /create"),
-    "inspect-last-reward-only": lambda o: o.error is None and o.failed_checks == ["client.reward_as_sent"] and o.finished,
     "session-url": lambda o: "sessions.127.0.0.1" in (o.error or "") and not o.requests.get("POST /create"),
     "firehorse-get-task-env-name": lambda o: o.failed_at == "trial" and "'env_name'" in (o.error or "") and not o.requests.get("POST /create"),
     "firehorse-setup-leaks-session": lambda o: o.failed_at == "trial" and "SetupFailed" in (o.error or "") and o.sessions_left_open == 1,

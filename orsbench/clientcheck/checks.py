@@ -38,7 +38,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
-from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, not_applicable, passed, skipped, warned
 from orsbench.clientcheck.contract import OutLine
 from orsbench.clientcheck.traffic import Call, Traffic, body_json, from_log, group, session_of, text_of
 from orsbench.registry import Registry
@@ -857,8 +857,23 @@ def _reward_matches(sent: Any, shown: Any) -> bool:
 )
 def reward_as_sent(ctx: Context) -> CheckOutcome | None:
     compared = ctx.successes()
-    for call, output, line in compared:
+    # What the client said it never shows its user call by call (its profile; the contract's ``unsurfaced`` line): a
+    # per-call comparison of that field is not applicable, what it does show (the episode's, on a later call) is judged.
+    unsurfaced = ctx.run.out.unsurfaced if ctx.run is not None else {}
+    held_back = 0
+    latest: dict[str, Any] = {}  # each session's last non-null reward sent so far, and whether it has finished
+    last_of_session = {call.sid: number for number, (call, _, _) in enumerate(compared)}
+    for number, (call, output, line) in enumerate(compared):
+        closing = last_of_session[call.sid] == number  # the episode's own values show on its last call, if anywhere
         sent, shown = output.get("reward"), line.get("reward")
+        if sent is not None:
+            latest[f"reward {call.sid}"] = sent
+        latest[f"finished {call.sid}"] = latest.get(f"finished {call.sid}", False) or output.get("finished") is True
+        if "reward" in unsurfaced:
+            if shown is None and not closing:
+                held_back += 1
+                continue  # not shown on this call: nothing the client's user reads
+            sent = latest.get(f"reward {call.sid}")  # a reward it shows is the episode's so far (the latest non-null)
         if isinstance(sent, bool) or (isinstance(sent, float) and not math.isfinite(sent)):
             what = "a boolean" if isinstance(sent, bool) else "not a finite number"
             return failed(
@@ -868,14 +883,28 @@ def reward_as_sent(ctx: Context) -> CheckOutcome | None:
                 call.answer.exchange if call.answer else None,
             )
         if not _reward_matches(sent, shown):
-            return failed(f"{call.tool}: reward sent {json.dumps(sent)}, reported {json.dumps(shown)}", {"sent": sent, "reported": shown})
-        if bool(output.get("finished") is True) != (line.get("finished") is True):
+            what = "the episode's latest non-null reward" if "reward" in unsurfaced else "reward"
+            return failed(f"{call.tool}: {what} sent {json.dumps(sent)}, reported {json.dumps(shown)}", {"sent": sent, "reported": shown})
+        finished = output.get("finished") is True
+        if "finished" in unsurfaced:
+            if line.get("finished") is not True and not closing:
+                continue  # not shown on this call
+            finished = latest[f"finished {call.sid}"]  # shown once the episode has finished, by any call so far
+        if finished != (line.get("finished") is True):
+            what = "the episode's finished" if "finished" in unsurfaced else "finished"
             return failed(
-                f"{call.tool}: finished sent {json.dumps(output.get('finished'))}, reported {json.dumps(line.get('finished'))}",
-                {"sent": output.get("finished"), "reported": line.get("finished")},
+                f"{call.tool}: {what} sent {json.dumps(finished)}, reported {json.dumps(line.get('finished'))}",
+                {"sent": finished, "reported": line.get("finished")},
             )
     if not compared:
         return None  # not provoked: no successful call was reported
+    if unsurfaced:
+        why = "; ".join(f"per-call {name}: {reason}" for name, reason in unsurfaced.items())
+        return not_applicable(
+            f"not applicable call by call — the client never shows its user {' or '.join(unsurfaced)} per call ({why}); "
+            f"what it does show was as sent",
+            {"compared": len(compared), "unsurfaced": sorted(unsurfaced), "not_shown": held_back},
+        )
     return passed(f"{len(compared)} reward(s) and finished flag(s) as sent", {"compared": len(compared)})
 
 

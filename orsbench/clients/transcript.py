@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from orsbench.clientcheck.contract import ENV, INDEX, MODEL_URL, OUT, SCRIPT, SECRETS, SPLIT, URL, aggregate_line, episodes, runs
+from orsbench.clientcheck.contract import ENV, INDEX, MODEL_URL, OUT, SCRIPT, SECRETS, SPLIT, URL, aggregate_line, episodes, runs, unsurfaced_line
 
 JSON = dict[str, Any]
 
@@ -141,6 +141,12 @@ class AdapterEpisode:
     def error(self, message: str, *, raised: bool = True) -> None:
         """The client raised (``raised``) or reported a failure its own way (``raised=False``): the episode ends here."""
         self._write({"error": message[:2000], "raised": raised, **({"stage": self.stage} if self.stage else {})})
+
+    def unsurfaced(self, fields: Mapping[str, str]) -> None:
+        """Say once which per-call fields the client never shows its user, each with why (its consumer profile's
+        :attr:`~orsbench.clients.consumers.Consumer.unsurfaced`): the per-call checks of those are then not applicable."""
+        if fields:
+            self._write(unsurfaced_line(fields))
 
     def aggregate(self, reward: Any, episodes: int, **extra: Any) -> None:
         """The client's own aggregate over the episodes it played: its figure, and how many episodes it is over."""

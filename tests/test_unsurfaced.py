@@ -70,3 +70,18 @@ def test_a_client_showing_only_the_episode_reward_is_not_failed_per_call() -> No
 def test_what_such_a_client_does_show_is_still_judged(fault: str, case: str, said: str) -> None:
     _, found = _reward_check(fault, case)
     assert found.status is Status.FAIL and said in found.message, found.message
+
+
+# -- an error result the client flags itself (an agent's is_error), passed on untranslated ------------------------
+@pytest.mark.parametrize("case", ["recover", "sparse-reward+tool-raises"])
+def test_a_failed_call_handed_on_as_a_flagged_error_result_is_reported(case: str) -> None:
+    """recover answers one ok:false, tool-raises an error event: the agent shows the model an is_error result."""
+    results = grade(run_case(faulty("error-result-flagged"), get_case(case), timeout=SLACK_S))
+    found = next(r for r in results if r.id == "client.failure_as_error")
+    assert found.status is Status.PASS and "as an error result the client flagged" in found.message, found.message
+
+
+def test_the_same_text_without_the_flag_is_a_failure_handed_on_as_data() -> None:
+    results = grade(run_case(faulty("error-as-text"), get_case("recover"), timeout=SLACK_S))
+    found = next(r for r in results if r.id == "client.failure_as_error")
+    assert found.status is Status.FAIL and "reported it as the tool's answer" in found.message, found.message

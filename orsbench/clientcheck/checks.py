@@ -919,20 +919,23 @@ def reward_as_sent(ctx: Context) -> CheckOutcome | None:
     requires=_ADAPTER,
 )
 def failure_as_error(ctx: Context) -> CheckOutcome | None:
-    failures = unreported = 0
+    failures = unreported = flagged = 0
     for call, line in ctx.aligned():
         failure = call.failure
         if failure is None:
             continue
         failures += 1
         unreported += line is None
+        if line is not None and line.is_call and line.get("is_error") is True:
+            flagged += 1  # an error result, flagged by the client itself (an agent's tool_result is_error), untranslated
+            continue
         if line is not None and line.is_call:
             return failed(
                 f"{call.tool} failed ({failure}) but the client reported it as the tool's answer: text {_short(line.get('text'), 80)!r}",
                 {"tool": call.tool, "failure": failure},
                 call.final.exchange,
             )
-    reported = any(line.is_error for line in ctx.run.out.lines)
+    reported = any(line.is_error for line in ctx.run.out.lines) or flagged > 0
     listings = [s.exchange for s in ctx.traffic.seen if s.exchange.status == PAYMENT_REQUIRED and protocol.is_discovery(s.path)]
     if listings and not reported:
         first = listings[0]
@@ -950,7 +953,8 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
         return None  # not provoked: no call failed in this case
     if failures and unreported == failures and not any(line.is_error for line in ctx.run.out.lines):
         return skipped(f"{failures} call(s) failed and the client wrote no line for them, neither text nor error: nothing to judge")
-    return passed(f"{failures} failed call(s), each reported as an error" if failures else "the failure to open the session was reported")
+    said = f" ({flagged} as an error result the client flagged, is_error)" if flagged else ""
+    return passed(f"{failures} failed call(s), each reported as an error{said}" if failures else "the failure to open the session was reported")
 
 
 @client_check(

@@ -430,6 +430,15 @@ class Garbage(Adapter):
             handle.write("OK " + json.dumps(line)[:20] + "\n[1, 2]\n")
 
 
+class ErrorResultFlagged(Adapter):
+    """Not a fault: an agent harness's way (firehorse's react agent) — a failed call is handed to the model as a tool
+    result it flags ``is_error`` itself, and the episode goes on; the line is that result, untranslated."""
+
+    def report_failure(self, tool: str, error: Exception) -> bool:
+        self.write({"tool": tool, "text": f"Error: {error}", "reward": None, "finished": False, "is_error": True})
+        return False
+
+
 class EpisodeRewardOnly(Adapter):
     """Not a fault: like an eval log (inspect-openreward's), it shows its user no per-call reward and no per-call
     finished — only the episode's, on the last call — and says so once (the contract's ``unsurfaced`` line)."""
@@ -524,6 +533,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "crash": Crash,
     "flood": Flood,
     "garbage": Garbage,
+    "error-result-flagged": ErrorResultFlagged,
     "episode-reward-only": EpisodeRewardOnly,
     "episode-reward-only-wrong": EpisodeRewardOnlyWrong,
     "episode-reward-only-bool": EpisodeRewardOnlyBool,

@@ -73,7 +73,8 @@ def play(episode: AdapterEpisode) -> None:
             text = str(method(**call.input))
             if len(raised) > failures:  # TRL caught the SDK's exception and handed the model its text
                 if done:
-                    episode.after_finished(call.tool, text)  # refused after finished: the rollout's reward stands
+                    # refused after finished: the rollout's reward stands; the line says what TRL's rollout holds
+                    episode.after_finished(call.tool, text, rollout.rewards[-1], bool(rollout.finished))
                     continue
                 raise ClientReported(text)
             reward = rollout.rewards[-1] if len(rollout.rewards) > seen else None

@@ -137,6 +137,8 @@ _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "inspect-solver-drops-base-url": lambda o: "sessions.openreward.ai" in (o.error or "") and not o.requests.get("POST /create"),
     "session-url": lambda o: "sessions.127.0.0.1" in (o.error or "") and not o.requests.get("POST /create"),
     "firehorse-get-task-env-name": lambda o: o.failed_at == "trial" and "'env_name'" in (o.error or "") and not o.requests.get("POST /create"),
+    "firehorse-error-results-unreported": lambda o: o.error is None and o.requests.get("fault restart", 0) >= 1
+    and "client.failure_as_error" in o.failed_checks and "Active environment not found" in " ".join(o.outputs),
     "firehorse-setup-leaks-session": lambda o: o.failed_at == "trial" and "SetupFailed" in (o.error or "") and o.sessions_left_open == 1,
     "platoon-non-default-env-refused": lambda o: o.failed_at == "session" and "?variant=" in (o.error or "") and not o.calls,
     "inspect-finished-error": lambda o: o.failed_at == "sample" and "episode_finished" in (o.error or "") and o.reward is None,

@@ -85,3 +85,11 @@ def test_the_same_text_without_the_flag_is_a_failure_handed_on_as_data() -> None
     results = grade(run_case(faulty("error-as-text"), get_case("recover"), timeout=SLACK_S))
     found = next(r for r in results if r.id == "client.failure_as_error")
     assert found.status is Status.FAIL and "reported it as the tool's answer" in found.message, found.message
+
+
+def test_an_episode_that_ends_on_a_flagged_error_result_tells_its_user_nothing() -> None:
+    """restart: the session is gone, every later call is refused 404; handed to the model as error results only, the
+    episode ends unfinished with no error for the client's user (firehorse-error-results-unreported)."""
+    results = grade(run_case(faulty("error-result-flagged"), get_case("sparse-reward+restart"), timeout=SLACK_S))
+    found = next(r for r in results if r.id == "client.failure_as_error")
+    assert found.status is Status.FAIL and "no error reported to the client's user" in found.message, found.message

@@ -935,7 +935,19 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
                 {"tool": call.tool, "failure": failure},
                 call.final.exchange,
             )
-    reported = any(line.is_error for line in ctx.run.out.lines) or flagged > 0
+    errors = any(line.is_error for line in ctx.run.out.lines)
+    made = ctx.traffic.made
+    if flagged and not errors and made and made[-1].failure is not None:
+        # An error result tells the model, which may recover (a later call succeeds); an episode that ended on one
+        # tells its user nothing: the session was lost and the client's result reads as an episode without a reward.
+        last = made[-1]
+        return failed(
+            f"{flagged} failed call(s) were handed to the model as error results (is_error) and the episode ended on "
+            f"one — {last.tool}: {last.failure} — with no error reported to the client's user",
+            {"tool": last.tool, "failure": last.failure, "flagged": flagged},
+            last.final.exchange,
+        )
+    reported = errors or flagged > 0
     listings = [s.exchange for s in ctx.traffic.seen if s.exchange.status == PAYMENT_REQUIRED and protocol.is_discovery(s.path)]
     if listings and not reported:
         first = listings[0]

@@ -797,6 +797,20 @@ DEFECTS: dict[str, Defect] = {
             at=Source('inspect-openreward', 'inspect_openreward/_dataset.py', 35, 'tasks = environment.list_tasks(split=split)'),
         ),
         Defect(
+            "firehorse-error-results-unreported",
+            FIREHORSE,
+            "the react agent's Anthropic loop catches every exception of session.call_tool but ToolFailed and "
+            "SessionTerminatedError and hands the model an is_error 'Error: ...' tool result, and the trial ends "
+            "success=True with no error (agents/react.py:458): a session lost mid-episode (the server restarted: 404 "
+            "'Active environment not found' on every later call) reaches the model call after call, and the run's "
+            "result reports a trial without a reward, never the failure",
+            "P8",
+            shows_in=_under("restart"),
+            effect=Effect.WRONG_DATA,
+            unreported=True,
+            at=Source("firehorse-cli", "firehorse/agents/react.py", 433, "except Exception as e:"),
+        ),
+        Defect(
             "firehorse-needs-platform",
             FIREHORSE,
             "before any trial the orchestrator asks the OpenReward platform which secrets the environment requires (GET {OPENREWARD_API_URL}/v1/environments/NS/NAME/required-secrets, not part of ORS) and does not catch a failure: pointed at an ORS server alone (OPENREWARD_API_URL the server's URL), every run ends with a traceback on its 404 before a trial starts",

@@ -258,6 +258,35 @@ def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outco
     assert not dropped, f"shown without its constraints: {dropped}"
 
 
+# -- what firehorse's react agent shows the model (its Anthropic provider: list_tools(format="anthropic")) ----------
+def _keyword_tool_params() -> list[Any]:
+    from orsbench.upstream import defects as D
+    from orsbench.scenarios import get_scenario
+
+    out = []
+    for tool in get_scenario("schema-keywords").shared_tools():
+        spec = tool.spec()
+        marks = [pytest.mark.xdist_group(_batch(C.Cell("firehorse", "mock", "schema-keywords")))]
+        if D.sanitized_params(spec, "anthropic"):
+            marks.append(D.DEFECTS["sanitizer-drops-keyword-params"].mark())
+        out.append(pytest.param(spec, id=spec["name"], marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("spec", _keyword_tool_params())
+def test_firehorse_shows_every_required_parameter(spec: dict[str, Any], outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
+    """The tools ``firehorse --agent react`` offered the scripted model (its Anthropic request) keep every required
+    parameter as a property: the react agent lists tools with ``format="anthropic"`` (agents/react.py:310), through the
+    openreward client's sanitiser, as inspect-openreward does with ``"openai"``."""
+    outcome = outcome_of(C.Cell("firehorse", "mock", "schema-keywords"))
+    seen = {t["name"]: t for t in outcome.tools_seen}
+    assert spec["name"] in seen, f"the model was not shown {spec['name']!r}: {sorted(seen)}"
+    shown = seen[spec["name"]].get("parameters") or seen[spec["name"]].get("input_schema") or {}
+    required = set((spec.get("input_schema") or {}).get("required") or [])
+    missing = sorted(required - set(shown.get("properties") or {}))
+    assert missing == [], f"required but not shown to the model: {missing}; shown: {sorted(shown.get('properties') or {})}"
+
+
 # -- ors-sdk's client and a 4xx -----------------------------------------------------------------------
 @pytest.mark.xdist_group(group("echo", "mock"))
 @pytest.mark.xfail(strict=True, reason=f"[ors-4xx-retried] {C.D.DEFECTS['ors-4xx-retried'].summary}")

@@ -212,8 +212,11 @@ BENCHFLOW = "benchflow 0.7.11"
 
 # -- where each defect shows in the client matrix (the predicates its entry names) ---------------------
 # A predicate may name a client or a server where the defect's mechanism is that client's own use of an
-# upstream library (only inspect-openreward sanitises schemas; only ors-sdk's server has no finish latch):
-# it is the defect's fact, on its entry.
+# upstream library (inspect-openreward's solver lists tools through the sanitiser for "openai", firehorse's react
+# agent for "anthropic" — only inspect's episode changes, as its tool definitions refuse the call the model makes
+# without the parameter; firehorse's model is shown the schema without it, conformance/test_clients.py
+# test_firehorse_shows_every_required_parameter; only ors-sdk's server has no finish latch): it is the defect's fact,
+# on its entry.
 def _scenario_cell(cell: CellFacts) -> bool:
     return cell.profile is None
 
@@ -243,7 +246,9 @@ def _index_only(cell: CellFacts) -> bool:
 
 
 def _sanitized(cell: CellFacts) -> bool:
-    """inspect-openreward sanitises the task's tool schemas (for the openai provider) and one loses a parameter."""
+    """inspect-openreward sanitises the task's tool schemas (for the openai provider) and one loses a parameter: its
+    tool definition (ToolParams) then refuses the model's call, so nothing runs. firehorse's react agent sanitises too
+    (for anthropic, agents/react.py:310), but its loop sends the call as the model made it: the episode is unchanged."""
     return cell.client == "inspect" and _scenario_cell(cell) and any(sanitized_params(t) for t in cell.tools)
 
 
@@ -548,7 +553,7 @@ DEFECTS: dict[str, Defect] = {
         Defect(
             "sanitizer-drops-keyword-params",
             SDK,
-            "sanitize_tool_schema (and session.list_tools(format=...)) deletes every key named title at any depth, so a parameter named title vanishes from properties for every provider (google also loses parameters named default and examples) while required still names it: the model is shown a schema without a parameter the server requires",
+            "sanitize_tool_schema (and session.list_tools(format=...)) deletes every key named title at any depth, so a parameter named title vanishes from properties for every provider (google also loses parameters named default and examples) while required still names it: the model is shown a schema without a parameter the server requires (inspect-openreward's solver lists tools for 'openai', firehorse's react agent for 'anthropic', agents/react.py:310)",
             "P5",
             shows_in=_sanitized,  # the model's call lacks the parameter: nothing runs
             effect=Effect.WRONG_DATA,

@@ -159,6 +159,19 @@ def test_firehorse_passes_its_secret(serve: Callable[..., SuiteTarget]) -> None:
 
 
 @pytest.mark.xdist_group(group("secrets", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[inspect-no-secrets] {D.DEFECTS['inspect-no-secrets'].summary}")
+def test_inspect_passes_its_secret(serve: Callable[..., SuiteTarget]) -> None:
+    """``inspect eval`` of inspect-openreward's task given the case's secret: the environment receives it."""
+    from orsbench.clientcheck.episodes import Script, Step
+    from orsbench.clients.run import play
+
+    pytest.importorskip("inspect_openreward")
+    whoami = Script("secrets", (Step("whoami", {}, H.secret_text(SECRET_VALUE)),), reward=None)
+    outcome = play("inspect", serve("secrets", "mock", request_log=True).server, whoami, 90, secrets={H.SECRET_NAME: SECRET_VALUE})
+    assert outcome.error is None and outcome.outputs == [H.secret_text(SECRET_VALUE)], outcome.describe()
+
+
+@pytest.mark.xdist_group(group("secrets", "mock"))
 def test_openreward_client_without_the_secret_fails_with_the_servers_detail(serve: Callable[..., SuiteTarget]) -> None:
     target = serve("secrets", "mock")
     with pytest.raises(Exception, match=H.SECRET_NAME):

@@ -785,6 +785,16 @@ DEFECTS: dict[str, Defect] = {
             at=Source('inspect-openreward', 'inspect_openreward/_solver.py', 105, 'async_env = AsyncOpenReward().environments.get('),
         ),
         Defect(
+            "inspect-no-secrets",
+            INSPECT,
+            "openreward_solver takes no secrets: it opens each sample's session with the task and toolset only "
+            "(async_env.session(task=task, toolset=toolset)), so an environment that needs a session secret refuses "
+            "/create (400 naming the secret) and every sample errors before its first turn — an inspect-openreward "
+            "user has no way to hand one on",
+            "P13",
+            at=Source("inspect-openreward", "inspect_openreward/_solver.py", 109, "async with async_env.session(task=task, toolset=toolset) as session:"),
+        ),
+        Defect(
             "inspect-result-images-dropped",
             INSPECT,
             "a tool's execute() returns only the TextBlock texts of the result: image blocks in tool results are dropped (the prompt's images do reach the model as ContentImage)",

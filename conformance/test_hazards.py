@@ -70,6 +70,36 @@ def test_list_tools_for_a_provider_keeps_every_required_parameter(provider: str,
     assert missing == [], f"required but not shown to the model: {missing}; shown: {sorted(schema.get('properties') or {})}"
 
 
+# -- an environment that outlives its client (garbage collected while the environment is in use) ------------------
+@pytest.mark.xdist_group(group("echo", "mock"))
+def test_openreward_environment_outlives_its_client(serve: Callable[..., SuiteTarget]) -> None:
+    """``OpenReward().environments.get(name)`` in one line: the client is collected, the environment plays on."""
+    import gc
+
+    target = serve("echo", "mock")
+    environment = _openreward_env(target, "echo")  # its OpenReward() client is referenced nowhere else
+    gc.collect()
+    with environment.session(split="train", index=0) as session:
+        gc.collect()
+        assert session.call_tool("echo", {"text": "x"}).blocks[0].text == "no match"
+
+
+@pytest.mark.xdist_group(group("echo", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[ors-gc-closes-loop] {D.DEFECTS['ors-gc-closes-loop'].summary}")
+def test_ors_environment_outlives_its_client(serve: Callable[..., SuiteTarget]) -> None:
+    """``ORS(base_url=URL).environments.get(name)`` in one line: the client is collected, the environment plays on."""
+    import gc
+
+    from ors.client import ORS
+
+    target = serve("echo", "mock")
+    environment = ORS(base_url=target.url).environments.get("echo")
+    gc.collect()
+    with environment.session(split="train", index=0) as session:
+        gc.collect()
+        assert session.call_tool("echo", {"text": "x"}).blocks[0].text == "no match"
+
+
 # -- recover: ok:false, then a good call in the same session --------------------------------------
 def _number() -> int:
     return int(get_scenario("recover").list_tasks("train")[0]["number"])

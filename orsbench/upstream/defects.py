@@ -739,6 +739,17 @@ DEFECTS: dict[str, Defect] = {
             at=Source('inspect-openreward', 'inspect_openreward/_solver.py', 172, 'parameters=ToolParams(**schema),'),
         ),
         Defect(
+            "ors-gc-closes-loop",
+            ORS,
+            "the sync EnvironmentsAPI closes its event loop when it is garbage collected (__del__ calls close(), which "
+            "runs self._loop.close()), while each Environment it handed out keeps using that loop: the one-liner "
+            "env = ORS(base_url=URL).environments.get(name) leaves the client unreferenced, and the environment's first "
+            "session raises RuntimeError 'Event loop is closed' before /create (the openreward client's environment "
+            "outlives its client)",
+            "P13",
+            at=Source("ors-sdk", "ors/client/environment.py", 453, "if not self._loop.is_closed():"),
+        ),
+        Defect(
             "ors-sdk-no-finish-latch",
             ORS_SERVER,
             "no finish latch: a call after the one that returned finished=True still runs the tool and answers ok with a new reward, so a client that keeps calling (Inspect's tool loop) runs tools the episode no longer accepts, and a trainer reading the last reward trains on the later one",

@@ -135,9 +135,10 @@ def _reran(outcome: ClientOutcome) -> bool:
 _SIGNATURES: dict[str, Callable[[ClientOutcome], bool]] = {
     "inspect-list-tasks-only": lambda o: o.failed_at in ("dataset", "eval") and "list_tasks is not supported" in (o.error or "") and not o.calls,
     "inspect-solver-drops-base-url": lambda o: "sessions.openreward.ai" in (o.error or "") and not o.requests.get("POST /create"),
-    "inspect-last-reward-only": lambda o: o.error is None and o.failed_checks == ["client.reward_as_sent"] and o.finished,
     "session-url": lambda o: "sessions.127.0.0.1" in (o.error or "") and not o.requests.get("POST /create"),
     "firehorse-get-task-env-name": lambda o: o.failed_at == "trial" and "'env_name'" in (o.error or "") and not o.requests.get("POST /create"),
+    "firehorse-error-results-unreported": lambda o: o.error is None and o.requests.get("fault restart", 0) >= 1
+    and "client.failure_as_error" in o.failed_checks and "Active environment not found" in " ".join(o.outputs),
     "firehorse-setup-leaks-session": lambda o: o.failed_at == "trial" and "SetupFailed" in (o.error or "") and o.sessions_left_open == 1,
     "platoon-non-default-env-refused": lambda o: o.failed_at == "session" and "?variant=" in (o.error or "") and not o.calls,
     "inspect-finished-error": lambda o: o.failed_at == "sample" and "episode_finished" in (o.error or "") and o.reward is None,
@@ -255,6 +256,35 @@ def test_inspect_shows_every_parameter_with_its_type(spec: dict[str, Any], outco
     kept = set(D.inspect_dropped_keywords({"input_schema": seen[spec["name"]].get("parameters") or {}}))
     dropped = [k for k in D.inspect_dropped_keywords(spec) if k not in kept]
     assert not dropped, f"shown without its constraints: {dropped}"
+
+
+# -- what firehorse's react agent shows the model (its Anthropic provider: list_tools(format="anthropic")) ----------
+def _keyword_tool_params() -> list[Any]:
+    from orsbench.upstream import defects as D
+    from orsbench.scenarios import get_scenario
+
+    out = []
+    for tool in get_scenario("schema-keywords").shared_tools():
+        spec = tool.spec()
+        marks = [pytest.mark.xdist_group(_batch(C.Cell("firehorse", "mock", "schema-keywords")))]
+        if D.sanitized_params(spec, "anthropic"):
+            marks.append(D.DEFECTS["sanitizer-drops-keyword-params"].mark())
+        out.append(pytest.param(spec, id=spec["name"], marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("spec", _keyword_tool_params())
+def test_firehorse_shows_every_required_parameter(spec: dict[str, Any], outcome_of: Callable[[C.Cell], ClientOutcome]) -> None:
+    """The tools ``firehorse --agent react`` offered the scripted model (its Anthropic request) keep every required
+    parameter as a property: the react agent lists tools with ``format="anthropic"`` (agents/react.py:310), through the
+    openreward client's sanitiser, as inspect-openreward does with ``"openai"``."""
+    outcome = outcome_of(C.Cell("firehorse", "mock", "schema-keywords"))
+    seen = {t["name"]: t for t in outcome.tools_seen}
+    assert spec["name"] in seen, f"the model was not shown {spec['name']!r}: {sorted(seen)}"
+    shown = seen[spec["name"]].get("parameters") or seen[spec["name"]].get("input_schema") or {}
+    required = set((spec.get("input_schema") or {}).get("required") or [])
+    missing = sorted(required - set(shown.get("properties") or {}))
+    assert missing == [], f"required but not shown to the model: {missing}; shown: {sorted(shown.get('properties') or {})}"
 
 
 # -- ors-sdk's client and a 4xx -----------------------------------------------------------------------

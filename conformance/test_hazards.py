@@ -70,6 +70,36 @@ def test_list_tools_for_a_provider_keeps_every_required_parameter(provider: str,
     assert missing == [], f"required but not shown to the model: {missing}; shown: {sorted(schema.get('properties') or {})}"
 
 
+# -- an environment that outlives its client (garbage collected while the environment is in use) ------------------
+@pytest.mark.xdist_group(group("echo", "mock"))
+def test_openreward_environment_outlives_its_client(serve: Callable[..., SuiteTarget]) -> None:
+    """``OpenReward().environments.get(name)`` in one line: the client is collected, the environment plays on."""
+    import gc
+
+    target = serve("echo", "mock")
+    environment = _openreward_env(target, "echo")  # its OpenReward() client is referenced nowhere else
+    gc.collect()
+    with environment.session(split="train", index=0) as session:
+        gc.collect()
+        assert session.call_tool("echo", {"text": "x"}).blocks[0].text == "no match"
+
+
+@pytest.mark.xdist_group(group("echo", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[ors-gc-closes-loop] {D.DEFECTS['ors-gc-closes-loop'].summary}")
+def test_ors_environment_outlives_its_client(serve: Callable[..., SuiteTarget]) -> None:
+    """``ORS(base_url=URL).environments.get(name)`` in one line: the client is collected, the environment plays on."""
+    import gc
+
+    from ors.client import ORS
+
+    target = serve("echo", "mock")
+    environment = ORS(base_url=target.url).environments.get("echo")
+    gc.collect()
+    with environment.session(split="train", index=0) as session:
+        gc.collect()
+        assert session.call_tool("echo", {"text": "x"}).blocks[0].text == "no match"
+
+
 # -- recover: ok:false, then a good call in the same session --------------------------------------
 def _number() -> int:
     return int(get_scenario("recover").list_tasks("train")[0]["number"])
@@ -156,6 +186,19 @@ def test_firehorse_passes_its_secret(serve: Callable[..., SuiteTarget]) -> None:
     outcome = play("firehorse", serve("secrets", "mock", request_log=True).server, whoami, 60, secrets={H.SECRET_NAME: SECRET_VALUE})
     assert outcome.error is None and outcome.outputs == [H.secret_text(SECRET_VALUE)], outcome.describe()
     assert SECRET_VALUE not in outcome.output, "firehorse printed the secret"
+
+
+@pytest.mark.xdist_group(group("secrets", "mock"))
+@pytest.mark.xfail(strict=True, reason=f"[inspect-no-secrets] {D.DEFECTS['inspect-no-secrets'].summary}")
+def test_inspect_passes_its_secret(serve: Callable[..., SuiteTarget]) -> None:
+    """``inspect eval`` of inspect-openreward's task given the case's secret: the environment receives it."""
+    from orsbench.clientcheck.episodes import Script, Step
+    from orsbench.clients.run import play
+
+    pytest.importorskip("inspect_openreward")
+    whoami = Script("secrets", (Step("whoami", {}, H.secret_text(SECRET_VALUE)),), reward=None)
+    outcome = play("inspect", serve("secrets", "mock", request_log=True).server, whoami, 90, secrets={H.SECRET_NAME: SECRET_VALUE})
+    assert outcome.error is None and outcome.outputs == [H.secret_text(SECRET_VALUE)], outcome.describe()
 
 
 @pytest.mark.xdist_group(group("secrets", "mock"))

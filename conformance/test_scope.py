@@ -23,7 +23,7 @@ def test_grpo_mirror_matches_trl() -> None:
 
 
 def defect_lines() -> list[str]:
-    return [f"- `{d.id}` ({d.upstream}, {d.pain}): {d.behaviour}" for d in DEFECTS.values()]
+    return [f"- `{d.id}` ({d.where}, {d.pain}): {d.behaviour}" for d in DEFECTS.values()]
 
 
 def test_docs_list_every_known_defect_exactly() -> None:

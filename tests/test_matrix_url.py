@@ -80,8 +80,9 @@ def test_a_predicted_failure_fails_live_and_names_the_pinned_defect(tmp_path: Pa
     assert C.predicted(C.Cell("inspect", "mock", "schema-zoo-index")) == "fails clearly"
     assert row["verdict"] == "fails clearly" and "list_tasks" in row["why"], row
     assert [d["id"] for d in row["defects"]] == ["inspect-list-tasks-only"], row
-    assert "pinned upstream defect: inspect-list-tasks-only (inspect-openreward 0.3.0:" in printed.out
-    assert "`inspect-list-tasks-only` — inspect-openreward 0.3.0:" in md.read_text()
+    # the pin names the package and the file and line that do it (issue 34)
+    assert "pinned upstream defect: inspect-list-tasks-only (inspect-openreward 0.3.0, inspect_openreward/_dataset.py:35:" in printed.out
+    assert "`inspect-list-tasks-only` — inspect-openreward 0.3.0, inspect_openreward/_dataset.py:35:" in md.read_text()
     assert "<code>inspect-list-tasks-only</code>" in html.read_text()
 
 

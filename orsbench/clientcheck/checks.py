@@ -38,7 +38,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from orsbench import protocol
-from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, not_applicable, passed, skipped, warned
 from orsbench.clientcheck.contract import OutLine
 from orsbench.clientcheck.traffic import Call, Traffic, body_json, from_log, group, session_of, text_of
 from orsbench.registry import Registry
@@ -857,8 +857,23 @@ def _reward_matches(sent: Any, shown: Any) -> bool:
 )
 def reward_as_sent(ctx: Context) -> CheckOutcome | None:
     compared = ctx.successes()
-    for call, output, line in compared:
+    # What the client said it never shows its user call by call (its profile; the contract's ``unsurfaced`` line): a
+    # per-call comparison of that field is not applicable, what it does show (the episode's, on a later call) is judged.
+    unsurfaced = ctx.run.out.unsurfaced if ctx.run is not None else {}
+    held_back = 0
+    latest: dict[str, Any] = {}  # each session's last non-null reward sent so far, and whether it has finished
+    last_of_session = {call.sid: number for number, (call, _, _) in enumerate(compared)}
+    for number, (call, output, line) in enumerate(compared):
+        closing = last_of_session[call.sid] == number  # the episode's own values show on its last call, if anywhere
         sent, shown = output.get("reward"), line.get("reward")
+        if sent is not None:
+            latest[f"reward {call.sid}"] = sent
+        latest[f"finished {call.sid}"] = latest.get(f"finished {call.sid}", False) or output.get("finished") is True
+        if "reward" in unsurfaced:
+            if shown is None and not closing:
+                held_back += 1
+                continue  # not shown on this call: nothing the client's user reads
+            sent = latest.get(f"reward {call.sid}")  # a reward it shows is the episode's so far (the latest non-null)
         if isinstance(sent, bool) or (isinstance(sent, float) and not math.isfinite(sent)):
             what = "a boolean" if isinstance(sent, bool) else "not a finite number"
             return failed(
@@ -868,14 +883,28 @@ def reward_as_sent(ctx: Context) -> CheckOutcome | None:
                 call.answer.exchange if call.answer else None,
             )
         if not _reward_matches(sent, shown):
-            return failed(f"{call.tool}: reward sent {json.dumps(sent)}, reported {json.dumps(shown)}", {"sent": sent, "reported": shown})
-        if bool(output.get("finished") is True) != (line.get("finished") is True):
+            what = "the episode's latest non-null reward" if "reward" in unsurfaced else "reward"
+            return failed(f"{call.tool}: {what} sent {json.dumps(sent)}, reported {json.dumps(shown)}", {"sent": sent, "reported": shown})
+        finished = output.get("finished") is True
+        if "finished" in unsurfaced:
+            if line.get("finished") is not True and not closing:
+                continue  # not shown on this call
+            finished = latest[f"finished {call.sid}"]  # shown once the episode has finished, by any call so far
+        if finished != (line.get("finished") is True):
+            what = "the episode's finished" if "finished" in unsurfaced else "finished"
             return failed(
-                f"{call.tool}: finished sent {json.dumps(output.get('finished'))}, reported {json.dumps(line.get('finished'))}",
-                {"sent": output.get("finished"), "reported": line.get("finished")},
+                f"{call.tool}: {what} sent {json.dumps(finished)}, reported {json.dumps(line.get('finished'))}",
+                {"sent": finished, "reported": line.get("finished")},
             )
     if not compared:
         return None  # not provoked: no successful call was reported
+    if unsurfaced:
+        why = "; ".join(f"per-call {name}: {reason}" for name, reason in unsurfaced.items())
+        return not_applicable(
+            f"not applicable call by call — the client never shows its user {' or '.join(unsurfaced)} per call ({why}); "
+            f"what it does show was as sent",
+            {"compared": len(compared), "unsurfaced": sorted(unsurfaced), "not_shown": held_back},
+        )
     return passed(f"{len(compared)} reward(s) and finished flag(s) as sent", {"compared": len(compared)})
 
 
@@ -890,20 +919,35 @@ def reward_as_sent(ctx: Context) -> CheckOutcome | None:
     requires=_ADAPTER,
 )
 def failure_as_error(ctx: Context) -> CheckOutcome | None:
-    failures = unreported = 0
+    failures = unreported = flagged = 0
     for call, line in ctx.aligned():
         failure = call.failure
         if failure is None:
             continue
         failures += 1
         unreported += line is None
+        if line is not None and line.is_call and line.get("is_error") is True:
+            flagged += 1  # an error result, flagged by the client itself (an agent's tool_result is_error), untranslated
+            continue
         if line is not None and line.is_call:
             return failed(
                 f"{call.tool} failed ({failure}) but the client reported it as the tool's answer: text {_short(line.get('text'), 80)!r}",
                 {"tool": call.tool, "failure": failure},
                 call.final.exchange,
             )
-    reported = any(line.is_error for line in ctx.run.out.lines)
+    errors = any(line.is_error for line in ctx.run.out.lines)
+    made = ctx.traffic.made
+    if flagged and not errors and made and made[-1].failure is not None:
+        # An error result tells the model, which may recover (a later call succeeds); an episode that ended on one
+        # tells its user nothing: the session was lost and the client's result reads as an episode without a reward.
+        last = made[-1]
+        return failed(
+            f"{flagged} failed call(s) were handed to the model as error results (is_error) and the episode ended on "
+            f"one — {last.tool}: {last.failure} — with no error reported to the client's user",
+            {"tool": last.tool, "failure": last.failure, "flagged": flagged},
+            last.final.exchange,
+        )
+    reported = errors or flagged > 0
     listings = [s.exchange for s in ctx.traffic.seen if s.exchange.status == PAYMENT_REQUIRED and protocol.is_discovery(s.path)]
     if listings and not reported:
         first = listings[0]
@@ -921,7 +965,8 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
         return None  # not provoked: no call failed in this case
     if failures and unreported == failures and not any(line.is_error for line in ctx.run.out.lines):
         return skipped(f"{failures} call(s) failed and the client wrote no line for them, neither text nor error: nothing to judge")
-    return passed(f"{failures} failed call(s), each reported as an error" if failures else "the failure to open the session was reported")
+    said = f" ({flagged} as an error result the client flagged, is_error)" if flagged else ""
+    return passed(f"{failures} failed call(s), each reported as an error{said}" if failures else "the failure to open the session was reported")
 
 
 @client_check(

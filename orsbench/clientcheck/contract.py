@@ -35,6 +35,12 @@ RUNS = "ORSBENCH_RUNS"
 #: ``ORSBENCH_INDEX + N - 1``, each with the script, each in a session of its own, going on after one that
 #: fails; then one aggregate line as the client reports it (docs/protocol.md §13.15).
 EPISODES = "ORSBENCH_EPISODES"
+#: The key of the line by which a client says, once, which per-call fields it never shows its user, each with why:
+#: ``{"unsurfaced": {"reward": "its log keeps the latest non-null reward only"}}`` (docs/clients.md). The per-call
+#: checks of those fields are then not applicable to it (``client.reward_as_sent`` judges what it does show).
+UNSURFACED = "unsurfaced"
+#: The per-call fields a client may say it never shows.
+UNSURFACEABLE = ("reward", "finished")
 #: The keys of the aggregate line: the client's aggregate reward over the episodes, and how many episodes it is over.
 AGGREGATE_REWARD, AGGREGATE_EPISODES = "aggregate_reward", "episodes"
 #: The scripted model's base URL (OpenAI-style, ending ``/v1``): an agent harness's model, offline
@@ -139,6 +145,16 @@ def _is_aggregate(data: Mapping[str, Any]) -> bool:
     return "tool" not in data and AGGREGATE_REWARD in data
 
 
+def _is_unsurfaced(data: Mapping[str, Any]) -> bool:
+    """Whether an ``ORSBENCH_OUT`` line is the ``unsurfaced`` line (what the client never shows), not a call's."""
+    return "tool" not in data and "error" not in data and UNSURFACED in data
+
+
+def unsurfaced_line(fields: Mapping[str, str]) -> dict[str, Any]:
+    """The ``unsurfaced`` line: each per-call field the client never shows its user, with why."""
+    return {UNSURFACED: dict(fields)}
+
+
 def aggregate_line(reward: float | None, episodes: int, **extra: Any) -> dict[str, Any]:
     """The aggregate line: ``reward`` as the client aggregates its episodes, over ``episodes`` of them (its denominator)."""
     return {AGGREGATE_REWARD: reward, AGGREGATE_EPISODES: episodes, **extra}
@@ -190,6 +206,11 @@ def parse_line(number: int, raw: str) -> OutLine:
     if "error" in data:
         if not isinstance(data["error"], str):
             line.problems.append('"error" is not a string')
+        return line
+    if _is_unsurfaced(data):
+        said = data[UNSURFACED]
+        if not isinstance(said, dict) or not all(k in UNSURFACEABLE and isinstance(v, str) for k, v in said.items()):
+            line.problems.append(f'"{UNSURFACED}" is not an object naming {" or ".join(UNSURFACEABLE)}, each with why (a string)')
         return line
     if _is_aggregate(data):
         if data[AGGREGATE_REWARD] is not None and not _is_number(data[AGGREGATE_REWARD]):
@@ -243,6 +264,15 @@ class OutFile:
         for line in self.lines:
             if line.data is not None and _is_aggregate(line.data):
                 found = line.data
+        return found
+
+    @property
+    def unsurfaced(self) -> dict[str, str]:
+        """The per-call fields the client said it never shows its user (its ``unsurfaced`` lines), each with why."""
+        found: dict[str, str] = {}
+        for line in self.lines:
+            if line.valid and line.data is not None and _is_unsurfaced(line.data):
+                found.update(line.data[UNSURFACED])
         return found
 
     @property

@@ -64,6 +64,7 @@ def play(name: str, episode: AdapterEpisode) -> int:
     a run that raises ends the loop, as it would end the user's.
     """
     target = CLIENT_TARGETS.get(name)
+    episode.unsurfaced(dict(target.consumer.unsurfaced))  # what its user never sees call by call, said once
     if target.command is not None:
         return _play_once(target, episode)  # a command adapter loops its runs and episodes in its own process
     # ORSBENCH_EPISODES (§13.15): a target whose client has a loop over episodes of its own plays them all at once;

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Consumer", "Prediction"]
+__all__ = ["Consumer", "Prediction", "SURFACEABLE"]
 
 #: Which per-call reward becomes the episode's: ``per-call`` (none of its own: the user's loop picks — orsbench
 #: reads the last non-null), ``last`` (the last non-null), ``finishing`` (the first ``finished: true`` call's),
@@ -31,6 +31,9 @@ NoReward = Literal["none", "zero", "refuses"]
 #: returns an ``error result`` (a result flagged as an error, the episode going on).
 FailedCall = Literal["raises", "error text", "error result"]
 
+
+#: The per-call fields a client may never show its user (:attr:`Consumer.unsurfaced`): the adapter contract's names.
+SURFACEABLE = ("reward", "finished")
 
 #: How an aggregation over several episodes counts a failed one: in the denominator (``all``) or not (``scored``).
 Aggregate = Literal["all", "scored"]
@@ -72,8 +75,18 @@ class Consumer:
     #: as 0), ``scored`` (a mean over the scored episodes only: the failure is left out), ``None`` (no aggregation of
     #: its own: the user's loop adds the episodes up).
     aggregate: Aggregate | None = None
+    #: The per-call fields (of :data:`SURFACEABLE`) the client never shows its user call by call, each with why (the
+    #: upstream code, file and line): an eval log that keeps only the latest non-null reward shows no per-call reward.
+    #: Its adapter says so once (the contract's ``unsurfaced`` line, docs/clients.md), and the per-call checks of those
+    #: fields are not applicable to it — what it does show (the episode's reward, on the last call) is still judged.
+    unsurfaced: tuple[tuple[str, str], ...] = ()
     #: The upstream code these facts are read from.
     source: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = [name for name, _ in self.unsurfaced if name not in SURFACEABLE]
+        if unknown:
+            raise ValueError(f"unsurfaced names {unknown}: a per-call field is one of {', '.join(SURFACEABLE)}")
 
     def summary(self) -> str:
         """One line: ``finishing call's reward; none → refused; range [0, 1]; text only; ...``."""
@@ -89,6 +102,8 @@ class Consumer:
             parts.append("every call must carry a reward")
         parts += ["images" if self.images else "text only", "multi-turn" if self.multi_turn else "single-turn"]
         parts.append(f"a failed call {'raises' if self.failed_call == 'raises' else 'is an ' + self.failed_call}")
+        if self.unsurfaced:
+            parts.append(f"never shows per-call {' or '.join(name for name, _ in self.unsurfaced)}")
         if self.aggregate is not None:
             parts.append("its mean over episodes counts a failed one as 0" if self.aggregate == "all" else "its mean over episodes leaves a failed one out")
         return "; ".join(parts)

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from orsbench.clientcheck.contract import ENV, INDEX, MODEL_URL, OUT, SCRIPT, SECRETS, SPLIT, URL, aggregate_line, episodes, runs
+from orsbench.clientcheck.contract import ENV, INDEX, MODEL_URL, OUT, SCRIPT, SECRETS, SPLIT, URL, aggregate_line, episodes, runs, unsurfaced_line
 
 JSON = dict[str, Any]
 
@@ -123,24 +123,31 @@ class AdapterEpisode:
         self._out.write(json.dumps(line) + "\n")
         self._out.flush()  # a client killed at its deadline still leaves what it did
 
-    def record(self, tool: str, text: str, reward: Any, finished: bool) -> None:
-        """What the client returned for one call, as it would hand it on (to a model, to a trainer)."""
+    def record(self, tool: str, text: str, reward: Any, finished: bool, **beside: Any) -> None:
+        """What the client returned for one call, as it would hand it on (to a model, to a trainer); ``beside``: what
+        else the client put on it, untranslated (an agent's ``is_error`` flag), as extra keys the contract allows."""
         self.finished = self.finished or bool(finished)
-        self._write({"tool": tool, "text": text, "reward": reward, "finished": bool(finished)})
+        self._write({"tool": tool, "text": text, "reward": reward, "finished": bool(finished), **beside})
 
-    def after_finished(self, tool: str, text: str) -> None:
+    def after_finished(self, tool: str, text: str, reward: Any = None, finished: bool = False, **beside: Any) -> None:
         """A call the client made after the episode had finished, refused, and the text it showed the model for it.
 
         The episode's reward is settled at ``finished`` (a trainer reads it, an eval scored it), so a refusal of a
         later call is no error of the episode's: the line says what the model was shown, marked ``after_finished``
-        (an extra key the contract allows). That the call was made at all is ``client.stops_at_finished``'s to judge
-        from the server's side (§13.14).
+        (an extra key the contract allows), with the reward and ``finished`` the client itself gave it, untranslated.
+        That the call was made at all is ``client.stops_at_finished``'s to judge from the server's side (§13.14).
         """
-        self._write({"tool": tool, "text": text, "reward": None, "finished": False, "after_finished": True})
+        self._write({"tool": tool, "text": text, "reward": reward, "finished": bool(finished), **beside, "after_finished": True})
 
     def error(self, message: str, *, raised: bool = True) -> None:
         """The client raised (``raised``) or reported a failure its own way (``raised=False``): the episode ends here."""
         self._write({"error": message[:2000], "raised": raised, **({"stage": self.stage} if self.stage else {})})
+
+    def unsurfaced(self, fields: Mapping[str, str]) -> None:
+        """Say once which per-call fields the client never shows its user, each with why (its consumer profile's
+        :attr:`~orsbench.clients.consumers.Consumer.unsurfaced`): the per-call checks of those are then not applicable."""
+        if fields:
+            self._write(unsurfaced_line(fields))
 
     def aggregate(self, reward: Any, episodes: int, **extra: Any) -> None:
         """The client's own aggregate over the episodes it played: its figure, and how many episodes it is over."""

@@ -125,6 +125,27 @@ Where = Callable[[CellFacts], bool]
 
 
 @dataclass(frozen=True)
+class Source:
+    """Where the package whose code does it does it: a file of that installed distribution, a line, and words on it.
+
+    A pin names the package it belongs to — the client, the SDK the client inherits, or the server it talks to — and
+    the line that does it, so that a reader can check it and the day the line moves the pin says so
+    (``tests/test_defect_sources.py`` reads ``shows`` on that line of the installed file).
+    """
+
+    #: The distribution (``pip show`` name) whose file it is.
+    package: str
+    #: The file, relative to the distribution's install root (site-packages).
+    path: str
+    line: int
+    #: A fragment of that line, as the installed release has it.
+    shows: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
 class Defect:
     id: str
     upstream: str
@@ -144,6 +165,8 @@ class Defect:
     unreported: bool = False
     #: Client checks of rules it makes fail, each with the cells where it does (the verdict does not depend on them).
     breaks: tuple[tuple[str, Where], ...] = ()
+    #: The file and line of the package whose code does it (every pin names one).
+    at: Source | None = None
 
     @property
     def clients(self) -> tuple[str, ...]:
@@ -163,19 +186,25 @@ class Defect:
         return self.shows_in is not None and self.reaches(cell) and self.shows_in(cell)
 
     @property
+    def where(self) -> str:
+        """The package and its file and line: ``trl 1.16.0, trl/experimental/openreward/environment.py:276``."""
+        return f"{self.upstream}, {self.at}" if self.at is not None else self.upstream
+
+    @property
     def summary(self) -> str:
-        return f"{self.upstream}: {self.behaviour}"
+        return f"{self.where}: {self.behaviour}"
 
     def mark(self) -> pytest.MarkDecorator:
         import pytest
 
-        return pytest.mark.xfail(strict=True, reason=f"[{self.id}] {self.upstream}: {self.behaviour}")
+        return pytest.mark.xfail(strict=True, reason=f"[{self.id}] {self.summary}")
 
 
 TRL = "trl 1.16.0"
 SDK = "openreward 0.1.167 client"
 ORS = "ors-sdk 0.1.0 client"
 INSPECT = "inspect-openreward 0.3.0"
+INSPECT_AI = "inspect_ai 0.3.285"
 ORS_SERVER = "ors-sdk 0.1.0 server"
 FIREHORSE = "firehorse-cli 0.1.4"
 PLATOON = "platoon 0.4.0"
@@ -183,8 +212,11 @@ BENCHFLOW = "benchflow 0.7.11"
 
 # -- where each defect shows in the client matrix (the predicates its entry names) ---------------------
 # A predicate may name a client or a server where the defect's mechanism is that client's own use of an
-# upstream library (only inspect-openreward sanitises schemas; only ors-sdk's server has no finish latch):
-# it is the defect's fact, on its entry.
+# upstream library (inspect-openreward's solver lists tools through the sanitiser for "openai", firehorse's react
+# agent for "anthropic" — only inspect's episode changes, as its tool definitions refuse the call the model makes
+# without the parameter; firehorse's model is shown the schema without it, conformance/test_clients.py
+# test_firehorse_shows_every_required_parameter; only ors-sdk's server has no finish latch): it is the defect's fact,
+# on its entry.
 def _scenario_cell(cell: CellFacts) -> bool:
     return cell.profile is None
 
@@ -214,7 +246,9 @@ def _index_only(cell: CellFacts) -> bool:
 
 
 def _sanitized(cell: CellFacts) -> bool:
-    """inspect-openreward sanitises the task's tool schemas (for the openai provider) and one loses a parameter."""
+    """inspect-openreward sanitises the task's tool schemas (for the openai provider) and one loses a parameter: its
+    tool definition (ToolParams) then refuses the model's call, so nothing runs. firehorse's react agent sanitises too
+    (for anthropic, agents/react.py:310), but its loop sends the call as the model made it: the episode is unchanged."""
     return cell.client == "inspect" and _scenario_cell(cell) and any(sanitized_params(t) for t in cell.tools)
 
 
@@ -232,8 +266,9 @@ def _lands_in_default_env(cell: CellFacts) -> bool:
 
 
 def _get_task_on_ors_sdk(cell: CellFacts) -> bool:
-    """A firehorse trial starts from get_task, and ors-sdk's server answers /task without env_name."""
-    return _scenario_cell(cell) and cell.server == "ors-sdk"
+    """A firehorse trial starts from the SDK's get_task (its orchestrator's own use of the SDK: the other clients'
+    paths call it best effort or not at all), and ors-sdk's server answers /task without env_name."""
+    return cell.client == "firehorse" and _scenario_cell(cell) and cell.server == "ors-sdk"
 
 
 def _shown(*ids: str) -> Where:
@@ -276,11 +311,6 @@ def _episode_fails_in_an_aggregate(cell: CellFacts) -> bool:
     return cell.episodes > 1 and cell.setup_fails and cell.aggregates_over_scored
 
 
-def _rewards_spread(cell: CellFacts) -> bool:
-    """A call before the last is rewarded (dense-reward): a client that keeps only the last reward loses the others."""
-    return _scenario_cell(cell) and cell.rewards_before_the_end
-
-
 def _firehorse_task_env(cell: CellFacts) -> bool:
     return _scenario_cell(cell) and cell.several_envs and not _get_task_on_ors_sdk(cell)
 
@@ -316,6 +346,7 @@ UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
     SDK: ("openreward", "trl", "inspect", "firehorse", "platoon", "benchflow"),
     ORS: ("ors",),
     INSPECT: ("inspect",),
+    INSPECT_AI: ("inspect",),
     FIREHORSE: ("firehorse",),
     PLATOON: ("platoon",),
     BENCHFLOW: ("benchflow",),
@@ -333,57 +364,68 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_factory("keyword-crash"),
             effect=Effect.REPORTS_ERROR,
             masks=True,
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 359, 'exec(src, ns)'),
         ),
         Defect(
             "non-identifier-skipped",
             TRL,
             "a tool whose name or any parameter name is not a Python identifier (file-path, a.b/c) is skipped with only a logger warning; the model never sees it",
             "P3",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 317, 'logger.warning("skipping tool with non-identifier name'),
         ),
         Defect(
             "reset-overridden",
             TRL,
             "a tool named reset replaces the adapter's reset(); GRPO then calls the tool instead of opening a session",
             "P4",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 363, 'setattr(cls, tool_name, fn)'),
         ),
         Defect(
             "get-reward-reserved",
             TRL,
             "a tool named get_reward is bound, and GRPO takes it as a reward source instead of a tool",
             "P4",
+            at=Source('trl', 'trl/trainer/grpo_trainer.py', 694, 'elif member_name == "get_reward":'),
         ),
         Defect(
             "state-shadowed",
             TRL,
             "a tool named reward/rewards/metadata/finished/last_output is bound on the class but shadowed by the adapter's instance attribute; GRPO collects the attribute's value, not a callable",
             "P4",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 192, 'self.reward: float | None = None'),
         ),
         Defect(
             "underscore-hidden",
             TRL,
             "a tool whose name starts with _ is bound, but GRPO drops _-prefixed methods; the model never sees it",
             "P4",
+            at=Source('trl', 'trl/trainer/grpo_trainer.py', 696, 'elif not member_name.startswith("_"):'),
         ),
         Defect(
             "type-lost",
             TRL,
             "_resolve_param_type keeps only a top-level type string or the first non-null anyOf/oneOf type, else the default's type, else str: $ref/oneOf models become str, anyOf[int, str] becomes int, type lists become str",
             "P5",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 78, 'def _resolve_param_type('),
         ),
         Defect(
             "enum-dropped",
             TRL,
             "enum/Literal values are dropped: the annotation is the bare type and the docstring carries no (choices: ...)",
             "P5",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 340, 'annotations[pname] = _PY_TYPE_OBJECTS[py_type]'),
         ),
         Defect(
             "items-dropped",
             TRL,
             "array item types, tuple prefixItems and dict value types are dropped: annotations are bare list/dict",
             "P5",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 340, 'annotations[pname] = _PY_TYPE_OBJECTS[py_type]'),
         ),
-        Defect("nesting-dropped", TRL, "nested object properties are dropped: a $ref model becomes str (or a bare dict)", "P5"),
-        Defect("constraints-dropped", TRL, "minimum/maximum, length and item-count bounds are dropped", "P5"),
+        Defect("nesting-dropped", TRL, "nested object properties are dropped: a $ref model becomes str (or a bare dict)", "P5",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 339, 'py_type = _resolve_param_type(pdef)')),
+        Defect("constraints-dropped", TRL, "minimum/maximum, length and item-count bounds are dropped", "P5",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 339, 'py_type = _resolve_param_type(pdef)')),
         Defect(
             "bool-schema-crash",
             TRL,
@@ -394,6 +436,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_factory("bool-schema-crash"),
             effect=Effect.REPORTS_ERROR,
             masks=True,
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 85, 't = pdef.get("type")'),
         ),
         Defect(
             "top-level-only",
@@ -403,6 +446,7 @@ DEFECTS: dict[str, Defect] = {
             "becomes a method with no parameters, so get_json_schema shows the model none and any argument it passes "
             "raises TypeError",
             "P5",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 325, 'schema.get("properties") or {}'),
         ),
         Defect(
             "description-filled",
@@ -410,24 +454,28 @@ DEFECTS: dict[str, Defect] = {
             "an empty description is replaced: the tool's by 'Call the NAME tool.', a parameter's by its title or its "
             "name ('Word' for word), so the model reads text the environment never wrote",
             "P5",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 323, 'f"Call the {tool_name} tool."'),
         ),
         Defect(
             "docstring-sections",
             TRL,
             "descriptions are pasted into a Google-style docstring unescaped: a description containing Args:/Returns:/Raises: is cut there, and a parameter description line starting 'Word:' is parsed as another argument, so get_json_schema shows the model a truncated text",
             "P5",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 351, 'docstring = description + '),
         ),
         Defect(
             "none-forwarded",
             TRL,
             "an optional parameter without a JSON default (pydantic default_factory) or with default null on a non-nullable type gets '= None', and the generated body forwards every local, so the server receives null and answers input_validation",
             "P6",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 355, '_kwargs = dict(locals())'),
         ),
         Defect(
             "probe-task-0",
             TRL,
             "with neither indices nor task_tools_discovery_index, tool discovery probes task 0 only: task-scoped tools of other tasks are never bound",
             "P1",
+            at=Source('trl', 'trl/experimental/openreward/_spec.py', 268, 'return [0]'),
         ),
         Defect(
             "task-spec-column",
@@ -436,6 +484,7 @@ DEFECTS: dict[str, Defect] = {
             "creates the session from that value instead of the row's task_index (against a URL, /create then names "
             "the placeholder environment 'env' and fails with 404)",
             "P11",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 225, 'if task_spec is not None:'),
         ),
         Defect(
             "ragged-metadata",
@@ -444,12 +493,14 @@ DEFECTS: dict[str, Defect] = {
             "back with every key, the missing ones null (and a value whose JSON type differs between tasks makes "
             "train_dataset raise ArrowInvalid)",
             "P11",
+            at=Source('trl', 'trl/experimental/openreward/_spec.py', 197, 'rows[key] = [s.get(key)'),
         ),
         Defect(
             "errors-as-text",
             TRL,
             "transport and HTTP failures (session gone, 404/500) are caught in _call_ors_tool and returned to the model as 'Error: ...' text; the rollout carries on as if the environment had answered",
             "P8",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 276, 'self.last_output = f"Error: {e}"'),
         ),
         Defect(
             "reset-leaks-session",
@@ -459,18 +510,21 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_setup_fails,
             effect=Effect.HARMS_SERVER,
             masks=True,
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 243, 'prompt = self._session.get_prompt()'),
         ),
         Defect(
             "images-dropped",
             TRL,
             "reset() and every tool method return _join_text_blocks(...): image blocks of the prompt and of tool results are skipped, so the model never sees an image (a screenshot tool reaches it as its caption alone)",
             "P8",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 244, 'return _join_text_blocks(prompt)'),
         ),
         Defect(
             "bool-reward",
             TRL,
             "a JSON boolean reward is taken as 1.0/0.0 (float(True)); RFC 008 excludes booleans from rewards",
             "P7",
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 286, 'step_reward = float(out.reward)'),
         ),
         Defect(
             "session-url",
@@ -480,28 +534,32 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_url_only,
             effect=Effect.REPORTS_ERROR,
             masks=True,
+            at=Source('trl', 'trl/experimental/openreward/_spec.py', 348, 'kwargs["base_url"] = self._target'),
         ),
         Defect(
             "secret-names",
             SDK,
             "build_secrets_header (behind every session(secrets=...) of the SDK) accepts a plain string value only for a name in openreward's WELL_KNOWN_SECRETS and raises ValueError for any other: secrets={'NAME': 'value'} fails before /create for every client on the SDK (the SDK's own session(), TRL's documented dict[str, str], firehorse's --secret NAME=VALUE); TRL's tool probe swallows it (shared tools only) and reset() raises",
             "P13",
+            at=Source('openreward', 'openreward/api/sandboxes/secrets.py', 156, 'if key not in WELL_KNOWN_SECRETS:'),
         ),
         Defect(
             "error-event-kills-session",
             SDK,
             "after one SSE error event (a tool raised) the client marks the session dead: every later call shows the model 'Error: environment session terminated ...' although the server session is alive",
             "P8",
+            at=Source('openreward', 'openreward/api/environments/client.py', 993, 'self._mark_dead(ErrorResponse('),
         ),
         Defect(
             "sanitizer-drops-keyword-params",
             SDK,
-            "sanitize_tool_schema (and session.list_tools(format=...)) deletes every key named title at any depth, so a parameter named title vanishes from properties for every provider (google also loses parameters named default and examples) while required still names it: the model is shown a schema without a parameter the server requires",
+            "sanitize_tool_schema (and session.list_tools(format=...)) deletes every key named title at any depth, so a parameter named title vanishes from properties for every provider (google also loses parameters named default and examples) while required still names it: the model is shown a schema without a parameter the server requires (inspect-openreward's solver lists tools for 'openai', firehorse's react agent for 'anthropic', agents/react.py:310)",
             "P5",
             shows_in=_sanitized,  # the model's call lacks the parameter: nothing runs
             effect=Effect.WRONG_DATA,
             masks=True,
             breaks=(("client.script_followed", _shown("sanitizer-drops-keyword-params")),),
+            at=Source('openreward', 'openreward/api/environments/client.py', 162, 'if k != "title"'),
         ),
         Defect(
             "env-name-not-sent",
@@ -515,6 +573,7 @@ DEFECTS: dict[str, Defect] = {
                 ("client.env_name", _task_default_env),
                 ("client.env_name", _platoon_by_name),
             ),
+            at=Source('openreward', 'openreward/api/environments/client.py', 753, 'if self.env.variant is None:'),
         ),
         Defect(
             "cut-call-rerun",
@@ -524,6 +583,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_under("cut-before-task-id"),
             effect=Effect.HARMS_SERVER,
             masks=True,
+            at=Source('openreward', 'openreward/api/environments/client.py', 981, 'NOTE: the safe (never-re-invoke) /call retry via'),
         ),
         Defect(
             "nan-reward-taken",
@@ -535,6 +595,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=lambda cell: _under("reward-nan")(cell) and not cell.refuses_non_finite,
             effect=Effect.WRONG_DATA,
             unreported=True,
+            at=Source('openreward', 'openreward/api/_session/http.py', 410, 'return json_lib.loads(final_result)'),
         ),
         Defect(
             "chunk-lstrip",
@@ -543,6 +604,7 @@ DEFECTS: dict[str, Defect] = {
             "P8",
             shows_in=_spaced_result,
             effect=Effect.WRONG_DATA,
+            at=Source('openreward', 'openreward/api/_session/http.py', 326, 'value = value.lstrip()'),
         ),
         Defect(
             "no-end-retried-forever",
@@ -552,6 +614,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_under("stream-no-end"),
             effect=Effect.HANGS,
             masks=True,
+            at=Source('openreward', 'openreward/api/_session/http.py', 396, 'attempt = 0'),
         ),
         Defect(
             "ors-no-end-retried-forever",
@@ -561,6 +624,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_under("stream-no-end"),
             effect=Effect.HANGS,
             masks=True,
+            at=Source('ors-sdk', 'ors/client/_http.py', 165, 'attempt = 0'),
         ),
         Defect(
             "ors-chunk-lstrip",
@@ -569,6 +633,7 @@ DEFECTS: dict[str, Defect] = {
             "P8",
             shows_in=_spaced_result,
             effect=Effect.WRONG_DATA,
+            at=Source('ors-sdk', 'ors/client/_http.py', 116, 'value = value.lstrip()'),
         ),
         Defect(
             "ors-create-without-env-name",
@@ -578,6 +643,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_lands_in_default_env,
             effect=Effect.WRONG_DATA,
             breaks=(("client.env_name", _creates),),
+            at=Source('ors-sdk', 'ors/client/session.py', 83, 'create_payload["split"] = self.split'),
         ),
         Defect(
             "ors-nan-reward-taken",
@@ -588,6 +654,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_under("reward-nan"),
             effect=Effect.WRONG_DATA,
             unreported=True,
+            at=Source('ors-sdk', 'ors/client/_http.py', 179, 'return json_lib.loads(final_result)'),
         ),
         Defect(
             "ors-cut-call-rerun",
@@ -597,6 +664,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_under("cut-before-task-id"),
             effect=Effect.HARMS_SERVER,
             masks=True,
+            at=Source('ors-sdk', 'ors/client/_http.py', 159, 'if task_id:'),
         ),
         Defect(
             "ors-4xx-retried",
@@ -605,12 +673,14 @@ DEFECTS: dict[str, Defect] = {
             "P8",
             # §13.13: the /create refused 400 under missing-task-429 is sent three times (the text plays no part).
             breaks=(("client.no_4xx_retry", _under("missing-task-429")),),
+            at=Source('ors-sdk', 'ors/client/_http.py', 16, 'if isinstance(exception, (aiohttp.ClientError, asyncio.TimeoutError)):'),
         ),
         Defect(
             "ors-503-gives-up",
             ORS,
             "request_retryable stops after 3 attempts with 1 s and 2 s waits whatever Retry-After says: a 503 'starting' that lasts longer than about 4.5 s (a slow setup()) ends the episode with an error, where the openreward client rides it out",
             "P2",
+            at=Source('ors-sdk', 'ors/client/_http.py', 57, 'stop=stop_after_attempt(3),'),
         ),
         Defect(
             "ors-retry-after-ignored",
@@ -618,6 +688,7 @@ DEFECTS: dict[str, Defect] = {
             "request_retryable waits its own backoff, 1 s then 2 s (tenacity wait_exponential(multiplier=1, min=1)), whatever Retry-After says: a 429 or 503 with Retry-After: 2 is retried after 1 s, too soon (the retry usually still succeeds, so the episode survives)",
             "P2",
             breaks=(("client.retry_after", lambda cell: _creates(cell) and cell.retry_after),),
+            at=Source('ors-sdk', 'ors/client/_http.py', 56, 'wait=wait_exponential(multiplier=1, min=1, max=10),'),
         ),
         Defect(
             "defaults-sent",
@@ -625,6 +696,7 @@ DEFECTS: dict[str, Defect] = {
             "the generated tool method forwards every parameter, so a call that leaves out an optional parameter sends its JSON default explicitly (step() arrives as step(note='')): the server sees a different call than the model made",
             "P6",
             breaks=(("client.script_followed", _trl_defaults),),
+            at=Source('trl', 'trl/experimental/openreward/environment.py', 355, '_kwargs = dict(locals())'),
         ),
         Defect(
             "inspect-finished-error",
@@ -634,6 +706,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=lambda cell: cell.calls_after_finished and _creates(cell),
             effect=Effect.REPORTS_ERROR,
             breaks=(("client.stops_at_finished", lambda cell: cell.calls_after_finished and _creates(cell)),),
+            at=Source('inspect-openreward', 'inspect_openreward/_solver.py', 156, 'result = await session.call_tool(name, kwargs)'),
         ),
         Defect(
             "trl-calls-after-finished",
@@ -645,6 +718,7 @@ DEFECTS: dict[str, Defect] = {
             "a latch (ors-sdk's server) runs the tool again and its reward replaces the winning one",
             "P7",
             breaks=(("client.stops_at_finished", lambda cell: cell.calls_after_finished and _creates(cell)),),
+            at=Source('trl', 'trl/trainer/grpo_trainer.py', 1957, 'while idxs_with_tool and iteration_num < self.max_tool_calling_iterations:'),
         ),
         Defect(
             "firehorse-runs-the-whole-reply",
@@ -655,18 +729,32 @@ DEFECTS: dict[str, Defect] = {
             "'Error: ...' result and the trial keeps its reward",
             "P7",
             breaks=(("client.stops_at_finished", lambda cell: cell.finishing_reply_goes_on and _creates(cell)),),
+            at=Source('firehorse-cli', 'firehorse/agents/react.py', 403, 'for block in message.content:'),
         ),
         Defect(
             "inspect-ref-untyped",
             INSPECT,
             "openreward_solver builds each tool's parameters as Inspect's ToolParams(**schema), whose JSONSchema model has no $ref or $defs field (pydantic drops unknown keys) — whatever the provider, since sanitize_tool_schema keeps $ref: a parameter whose schema is a $ref (a pydantic model or Enum, also inside anyOf or array items) reaches the model as an untyped {} with only its description",
             "P5",
+            at=Source('inspect-openreward', 'inspect_openreward/_solver.py', 172, 'parameters=ToolParams(**schema),'),
+        ),
+        Defect(
+            "ors-gc-closes-loop",
+            ORS,
+            "the sync EnvironmentsAPI closes its event loop when it is garbage collected (__del__ calls close(), which "
+            "runs self._loop.close()), while each Environment it handed out keeps using that loop: the one-liner "
+            "env = ORS(base_url=URL).environments.get(name) leaves the client unreferenced, and the environment's first "
+            "session raises RuntimeError 'Event loop is closed' before /create (the openreward client's environment "
+            "outlives its client)",
+            "P13",
+            at=Source("ors-sdk", "ors/client/environment.py", 453, "if not self._loop.is_closed():"),
         ),
         Defect(
             "ors-sdk-no-finish-latch",
             ORS_SERVER,
             "no finish latch: a call after the one that returned finished=True still runs the tool and answers ok with a new reward, so a client that keeps calling (Inspect's tool loop) runs tools the episode no longer accepts, and a trainer reading the last reward trains on the later one",
             "P7",
+            at=Source('ors-sdk', 'ors/server.py', 482, 'res = await env._call_tool(tool_call.name, tool_call.input)'),
         ),
         Defect(
             "inspect-schema-refused",
@@ -678,6 +766,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=lambda cell: cell.client == "inspect" and _scenario_cell(cell) and any(inspect_refused(t) for t in cell.tools),
             effect=Effect.REPORTS_ERROR,
             masks=True,
+            at=Source('inspect-openreward', 'inspect_openreward/_solver.py', 172, 'parameters=ToolParams(**schema),'),
         ),
         Defect(
             "inspect-keywords-dropped",
@@ -688,11 +777,13 @@ DEFECTS: dict[str, Defect] = {
             "becomes an object with no parameters, and one that takes any key takes none (the openai sanitizer drops "
             "additionalProperties)",
             "P5",
+            at=Source('inspect-openreward', 'inspect_openreward/_solver.py', 172, 'parameters=ToolParams(**schema),'),
         ),        Defect(
             "inspect-items-dropped",
             INSPECT,
             "ToolParams has no prefixItems either, so a tuple reaches the model as an array with items {} (the openai sanitizer's empty items) or none (anthropic); and sanitize_tool_schema(..., 'openai') — the provider inspect-openreward picks for Inspect's openai API and any it does not know — drops additionalProperties, so a dict loses its value type (dict[str, float] is a bare object)",
             "P5",
+            at=Source('inspect-openreward', 'inspect_openreward/_solver.py', 165, 'schema = sanitize_tool_schema(tool_spec.input_schema, provider_format)'),
         ),
         Defect(
             "inspect-solver-drops-base-url",
@@ -702,20 +793,24 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_url_only,
             effect=Effect.REPORTS_ERROR,
             masks=True,
+            at=Source('inspect-openreward', 'inspect_openreward/_solver.py', 105, 'async_env = AsyncOpenReward().environments.get('),
         ),
         Defect(
-            "inspect-last-reward-only",
+            "inspect-no-secrets",
             INSPECT,
-            "each tool overwrites state.metadata['openreward_reward'] with the latest non-null reward and openreward_scorer scores that: the rewards of the calls before the last never reach the eval log, so an episode that rewards every step is scored by its last step alone (0.25 where the steps gave 0.5, -0.25, 0.25)",
-            "P7",
-            shows_in=_rewards_spread,
-            effect=Effect.WRONG_DATA,
+            "openreward_solver takes no secrets: it opens each sample's session with the task and toolset only "
+            "(async_env.session(task=task, toolset=toolset)), so an environment that needs a session secret refuses "
+            "/create (400 naming the secret) and every sample errors before its first turn — an inspect-openreward "
+            "user has no way to hand one on",
+            "P13",
+            at=Source("inspect-openreward", "inspect_openreward/_solver.py", 109, "async with async_env.session(task=task, toolset=toolset) as session:"),
         ),
         Defect(
             "inspect-result-images-dropped",
             INSPECT,
             "a tool's execute() returns only the TextBlock texts of the result: image blocks in tool results are dropped (the prompt's images do reach the model as ContentImage)",
             "P8",
+            at=Source('inspect-openreward', 'inspect_openreward/_solver.py', 162, 'block.text for block in result.blocks if isinstance(block, TextBlock)'),
         ),
         Defect(
             "inspect-list-tasks-only",
@@ -725,23 +820,40 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_index_only,
             effect=Effect.REPORTS_ERROR,
             masks=True,
+            at=Source('inspect-openreward', 'inspect_openreward/_dataset.py', 35, 'tasks = environment.list_tasks(split=split)'),
+        ),
+        Defect(
+            "firehorse-error-results-unreported",
+            FIREHORSE,
+            "the react agent's Anthropic loop catches every exception of session.call_tool but ToolFailed and "
+            "SessionTerminatedError and hands the model an is_error 'Error: ...' tool result, and the trial ends "
+            "success=True with no error (agents/react.py:458): a session lost mid-episode (the server restarted: 404 "
+            "'Active environment not found' on every later call) reaches the model call after call, and the run's "
+            "result reports a trial without a reward, never the failure",
+            "P8",
+            shows_in=_under("restart"),
+            effect=Effect.WRONG_DATA,
+            unreported=True,
+            at=Source("firehorse-cli", "firehorse/agents/react.py", 433, "except Exception as e:"),
         ),
         Defect(
             "firehorse-needs-platform",
             FIREHORSE,
             "before any trial the orchestrator asks the OpenReward platform which secrets the environment requires (GET {OPENREWARD_API_URL}/v1/environments/NS/NAME/required-secrets, not part of ORS) and does not catch a failure: pointed at an ORS server alone (OPENREWARD_API_URL the server's URL), every run ends with a traceback on its 404 before a trial starts",
             "P10",
+            at=Source('firehorse-cli', 'firehorse/orchestrator.py', 122, 'required = await env.list_required_secrets()'),
         ),
         Defect(
             "inspect-mean-over-scored",
-            INSPECT,
-            "inspect eval --no-fail-on-error (how the target runs it) leaves an errored sample out of scoring: the "
+            INSPECT_AI,
+            "an errored sample has no score, and the eval's results count only the samples scored: under inspect eval --no-fail-on-error — orsbench's choice for its inspect target, so that one failed episode does not end the others, as a user evaluating many samples runs it (without it the first sample error fails the whole eval) — the "
             "openreward_scorer's mean in results.scores is over the scored samples only (scored_samples 2 of 3 samples), "
             "so an eval whose second episode failed its setup reports mean 1.0, the figure of a run with no failure",
             "P8",
             shows_in=_episode_fails_in_an_aggregate,
             effect=Effect.WRONG_DATA,
             unreported=True,
+            at=Source('inspect_ai', 'inspect_ai/_eval/task/results.py', 415, 'scored_samples = len(sample_scores_with_values)'),
         ),
         Defect(
             "firehorse-avg-reward-over-scored",
@@ -753,6 +865,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_episode_fails_in_an_aggregate,
             effect=Effect.WRONG_DATA,
             unreported=True,
+            at=Source('firehorse-cli', 'firehorse/results.py', 89, 'avg = sum(rewards) / len(rewards) if rewards else None'),
         ),
         Defect(
             "firehorse-setup-leaks-session",
@@ -761,6 +874,7 @@ DEFECTS: dict[str, Defect] = {
             "P13",
             shows_in=_setup_fails,
             effect=Effect.HARMS_SERVER,
+            at=Source('firehorse-cli', 'firehorse/trial.py', 108, 'if toolset_name is None or not _is_toolset_rejection(enter_exc):'),
         ),
         Defect(
             "platoon-null-final-reward-refused",
@@ -771,6 +885,7 @@ DEFECTS: dict[str, Defect] = {
             "P7",
             shows_in=lambda cell: _scenario_cell(cell) and cell.finishes_without_a_reward,
             effect=Effect.REPORTS_ERROR,
+            at=Source('platoon', 'platoon/envs/ors/session.py', 998, '"no_reward", status="invalid"'),
         ),
         Defect(
             "platoon-402-listing-ignored",
@@ -783,6 +898,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_listing_refused,
             effect=Effect.WRONG_DATA,
             unreported=True,
+            at=Source('platoon', 'platoon/envs/ors/service.py', 852, 'logger.debug("Cannot list the environments of the env server %s"'),
         ),
         Defect(
             "platoon-non-default-env-refused",
@@ -795,15 +911,17 @@ DEFECTS: dict[str, Defect] = {
             shows_in=lambda cell: _scenario_cell(cell) and cell.several_envs,
             effect=Effect.REPORTS_ERROR,
             masks=True,
+            at=Source('platoon', 'platoon/envs/ors/service.py', 462, 'raise EnvSetupError('),
         ),
         Defect(
             "firehorse-get-task-env-name",
-            FIREHORSE,
-            "the orchestrator starts each trial from get_task(split, index) on the async openreward client, which reads env_name from the /task answer: against ors-sdk's server (whose /task answer has none) every trial fails with the error 'env_name' (a KeyError's text) before a session is opened",
+            SDK,
+            "AsyncEnvironment.get_task reads res['env_name'] from the /task answer unguarded, and ors-sdk's server answers /task with the task alone (ors/server.py:364, {'task': task}): every caller of get_task on that server raises KeyError 'env_name' — firehorse's orchestrator starts each trial from it (firehorse/orchestrator.py:162), so every firehorse trial fails with the error 'env_name' before a session is opened",
             "P11",
             shows_in=_get_task_on_ors_sdk,
             effect=Effect.REPORTS_ERROR,
             masks=True,
+            at=Source('openreward', 'openreward/api/environments/client.py', 1158, 'environment_name=res["env_name"]'),
         ),
         Defect(
             "firehorse-task-env-name",
@@ -811,6 +929,7 @@ DEFECTS: dict[str, Defect] = {
             "a trial's session is opened from the Task that the orchestrator's get_task returned, and the SDK fetched it from the server's default environment (its bare path, see env-name-not-sent): on a server with several environments /create names the default one ('two-envs-decoy' where the run was started for --env orsbench/two-envs) and the episode plays there",
             "P12",
             breaks=(("client.env_name", _firehorse_task_env),),
+            at=Source('firehorse-cli', 'firehorse/orchestrator.py', 162, 'task = await env.get_task(config.split, abs_index)'),
         ),
         Defect(
             "benchflow-unscored-call-refused",
@@ -822,6 +941,7 @@ DEFECTS: dict[str, Defect] = {
             "P7",
             shows_in=_benchflow("unscored"),
             effect=Effect.REPORTS_ERROR,
+            at=Source('benchflow', 'benchflow/adapters/ors.py', 245, 'reward must be numeric'),
         ),
         Defect(
             "benchflow-reward-outside-unit-refused",
@@ -832,6 +952,7 @@ DEFECTS: dict[str, Defect] = {
             "P7",
             shows_in=_benchflow("range"),
             effect=Effect.REPORTS_ERROR,
+            at=Source('benchflow', 'benchflow/adapters/ors.py', 247, 'must be finite and between 0.0 and 1.0'),
         ),
         Defect(
             "benchflow-unfinished-refused",
@@ -842,6 +963,7 @@ DEFECTS: dict[str, Defect] = {
             "P7",
             shows_in=_benchflow("unfinished"),
             effect=Effect.REPORTS_ERROR,
+            at=Source('benchflow', 'benchflow/task/verifier_ors_episode.py', 187, 'did not include a terminal reward'),
         ),
         Defect(
             "benchflow-bool-reward",
@@ -849,6 +971,7 @@ DEFECTS: dict[str, Defect] = {
             "_bounded_reward does float(value): a JSON boolean reward (true) passes the [0, 1] check as 1.0 and the "
             "ors-episode verifier scores the episode 1.0 (the openreward client hands the boolean on as sent)",
             "P7",
+            at=Source('benchflow', 'benchflow/adapters/ors.py', 243, 'reward = float(value)'),
         ),
         Defect(
             "inspect-sigterm-leaks-session",
@@ -860,6 +983,7 @@ DEFECTS: dict[str, Defect] = {
             "CancelledError and the server holds the session until its TTL",
             "P13",
             breaks=(("client.deletes_on_sigterm", lambda cell: cell.terminated),),
+            at=Source('inspect-openreward', 'inspect_openreward/_solver.py', 109, 'async with async_env.session(task=task, toolset=toolset) as session:'),
         ),
         Defect(
             "firehorse-sigterm-leaks-session",
@@ -869,6 +993,7 @@ DEFECTS: dict[str, Defect] = {
             "its TTL (unwound instead, as orsbench's adapter turns SIGTERM into SystemExit, the trial deletes it: the "
             "matrix's firehorse cell passes)",
             "P13",
+            at=Source('firehorse-cli', 'firehorse/cli.py', 460, 'def main(argv: list[str] | None = None) -> int:'),
         ),
         Defect(
             "firehorse-secret-on-command-line",
@@ -878,6 +1003,7 @@ DEFECTS: dict[str, Defect] = {
             "(ps), for the whole evaluation (docs/protocol.md §14.4; orsbench's firehorse target runs the same CLI "
             "in-process, so its matrix episodes carry no secret on a command line)",
             "P13",
+            at=Source('firehorse-cli', 'firehorse/cli.py', 105, '"--secret", action="append"'),
         ),
     )
 }

@@ -430,6 +430,71 @@ class Garbage(Adapter):
             handle.write("OK " + json.dumps(line)[:20] + "\n[1, 2]\n")
 
 
+class ErrorResultFlagged(Adapter):
+    """Not a fault: an agent harness's way (firehorse's react agent) — a failed call is handed to the model as a tool
+    result it flags ``is_error`` itself, and the episode goes on; the line is that result, untranslated."""
+
+    def report_failure(self, tool: str, error: Exception) -> bool:
+        self.write({"tool": tool, "text": f"Error: {error}", "reward": None, "finished": False, "is_error": True})
+        return False
+
+
+class EpisodeRewardOnly(Adapter):
+    """Not a fault: like an eval log (inspect-openreward's), it shows its user no per-call reward and no per-call
+    finished — only the episode's, on the last call — and says so once (the contract's ``unsurfaced`` line)."""
+
+    latest: Any = None
+    done = False
+    held: dict[str, Any] | None = None
+
+    def play(self) -> int:
+        super().write({"unsurfaced": {"reward": "its log keeps the latest non-null reward only", "finished": "shown on the score"}})
+        code = super().play()
+        self.release(last=True)
+        return code
+
+    def line(self, tool: str, output: dict[str, Any]) -> dict[str, Any]:
+        if output.get("reward") is not None:
+            self.latest = output["reward"]
+        self.done = self.done or bool(output.get("finished"))
+        return super().line(tool, output)
+
+    def episode_reward(self) -> Any:
+        return self.latest
+
+    def release(self, last: bool) -> None:
+        if self.held is not None:
+            shown = {"reward": self.episode_reward(), "finished": self.done} if last else {"reward": None, "finished": False}
+            super().write({**self.held, **shown})
+            self.held = None
+
+    def write(self, line: dict[str, Any]) -> None:
+        if "tool" in line and "error" not in line:
+            self.release(last=False)
+            self.held = line
+            return
+        self.release(last=True)
+        super().write(line)
+
+
+class EpisodeRewardOnlyWrong(EpisodeRewardOnly):
+    """Shows only the episode's reward, like an eval log, and gets it wrong: the first non-null reward, not the latest."""
+
+    first: Any = None
+
+    def line(self, tool: str, output: dict[str, Any]) -> dict[str, Any]:
+        if self.first is None and output.get("reward") is not None:
+            self.first = output["reward"]
+        return super().line(tool, output)
+
+    def episode_reward(self) -> Any:
+        return self.first
+
+
+class EpisodeRewardOnlyBool(EpisodeRewardOnly, BoolReward):
+    """Shows only the episode's reward, like an eval log, and takes a JSON boolean reward for a number (true → 1.0)."""
+
+
 FAULTS: dict[str, type[Adapter]] = {
     "no-resume": NoResume,
     "strip-chunks": StripChunks,
@@ -468,6 +533,10 @@ FAULTS: dict[str, type[Adapter]] = {
     "crash": Crash,
     "flood": Flood,
     "garbage": Garbage,
+    "error-result-flagged": ErrorResultFlagged,
+    "episode-reward-only": EpisodeRewardOnly,
+    "episode-reward-only-wrong": EpisodeRewardOnlyWrong,
+    "episode-reward-only-bool": EpisodeRewardOnlyBool,
 }
 
 #: Faults of the run as a whole (how the episodes' results are put together), not of one episode's adapter.

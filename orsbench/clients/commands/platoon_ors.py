@@ -18,7 +18,8 @@ script in the model's place:
 * the script goes on after an error result (platoon shows it to the model, which carries on), and after a
   ``finished`` result too where it goes on (§13.14): platoon's harness runs whatever calls the model makes, and its
   session's finish latch (``OrsSession._refusal``: ``environment_already_finished``) answers them without reaching
-  the env — each such answer is written ``{"tool", "text", "reward": null, "finished": false, "after_finished": true}``;
+  the env — each such answer is written as platoon gave it, untranslated: ``{"tool", "text", "reward", "finished",
+  "is_error", "after_finished": true}`` (its latch repeats ``finished: true`` and the last reward, flagged ``is_error``);
 * SIGTERM is handled as platoon's rollout worker handles it: the sessions still open are deleted, then the episode
   ends (:func:`unwind_on_sigterm`, docs/protocol.md §13.17);
 * the episode is graded the rollout's way (``platoon.harness.inline.grade_session``, written out in :func:`grade`:
@@ -87,8 +88,10 @@ async def play(environ: dict[str, str], out: Out) -> int:
             name, arguments = call["tool"], dict(call.get("input") or {})
             result = await _call(session, visible, name, arguments)
             if finished:  # platoon's finish latch answers it (environment_already_finished) without reaching the env
-                line = {"tool": name, "text": text_of(result), "reward": None, "finished": False, "after_finished": True}
-                out.write(line)
+                # platoon's own answer, untranslated: its latch's result carries finished and the last reward again,
+                # flagged is_error (platoon/envs/ors/session.py:703 and _bridge_error) — a call that never ran.
+                line = {"tool": name, "text": text_of(result), "reward": result.reward, "finished": bool(result.finished)}
+                out.write({**line, "is_error": bool(result.is_error), "after_finished": True})
                 continue
             if result.is_error:
                 reason = (result.metadata or {}).get("error_reason")

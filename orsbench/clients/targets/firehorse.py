@@ -33,7 +33,9 @@ firehorse asks for the environment's required secrets before any trial
 Each call's line comes from firehorse's own trajectory: a ``tool_result`` event
 (the tool, reward, finished) and the ``tool_results`` message that carries what
 the model was shown; a result firehorse showed the model as ``Error: ...``
-(``is_error``) is reported as the error it is (firehorse's loop goes on after it), except
+(``is_error``: a call that raised anything but ToolFailed or SessionTerminatedError) is
+passed on untranslated — the text the model read, ``"is_error": true`` beside it — for
+firehorse's loop goes on after it and its trial's result never mentions it, except
 after the finishing call: firehorse's Anthropic loop runs the rest of that reply
 (``firehorse-runs-the-whole-reply``, §13.14), the trial keeps its reward, and the
 refusal is reported as what the model was shown (``after_finished``).
@@ -125,14 +127,20 @@ def record_trajectory(episode: AdapterEpisode, events: list[dict[str, Any]]) -> 
             for block in (event.get("raw") or {}).get("content") or []:
                 use_id = block.get("tool_use_id", "")
                 tool = names.get(use_id, "")
+                shown = _text(block.get("content"))
                 if episode.finished and block.get("is_error"):  # a call after the finishing one (the same reply's)
-                    episode.after_finished(tool, _text(block.get("content")))
+                    episode.after_finished(tool, shown, is_error=True)
                     continue
-                if block.get("is_error") or use_id not in scored:
-                    episode.error(f"{tool}: firehorse showed the model: {_text(block.get('content'))}", raised=False)
+                if block.get("is_error"):
+                    # firehorse's own output, untranslated: the model was shown this text as a tool result (is_error) and
+                    # the trial went on, its result (run_result.json) saying nothing of it (agents/react.py:433-444, 458).
+                    episode.record(tool, shown, None, False, is_error=True)
+                    continue
+                if use_id not in scored:  # a result with no tool_result event: the trajectory lacks what firehorse did
+                    episode.error(f"{tool}: firehorse's trajectory has no tool_result event for the result it showed: {shown}", raised=False)
                     continue
                 result = scored[use_id]
-                episode.record(tool, _text(block.get("content")), result.get("reward"), bool(result.get("finished")))
+                episode.record(tool, shown, result.get("reward"), bool(result.get("finished")))
 
 
 def play(episode: AdapterEpisode) -> None:

@@ -23,7 +23,10 @@ calls it), so the matrix's forked children skip Inspect's import. What it did
 is read back from its own log (``--log-dir``, JSON): each tool message the
 model was shown, the score's reward and ``finished``. The reward and
 ``finished`` reach the log only through the score, so they are reported on the
-last call. What the model was offered as tools comes from the scripted model
+last call — and the target's consumer profile says so once (``unsurfaced``): per call,
+inspect shows its user no reward and no ``finished``, so ``client.reward_as_sent``
+judges the episode's reward and ``finished`` on the last call and is not applicable
+call by call. What the model was offered as tools comes from the scripted model
 (``ClientOutcome.tools_seen``).
 """
 
@@ -168,6 +171,13 @@ register(
             "its text blocks only (the prompt's images do reach the model); over several samples the eval's "
             "results.scores mean is over the scored samples only: an errored sample (--no-fail-on-error) is left out",
             aggregate="scored",
+            # What an inspect user reads is the eval log: the score, not the tool calls' rewards and finished flags.
+            unsurfaced=(
+                ("reward", "inspect-openreward 0.3.0 _solver.py:157-158 keeps only the latest non-null reward in "
+                 "state.metadata, and _scorer.py:23-29 scores that: the log shows the episode's reward, on its score"),
+                ("finished", "_solver.py:159-160 latches state.metadata's openreward_finished, read by _scorer.py:24: "
+                 "the log shows whether the episode finished, on its score"),
+            ),
         ),
     ),
     origin=__name__,

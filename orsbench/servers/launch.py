@@ -450,6 +450,7 @@ def proxy_command(
     ready_file: str | None = None,
     evidence_limit: int | None = None,
     request_log: bool = False,
+    grade_sample: float | None = None,
 ) -> list[str]:
     """The ``orsbench proxy`` command line for these arguments (secrets by file only: docs/protocol.md §14)."""
     cmd = [sys.executable, "-m", "orsbench", "proxy", upstream, "--host", host, "--port", str(port), "--seed", str(seed)]
@@ -460,6 +461,8 @@ def proxy_command(
         cmd += ["--evidence-limit", str(evidence_limit)]
     if request_log:
         cmd.append("--request-log")
+    if grade_sample is not None:
+        cmd += ["--grade-sample", repr(grade_sample)]
     for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report), ("--html", html_report), ("--secrets-file", secrets_file)):
         if value is not None:
             cmd += [flag, str(value)]
@@ -480,6 +483,7 @@ class ProxyOptions(TypedDict, total=False):
     html_report: str | os.PathLike[str] | None
     evidence_limit: int | None
     request_log: bool
+    grade_sample: float | None
 
 
 def start_proxy(

@@ -65,6 +65,9 @@ SWEEP_S = 0.25
 DONE_GRACE_S = 2.0
 #: Seconds after which a session the engine never opened, or a connection's sessionless requests, end.
 IDLE_S = 5.0
+#: Seconds a session handed out but never opened (no ``/create`` yet) may stay quiet before it ends: a loaded
+#: client is slow between its ``/create_session`` and its ``/create`` (BENCHMARKS.md, hosted at 1,000 sessions).
+UNOPENED_S = 30.0
 #: Bytes of contract lines kept per session.
 OUT_LIMIT = 1024 * 1024
 #: Ended sessions whose traffic is kept to grade again when contract lines arrive after the end.
@@ -117,7 +120,7 @@ class HostedCase:
         self._reaped: set[str] = set()
         #: Tool runs per session id, as the engine counts them (what ``client.tool_runs`` compares with the script).
         self.tool_runs: dict[str, Counter[str]] = {}
-        self.attributor = Attributor(self._ended, max_requests=MAX_REQUESTS, idle_s=IDLE_S)
+        self.attributor = Attributor(self._ended, max_requests=MAX_REQUESTS, idle_s=IDLE_S, unopened_s=UNOPENED_S)
         self.app = RequestLog(app, keep=False, on_start=[self._started], on_end=[self._answered])
         #: Contract lines posted per episode (a session id; a refused connection's key).
         self.lines: dict[str, list[str]] = {}

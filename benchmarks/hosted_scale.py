@@ -128,6 +128,8 @@ def run(sessions: int, concurrency: int, duration: float) -> dict[str, Any]:
         "per_check": {c["id"]: c["measured"].get("sessions") for c in report["checks"]},
         "exit_code": code,
         "sessions_graded": sum(c["measured"].get("sessions", 0) for c in deleted),
+        # Sessions some check that judged others of its case gave no verdict, per check, and why (hosted counts them).
+        "ungraded": {c["id"]: c["measured"]["not_judged_why"] for c in report["checks"] if c["measured"].get("not_judged")},
         "failing": [c["id"] for c in report["checks"] if c["status"] in ("fail", "error")],
     }
     before, opened, graded = readings["before"], readings["open"], readings["graded"]
@@ -159,9 +161,10 @@ def main() -> int:
     print(f"RSS KiB: before {out['rss_kib']['before']}, all open {out['rss_kib']['open']}, all graded {out['rss_kib']['graded']}")
     print(f"per session: {out['kib_per_open_session']} KiB open, {out['kib_per_graded_session']} KiB once graded, {out['cpu_us_per_session']} µs CPU")
     print(f"the run's report: {r['sessions_graded']} sessions graded, failing {r['failing'] or 'none'}, exit {r['exit_code']}")
+    print(f"sessions a check did not judge: {r['ungraded'] or 'none (every check judged every session it judges anywhere)'}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
-    return 0 if r["sessions_graded"] == args.sessions and not r["failing"] else 1
+    return 0 if r["sessions_graded"] == args.sessions and not r["failing"] and not r["ungraded"] else 1
 
 
 if __name__ == "__main__":

@@ -19,7 +19,10 @@ variant (a child process each, stopped by its PID),
 
 and the episode driver of ``orsbench bench`` (16 concurrent echo episodes, 7 requests each) runs
 through each in turn, window after window, so a neighbour's burst hits all alike. Per variant:
-CPU µs per request (user+sys of the process tree, ``/proc``) and the ratio to nginx. Inside the
+CPU µs per request (user+sys of the process tree, ``/proc``) and the ratio to nginx; CPU µs per
+episode beside the upstream server's own over the same window (it serves only that variant's
+traffic then), and their ratio: the share the proxy adds to the server's CPU. ``--impl sdk`` puts
+the openreward SDK's own ``Server`` (the reference) upstream instead of the mock. Inside the
 children the observers' own time is summed too (process time around each call), so the graders'
 share is also read directly.
 """
@@ -139,7 +142,7 @@ def serve_variant(upstream: str, ready: str, variant: str, costs: str) -> None:
         serve_forever(app, on_ready=write_ready_file(ready))
 
 
-def measure(variants: list[str], window: float, rounds: int, concurrency: int) -> dict[str, Any]:
+def measure(variants: list[str], window: float, rounds: int, concurrency: int, impl: str = "mock") -> dict[str, Any]:
     from orsbench.bench.driver import drive
     from orsbench.bench.plan import discover
     from orsbench.bench.procstat import loadavg, tree_cpu_seconds
@@ -148,9 +151,9 @@ def measure(variants: list[str], window: float, rounds: int, concurrency: int) -
     sys.path.insert(0, str(Path(__file__).parent))
     from proxy_scale import Nginx
 
-    out: dict[str, Any] = {"loadavg_before": loadavg(), "window_s": window, "rounds": rounds, "concurrency": concurrency}
+    out: dict[str, Any] = {"loadavg_before": loadavg(), "window_s": window, "rounds": rounds, "concurrency": concurrency, "upstream": impl}
     tmp = tempfile.mkdtemp(prefix="orsbench-costs-")
-    with serve("echo") as mock:
+    with serve("echo", impl=impl) as mock:
         running: dict[str, Any] = {}
         try:
             for variant in variants:
@@ -172,12 +175,14 @@ def measure(variants: list[str], window: float, rounds: int, concurrency: int) -
             plans = {v: discover(url) for v, (_, url, _) in running.items()}
             for v, (_, url, _) in running.items():  # warm-up
                 drive(url, plans[v], concurrency=concurrency, duration=1.0)
-            totals = {v: {"cpu": 0.0, "episodes": 0, "failures": 0} for v in running}
+            totals = {v: {"cpu": 0.0, "server_cpu": 0.0, "episodes": 0, "failures": 0} for v in running}
             for _ in range(rounds):
                 for v, (_, url, pid) in running.items():
                     before = tree_cpu_seconds(pid) or 0.0
+                    server_before = tree_cpu_seconds(mock.pid) or 0.0  # the upstream serves only this variant's traffic now
                     result = drive(url, plans[v], concurrency=concurrency, duration=window, max_episodes=5000)
                     totals[v]["cpu"] += (tree_cpu_seconds(pid) or 0.0) - before
+                    totals[v]["server_cpu"] += (tree_cpu_seconds(mock.pid) or 0.0) - server_before
                     totals[v]["episodes"] += result.episodes
                     totals[v]["failures"] += result.failures
         finally:
@@ -194,6 +199,11 @@ def measure(variants: list[str], window: float, rounds: int, concurrency: int) -
     for v, t in totals.items():
         requests = max(1, t["episodes"] * (6 + plans[v].calls))
         figures: dict[str, Any] = {"episodes": t["episodes"], "failures": t["failures"], "cpu_us_per_request": round(t["cpu"] / requests * 1e6, 1)}
+        episodes = max(1, t["episodes"])
+        # The cost in the units a user weighs it in: the proxy's CPU per episode over the upstream server's own.
+        figures["cpu_us_per_episode"] = round(t["cpu"] / episodes * 1e6, 1)
+        figures["server_cpu_us_per_episode"] = round(t["server_cpu"] / episodes * 1e6, 1)
+        figures["share_of_server_cpu"] = round(t["cpu"] / t["server_cpu"], 3) if t["server_cpu"] else None
         costs = Path(tmp, f"{v}.json")
         if costs.exists():
             figures["observers_us_per_request"] = json.loads(costs.read_text())
@@ -214,18 +224,22 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=4.0, help="seconds per window (default 4)")
     parser.add_argument("--rounds", type=int, default=2, help="windows per variant (default 2)")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent echo episodes (default 16)")
+    parser.add_argument("--impl", default="mock", help="the upstream echo server: mock (default) or sdk (the openreward SDK's own Server)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     variants = [v for v in args.variants.split(",") if v]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or args.window <= 0 or args.rounds < 1:
         parser.error(f"unknown variant(s) {unknown}" if unknown else "--window must be > 0 and --rounds >= 1")
-    out = measure(variants, args.window, args.rounds, args.concurrency)
-    print(f"load average before {out['loadavg_before']}, after {out['loadavg_after']}")
-    print(f"{'variant':<15} {'episodes':>8} {'fail':>5} {'CPU µs/req':>11} {'x nginx':>8}  observers µs/req")
+    out = measure(variants, args.window, args.rounds, args.concurrency, args.impl)
+    print(f"load average before {out['loadavg_before']}, after {out['loadavg_after']}; upstream: echo on {args.impl}")
+    print(f"{'variant':<15} {'episodes':>8} {'fail':>5} {'CPU µs/req':>11} {'x nginx':>8} {'µs/episode':>11} {'server µs/ep':>12} {'x server':>9}  observers µs/req")
     for v in variants:
         f = out[v]
-        print(f"{v:<15} {f['episodes']:>8} {f['failures']:>5} {f['cpu_us_per_request']:>11.1f} {f.get('over_nginx', 0):>8}  {f.get('observers_us_per_request', '')}")
+        print(
+            f"{v:<15} {f['episodes']:>8} {f['failures']:>5} {f['cpu_us_per_request']:>11.1f} {f.get('over_nginx', 0):>8} "
+            f"{f['cpu_us_per_episode']:>11.1f} {f['server_cpu_us_per_episode']:>12.1f} {f['share_of_server_cpu']!s:>9}  {f.get('observers_us_per_request', '')}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
     return 1 if any(out[v]["failures"] for v in variants) else 0

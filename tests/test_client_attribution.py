@@ -237,3 +237,16 @@ def test_a_session_waiting_on_its_own_request_is_not_ended_as_idle():
     attributor.seen(create)
     attributor.sweep(32.0)
     assert out == [] and attributor.open["s1"].opened  # opened, and its /create filed under it
+
+
+def test_a_session_handed_out_waits_unopened_s_for_its_create():
+    """Under load a client can take longer than ``idle_s`` between ``/create_session`` and ``/create`` (hosted mode at
+    1,000 sessions, 50 at once, ended 58 sessions so): ``unopened_s`` gives such a session longer before "never opened"."""
+    out: list[Episode] = []
+    attributor = Attributor(out.append, idle_s=5.0, unopened_s=30.0)
+    attributor.started("127.0.0.1:1", 0.0, protocol.CREATE_SESSION)
+    attributor.seen(seen(protocol.CREATE_SESSION, "127.0.0.1:1", 0.0, 200, hands_out="s1"))
+    attributor.sweep(20.0)
+    assert out == [] and "s1" in attributor.open
+    attributor.sweep(31.0)
+    assert [(e.sid, e.ended) for e in out] == [("s1", "never opened")]

@@ -220,3 +220,37 @@ def test_a_session_the_engines_reaper_takes_ends_there_and_was_never_deleted():
         assert deleted.status.value == "fail"
 
     asyncio.run(_in_process([case], body))
+
+
+def test_sessions_a_check_could_not_judge_are_counted_with_the_reason():
+    """Issue 37: under load 41 of 1,000 sessions got no verdict from three checks and nothing said so. A session
+    that never sent ``/create`` gives the checks reading it nothing to judge: counted per check, with why."""
+
+    async def body(server: HostedServer, http: httpx.AsyncClient) -> None:
+        entry = (await http.get("http://hosted:9000" + CASES_PATH)).json()[0]
+        full = (await http.post("/create_session")).text.split("data: ")[1].split()[0]
+        headers = {protocol.SESSION_HEADER: full}
+        await http.post("/create", headers=headers, json={"env_name": "echo", "split": entry["split"], "index": entry["index"]})
+        await http.get("/echo/prompt", headers=headers)
+        for call in entry["script"]["calls"]:
+            await http.post("/echo/call", headers=headers, json={"name": call["tool"], "input": call["input"]})
+        await http.post("/delete", headers=headers)
+        bare = (await http.post("/create_session")).text.split("data: ")[1].split()[0]
+        await http.post("/delete", headers={protocol.SESSION_HEADER: bare})  # never sent /create
+        await asyncio.sleep(0.1)
+        hosted = server.cases["echo"]
+        assert len(hosted.graded) == 2
+        ungraded = hosted.ungraded()
+        assert ungraded, "the session without /create got a verdict from every check that judged the full one"
+        for check_id, missing in ungraded.items():
+            assert missing["sessions"] == 1 and sum(missing["why"].values()) == 1, (check_id, missing)
+            (why,) = missing["why"]
+            assert "nothing the check reads (the session ended: deleted)" in why or "not judged" in why, why
+        summary = server.summary()["echo"]
+        assert summary["sessions"] == 2 and summary["ungraded"] == ungraded
+        report = {r.id: r for r in server.report(final=True).results}
+        for check_id in ungraded:
+            result = report[f"{check_id}[echo]"]
+            assert result.measured["not_judged"] == 1 and "1 of 2 sessions not judged" in result.message, result.message
+
+    asyncio.run(_in_process(["echo"], body))

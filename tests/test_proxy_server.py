@@ -96,3 +96,71 @@ def test_a_client_gone_before_the_answer_still_leaves_the_servers_answer_on_the_
     report = json.loads(exchange(proxy, b"GET /_orsbench/report HTTP/1.1\r\nhost: x\r\n\r\n").partition(b"\r\n\r\n")[2])
     version = next(c for c in report["checks"] if c["id"] == "discovery.version")
     assert version["status"] == "pass", version["message"]
+
+
+class _ClosesIdleKeepAlive:
+    """An upstream on 127.0.0.1 that answers each connection's first request and keeps it alive, then closes it
+    as the next request arrives, unanswered: an idle keep-alive connection the upstream closed just as the
+    proxy reused it (the race every server's keep-alive timeout opens). ``accepted`` counts its connections."""
+
+    ANSWER = b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 16\r\n\r\n{"status": "ok"}'
+
+    def __init__(self) -> None:
+        import threading
+
+        self.accepted = 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+
+    def _connection(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(30)
+            data = b""
+            try:
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536) or b"\r\n\r\n"  # EOF ends the wait too
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
+                while len(body) < length:
+                    body += conn.recv(65536) or b"x" * length
+                conn.sendall(self.ANSWER)
+                conn.recv(65536)  # the next request on the kept-alive connection: closed unanswered
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.parametrize("front", ["socket", "asgi"])
+def test_an_idempotent_request_on_a_keepalive_connection_the_upstream_closed_is_retried_once(front):
+    """As nginx does (``proxy_next_upstream error``): a GET the upstream's stale keep-alive connection lost before any
+    answer goes once more on a new connection, so the client gets its 200; a POST may have been acted on: a 502."""
+    import httpx
+
+    upstream = _ClosesIdleKeepAlive()
+    proxy = start_proxy(upstream.url, request_log=front == "asgi")  # --request-log: the ASGI app under uvicorn
+    try:
+        with httpx.Client(base_url=proxy.url, timeout=30, trust_env=False) as client:
+            before = upstream.accepted
+            statuses = [client.get("/some/route").status_code for _ in range(4)]
+            assert statuses == [200] * 4
+            # each GET found the idle connection the last one left, lost it, and went again on a new one
+            assert upstream.accepted - before >= 4
+            lost = client.post("/some/route", json={})
+            assert lost.status_code == 502 and "did not answer" in lost.text, lost.text
+    finally:
+        proxy.stop()
+        upstream.close()

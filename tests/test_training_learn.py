@@ -20,7 +20,7 @@ import pytest
 
 from training_smoke.learning import LearningCriteria, plot_rewards, verdict
 from training_smoke.config import GPU_TINY, SmokeConfig
-from training_smoke.verdict import check
+from training_smoke.verdict import check, judge
 from training_smoke.sabotage import SABOTAGES, sabotaged
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,39 +152,54 @@ def _summary(steps: int = 8, rewards=None, calls=None, learning=None) -> dict:
     return summary
 
 
-def test_check_fails_when_most_steps_log_no_reward():
-    rewards = [0.5, 0.25, None, None, float("nan"), None, None, 0.0]
-    (failure,) = check(_summary(rewards=rewards), SmokeConfig(steps=8))
-    assert failure.startswith("collapse: 5 of 8 steps logged no reward")
-    assert check(_summary(rewards=[0.5, None, 0.25, None, 0.1, None, 0.2, None]), SmokeConfig(steps=8)) == []
+def test_learning_fails_when_most_steps_log_no_reward():
+    """Collapse is the learning verdict's (judged from 10 steps): on the cpu profile it is reported, not a run failure."""
+    rewards = [0.5, 0.25, None, None, float("nan"), None, None, 0.0, None, 0.1]
+    verdicts = judge(_summary(steps=10, rewards=rewards), SmokeConfig(steps=10))
+    (failure,) = verdicts["learning"]["failures"]
+    assert failure.startswith("collapse: 6 of 10 steps logged no reward") and verdicts["plumbing"]["passed"]
+    assert check(_summary(steps=10, rewards=rewards), SmokeConfig(steps=10)) == []  # cpu: the plumbing decides the exit
+    assert judge(_summary(steps=10, rewards=[0.5, None, 0.25, None, 0.1, None, 0.2, None, 0.3, 0.4]), SmokeConfig(steps=10))["learning"]["failures"] == []
 
 
-def test_check_fails_when_tool_calls_stop():
-    calls = [16, 16, 15, 14, 9, 4, 1, 0]
-    (failure,) = check(_summary(calls=calls), SmokeConfig(steps=8))
+def test_learning_fails_when_tool_calls_stop():
+    calls = [16, 16, 16, 16, 15, 14, 9, 4, 1, 0]
+    (failure,) = judge(_summary(steps=10, calls=calls), SmokeConfig(steps=10))["learning"]["failures"]
     assert "collapse: tool calls stopped: 1 calls in the last 2 steps' 32 rollouts" in failure
-    assert check(_summary(calls=[16, 16, 15, 14, 9, 4, 4, 3]), SmokeConfig(steps=8)) == []
+    assert judge(_summary(steps=10, calls=[16, 16, 16, 16, 15, 14, 9, 4, 4, 3]), SmokeConfig(steps=10))["learning"]["failures"] == []
 
 
 def test_learn_profile_fails_when_not_learned_and_names_a_sabotage():
-    config = SmokeConfig.for_profile("learn", steps=8, sabotage="reward-sign")
+    config = SmokeConfig.for_profile("learn", steps=10, sabotage="reward-sign")
     learned = {"learned": True, "first_mean": 0.2, "last_mean": 0.7, "delta": 0.5, "p_value": 1e-6}
-    assert check(_summary(learning=learned), config) == []
+    assert check(_summary(steps=10, learning=learned), config) == []
     not_learned = {**learned, "learned": False, "last_mean": 0.1, "delta": -0.1, "p_value": 0.99, "reason": "p 0.99 > 0.01"}
-    (failure,) = check(_summary(learning=not_learned), config)
+    (failure,) = check(_summary(steps=10, learning=not_learned), config)
     assert "did not learn (sabotage reward-sign: expected): p 0.99 > 0.01" in failure
 
 
-def test_verdict_line():
-    from training_smoke.__main__ import verdict_line
+def test_learn_profile_with_too_few_steps_fails_saying_how_many_it_needs():
+    config = SmokeConfig.for_profile("learn", steps=8)
+    (failure,) = check(_summary(steps=8), config)
+    assert failure == "need at least 10 steps to compare reward windows, got 8"
 
-    summary = {"wall_s": {"total": 38.2}, "learning": {"learned": True, "delta": 0.412, "p_value": 0.0021}}
-    assert verdict_line(summary, []) == "training_smoke: learned (delta 0.41, p 0.0021, 38 s)"
-    summary.update(sabotage="reward-sign", library_warnings={"total": 12})
-    summary["learning"] = {"learned": False, "delta": -0.2, "p_value": 1.0}
-    line = verdict_line(summary, ["the policy did not learn: x"])
-    assert line == "training_smoke: did not learn under sabotage reward-sign (delta -0.20, p 1, 38 s); 12 library warnings folded into the JSON's library_warnings"
-    assert verdict_line({"wall_s": {"total": 3}, "tool_calls": 7}, []) == "training_smoke: passed (7 tool calls on the server, 3 s)"
+
+def test_verdict_lines():
+    from training_smoke.__main__ import verdict_lines
+
+    config = SmokeConfig.for_profile("learn", steps=10, sabotage="reward-sign")
+    summary = _summary(steps=10, learning={"learned": True, "first_mean": 0.2, "last_mean": 0.6, "delta": 0.412, "p_value": 0.0021})
+    summary.update(sabotage="reward-sign", wall_s={"total": 38.2}, server={"url": "http://127.0.0.1:8000", "env": "pick", "impl": "mock"})
+    summary["verdicts"] = judge(summary, config)
+    lines = verdict_lines(summary, [])
+    assert lines[0] == "training_smoke: trained against http://127.0.0.1:8000 (env pick; server: mock)"
+    assert lines[1].startswith("training_smoke: plumbing PASSED: GRPO ran through the served environment: ")
+    assert lines[2] == "training_smoke: the policy learned (delta 0.41, p 0.0021) (under sabotage reward-sign)"
+    assert lines[-1] == "training_smoke: passed (38 s)"
+    summary["library_warnings"] = {"total": 12}
+    assert verdict_lines(summary, ["x"])[-1] == (
+        "training_smoke: FAILED (1 failure(s) above, 38 s); 12 library warnings folded into the JSON's library_warnings"
+    )
 
 
 # -- the gpu profile without a hub ----------------------------------------------------------------
@@ -305,7 +320,7 @@ def test_learn_profile_learns_pick_through_openrewardspec(tmp_path):
     assert learning["learned"] is True and learning["p_value"] <= 0.01 and learning["delta"] >= 0.25
     assert all(math.isfinite(r) for r in summary["rewards"])
     assert Path(summary["plot"]).read_bytes()[:4] == b"\x89PNG"
-    assert proc.stderr.strip().splitlines()[-1].startswith("training_smoke: learned (delta ")
+    assert "training_smoke: the policy learned (delta " in proc.stderr, proc.stderr[-3000:]
     assert "All reward functions returned None" not in proc.stderr, "TRL's repeated warnings are folded"
 
 

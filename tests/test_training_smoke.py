@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from training_smoke.config import SmokeConfig
-from training_smoke.verdict import check
+from training_smoke.verdict import check, judge
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ("echo", "sparse-reward", "task-tool")
@@ -153,7 +153,11 @@ def _summary(**changes) -> dict:
         "per_step": [{"frac_reward_zero_std": 0.5}] * 3,
         "parameters": {"tensors_changed": 24, "tensors_total": 24, "max_abs_delta": 1e-4},
         "sessions": {"open_after_training": 8, "closed_by_smoke": 8, "open_at_end": 0},
-    }
+        "environment": {
+            "sessions_opened": 24, "session_errors": 0, "tool_calls": 6, "tool_call_errors": 0,
+            "rewards_null": 2, "rewards_number": 4, "first_errors": [],
+        },
+    }  # fmt: skip
     return {**base, **changes}
 
 
@@ -176,6 +180,59 @@ def test_verdict_names_each_broken_expectation(changes, expected):
         assert failures == []
     else:
         assert len(failures) == 1 and expected in failures[0], failures
+
+
+#: What the adapters saw of a correct multi-step environment whose tiny policy never earns a reward (LongGame: a
+#: count to 50; a legal move answers 0.0, an illegal one null): every group's rewards equal, no parameter moved.
+NEVER_EARNS = {
+    "rewards": [None, 0.0, None],
+    "per_step": [{"frac_reward_zero_std": 1.0}] * 3,
+    "parameters": {"tensors_changed": 0, "tensors_total": 24, "max_abs_delta": 0.0},
+    "environment": {
+        "sessions_opened": 24, "session_errors": 0, "tool_calls": 6, "tool_call_errors": 0,
+        "rewards_null": 5, "rewards_number": 1, "first_errors": [],
+    },
+}  # fmt: skip
+
+
+def test_plumbing_passes_on_a_correct_environment_whose_policy_never_earns_a_reward():
+    """Issue 37: this run said "FAILED: no model parameter changed" although every tool call reached the server."""
+    summary = _summary(url="http://127.0.0.1:8000", **NEVER_EARNS)
+    verdicts = judge(summary, SmokeConfig(steps=3))
+    assert verdicts["plumbing"] == {
+        "passed": True,
+        "line": "GRPO ran through your environment: 24 sessions, 6 tool calls, rewards seen (5 null, 1 numbers)",
+        "failures": [],
+    }
+    assert check(summary, SmokeConfig(steps=3)) == []
+    learning = verdicts["learning"]
+    assert learning["judged"] is False and learning["passed"] is None and learning["steps_needed"] == 10
+    assert "needs at least 10 steps" in learning["line"] and "this run had 3" in learning["line"] and "--steps 10" in learning["line"]
+    # With enough steps it is judged, and says why nothing was learned.
+    ten = _summary(url="http://127.0.0.1:8000", steps=10, **{**NEVER_EARNS, "rewards": [None, 0.0] * 5, "per_step": [{"frac_reward_zero_std": 1.0}] * 10})
+    judged = judge(ten, SmokeConfig(steps=10))["learning"]
+    assert judged["judged"] is True and judged["passed"] is False and "zero variance" in judged["line"]
+
+
+def test_plumbing_fails_when_the_environments_tools_never_answer():
+    env = {**NEVER_EARNS["environment"], "tool_call_errors": 6, "rewards_null": 0, "rewards_number": 0,
+           "first_errors": ["ToolError: grader crashed"]}  # fmt: skip
+    summary = _summary(**{**NEVER_EARNS, "rewards": [None] * 3, "environment": env})
+    (failure,) = check(summary, SmokeConfig(steps=3))
+    assert failure.startswith("no tool call was answered: all 6 ended in an error (first: ToolError: grader crashed)")
+    assert judge(summary, SmokeConfig(steps=3))["plumbing"]["line"].endswith("6 tool calls (6 answered with an error), rewards seen (0 null, 0 numbers)")
+
+
+def test_rewards_the_server_gave_but_the_trainer_lost_fail_the_plumbing():
+    (failure,) = check(_summary(rewards=[None, None, None]), SmokeConfig(steps=3))
+    assert failure.startswith("every logged step reward is NaN/None although the server gave 4 numeric rewards")
+
+
+def test_a_null_reward_is_never_printed_as_zero():
+    from training_smoke.run import mean_reward_text
+
+    assert mean_reward_text([None, None]) == "no reward (2 null)"
+    assert mean_reward_text([None, 0.5, 0.0]) == "mean server reward 0.25 over 2 (1 null)"
 
 
 def test_gpu_verdict_requires_the_reward_to_improve():
@@ -277,3 +334,43 @@ def test_sigterm_stops_the_server_the_smoke_started(after: float) -> None:
             proc.wait(10)
         if server is not None and not _gone(server):
             os.kill(server, signal.SIGKILL)
+
+
+# -- --url on a user's own environment: plumbing told from learning (issue 37) -----------------------
+def _smoke_against(tmp_path: Path, target: str, env: str) -> tuple[dict, subprocess.CompletedProcess, str]:
+    from orsbench.servers.launch import serve
+    from orsbench.servers.user_app import AppTarget
+
+    with serve(AppTarget.parse(target)) as srv:
+        summary, proc = smoke(tmp_path, "--url", srv.url, "--env", env, "--steps", "3", timeout=900)
+        return summary, proc, srv.url
+
+
+@pytest.mark.training_smoke
+def test_url_plumbing_passes_on_a_correct_multi_step_env_whose_policy_never_earns_a_reward(tmp_path):
+    """LongGame counts to 50, one legal move per call: the tiny policy never reaches the reward, every GRPO group's
+    rewards are equal and no parameter moves. That is working plumbing and nothing to learn, not a failure."""
+    summary, proc, url = _smoke_against(tmp_path, "tests/envs/long_game.py:LongGame", "longgame")
+    assert proc.returncode == 0 and summary["failures"] == [], proc.stderr[-4000:]
+    plumbing, learning = summary["verdicts"]["plumbing"], summary["verdicts"]["learning"]
+    env = summary["environment"]
+    assert plumbing["passed"] and env["tool_calls"] > 0 and env["tool_call_errors"] == 0 and env["sessions_opened"] > 0
+    assert plumbing["line"] == (
+        f"GRPO ran through your environment: {env['sessions_opened']} sessions, {env['tool_calls']} tool calls, "
+        f"rewards seen ({env['rewards_null']} null, {env['rewards_number']} numbers)"
+    )
+    assert learning["judged"] is False and "needs at least 10 steps" in learning["line"]
+    assert summary["server"] == {"url": url, "env": "longgame", "impl": "yours (not started by orsbench)"}
+    assert summary["server_impl"] is None
+    assert f"training_smoke: trained against {url}" in proc.stderr and "plumbing PASSED" in proc.stderr
+    assert "0.00" not in "".join(l for l in proc.stderr.splitlines() if "no reward" in l), "a null reward printed as 0.00"
+
+
+@pytest.mark.training_smoke
+def test_url_plumbing_fails_on_an_env_whose_tools_never_answer(tmp_path):
+    summary, proc, _ = _smoke_against(tmp_path, "tests/envs/always_raises.py:AlwaysRaises", "alwaysraises")
+    assert proc.returncode == 1, proc.stderr[-4000:]
+    plumbing = summary["verdicts"]["plumbing"]
+    assert not plumbing["passed"] and summary["environment"]["tool_call_errors"] == summary["environment"]["tool_calls"] > 0
+    assert any(f.startswith("no tool call was answered: all ") for f in plumbing["failures"]), plumbing["failures"]
+    assert "plumbing FAILED" in proc.stderr

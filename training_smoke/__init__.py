@@ -23,7 +23,7 @@ Modules:
   short supervised warm-up that teaches the tool-call format;
 * :mod:`training_smoke.config`: the profiles and :class:`SmokeConfig`;
 * :mod:`training_smoke.run`: the training loop and its JSON summary;
-* :mod:`training_smoke.verdict`: the expectations a working chain meets;
+* :mod:`training_smoke.verdict`: the two verdicts, plumbing (GRPO ran through the environment) and learning;
 * :mod:`training_smoke.learning`: the learn profile's statistical verdict and reward curve;
 * :mod:`training_smoke.sabotage`: negative controls, client bugs between OpenRewardSpec and the trainer;
 * :mod:`training_smoke.stop`: SIGTERM unwinds the run (and stops its server), even where a finalizer swallows it;

@@ -38,9 +38,19 @@ the trainer; the server and the evidence are untouched, and the learn verdict mu
 out false: reward-shift (each rollout gets its neighbour's reward), reward-sign,
 reward-none, reward-constant (always 1.0).
 
-output: one JSON summary on stdout (and in --output): tool_calls (calls the server
-executed), per-step rewards and losses, parameter change, sessions left open, wall time,
-peak RSS, and "failures" (expectations not met). Exit status 1 when any failed.
+output: one JSON summary on stdout (and in --output): the server trained against (url, env,
+impl), tool_calls (calls the server executed), "environment" (sessions opened, tool calls
+answered or failed, rewards seen: null and numbers), per-step rewards and losses, parameter
+change, sessions left open, wall time, peak RSS, and two verdicts:
+  plumbing   "GRPO ran through your environment: N sessions, M tool calls, rewards seen
+             (x null, y numbers)": passes on a correct environment whatever its rewards
+             (a tiny policy that never earns one included); fails when no tool call is
+             answered, counts disagree, sessions stay open, or rewards that differed
+             never reached the loss.
+  learning   "the policy learned": judged only with at least 2 x the reward window steps
+             (10 by default); with fewer it says how many it needs. It fails the run on
+             the learn and gpu profiles; on cpu it is reported beside the plumbing verdict.
+"failures" lists what failed the run. Exit status 1 when any did.
 
 examples:
   python -m training_smoke --profile cpu
@@ -172,27 +182,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     _emit(summary, args.output)
     for failure in failures:
         print(f"training_smoke: FAILED: {failure}", file=sys.stderr)
-    print(verdict_line(summary, failures), file=sys.stderr)
+    for line in verdict_lines(summary, failures):
+        print(line, file=sys.stderr)
     return 1 if failures else 0
 
 
-def verdict_line(summary: dict, failures: Sequence[str]) -> str:
-    """The run in one line, last on stderr: ``training_smoke: learned (delta 0.41, p 0.002, 38 s)``."""
+def verdict_lines(summary: dict, failures: Sequence[str]) -> list[str]:
+    """The run in a few lines, last on stderr: the server it trained against, the plumbing verdict, the learning verdict.
+
+    ``training_smoke: plumbing PASSED: GRPO ran through your environment: 16 sessions, 22 tool calls, rewards seen
+    (14 null, 8 numbers)`` and ``training_smoke: learning not judged: it needs at least 10 steps ...``.
+    """
     wall = f"{summary.get('wall_s', {}).get('total', 0):.0f} s"
     folded = summary.get("library_warnings", {}).get("total", 0)
     tail = f"; {folded} library warnings folded into the JSON's library_warnings" if folded else ""
-    learning = summary.get("learning")
-    if learning is not None and learning.get("p_value") is not None:
-        word = "learned" if learning["learned"] else "did not learn"
-        sabotage = f" under sabotage {summary['sabotage']}" if summary.get("sabotage") else ""
-        stats = f"delta {learning['delta']:.2f}, p {learning['p_value']:.2g}, {wall}"
-        others = [f for f in failures if not f.startswith("the policy did not learn")]
-        extra = f"; {len(others)} other failure(s) above" if others else ""
-        return f"training_smoke: {word}{sabotage} ({stats}{extra}){tail}"
-    if failures:
-        return f"training_smoke: FAILED ({len(failures)} expectation(s) above, {wall}){tail}"
-    where = "on the server" if summary.get("server_counts_calls", True) else "forwarded to the server"
-    return f"training_smoke: passed ({summary.get('tool_calls')} tool calls {where}, {wall}){tail}"
+    server = summary.get("server") or {}
+    lines = [f"training_smoke: trained against {server.get('url')} (env {server.get('env')}; server: {server.get('impl')})"]
+    verdicts = summary.get("verdicts") or {}
+    plumbing, learned = verdicts.get("plumbing"), verdicts.get("learning")
+    if plumbing is not None:
+        word = "PASSED" if plumbing["passed"] else "FAILED"
+        lines.append(f"training_smoke: plumbing {word}: {plumbing['line']}")
+    if learned is not None:
+        sabotage = f" (under sabotage {summary['sabotage']})" if summary.get("sabotage") else ""
+        lines.append(f"training_smoke: {learned['line']}{sabotage}")
+    lines.append(f"training_smoke: {'FAILED' if failures else 'passed'} ({len(failures)} failure(s) above, {wall}){tail}"
+                 if failures else f"training_smoke: passed ({wall}){tail}")
+    return lines
 
 
 def _emit(summary: dict, output: Path | None) -> None:

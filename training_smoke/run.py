@@ -1,6 +1,6 @@
 """One GRPO run through ``OpenRewardSpec`` against a served scenario: the training loop and its evidence.
 
-Its configuration is :mod:`training_smoke.config`; its verdict, :func:`training_smoke.verdict.check`.
+Its configuration is :mod:`training_smoke.config`; its verdicts, :func:`training_smoke.verdict.judge`.
 
 :func:`run_smoke` starts the scenario's server, builds the spec, prepares a
 policy (the tiny warmed-up model on the CPU profile, a real instruct model on
@@ -26,6 +26,7 @@ plus the list of expectations that failed (empty when the chain works):
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import tempfile
@@ -41,7 +42,7 @@ from orsbench.clients.grpo_tools import grpo_tools
 from training_smoke import learning, stop
 from training_smoke.config import QUIET_ENV, SmokeConfig
 from training_smoke.sabotage import sabotaged
-from training_smoke.verdict import check
+from training_smoke.verdict import check, judge, steps_needed
 
 # -- server and environment plumbing ---------------------------------------------
 @contextlib.contextmanager
@@ -59,21 +60,96 @@ def patched_environ(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = old
 
 
+#: Error messages kept per run (the first ones, each its first line): the evidence a failed verdict quotes.
+FIRST_ERRORS = 3
+
+
+class Ledger:
+    """What the adapters saw of the environment: sessions opened, tool calls answered or failed, rewards.
+
+    Read from inside the TRL adapter's own calls (:class:`TrackedFactory` wraps each instance's session),
+    so it tells a tool that answered with a null reward from one that raised, which the adapter's own
+    state (``rewards``: ``None`` for both) cannot.
+    """
+
+    def __init__(self) -> None:
+        self.sessions_opened = 0
+        self.session_errors = 0
+        self.tool_calls = 0
+        self.tool_call_errors = 0
+        self.rewards_null = 0
+        self.rewards_number = 0
+        self.first_errors: list[str] = []
+
+    def error(self, exc: BaseException) -> None:
+        if len(self.first_errors) < FIRST_ERRORS:
+            self.first_errors.append(_first_line(f"{type(exc).__name__}: {exc}"))
+
+    def as_dict(self) -> JSON:
+        return {
+            "sessions_opened": self.sessions_opened,
+            "session_errors": self.session_errors,
+            "tool_calls": self.tool_calls,
+            "tool_call_errors": self.tool_call_errors,
+            "rewards_null": self.rewards_null,
+            "rewards_number": self.rewards_number,
+            "first_errors": list(self.first_errors),
+        }
+
+
 class TrackedFactory:
     """Wraps ``spec.environment_factory`` to remember every instance it hands to the trainer.
 
     The instances are needed afterwards: to read each rollout's state at the end
-    of a step, and to close the sessions TRL leaves open.
+    of a step, and to close the sessions TRL leaves open. Each instance's ``reset`` and its
+    session's ``call_tool`` are wrapped to keep the :class:`Ledger`.
     """
 
     def __init__(self, factory: Any) -> None:
         self.factory = factory
         self.instances: list[Any] = []
+        self.ledger = Ledger()
 
     def __call__(self) -> Any:
         instance = self.factory()
         self.instances.append(instance)
+        self._watch(instance)
         return instance
+
+    def _watch(self, instance: Any) -> None:
+        ledger = self.ledger
+        reset = instance.reset
+
+        def call_tool(original: Any, *args: Any, **kwargs: Any) -> Any:
+            ledger.tool_calls += 1
+            try:
+                out = original(*args, **kwargs)
+            except BaseException as exc:
+                ledger.tool_call_errors += 1
+                ledger.error(exc)
+                raise
+            if isinstance(getattr(out, "reward", None), (int, float)) and not isinstance(out.reward, bool):
+                ledger.rewards_number += 1
+            else:
+                ledger.rewards_null += 1
+            return out
+
+        def watched_reset(*args: Any, **kwargs: Any) -> Any:
+            try:
+                prompt = reset(*args, **kwargs)
+            except BaseException as exc:
+                ledger.session_errors += 1
+                ledger.error(exc)
+                raise
+            ledger.sessions_opened += 1
+            session = getattr(instance, "_session", None)
+            original = getattr(session, "call_tool", None)
+            if original is not None:
+                with contextlib.suppress(AttributeError, TypeError):  # a session object that takes no attributes
+                    session.call_tool = functools.partial(call_tool, original)
+            return prompt
+
+        instance.reset = watched_reset  # an instance attribute: GRPOTrainer reads tools from the class
 
     def close_all(self) -> int:
         """Close every open session; return how many were open."""
@@ -81,6 +157,16 @@ class TrackedFactory:
         for instance in open_:
             instance._close()
         return len(open_)
+
+
+def mean_reward_text(rewards: list[Any]) -> str:
+    """A step's server rewards in words: ``mean 0.25 over 6 (2 null)``; never a null shown as 0.00."""
+    numbers = [r for r in rewards if isinstance(r, (int, float)) and not isinstance(r, bool)]
+    nulls = len(rewards) - len(numbers)
+    if not numbers:
+        return f"no reward ({nulls} null)" if nulls else "no rollout"
+    tail = f" ({nulls} null)" if nulls else ""
+    return f"mean server reward {sum(numbers) / len(numbers):.2f} over {len(numbers)}{tail}"
 
 
 def _step_recorder(tracked: TrackedFactory, records: list[JSON], total_steps: int):
@@ -106,11 +192,9 @@ def _step_recorder(tracked: TrackedFactory, records: list[JSON], total_steps: in
             )
             every = max(1, total_steps // 10)
             if state.global_step % every == 0 or state.global_step == total_steps:
-                rewards = [r if isinstance(r, (int, float)) else 0.0 for r in records[-1]["rollout_rewards"]]
-                mean = sum(rewards) / len(rewards) if rewards else 0.0
                 print(
-                    f"training_smoke: step {state.global_step}/{total_steps}: mean server reward {mean:.2f}, "
-                    f"{records[-1]['adapter_tool_calls']} tool calls",
+                    f"training_smoke: step {state.global_step}/{total_steps}: "
+                    f"{mean_reward_text(records[-1]['rollout_rewards'])}, {records[-1]['adapter_tool_calls']} tool calls",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -226,7 +310,7 @@ def run_smoke(config: SmokeConfig) -> tuple[JSON, list[str]]:
             "server_start": round(server_s, 2),
             **summary["wall_s"],
         }
-    if config.judges_learning:
+    if config.judges_learning or summary["steps"] >= steps_needed(config):
         summary["learning"] = learning.verdict([s["rollout_rewards"] for s in summary["per_step"]], config.criteria)
     if config.plot is not None:
         title = f"{config.scenario}, {config.profile} profile, seed {config.seed}" + (
@@ -235,6 +319,7 @@ def run_smoke(config: SmokeConfig) -> tuple[JSON, list[str]]:
         rollouts = [s["rollout_rewards"] for s in summary["per_step"]]
         summary["plot"] = str(learning.plot_rewards(rollouts, config.plot, title=title, learning=summary.get("learning")))
     failures = check(summary, config)
+    summary["verdicts"] = judge(summary, config)
     summary["passed"] = not failures
     summary["failures"] = failures
     return summary, failures
@@ -287,7 +372,9 @@ def _train(config: SmokeConfig, srv: Any) -> JSON:
         "env": srv.env_name,
         "server_counts_calls": counted,
         "profile": config.profile,
-        "server_impl": config.server_impl,
+        # What it trained against, by its address: the user's own server, or the one orsbench served.
+        "server": {"url": srv.url, "env": srv.env_name, "impl": "yours (not started by orsbench)" if config.url else config.server_impl},
+        "server_impl": None if config.url is not None else config.server_impl,
         "policy": policy,
         "device": str(model.device),
         "steps": len(steps),
@@ -295,6 +382,7 @@ def _train(config: SmokeConfig, srv: Any) -> JSON:
         "num_generations": config.num_generations,
         "tools_bound": [t.__name__ for t in tools],
         "adapter_instances": len(tracked.instances),
+        "environment": tracked.ledger.as_dict(),
         "tool_calls": sum(server_calls.values()),
         "tool_calls_by_name": server_calls,
         "tool_calls_rejected": sum(server_errors.values()),

@@ -47,6 +47,8 @@ class Report:
     #: Of ``exchanges``, how many a bounded passive grader folded into counts instead of keeping
     #: (:class:`~orsbench.checks.evidence.Folded`); 0 for ``orsbench check``.
     folded: int = 0
+    #: ``orsbench proxy --grade-sample F``: ``{"fraction", "sessions_seen", "sessions_graded"}``; None when every session is graded.
+    sampled: dict[str, Any] | None = None
     unreachable: str | None = None
     not_ors: str | None = None
     usage_error: str | None = None
@@ -129,6 +131,7 @@ class Report:
             "required_not_run": self.required_not_run(),
             "exchanges": self.exchanges,
             **({"evidence": {"kept": self.exchanges - self.folded, "folded": self.folded}} if self.folded else {}),
+            **({"sampled": dict(self.sampled)} if self.sampled is not None else {}),
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 from orsbench.cli import flags, reporting, subcommand, types
 from orsbench.config import DEFAULT_EVIDENCE_LIMIT
@@ -56,6 +57,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"folded into counts, so memory stays bounded and verdicts stay the same; 0 keeps everything (default {DEFAULT_EVIDENCE_LIMIT:,})",
     )
     parser.add_argument(
+        "--grade-sample",
+        type=_fraction,
+        default=None,
+        metavar="F",
+        help="grade only a fraction F (0 < F <= 1) of whole sessions, chosen by a hash of the session id, under heavy "
+        "load; every request is still forwarded (and recorded). The report says how many sessions it graded (default: all)",
+    )
+    parser.add_argument(
         "--request-log",
         action="store_true",
         help="also keep every request and its answer at /_orsbench/requests, as a case server does for the client checks "
@@ -76,6 +85,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction like 0.1, got {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 1 (0.1 grades one session in ten), got {text}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     from orsbench.checks.passive import PassiveGrader
     from orsbench.clientcheck.passive import PassiveClientGrader
@@ -86,15 +105,32 @@ def run(args: argparse.Namespace) -> int:
     from orsbench.servers.proxy_server import ProxyServer
     from orsbench.servers.proxy import ProxyApp, wrap_faults
     from orsbench.wire.cassette import CassetteRecorder
+    from orsbench.wire.sample import SessionSample
 
     secrets = types.secrets_of(args)
     grader = PassiveGrader(args.upstream, limit=args.evidence_limit)
     clients = PassiveClientGrader()
+    sample = SessionSample(args.grade_sample) if args.grade_sample is not None else None
     observers: list[Any] = [grader]
     starting: list[Any] = []
     if not args.faults:  # the clients get what the proxy forwards: grade them from its own exchanges
         observers.append(lambda exchange: clients.observe(seen_of(exchange)))
         starting.append(lambda exchange, path: clients.request_started(exchange.peer, exchange.started_at, path, session_of(exchange)))
+    if sample is not None:  # one decision per exchange, for both graders: a session is graded whole or not at all
+        graders, observers = observers, []
+
+        def sampled(exchange: Any) -> None:
+            if sample(exchange, urlsplit(exchange.url).path):
+                for observe in graders:
+                    observe(exchange)
+
+        def sampled_start(exchange: Any, path: str, _watchers: list[Any] = starting) -> None:
+            if sample.starting(exchange):
+                for watch in _watchers:
+                    watch(exchange, path)
+
+        observers.append(sampled)
+        starting = [sampled_start] if starting else []
     recorder = CassetteRecorder(args.upstream, "orsbench proxy", secrets=secrets) if args.record else None
     if recorder is not None:
         observers.append(recorder)
@@ -108,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
         """The server checks and, beside them, the client checks of every client session seen."""
         report = grader.report()
         report.results += clients.results(final=final)
+        if sample is not None:
+            report.sampled = sample.as_dict()
         return report
 
     def live_report() -> tuple[int, str, bytes]:
@@ -124,8 +162,13 @@ def run(args: argparse.Namespace) -> int:
             terminal.finish(report)
         counts = report.summary()
         folded = f" ({report.folded:,} folded into counts)" if report.folded else ""
+        sampled = (
+            f" (--grade-sample {sample.fraction:g}: {sample.sessions_graded:,} of {sample.sessions_seen:,} sessions graded)"
+            if sample is not None
+            else ""
+        )
         print(
-            f"orsbench: graded {report.exchanges} exchange(s){folded} and {clients.sessions} client session(s): "
+            f"orsbench: graded {report.exchanges} exchange(s){folded} and {clients.sessions} client session(s){sampled}: "
             f"{counts['pass']} pass, {counts['fail']} fail, {counts['warn']} warn, {counts['skip']} skip",
             file=sys.stderr,
             flush=True,

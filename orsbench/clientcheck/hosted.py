@@ -65,12 +65,20 @@ SWEEP_S = 0.25
 DONE_GRACE_S = 2.0
 #: Seconds after which a session the engine never opened, or a connection's sessionless requests, end.
 IDLE_S = 5.0
+#: Seconds a session handed out but never opened (no ``/create`` yet) may stay quiet before it ends: a loaded
+#: client is slow between its ``/create_session`` and its ``/create`` (BENCHMARKS.md, hosted at 1,000 sessions).
+UNOPENED_S = 30.0
 #: Bytes of contract lines kept per session.
 OUT_LIMIT = 1024 * 1024
 #: Ended sessions whose traffic is kept to grade again when contract lines arrive after the end.
 RETAINED = 2_000
 #: Requests kept per session (a storm is counted past it).
 MAX_REQUESTS = 2_000
+
+#: The statuses that are a verdict on a session (a skip or no result is none).
+_JUDGED = frozenset({Status.PASS, Status.FAIL, Status.WARN, Status.ERROR})
+#: Distinct reasons kept per check for sessions it did not judge (the rest are "other reasons").
+_REASONS = 8
 
 Graded = Callable[[str, "GradedSession"], None]
 
@@ -112,7 +120,7 @@ class HostedCase:
         self._reaped: set[str] = set()
         #: Tool runs per session id, as the engine counts them (what ``client.tool_runs`` compares with the script).
         self.tool_runs: dict[str, Counter[str]] = {}
-        self.attributor = Attributor(self._ended, max_requests=MAX_REQUESTS, idle_s=IDLE_S)
+        self.attributor = Attributor(self._ended, max_requests=MAX_REQUESTS, idle_s=IDLE_S, unopened_s=UNOPENED_S)
         self.app = RequestLog(app, keep=False, on_start=[self._started], on_end=[self._answered])
         #: Contract lines posted per episode (a session id; a refused connection's key).
         self.lines: dict[str, list[str]] = {}
@@ -122,6 +130,10 @@ class HostedCase:
         self.graded: list[GradedSession] = []
         self._by_key: dict[str, GradedSession] = {}
         self._retained: list[str] = []
+        #: Per check, the sessions it gave a verdict (pass, fail, warn, error) and why the others got none: under
+        #: load a session can end before its traffic shows what a check reads, and it must be counted, not lost.
+        self.judged: Counter[str] = Counter()
+        self.not_judged: dict[str, Counter[str]] = {}
         self.requests = 0
         self.last_activity = 0.0
 
@@ -196,6 +208,7 @@ class HostedCase:
             episode,
         )
         self.graded.append(graded)
+        self._account(episode, graded.results)
         self._by_key[episode.key] = graded
         self._retained.append(episode.key)
         if len(self._retained) > RETAINED:  # its verdicts stay; its traffic goes
@@ -204,6 +217,34 @@ class HostedCase:
             self.tool_runs.pop(dropped.key, None)
         if self.on_graded is not None:
             self.on_graded(self.case.name, graded)
+
+    def _account(self, episode: Episode, results: list[CheckResult]) -> None:
+        """Count, per traffic check, whether this session got a verdict from it, and if not, why not."""
+        verdicts = {r.id: r for r in results}
+        for check in traffic_checks():
+            result = verdicts.get(check.id)
+            if result is not None and result.status in _JUDGED:
+                self.judged[check.id] += 1
+                continue
+            if result is not None:  # skipped: its own words say why (a check it depends on failed, ...)
+                why = result.message.splitlines()[0][:200] if result.message else result.status.value
+            else:
+                why = f"its traffic held nothing the check reads (the session ended: {episode.ended or 'open'})"
+            reasons = self.not_judged.setdefault(check.id, Counter())
+            reasons[why if why in reasons or len(reasons) < _REASONS else "other reasons"] += 1
+
+    def ungraded(self) -> dict[str, dict[str, Any]]:
+        """Per check that judged some session of this case: the sessions it gave no verdict, and why.
+
+        A check that judged none (one this case never provokes, as ``client.retry_after`` without a
+        retryable answer) is left out: it has nothing to count.
+        """
+        total = len(self.graded)
+        return {
+            check_id: {"sessions": total - self.judged[check_id], "why": dict(self.not_judged.get(check_id, {}))}
+            for check_id in self.judged
+            if self.judged[check_id] < total
+        }
 
     def add_lines(self, key: str | None, text: str) -> int:
         """Contract lines a client posted for episode ``key`` (a session id); one already graded is graded again.
@@ -249,7 +290,15 @@ class HostedCase:
             for episode in self.attributor.open.values():
                 checks = live + (report_checks() if episode.key in self.lines else [])
                 tallies.add(self.case.name, label(episode) + " (still open)", self.grade(episode, checks))
-        return tallies.results([self.case.name])
+        results = tallies.results([self.case.name])
+        ungraded = self.ungraded()
+        for result in results:
+            missing = ungraded.get(result.id.rsplit("[", 1)[0])
+            if missing:
+                why = "; ".join(f"{n} {reason}" for reason, n in missing["why"].items())
+                result.message += f" — {missing['sessions']} of {len(self.graded)} sessions not judged: {why}"
+                result.measured = {**result.measured, "not_judged": missing["sessions"], "not_judged_why": missing["why"]}
+        return results
 
     def _unplayed(self, check: ClientCheck) -> CheckResult:
         return CheckResult(
@@ -436,6 +485,7 @@ class HostedServer:
                 "requests": h.requests,
                 "unattributed": h.attributor.unattributed,
                 "late": h.attributor.late,
+                "ungraded": h.ungraded(),
             }
             for name, h in self.cases.items()
         }

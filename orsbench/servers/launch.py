@@ -3,7 +3,8 @@
 Tests, the checker, the load tools and training all start servers here, so
 every server orsbench starts binds 127.0.0.1 on a free port, reports its URL
 through a ready file, is waited for on ``/health``, and is stopped by its own
-PID (SIGTERM, then SIGKILL) — also at interpreter exit if a caller forgot.
+PID (SIGTERM, then SIGKILL) — also at interpreter exit if a caller forgot, and by the kernel
+when the process that started it dies without exiting cleanly (:func:`popen`: ``PR_SET_PDEATHSIG``).
 
 A target is a scenario name (``echo``, served by ``orsbench serve``) or an
 :class:`~orsbench.servers.user_app.AppTarget` (``FILE.py:Class[,Class2]`` /
@@ -58,6 +59,90 @@ def local_http() -> httpx.Client:
     if _LOCAL_HTTP is None:
         _LOCAL_HTTP = httpx.Client(trust_env=False, timeout=10)
     return _LOCAL_HTTP
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the kernel send the child SIGTERM when its parent dies (Linux ``PR_SET_PDEATHSIG``).
+
+    Why: a test run or a training smoke killed with SIGKILL runs no ``atexit``, and the servers it
+    started as plain subprocesses lived on under init (orphans with parent 1, a port and memory each).
+    None where there is no ``prctl`` (not Linux): the ``atexit`` handler is then the only net. The
+    signal follows the *thread* that forked, not the process: :func:`popen` forks from one thread
+    that lives as long as the process.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died between fork and prctl: the signal will never come
+            os._exit(1)
+
+    return preexec
+
+
+class _Spawner:
+    """One daemon thread that forks every server, so that ``PR_SET_PDEATHSIG`` fires when the process ends.
+
+    The kernel sends the signal when the forking *thread* exits. A server started from a worker thread
+    (a thread pool starting servers side by side) would be killed when that worker ends; forked from here,
+    it lives until the process that started it does.
+    """
+
+    def __init__(self) -> None:
+        import queue
+
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], list[Any], threading.Event]] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="orsbench-launcher", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            job, result, done = self._jobs.get()
+            try:
+                result.append((True, job()))
+            except BaseException as exc:  # noqa: BLE001 - handed back to the caller's thread
+                result.append((False, exc))
+            done.set()
+
+    def call(self, job: Callable[[], Any]) -> Any:
+        result: list[Any] = []
+        done = threading.Event()
+        self._jobs.put((job, result, done))
+        done.wait()
+        ok, value = result[0]
+        if not ok:
+            raise value
+        return value
+
+
+_SPAWNER: _Spawner | None = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def popen(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen(argv, **kwargs)`` for a server: it ends with this process, even one killed by SIGKILL.
+
+    The one way orsbench starts a server process (its own servers, a user's command, the zygote).
+    """
+    global _SPAWNER
+    preexec = _parent_death_signal()
+    if preexec is None:
+        return subprocess.Popen(argv, **kwargs)
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(argv, preexec_fn=preexec, **kwargs)
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = _Spawner()
+    return _SPAWNER.call(lambda: subprocess.Popen(argv, preexec_fn=preexec, **kwargs))
 
 
 class ServerStartError(RuntimeError):
@@ -141,7 +226,7 @@ class Zygote:
     def __init__(self) -> None:
         env = {**os.environ, protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
         self._lock = threading.Lock()
-        self.process = subprocess.Popen(
+        self.process = popen(
             [sys.executable, "-m", "orsbench.servers.zygote", *ZYGOTE_PRELOAD],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -392,6 +477,7 @@ def proxy_command(
     ready_file: str | None = None,
     evidence_limit: int | None = None,
     request_log: bool = False,
+    grade_sample: float | None = None,
 ) -> list[str]:
     """The ``orsbench proxy`` command line for these arguments (secrets by file only: docs/protocol.md §14)."""
     cmd = [sys.executable, "-m", "orsbench", "proxy", upstream, "--host", host, "--port", str(port), "--seed", str(seed)]
@@ -402,6 +488,8 @@ def proxy_command(
         cmd += ["--evidence-limit", str(evidence_limit)]
     if request_log:
         cmd.append("--request-log")
+    if grade_sample is not None:
+        cmd += ["--grade-sample", repr(grade_sample)]
     for flag, value in (("--record", record), ("--json", json_report), ("--junit", junit_report), ("--html", html_report), ("--secrets-file", secrets_file)):
         if value is not None:
             cmd += [flag, str(value)]
@@ -422,6 +510,7 @@ class ProxyOptions(TypedDict, total=False):
     html_report: str | os.PathLike[str] | None
     evidence_limit: int | None
     request_log: bool
+    grade_sample: float | None
 
 
 def start_proxy(
@@ -524,7 +613,7 @@ def _launch(
         process = zygote.spawn(argv[3:], env, log_path, module=argv[2])  # argv is "python -m MODULE ..."
     else:
         with open(log_path, "wb") as log:
-            process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+            process = popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + timeout
     try:
         while not ready.exists():
@@ -647,7 +736,7 @@ def start_command(
     shown = shlex.join(argv)
     with open(log_path, "wb") as log:
         try:
-            process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=variables)
+            process = popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=variables)
         except OSError as exc:
             raise ServerStartError(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
     server = RunningServer(f"http://{host}:{port}", "", "cmd", shown, process, log_path)

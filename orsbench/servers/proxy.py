@@ -2,7 +2,7 @@
 
 ``orsbench proxy UPSTREAM`` serves :class:`ProxyApp`. Every request is
 forwarded to the upstream over a keep-alive connection of
-:class:`~orsbench.servers.upstream.UpstreamPool` and its answer is streamed
+:class:`~orsbench.servers.origin_pool.UpstreamPool` and its answer is streamed
 back as it arrives — each upstream read is one ASGI body message, so SSE
 keep-alives, chunk boundaries and their timing reach the client as the
 upstream sent them. A stream the upstream cuts is cut for the client too (the
@@ -33,7 +33,7 @@ import orjson
 
 from orsbench import protocol
 from orsbench.servers.http import peer_of, run_lifespan
-from orsbench.servers.upstream import Aborted, UpstreamConnection, UpstreamError, UpstreamPool, UpstreamResponse
+from orsbench.servers.origin_pool import Aborted, UpstreamConnection, UpstreamError, UpstreamPool, UpstreamResponse
 from orsbench.wire.client import add_secrets
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import SSEParser

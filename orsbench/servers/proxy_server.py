@@ -14,7 +14,7 @@ upstream stream is cut for the client (the connection closes with no last chunk)
 goes away aborts the upstream read, and a slow client stops the reading (the client transport's
 high-water mark pauses the upstream connection's reads). Each upstream read is written on from
 the upstream connection's own callback (:meth:`UpstreamPool.send
-<orsbench.servers.upstream.UpstreamPool.send>`): no task, future or wake-up per request — measured
+<orsbench.servers.origin_pool.UpstreamPool.send>`): no task, future or wake-up per request — measured
 behind ``benchmarks/proxy_scale.py``, those were a sixth of the proxy's CPU per request.
 
 One connection serves its requests in order (pipelined ones queue). Not served here: TLS,
@@ -42,7 +42,7 @@ import httptools
 from orsbench import protocol
 from orsbench.servers.app import bind, is_loopback, raise_open_file_limit, url_of
 from orsbench.servers.proxy import Forwarding, ProxyApp
-from orsbench.servers.upstream import UpstreamConnectError, UpstreamCut, UpstreamError, UpstreamConnection
+from orsbench.servers.origin_pool import UpstreamConnectError, UpstreamCut, UpstreamError, UpstreamConnection
 from orsbench.wire.sse import SSEParser
 
 log = logging.getLogger("orsbench.proxy")
@@ -138,7 +138,7 @@ class _Client(asyncio.Protocol):
     """One client connection: parse its requests, forward them one at a time, write the answers.
 
     The forwarding is callbacks, no task: a parsed request goes upstream at once (:meth:`UpstreamPool.send
-    <orsbench.servers.upstream.UpstreamPool.send>`), and each upstream read comes back to
+    <orsbench.servers.origin_pool.UpstreamPool.send>`), and each upstream read comes back to
     :meth:`upstream_read` from the upstream connection's own callback, which writes it on. Per request
     that is no task, future or wake-up — what a proxy pays per request is its Python calls.
     """

@@ -1,4 +1,4 @@
-"""The proxy's upstream pool (``orsbench.servers.upstream``): reuse, framing, cuts, closes, backpressure.
+"""The proxy's upstream pool (``orsbench.servers.origin_pool``): reuse, framing, cuts, closes, backpressure.
 
 Reuse is shown against the mock engine itself. The framing cases no orsbench server produces (an
 answer delimited by the close, a chunked answer cut in the middle, an idle connection the server
@@ -16,7 +16,7 @@ import pytest
 
 from orsbench import protocol
 from orsbench.servers.launch import serve
-from orsbench.servers.upstream import (
+from orsbench.servers.origin_pool import (
     HIGH_WATER,
     Aborted,
     UpstreamConnectError,
@@ -232,7 +232,7 @@ def test_a_post_lost_by_a_reused_connection_is_not_sent_twice():
 
 
 def test_an_idle_connection_past_its_expiry_is_not_reused(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("orsbench.servers.upstream.IDLE_EXPIRY_S", 0.05)
+    monkeypatch.setattr("orsbench.servers.origin_pool.IDLE_EXPIRY_S", 0.05)
     accepted: list[int] = []
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -257,7 +257,7 @@ def test_an_idle_connection_past_its_expiry_is_not_reused(monkeypatch: pytest.Mo
 
 
 class Collect:
-    """A :class:`~orsbench.servers.upstream.Listener` that keeps what came and lets the connection go at the end."""
+    """A :class:`~orsbench.servers.origin_pool.Listener` that keeps what came and lets the connection go at the end."""
 
     def __init__(self, pool: UpstreamPool) -> None:
         self.pool, self.pieces, self.status, self.error = pool, [], 0, None

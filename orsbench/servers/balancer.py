@@ -7,7 +7,7 @@ without one goes to the next replica in turn; event streams pass through as each
 (keep-alives included), with no idle timeout of its own. Each planted balancer fault of
 :data:`~orsbench.servers.fronts.BALANCER_FAULTS` changes exactly that behaviour, as in nginx.
 
-Forwarding rides on the proxy's upstream connections (:class:`~orsbench.servers.upstream.UpstreamPool`,
+Forwarding rides on the proxy's upstream connections (:class:`~orsbench.servers.origin_pool.UpstreamPool`,
 one per replica); nothing here parses HTTP.
 """
 
@@ -25,7 +25,7 @@ from orsbench import protocol
 from orsbench.servers.http import run_lifespan
 from orsbench.servers.proxy import HOP_BY_HOP
 from orsbench.servers.fronts import BODY_LIMIT, ERROR_PAGE, FAULT_BODY_LIMIT, FAULT_IDLE_TIMEOUT_S, HTML_ERROR_STATUSES
-from orsbench.servers.upstream import UpstreamConnectError, UpstreamError, UpstreamPool, UpstreamResponse
+from orsbench.servers.origin_pool import UpstreamConnectError, UpstreamError, UpstreamPool, UpstreamResponse
 
 Scope = dict[str, Any]
 #: Points per replica on the hash ring (more: a more even spread of sessions).

@@ -1,0 +1,208 @@
+"""``orsbench versions``: bisection finds each boundary with the fewest runs, a release that cannot be installed is a
+clear row, the environment cache is reused, and shards merge into the history one run would write.
+
+Nothing here reaches the network: the package index, the installer and the runner are fakes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from orsbench.versions.bisection import NOT_RUN, search
+from orsbench.versions.envs import Built, Cache, InstallError
+from orsbench.versions.history import History, load, merge
+from orsbench.versions.releases import Index, Release, Series, parse_release
+from orsbench.versions.run import Plan, play_in_env, run_versions
+
+RELEASES = [f"0.1.{n}" for n in range(1, 34)]  # 0.1.1 … 0.1.33
+ANCHORS = ("0.1.1", "0.1.9", "0.1.17", "0.1.25", "0.1.33")
+W, S = "works", "fails silently"
+
+
+def _n(version: str) -> int:
+    return int(version.rsplit(".", 1)[1])
+
+
+#: A made-up history over real cases of the openreward target (so the pinned matrix reads them):
+#: a defect that appears (at 5), one that is fixed (at 20), one that is fixed (at 11) and comes back (at 27), and one
+#: that appears in the same gap as the first (at 7).
+HISTORY = {
+    "mock:reward-nan": lambda n: S if n >= 5 else W,
+    "mock:two-envs": lambda n: S if n < 20 else W,
+    "mock:schema-zoo": lambda n: S if n <= 10 or n >= 27 else W,
+    "mock:cut-before-task-id": lambda n: S if n >= 7 else W,
+    "mock:echo": lambda n: W,
+}
+CASES = tuple(HISTORY)
+
+
+class FakeWorld:
+    """Installs by making a folder; runs by reading :data:`HISTORY`; counts both."""
+
+    def __init__(self, broken: frozenset[str] = frozenset()) -> None:
+        self.broken = broken
+        self.installs: list[str] = []
+        self.runs: list[tuple[str, tuple[str, ...]]] = []
+
+    def install(self, release: Release, path: Path) -> None:
+        self.installs.append(release.version)
+        if release.version in self.broken:
+            raise InstallError(f"pip install {release.requirements[0]} failed: no wheel for this Python")
+        (path / "bin").mkdir(parents=True)
+        (path / "bin" / "python").write_text("")
+
+    def run(self, built: Built, client: str, cases: list[str]) -> dict[str, dict]:
+        self.runs.append((built.release.version, tuple(cases)))
+        return {c: {"verdict": HISTORY[c](_n(built.release.version)), "error": None, "elapsed": 0.1} for c in cases}
+
+
+def _history(tmp_path: Path, world: FakeWorld, *, shard: tuple[int, int] = (1, 1), anchors=ANCHORS, cases=CASES) -> History:
+    index = Index(tmp_path, lister=lambda package: list(reversed(RELEASES)))
+    plan = Plan(Series("openreward", "openreward"), tuple(anchors), tuple(cases))
+    return run_versions([plan], cache=Cache(tmp_path, installer=world.install), index=index, runner=world.run, shard=shard)
+
+
+def test_bisection_finds_each_boundary_with_the_fewest_runs(tmp_path: Path) -> None:
+    world = FakeWorld()
+    history = _history(tmp_path, world)
+    facts = history.series["openreward"]
+    changes = {(c["case"], c["last"], c["first"]) for c in facts.changes}
+    assert changes == {
+        ("mock:reward-nan", "0.1.4", "0.1.5"),
+        ("mock:cut-before-task-id", "0.1.6", "0.1.7"),
+        ("mock:two-envs", "0.1.19", "0.1.20"),
+        ("mock:schema-zoo", "0.1.10", "0.1.11"),
+        ("mock:schema-zoo", "0.1.26", "0.1.27"),
+    }
+    assert all(c["exact"] for c in facts.changes)
+    # Each boundary lies in a gap of 7 releases: binary search over its 8 places takes ceil(log2(8)) = 3 runs of that
+    # one case; the anchors run every case once; nothing else runs.
+    per_boundary = math.ceil(math.log2(7 + 1))
+    counts = history.counts()
+    assert counts["cells_anchored"] == len(ANCHORS) * len(CASES) == 25
+    assert counts["cells_bisected"] == 5 * per_boundary == 15
+    assert counts["cells_spanned"] == 33 * 5
+    # The two cases changing in one gap shared their first midpoint: one install and one run, not two.
+    assert len(world.runs) == len(ANCHORS) + 5 * per_boundary - 1
+    assert len(world.installs) == len({v for v, _ in world.runs})
+
+
+def test_each_pinned_defect_gets_its_first_and_last_failing_release(tmp_path: Path) -> None:
+    history = _history(tmp_path, FakeWorld())
+    defects = {d["id"]: d for d in history.series["openreward"].defects}
+    nan, envs, chunk = defects["nan-reward-taken"], defects["env-name-not-sent"], defects["chunk-lstrip"]
+    assert (nan["first_failing"], nan["last_failing"], nan["since_oldest_tested"], nan["still_failing"]) == ("0.1.5", "0.1.33", False, True)
+    assert (envs["first_failing"], envs["last_failing"], envs["since_oldest_tested"], envs["still_failing"]) == ("0.1.1", "0.1.19", True, False)
+    # Fixed at 0.1.11, back at 0.1.27: two ranges.
+    assert [(r["from"], r["to"]) for r in chunk["ranges"]] == [("0.1.1", "0.1.10"), ("0.1.27", "0.1.33")]
+    rows = {(r.version, r.case): r for r in history.rows}
+    assert rows[("0.1.33", "mock:reward-nan")].defects == ["nan-reward-taken"]
+    assert rows[("0.1.1", "mock:reward-nan")].defects == []
+    assert rows[("0.1.5", "mock:reward-nan")].bisected and not rows[("0.1.9", "mock:reward-nan")].bisected
+
+
+def test_search_drops_a_release_it_cannot_run_and_tries_its_neighbour() -> None:
+    versions = [str(n) for n in range(10)]
+    seen: list[str] = []
+
+    def observe(version: str, cases: list[str]) -> dict[str, str]:
+        seen.append(version)
+        return {c: NOT_RUN if version == "5" else (S if int(version) >= 6 else W) for c in cases}
+
+    found = search(versions, ["0", "9"], ["c"], observe)
+    assert [(b.last, b.first) for b in found.boundaries] == [("4", "6")]
+    assert "5" in seen
+
+
+def test_a_release_that_cannot_be_installed_is_a_clear_row(tmp_path: Path) -> None:
+    from orsbench.versions import report
+
+    history = _history(tmp_path, FakeWorld(broken=frozenset({"0.1.9"})), anchors=("0.1.1", "0.1.9", "0.1.17"))
+    rows = [r for r in history.rows if r.version == "0.1.9"]
+    assert rows and all(r.verdict == NOT_RUN and r.defects == [] for r in rows)
+    assert all("cannot be installed here: pip install openreward==0.1.9 failed: no wheel" in (r.error or "") for r in rows)
+    assert history.series["openreward"].installs["0.1.9"]["error"]
+    text = "\n".join(report.summary(history)) + report.markdown(history)
+    assert "0.1.9: not run — cannot be installed here" in text and "Traceback" not in text
+    # Its neighbours' boundaries are still found, across the whole gap 0.1.1–0.1.17.
+    assert ("mock:reward-nan", "0.1.4", "0.1.5") in {(c["case"], c["last"], c["first"]) for c in history.series["openreward"].changes}
+
+
+def test_the_cache_is_reused_on_the_second_run(tmp_path: Path) -> None:
+    world = FakeWorld(broken=frozenset({"0.1.17"}))
+    first = _history(tmp_path, world)
+    installed = list(world.installs)
+    assert len(installed) == len(set(installed))
+    second = _history(tmp_path, world)
+    assert world.installs == installed  # nothing installed again, the failed one not tried again either
+    assert all(i["reused"] for i in second.series["openreward"].installs.values())
+    assert [vars(r) for r in second.rows] == [vars(r) for r in first.rows]
+    assert Index(tmp_path, lister=lambda p: pytest.fail("the index was asked again")).versions("openreward")
+
+
+def test_parallel_runs_build_one_environment_once(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def slow(release: Release, path: Path) -> None:
+        calls.append(1)
+        time.sleep(0.3)
+        (path / "bin").mkdir(parents=True)
+
+    release = parse_release("openreward", "0.1.109")
+    results: list[Built] = []
+    threads = [threading.Thread(target=lambda: results.append(Cache(tmp_path, installer=slow).ensure(release))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and sum(not b.reused for b in results) == 1 and all(b.python for b in results)
+
+
+def test_shards_merge_into_the_history_of_one_run(tmp_path: Path) -> None:
+    whole = _history(tmp_path / "whole", FakeWorld())
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    for k in (1, 2, 3):
+        part = _history(tmp_path / f"cache{k}", FakeWorld(), shard=(k, 3))
+        (folder / f"shard-{k}.json").write_text(part.dumps())
+    merged = merge(load(folder))
+    key = lambda h: sorted((r.version, r.case, r.verdict, tuple(r.defects), r.bisected) for r in h.rows)  # noqa: E731
+    assert key(merged) == key(whole)
+    assert merged.series["openreward"].changes == whole.series["openreward"].changes
+    assert merged.series["openreward"].defects == whole.series["openreward"].defects
+    assert merged.counts() == whole.counts()
+    # And the JSON round trip keeps it.
+    assert History.from_json(json.loads(merged.dumps())).analyse().to_json() == merged.to_json()
+
+
+def test_the_cli_merges_and_renders_and_refuses_bad_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from orsbench.cli import main
+
+    (tmp_path / "h.json").write_text(_history(tmp_path / "c", FakeWorld()).dumps())
+    assert main(["versions", "--merge", str(tmp_path), "--html", str(tmp_path / "h.html"), "--markdown", str(tmp_path / "h.md")]) == 0
+    page = (tmp_path / "h.html").read_text()
+    assert "0.1.27" in page and "chunk-lstrip" in page and 'class="changed' in page
+    assert "| `nan-reward-taken` | 0.1.5 | 0.1.33 (still) |" in (tmp_path / "h.md").read_text()
+    for argv, said in [
+        (["versions"], "name the clients"),
+        (["versions", "openreward,trl", "--releases", "1.0"], "give one client"),
+        (["versions", "openreward", "--releases", "x.y"], "not a version"),
+        (["versions", "openreward", "--cases", "mock:nope"], "has no case mock:nope"),
+        (["versions", "openreward", "--shard", "3/2"], "1 <= K <= N"),
+        (["versions", "openreward", "--merge", str(tmp_path)], "runs nothing"),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_a_run_that_writes_no_result_is_a_clear_row(tmp_path: Path) -> None:
+    built = Built(parse_release("openreward", "0.1.109"), Path("/bin/false"))
+    got = play_in_env(built, "openreward", ["mock:echo"])
+    assert got["mock:echo"]["verdict"] == NOT_RUN and "without a result" in got["mock:echo"]["error"]

@@ -44,6 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--shard", type=_shard, default=(1, 1), metavar="K/N", help="run shard K of N of the releases (a CI matrix), then --merge")
     parser.add_argument("--cache", type=types.output_folder, default=None, metavar="DIR",
                         help="where the release environments live (default: $ORSBENCH_VERSIONS_CACHE, else ~/.cache/orsbench/versions)")  # fmt: skip
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 when the newest release run of a series differs from the pinned matrix (newest.yml)")  # fmt: skip
     reporting.add_report_arguments(
         parser,
         formats=("json", "html", "markdown"),
@@ -137,6 +139,12 @@ def run(args: argparse.Namespace) -> int:
         reporting.write_text(args.html, render_history(history))
     for line in report.summary(history):
         print(line, file=out)
+    if args.strict:
+        differs = {name: report.differs_from_pinned(history, name) for name in history.series}
+        for name, cells in differs.items():
+            for release, case, verdict, pinned in cells:
+                print(f"{name} {release} {case}: {verdict}, the pinned matrix says {pinned}", file=out)
+        return 1 if any(differs.values()) else 0
     return 0
 
 

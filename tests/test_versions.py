@@ -18,7 +18,7 @@ from orsbench.versions.bisection import NOT_RUN, search
 from orsbench.versions.envs import Built, Cache, InstallError
 from orsbench.versions.history import History, load, merge
 from orsbench.versions.releases import Index, Release, Series, parse_release
-from orsbench.versions.run import Plan, play_in_env, run_versions
+from orsbench.versions.run import Plan, pinned_facts, play_in_env, run_versions
 
 RELEASES = [f"0.1.{n}" for n in range(1, 34)]  # 0.1.1 … 0.1.33
 ANCHORS = ("0.1.1", "0.1.9", "0.1.17", "0.1.25", "0.1.33")
@@ -32,11 +32,13 @@ def _n(version: str) -> int:
 #: A made-up history over real cases of the openreward target (so the pinned matrix reads them):
 #: a defect that appears (at 5), one that is fixed (at 20), one that is fixed (at 11) and comes back (at 27), and one
 #: that appears in the same gap as the first (at 7).
+#: Without its defect a case gets what a correct client gets (``OK``): works, or a clear error under a fault profile.
+OK = pinned_facts("openreward", ["mock:reward-nan", "mock:two-envs", "mock:schema-zoo", "mock:cut-before-task-id", "mock:echo"])[0]
 HISTORY = {
-    "mock:reward-nan": lambda n: S if n >= 5 else W,
-    "mock:two-envs": lambda n: S if n < 20 else W,
-    "mock:schema-zoo": lambda n: S if n <= 10 or n >= 27 else W,
-    "mock:cut-before-task-id": lambda n: S if n >= 7 else W,
+    "mock:reward-nan": lambda n: S if n >= 5 else OK["mock:reward-nan"],
+    "mock:two-envs": lambda n: S if n < 20 else OK["mock:two-envs"],
+    "mock:schema-zoo": lambda n: S if n <= 10 or n >= 27 else OK["mock:schema-zoo"],
+    "mock:cut-before-task-id": lambda n: S if n >= 7 else OK["mock:cut-before-task-id"],
     "mock:echo": lambda n: W,
 }
 CASES = tuple(HISTORY)
@@ -189,6 +191,9 @@ def test_the_cli_merges_and_renders_and_refuses_bad_flags(tmp_path: Path, capsys
     page = (tmp_path / "h.html").read_text()
     assert "0.1.27" in page and "chunk-lstrip" in page and 'class="changed' in page
     assert "| `nan-reward-taken` | 0.1.5 | 0.1.33 (still) |" in (tmp_path / "h.md").read_text()
+    # The newest release run (0.1.33) no longer shows env-name-not-sent: --strict says so and exits 1.
+    assert main(["versions", "--merge", str(tmp_path), "--strict"]) == 1
+    assert "openreward 0.1.33 mock:two-envs: works, the pinned matrix says fails silently" in capsys.readouterr().out
     for argv, said in [
         (["versions"], "name the clients"),
         (["versions", "openreward,trl", "--releases", "1.0"], "give one client"),
@@ -206,3 +211,25 @@ def test_a_run_that_writes_no_result_is_a_clear_row(tmp_path: Path) -> None:
     built = Built(parse_release("openreward", "0.1.109"), Path("/bin/false"))
     got = play_in_env(built, "openreward", ["mock:echo"])
     assert got["mock:echo"]["verdict"] == NOT_RUN and "without a result" in got["mock:echo"]["error"]
+
+
+def test_a_release_that_cannot_play_hides_a_defect_rather_than_fixing_it(tmp_path: Path) -> None:
+    """Before 0.1.4 the client cannot play at all (its plain case fails clearly, as openreward before 0.1.101 did):
+    there a case that a correct client also fails clearly says nothing about the defect."""
+
+    class Unplayable(FakeWorld):
+        def run(self, built: Built, client: str, cases: list[str]) -> dict[str, dict]:
+            if _n(built.release.version) >= 4:
+                return super().run(built, client, cases)
+            self.runs.append((built.release.version, tuple(cases)))
+            return {c: {"verdict": "fails clearly", "error": "RuntimeError: Event loop is closed"} for c in cases}
+
+    history = _history(tmp_path, Unplayable(), cases=("mock:echo", "mock:reward-nan", "mock:two-envs"))
+    defects = {d["id"]: d for d in history.series["openreward"].defects}
+    envs = defects["env-name-not-sent"]  # two-envs: fails silently from 0.1.4 to 0.1.19
+    assert (envs["first_failing"], envs["since_oldest_tested"]) == ("0.1.4", True)
+    assert [(m["from"], m["to"], m["verdict"]) for m in envs["masked"]] == [("0.1.1", "0.1.3", "fails clearly")]
+    nan = defects["nan-reward-taken"]  # reward-nan: a correct client fails clearly — but 0.1.1–0.1.3 cannot play at all
+    assert nan["first_failing"] == "0.1.5" and not nan["since_oldest_tested"]
+    assert [(a["from"], a["to"]) for a in nan["absent"]] == [("0.1.4", "0.1.4")]
+    assert [(m["from"], m["to"]) for m in nan["masked"]] == [("0.1.1", "0.1.3")]

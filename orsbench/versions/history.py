@@ -10,12 +10,15 @@ JSON merge into one history (:func:`merge`) exactly as one run would have writte
                        "pinned": {case: {"verdict", "defects"}}, "summaries": {defect: text},
                        "installs": {version: {"seconds", "reused", "error"}},
                        "changes": [{"case", "last", "first", "before", "after", "exact"}],
-                       "defects": [{"id", "summary", "cases", "first_failing", "last_failing", "ranges",
-                                    "since_oldest_tested", "still_failing"}]}},
+                       "defects": [{"id", "summary", "cases", "first_failing", "last_failing", "ranges", "masked",
+                                    "absent", "since_oldest_tested", "still_failing"}]}},
      "rows": [{"client", "series", "release", "version", "case", "verdict", "defects", "error", "bisected", "elapsed"}],
      "counts": {"cells_run", "cells_anchored", "cells_bisected", "cells_spanned"}}
 
-``cells_spanned`` is what running every release between the oldest and newest tested on every case would have cost.
+A defect's ``ranges`` are where its cases get the pinned (defective) verdict, ``absent`` where they get a correct
+client's, ``masked`` where they get something else (a release that cannot play at all): there the defect is neither
+seen nor fixed, and ``since_oldest_tested`` ("≤ first_failing") says no release before the first failing one was seen
+without it. ``cells_spanned`` is what running every release between the oldest and newest tested on every case would have cost.
 """
 
 from __future__ import annotations
@@ -126,23 +129,45 @@ class History:
     @staticmethod
     def _defects(facts: SeriesFacts, segments: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
         order = {v: i for i, v in enumerate(facts.versions)}
+        # A release that fails a case both a correct client and the pinned release play to the end cannot play at all
+        # (an API the adapter drives is missing, the client crashes): none of its cells says a defect is absent.
+        plain = [c for c in facts.cases if facts.expected.get(c) == (facts.pinned.get(c) or {}).get("verdict") == "works"]
+        broken = {run_v for c in plain for run in segments.get(c, []) if run["verdict"] != "works" for run_v in (run["from"], run["to"])}
+        points = {c: [(v, run["verdict"]) for run in segments.get(c, []) for v in facts.versions[order[run["from"]] : order[run["to"]] + 1]] for c in facts.cases}
+        seen_versions = {v for c in facts.cases for run in segments.get(c, []) for v in (run["from"], run["to"])}
         found: dict[str, dict[str, Any]] = {}
         for case in facts.cases:
             pinned = facts.pinned.get(case) or {}
             if pinned.get("verdict") == facts.expected.get(case):
                 continue
             for defect in pinned.get("defects") or []:
-                entry = found.setdefault(defect, {"id": defect, "summary": facts.summaries.get(defect, ""), "cases": [], "ranges": []})
+                entry = found.setdefault(defect, {"id": defect, "summary": facts.summaries.get(defect, ""), "cases": [], "ranges": [], "masked": [], "absent": []})
                 entry["cases"].append(case)
-                entry["ranges"] += [
-                    {"case": case, "from": s["from"], "to": s["to"]} for s in segments.get(case, []) if s["verdict"] == pinned["verdict"]
-                ]
-        tested = sorted({v for s in segments.values() for run in s for v in (run["from"], run["to"])}, key=order.__getitem__)
+                last: tuple[str, str] | None = None
+                for version, verdict in points[case]:
+                    if version not in seen_versions:
+                        continue  # between two runs with one verdict: it extends the run, it is no run of its own
+                    # The pinned verdict: the defect shows. A correct client's, at a release that can play: it is absent.
+                    # Anything else: another failure hides it — neither failing nor fixed there.
+                    if verdict == pinned["verdict"]:
+                        kind = "ranges"
+                    elif verdict == facts.expected.get(case) and version not in broken:
+                        kind = "absent"
+                    else:
+                        kind = "masked"
+                    if last == (kind, verdict):
+                        entry[kind][-1]["to"] = version
+                    else:
+                        entry[kind].append({"case": case, "from": version, "to": version, **({"verdict": verdict} if kind == "masked" else {})})
+                    last = (kind, verdict)
+        tested = sorted(seen_versions, key=order.__getitem__)
         for entry in found.values():
             ranges = entry["ranges"]
             entry["first_failing"] = min((r["from"] for r in ranges), key=order.__getitem__, default=None)
             entry["last_failing"] = max((r["to"] for r in ranges), key=order.__getitem__, default=None)
-            entry["since_oldest_tested"] = bool(tested) and entry["first_failing"] == tested[0]
+            first = entry["first_failing"]
+            # "≤ first": no release before it was seen without the defect (the oldest run, or only hidden before it).
+            entry["since_oldest_tested"] = first is not None and not any(order[a["from"]] < order[first] for a in entry["absent"])
             entry["still_failing"] = bool(tested) and entry["last_failing"] == tested[-1]
         return list(found.values())
 

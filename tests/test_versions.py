@@ -131,7 +131,7 @@ def test_a_release_that_cannot_be_installed_is_a_clear_row(tmp_path: Path) -> No
     assert all("cannot be installed here: pip install openreward==0.1.9 failed: no wheel" in (r.error or "") for r in rows)
     assert history.series["openreward"].installs["0.1.9"]["error"]
     text = "\n".join(report.summary(history)) + report.markdown(history)
-    assert "0.1.9: not run — cannot be installed here" in text and "Traceback" not in text
+    assert "0.1.9: not run — cannot be installed here" in text and "**0.1.9**: cannot be installed here" in text and "Traceback" not in text
     # Its neighbours' boundaries are still found, across the whole gap 0.1.1–0.1.17.
     assert ("mock:reward-nan", "0.1.4", "0.1.5") in {(c["case"], c["last"], c["first"]) for c in history.series["openreward"].changes}
 

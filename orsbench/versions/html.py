@@ -17,6 +17,7 @@ import jinja2
 from orsbench.version import __version__
 from orsbench.versions.bisection import NOT_RUN
 from orsbench.versions.history import History, SeriesFacts
+from orsbench.versions.play import CANNOT_DRIVE
 from orsbench.versions.report import differs_from_pinned
 
 __all__ = ["change_link", "render_history"]
@@ -34,7 +35,7 @@ COMPARE = {
     "trl": "https://github.com/huggingface/trl/compare/v{a}...v{b}",
 }
 
-_CLASS = {"works": "works", "fails clearly": "clearly", "fails silently": "silently", "hangs": "hangs", NOT_RUN: "notrun"}
+_CLASS = {"works": "works", "fails clearly": "clearly", "fails silently": "silently", "hangs": "hangs", NOT_RUN: "notrun", CANNOT_DRIVE: "notrun"}
 
 
 def change_link(package: str, older: str, newer: str) -> str:

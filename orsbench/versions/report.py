@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from orsbench.versions.bisection import NOT_RUN
 from orsbench.versions.history import History, SeriesFacts
+from orsbench.versions.play import CANNOT_DRIVE
 
 __all__ = ["differs_from_pinned", "markdown", "summary"]
 
@@ -40,9 +41,10 @@ def differs_from_pinned(history: History, facts_name: str) -> list[tuple[str, st
 
 
 def _errors(history: History, name: str) -> list[tuple[str, str]]:
+    """Per release not run (or not drivable), the first reason given."""
     seen: dict[str, str] = {}
     for r in history.rows:
-        if r.series == name and r.verdict == NOT_RUN and r.error and r.release not in seen:
+        if r.series == name and r.verdict in (NOT_RUN, CANNOT_DRIVE) and r.error and r.release not in seen:
             seen[r.release] = r.error
     return list(seen.items())
 
@@ -60,7 +62,7 @@ def summary(history: History) -> list[str]:
             exact = "" if change["exact"] else " (releases between not run)"
             lines.append(f"  {change['case']}: {change['before']} up to {change['last']}, {change['after']} from {change['first']}{exact}")
         for release, error in _errors(history, name):
-            lines.append(f"  {release}: not run — {error}")
+            lines.append(f"  {release}: {error if error.startswith('orsbench') else 'not run — ' + error}")
     counts = history.counts()
     lines.append(
         f"{counts['cells_run']} cells run ({counts['cells_anchored']} on the releases asked for, {counts['cells_bisected']} by bisection) "
@@ -94,7 +96,7 @@ def markdown(history: History) -> str:
             out.append("")
         out += _grid(history, name, facts)
         for release, error in _errors(history, name):
-            out.append(f"- **{release}** not run: {error}")
+            out.append(f"- **{release}**: {error}")
         out.append("")
     counts = history.counts()
     out.append(
@@ -103,7 +105,7 @@ def markdown(history: History) -> str:
     return "\n".join(out) + "\n"
 
 
-_SHORT = {"works": "✓", "fails clearly": "clear", "fails silently": "**silent**", "hangs": "**hangs**", NOT_RUN: "—"}
+_SHORT = {"works": "✓", "fails clearly": "clear", "fails silently": "**silent**", "hangs": "**hangs**", NOT_RUN: "—", CANNOT_DRIVE: "n/a"}
 
 
 def _grid(history: History, name: str, facts: SeriesFacts) -> list[str]:

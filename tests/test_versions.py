@@ -233,3 +233,27 @@ def test_a_release_that_cannot_play_hides_a_defect_rather_than_fixing_it(tmp_pat
     assert nan["first_failing"] == "0.1.5" and not nan["since_oldest_tested"]
     assert [(a["from"], a["to"]) for a in nan["absent"]] == [("0.1.4", "0.1.4")]
     assert [(m["from"], m["to"]) for m in nan["masked"]] == [("0.1.1", "0.1.3")]
+
+
+def _broken_play(episode: object) -> None:
+    raise TypeError("OpenRewardSpec.__init__() got an unexpected keyword argument 'task_tools_discovery_index'")
+
+
+def test_a_release_the_adapter_cannot_drive_is_no_verdict_on_the_client(tmp_path: Path) -> None:
+    """The in-environment player: an adapter that errs before any request (an old release without the API it calls)
+    makes every cell 'cannot drive', naming the error; a client that plays gets its verdicts, as the matrix gives them."""
+    pytest.importorskip("openreward")
+    from architecture_dummies import DUMMY_CLIENT
+
+    from orsbench.clients.targets import CLIENT_TARGETS, ClientTarget
+    from orsbench.versions import play
+
+    old = ClientTarget("old-release", "openreward", "an old release", _broken_play, modules=("openreward",), extra="sdk")
+    with CLIENT_TARGETS.temporarily(old):
+        assert play.main(["old-release", "--cases", "mock:two-envs", "--out", str(tmp_path / "old.json")]) == 0
+    [cell] = json.loads((tmp_path / "old.json").read_text())["cells"]
+    assert cell["verdict"] == play.CANNOT_DRIVE and "task_tools_discovery_index" in cell["error"], cell
+    with CLIENT_TARGETS.temporarily(DUMMY_CLIENT):
+        assert play.main([DUMMY_CLIENT.name, "--cases", "mock:two-envs", "--out", str(tmp_path / "ok.json")]) == 0
+    [cell] = json.loads((tmp_path / "ok.json").read_text())["cells"]
+    assert cell["verdict"] == "fails silently", cell  # env-name-not-sent, as the matrix's openreward cell

@@ -8,7 +8,7 @@ JSON merge into one history (:func:`merge`) exactly as one run would have writte
     {"kind": "orsbench-versions", "seconds", "shard",
      "series": {name: {"client", "package", "pins", "versions", "anchors", "cases", "expected": {case: verdict},
                        "pinned": {case: {"verdict", "defects"}}, "summaries": {defect: text},
-                       "installs": {version: {"seconds", "reused", "error"}},
+                       "installs": {version: {"seconds", "reused", "error", "run_s"}},
                        "changes": [{"case", "last", "first", "before", "after", "exact"}],
                        "defects": [{"id", "summary", "cases", "first_failing", "last_failing", "ranges", "masked",
                                     "absent", "since_oldest_tested", "still_failing"}]}},

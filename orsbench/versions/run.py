@@ -169,14 +169,17 @@ def run_versions(
         def observe(version: str, wanted: list[str], series: Series = series, facts: SeriesFacts = facts, elapsed: dict = elapsed) -> dict[str, str]:
             release = Release(series, version)
             built = cache.ensure(release)
-            facts.installs[version] = {"seconds": round(built.seconds, 1), "reused": built.reused, "error": built.error}
+            runs = facts.installs.get(version, {}).get("run_s", 0.0)
+            facts.installs[version] = {"seconds": round(built.seconds, 1), "reused": built.reused, "error": built.error, "run_s": runs}
             if built.error is not None:
                 progress(f"{series.name} {version}: cannot be installed here: {built.error}")
                 got: dict[str, dict[str, Any]] = {c: {"verdict": NOT_RUN, "error": f"cannot be installed here: {built.error}"} for c in wanted}
             else:
                 t0 = time.monotonic()
                 got = play(built, series.client, wanted)
-                progress(f"{series.name} {version}: {len(wanted)} case(s) in {time.monotonic() - t0:.0f} s")
+                took = time.monotonic() - t0
+                facts.installs[version]["run_s"] = round(runs + took, 1)  # every run of this release, bisection's too
+                progress(f"{series.name} {version}: {len(wanted)} case(s) in {took:.0f} s")
             for case in wanted:
                 cell = got.get(case) or {"verdict": NOT_RUN, "error": "the run gave no verdict for this case"}
                 elapsed[(version, case)] = (cell.get("error"), cell.get("elapsed"))

@@ -192,8 +192,10 @@ def test_the_cli_merges_and_renders_and_refuses_bad_flags(tmp_path: Path, capsys
     assert "0.1.27" in page and "chunk-lstrip" in page and 'class="changed' in page
     assert "| `nan-reward-taken` | 0.1.5 | 0.1.33 (still) |" in (tmp_path / "h.md").read_text()
     # The newest release run (0.1.33) no longer shows env-name-not-sent: --strict says so and exits 1.
-    assert main(["versions", "--merge", str(tmp_path), "--strict"]) == 1
-    assert "openreward 0.1.33 mock:two-envs: works, the pinned matrix says fails silently" in capsys.readouterr().out
+    assert main(["versions", "--merge", str(tmp_path), "--strict", "-v"]) == 1
+    said = capsys.readouterr().out
+    assert "openreward 0.1.33 mock:two-envs: works, the pinned matrix says fails silently" in said
+    assert "  openreward 0.1.5 mock:reward-nan: fails silently (bisection)" in said
     for argv, said in [
         (["versions"], "name the clients"),
         (["versions", "openreward,trl", "--releases", "1.0"], "give one client"),

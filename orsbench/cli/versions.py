@@ -54,8 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "html": "write a history page here: a release × case grid per client, changing cells marked",
             "markdown": "write the Markdown report here (the newest release against the pinned matrix: $GITHUB_STEP_SUMMARY)",
         },
-        verbose_help="print each release's progress",
-        quiet_help="only the summary",
+        verbose_help="after the summary, every row: release, case, verdict and the error of a cell that did not play",
+        quiet_help="no progress lines: only the summary",
     )
     flags.after_parse(parser, _flags_agree)
     parser.set_defaults(func=run)
@@ -139,6 +139,9 @@ def run(args: argparse.Namespace) -> int:
         reporting.write_text(args.html, render_history(history))
     for line in report.summary(history):
         print(line, file=out)
+    if args.verbose:
+        for row in history.rows:
+            print(f"  {row.series} {row.release} {row.case}: {row.verdict}{' (bisection)' if row.bisected else ''}{' — ' + row.error if row.error else ''}", file=out)
     if args.strict:
         differs = {name: report.differs_from_pinned(history, name) for name in history.series}
         for name, cells in differs.items():

@@ -259,3 +259,20 @@ def test_a_release_the_adapter_cannot_drive_is_no_verdict_on_the_client(tmp_path
         assert play.main([DUMMY_CLIENT.name, "--cases", "mock:two-envs", "--out", str(tmp_path / "ok.json")]) == 0
     [cell] = json.loads((tmp_path / "ok.json").read_text())["cells"]
     assert cell["verdict"] == "fails silently", cell  # env-name-not-sent, as the matrix's openreward cell
+
+
+def test_a_case_two_defects_share_does_not_decide_either_where_another_case_shows_one_alone() -> None:
+    """firehorse: second-setup-fails carries a leaked session and an average over the scored; setup-failure the leak
+    alone. The leak's first failing release is read from setup-failure, not from the case both share."""
+    from orsbench.versions.history import Row, SeriesFacts
+
+    facts = SeriesFacts(
+        "firehorse", "firehorse-cli", [], ["0.1.0", "0.1.2"], ["0.1.0", "0.1.2"], ["shared", "alone"],
+        {"shared": "fails clearly", "alone": "fails clearly"},
+        {"shared": {"verdict": S, "defects": ["leak", "average"]}, "alone": {"verdict": S, "defects": ["leak"]}},
+    )  # fmt: skip
+    seen = {("0.1.0", "shared"): S, ("0.1.2", "shared"): S, ("0.1.0", "alone"): "fails clearly", ("0.1.2", "alone"): S}
+    rows = [Row("firehorse", "firehorse", v, v, c, verdict) for (v, c), verdict in seen.items()]
+    defects = {d["id"]: d for d in History({"firehorse": facts}, rows).analyse().series["firehorse"].defects}
+    assert (defects["leak"]["decided_by"], defects["leak"]["first_failing"], defects["leak"]["since_oldest_tested"]) == (["alone"], "0.1.2", False)
+    assert (defects["average"]["decided_by"], defects["average"]["first_failing"]) == (["shared"], "0.1.0")

@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orsbench.cli import flags, reporting, subcommand, types
 
+if TYPE_CHECKING:
+    from orsbench.versions.history import History
+
+#: The client targets whose releases can be installed beside orsbench (the 3.12 command targets, platoon and benchflow,
+#: need a 3.12 environment per release: not built yet, docs/versions.md).
 _CLIENTS = ("openreward", "trl", "inspect", "firehorse", "ors")
 
 
@@ -151,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace):  # -> History | None
+def _run(args: argparse.Namespace) -> History | None:
+    """Plan each client's series from the flags and run them; None (after saying why) where the releases cannot be listed."""
     from orsbench.versions.envs import Cache, cache_root
     from orsbench.versions.releases import DEFAULTS, PACKAGES, Index, Series, parse_release
     from orsbench.versions.run import Plan, all_cases, default_cases, run_versions

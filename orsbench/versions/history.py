@@ -10,12 +10,13 @@ JSON merge into one history (:func:`merge`) exactly as one run would have writte
                        "pinned": {case: {"verdict", "defects"}}, "summaries": {defect: text},
                        "installs": {version: {"seconds", "reused", "error", "run_s"}},
                        "changes": [{"case", "last", "first", "before", "after", "exact"}],
-                       "defects": [{"id", "summary", "cases", "first_failing", "last_failing", "ranges", "masked",
-                                    "absent", "since_oldest_tested", "still_failing"}]}},
+                       "defects": [{"id", "summary", "cases", "decided_by", "first_failing", "last_failing", "ranges",
+                                    "masked", "absent", "since_oldest_tested", "still_failing"}]}},
      "rows": [{"client", "series", "release", "version", "case", "verdict", "defects", "error", "bisected", "elapsed"}],
      "counts": {"cells_run", "cells_anchored", "cells_bisected", "cells_spanned"}}
 
-A defect's ``ranges`` are where its cases get the pinned (defective) verdict, ``absent`` where they get a correct
+A defect's ranges are read from ``decided_by``: the cases where it is the only pinned defect (else all of its cases).
+Its ``ranges`` are where its cases get the pinned (defective) verdict, ``absent`` where they get a correct
 client's, ``masked`` where they get something else (a release that cannot play at all): there the defect is neither
 seen nor fixed, and ``since_oldest_tested`` ("≤ first_failing") says no release before the first failing one was seen
 without it. ``cells_spanned`` is what running every release between the oldest and newest tested on every case would have cost.
@@ -162,6 +163,12 @@ class History:
                     last = (kind, verdict)
         tested = sorted(seen_versions, key=order.__getitem__)
         for entry in found.values():
+            # A case where this is the only pinned defect decides; where others share the case, its verdict cannot say
+            # which of them shows (firehorse's second-setup-fails: a leaked session and an average over the scored).
+            alone = [c for c in entry["cases"] if (facts.pinned.get(c) or {}).get("defects") == [entry["id"]]]
+            entry["decided_by"] = alone or list(entry["cases"])
+            for kind in ("ranges", "masked", "absent"):
+                entry[kind] = [r for r in entry[kind] if r["case"] in entry["decided_by"]]
             ranges = entry["ranges"]
             entry["first_failing"] = min((r["from"] for r in ranges), key=order.__getitem__, default=None)
             entry["last_failing"] = max((r["to"] for r in ranges), key=order.__getitem__, default=None)

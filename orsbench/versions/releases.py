@@ -72,7 +72,9 @@ class Series:
 
     @property
     def name(self) -> str:
-        return self.client + "".join(f"+{pin}" for pin in self.pins)
+        """``trl``, ``trl+openreward==0.1.109``; ``trl over openreward+trl==1.16.0`` where another package varies."""
+        varied = "" if PACKAGES.get(self.client) == self.package else f" over {self.package}"
+        return self.client + varied + "".join(f"+{pin}" for pin in self.pins)
 
     def release(self, version: str) -> Release:
         return Release(self, version)

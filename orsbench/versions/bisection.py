@@ -12,7 +12,7 @@ of the search and the next one tried.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 __all__ = ["Boundary", "Search", "search"]
@@ -39,6 +39,8 @@ class Search:
     """Everything observed: ``seen[(version, case)]``, which of them bisection ran, and the boundaries found."""
 
     seen: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: A second run of a cell: the two anchors of a change before it is bisected, both sides of a boundary found.
+    again: dict[tuple[str, str], str] = field(default_factory=dict)
     bisected: set[tuple[str, str]] = field(default_factory=set)
     runs: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     boundaries: list[Boundary] = field(default_factory=list)
@@ -51,6 +53,22 @@ class Search:
             if bisecting:
                 self.bisected.add((version, case))
         return {case: self.seen[(version, case)] for case in cases}
+
+    def confirm(self, observe: Observe, cells: Iterable[tuple[str, str]]) -> None:
+        """Run each cell once more (one run per release), unless it ran twice already."""
+        by_version: dict[str, list[str]] = {}
+        for version, case in cells:
+            if (version, case) not in self.again and case not in by_version.get(version, []):
+                by_version.setdefault(version, []).append(case)
+        for version, cases in by_version.items():
+            got = observe(version, list(cases))
+            self.runs.append((version, tuple(cases)))
+            for case in cases:
+                self.again[(version, case)] = got.get(case, NOT_RUN)
+
+    def stable(self, version: str, case: str) -> bool:
+        """The cell gave one verdict each time it ran (a hang on a loaded machine can be a deadline missed once)."""
+        return self.again.get((version, case), self.seen.get((version, case))) == self.seen.get((version, case))
 
 
 def search(versions: list[str], anchors: list[str], cases: list[str], observe: Observe, *, found: Search | None = None) -> Search:
@@ -71,8 +89,15 @@ def search(versions: list[str], anchors: list[str], cases: list[str], observe: O
         ran = [a for a in anchors if done.seen.get((a, case), NOT_RUN) != NOT_RUN]
         for a, b in zip(ran, ran[1:]):
             gaps.setdefault((a, b), []).append(case)
-    for (a, b), changing in sorted(gaps.items(), key=lambda item: order[item[0][0]]):
-        _gap(done, versions[order[a] + 1 : order[b]], a, b, changing, observe)
+    # A change between two anchors is run once more at both before it is bisected: a cell that flips between two runs
+    # of one release (a deadline missed on a loaded machine) is no change, and bisecting it would place a false boundary.
+    changed = {(a, b): [c for c in cs if done.seen[(a, c)] != done.seen[(b, c)]] for (a, b), cs in gaps.items()}
+    done.confirm(observe, [(v, c) for (a, b), cs in changed.items() for c in cs for v in (a, b)])
+    for (a, b), changing in sorted(changed.items(), key=lambda item: order[item[0][0]]):
+        steady = [c for c in changing if done.stable(a, c) and done.stable(b, c)]
+        _gap(done, versions[order[a] + 1 : order[b]], a, b, steady, observe)
+    # And each boundary found, on both sides (bisection decided each step on one run).
+    done.confirm(observe, [(v, b.case) for b in done.boundaries for v in (b.last, b.first)])
     return done
 
 

@@ -12,8 +12,12 @@ JSON merge into one history (:func:`merge`) exactly as one run would have writte
                        "changes": [{"case", "last", "first", "before", "after", "exact"}],
                        "defects": [{"id", "summary", "cases", "decided_by", "first_failing", "last_failing", "ranges",
                                     "masked", "absent", "since_oldest_tested", "still_failing"}]}},
-     "rows": [{"client", "series", "release", "version", "case", "verdict", "defects", "error", "bisected", "elapsed"}],
-     "counts": {"cells_run", "cells_anchored", "cells_bisected", "cells_spanned"}}
+     "rows": [{"client", "series", "release", "version", "case", "verdict", "defects", "error", "bisected", "elapsed",
+               "again"}],
+     "counts": {"cells_run", "cells_anchored", "cells_bisected", "cells_confirmed", "cells_spanned"}}
+
+``again`` is a second run's verdict (a change's two anchors before it is bisected, a boundary's two sides after);
+a cell whose two runs disagree is listed in its series' ``unstable`` and left out of ``changes`` and ``defects``.
 
 A defect's ranges are read from ``decided_by``: the cases where it is the only pinned defect (else all of its cases).
 Its ``ranges`` are where its cases get the pinned (defective) verdict, ``absent`` where they get a correct
@@ -52,6 +56,12 @@ class Row:
     error: str | None = None
     bisected: bool = False
     elapsed: float | None = None
+    #: The verdict of a second run (a change's anchors, a boundary's sides): where it differs, the cell is unstable.
+    again: str | None = None
+
+    @property
+    def stable(self) -> bool:
+        return self.again is None or self.again == self.verdict
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -77,6 +87,8 @@ class SeriesFacts:
     installs: dict[str, dict[str, Any]] = field(default_factory=dict)
     changes: list[dict[str, Any]] = field(default_factory=list)
     defects: list[dict[str, Any]] = field(default_factory=list)
+    #: Cells that gave two verdicts in two runs of one release: left out of changes and defects.
+    unstable: list[dict[str, Any]] = field(default_factory=list)
 
     def label(self, version: str) -> str:
         return version + "".join(f"+{pin}" for pin in self.pins)
@@ -98,15 +110,17 @@ class History:
             return []
         return list(pinned.get("defects") or [])
 
-    def seen(self, name: str) -> dict[tuple[str, str], str]:
-        return {(r.version, r.case): r.verdict for r in self.rows if r.series == name}
+    def seen(self, name: str, *, stable: bool = False) -> dict[tuple[str, str], str]:
+        """``(version, case) -> verdict`` of a series' rows (``stable``: leaving out the cells that flipped)."""
+        return {(r.version, r.case): r.verdict for r in self.rows if r.series == name and (r.stable or not stable)}
 
     def analyse(self) -> History:
         """Fill each row's defects and each series' changes and defect ranges from the rows."""
         for row in self.rows:
             row.defects = self.explained(row.series, row.case, row.verdict) if row.verdict != NOT_RUN else []
         for name, facts in self.series.items():
-            seen = self.seen(name)
+            seen = self.seen(name, stable=True)
+            facts.unstable = [{"release": r.release, "case": r.case, "verdict": r.verdict, "again": r.again} for r in self.rows if r.series == name and not r.stable]
             order = {v: i for i, v in enumerate(facts.versions)}
             facts.changes, segments = [], {}
             for case in facts.cases:
@@ -182,7 +196,14 @@ class History:
     def counts(self) -> dict[str, int]:
         spanned = sum(len(f.versions) * len(f.cases) for f in self.series.values())
         bisected = sum(1 for r in self.rows if r.bisected)
-        return {"cells_run": len(self.rows), "cells_anchored": len(self.rows) - bisected, "cells_bisected": bisected, "cells_spanned": spanned}
+        again = sum(1 for r in self.rows if r.again is not None)
+        return {
+            "cells_run": len(self.rows) + again,
+            "cells_anchored": len(self.rows) - bisected,
+            "cells_bisected": bisected,
+            "cells_confirmed": again,
+            "cells_spanned": spanned,
+        }
 
     # -- JSON -------------------------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -232,6 +253,8 @@ def merge(histories: Iterable[History]) -> History:
         for row in history.rows:
             if row.key not in rows or rows[row.key].verdict == NOT_RUN:
                 rows[row.key] = row
+            elif rows[row.key].again is None and row.again is not None:  # the other shard ran it a second time
+                rows[row.key].again = row.again
     merged.rows = sorted(rows.values(), key=lambda r: (r.series, merged.series[r.series].versions.index(r.version), r.case))
     return merged.analyse()
 

@@ -63,9 +63,12 @@ def summary(history: History) -> list[str]:
             lines.append(f"  {change['case']}: {change['before']} up to {change['last']}, {change['after']} from {change['first']}{exact}")
         for release, error in _errors(history, name):
             lines.append(f"  {release}: {error if error.startswith('orsbench') else 'not run — ' + error}")
+        for u in facts.unstable:
+            lines.append(f"  unstable: {u['release']} {u['case']} gave {u['verdict']}, then {u['again']} (left out of the changes)")
     counts = history.counts()
     lines.append(
-        f"{counts['cells_run']} cells run ({counts['cells_anchored']} on the releases asked for, {counts['cells_bisected']} by bisection) "
+        f"{counts['cells_run']} cells run ({counts['cells_anchored']} on the releases asked for, {counts['cells_bisected']} by bisection, "
+        f"{counts['cells_confirmed']} a second time) "
         f"of {counts['cells_spanned']} that every release × case would be; {history.seconds:.0f} s"
     )
     return lines
@@ -97,6 +100,8 @@ def markdown(history: History) -> str:
         out += _grid(history, name, facts)
         for release, error in _errors(history, name):
             out.append(f"- **{release}**: {error}")
+        for u in facts.unstable:
+            out.append(f"- unstable: **{u['release']}** `{u['case']}` gave {u['verdict']}, then {u['again']} (left out of the changes)")
         out.append("")
     counts = history.counts()
     out.append(

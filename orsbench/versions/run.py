@@ -189,7 +189,8 @@ def run_versions(
         for (version, case), verdict in found.seen.items():
             error, took = elapsed.get((version, case), (None, None))
             history.rows.append(
-                Row(series.client, series.name, facts.label(version), version, case, verdict, error=error, bisected=(version, case) in found.bisected, elapsed=took)
+                Row(series.client, series.name, facts.label(version), version, case, verdict, error=error,
+                    bisected=(version, case) in found.bisected, elapsed=took, again=found.again.get((version, case)))  # fmt: skip
             )
     history.rows.sort(key=lambda r: (r.series, history.series[r.series].versions.index(r.version), r.case))
     history.seconds = time.monotonic() - started

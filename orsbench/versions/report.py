@@ -81,11 +81,11 @@ def markdown(history: History) -> str:
     for name, facts in history.series.items():
         out += [f"## {name} ({facts.package} releases{', with ' + ', '.join(facts.pins) if facts.pins else ''})", ""]
         if facts.defects:
-            out += ["| pinned defect | first failing | last failing | cases |", "|---|---|---|---|"]
+            out += ["| pinned defect | first failing | last failing | read from |", "|---|---|---|---|"]
             for e in facts.defects:
                 first = "—" if e["first_failing"] is None else ("≤ " if e["since_oldest_tested"] else "") + e["first_failing"]
                 last = "—" if e["last_failing"] is None else e["last_failing"] + (" (still)" if e["still_failing"] else "")
-                out.append(f"| `{e['id']}` | {first} | {last} | {', '.join(e['cases'])} |")
+                out.append(f"| `{e['id']}` | {first} | {last} | {', '.join(e.get('decided_by') or e['cases'])} |")
             out.append("")
         diff = differs_from_pinned(history, name)
         if diff:

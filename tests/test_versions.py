@@ -301,3 +301,7 @@ def test_a_cell_that_flips_between_two_runs_is_unstable_not_a_change(tmp_path: P
     assert [(c["case"], c["last"], c["first"]) for c in facts.changes] == [("mock:schema-zoo", "0.1.26", "0.1.27")]
     assert not any(c == "mock:echo" for _, cases in world.runs[3:] for c in cases if _ not in ("0.1.25", "0.1.33"))
     assert "unstable: 0.1.33 mock:echo gave hangs, then works" in "\n".join(report.summary(history))
+    from orsbench.versions.html import render_history
+
+    page = render_history(history)
+    assert 'class="hangs unstable"' in page and 'class="hangs changed' not in page

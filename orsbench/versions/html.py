@@ -49,6 +49,7 @@ def _series_view(history: History, name: str, facts: SeriesFacts) -> dict[str, A
     seen = history.seen(name)
     errors = {(r.version, r.case): r.error for r in history.rows if r.series == name}
     bisected = {(r.version, r.case) for r in history.rows if r.series == name and r.bisected}
+    flipped = {(r.version, r.case): r.again for r in history.rows if r.series == name and not r.stable}
     releases = sorted({v for v, _ in seen}, key=facts.versions.index)
     rows, before = [], {}
     for v in releases:
@@ -58,10 +59,14 @@ def _series_view(history: History, name: str, facts: SeriesFacts) -> dict[str, A
             if verdict is None:
                 cells.append({"text": "", "cls": "empty", "title": "not run at this release (unchanged either side)", "bisected": False})
                 continue
-            changed = verdict != NOT_RUN and case in before and before[case] != verdict
+            unstable = (v, case) in flipped
+            changed = verdict != NOT_RUN and not unstable and case in before and before[case] != verdict
             title = f"{facts.label(v)} · {case}: {verdict}" + (f" — {errors[(v, case)]}" if errors.get((v, case)) else "")
-            cells.append({"text": verdict, "cls": _CLASS.get(verdict, "other") + (" changed" if changed else ""), "title": title, "bisected": (v, case) in bisected})
-            if verdict != NOT_RUN:
+            if unstable:
+                title += f" — run again: {flipped[(v, case)]} (unstable: left out of the changes)"
+            cls = _CLASS.get(verdict, "other") + (" changed" if changed else "") + (" unstable" if unstable else "")
+            cells.append({"text": verdict, "cls": cls, "title": title, "bisected": (v, case) in bisected})
+            if verdict != NOT_RUN and not unstable:
                 before[case] = verdict
         skipped = facts.versions.index(v) - facts.versions.index(rows[-1]["version"]) - 1 if rows else 0
         rows.append({"version": v, "label": facts.label(v), "cells": cells, "skipped": skipped, "anchor": v in facts.anchors,

@@ -305,3 +305,19 @@ def test_a_cell_that_flips_between_two_runs_is_unstable_not_a_change(tmp_path: P
 
     page = render_history(history)
     assert 'class="hangs unstable"' in page and 'class="hangs changed' not in page
+
+
+def test_a_forked_episode_of_a_release_without_a_ping_thread_has_nothing_to_forget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """openreward 0.1.109's ``_session.ping`` has no ``ping_thread``: every forked episode of it crashed (exit 70)."""
+    import sys
+    from types import SimpleNamespace
+
+    from orsbench.clients.run import forget_parent_ping_thread
+
+    monkeypatch.setitem(sys.modules, "openreward.api._session", SimpleNamespace(ping=SimpleNamespace()))
+    forget_parent_ping_thread()
+    reset: list[bool] = []
+    thread = SimpleNamespace(__init__=lambda: reset.append(True))
+    monkeypatch.setitem(sys.modules, "openreward.api._session", SimpleNamespace(ping=SimpleNamespace(ping_thread=thread)))
+    forget_parent_ping_thread()
+    assert reset == [True]

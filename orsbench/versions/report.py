@@ -19,8 +19,10 @@ def _span(entry: dict) -> str:
         return "not seen in any release run"
     first = ("≤ " if entry["since_oldest_tested"] else "") + entry["first_failing"]
     last = entry["last_failing"] + (" (newest run: still failing)" if entry["still_failing"] else "")
-    ranges = {(r["case"], r["from"], r["to"]) for r in entry["ranges"]}
-    gaps = " — failing in separate ranges: " + ", ".join(f"{a}–{b} ({c})" for c, a, b in sorted(ranges)) if len(ranges) > 1 else ""
+    spans: dict[tuple[str, str], list[str]] = {}
+    for r in entry["ranges"]:
+        spans.setdefault((r["from"], r["to"]), []).append(r["case"])
+    gaps = " — failing in separate ranges: " + ", ".join(f"{a}–{b} ({', '.join(c)})" for (a, b), c in sorted(spans.items())) if len(spans) > 1 else ""
     hidden = {(m["from"], m["to"], m["verdict"]) for m in entry.get("masked", [])}
     masked = "; hidden by another failure at " + ", ".join(f"{a}–{b} ({v})" for a, b, v in sorted(hidden)) if hidden else ""
     return f"first failing {first}, last failing {last}{gaps}{masked}"

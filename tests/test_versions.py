@@ -321,3 +321,29 @@ def test_a_forked_episode_of_a_release_without_a_ping_thread_has_nothing_to_forg
     monkeypatch.setitem(sys.modules, "openreward.api._session", SimpleNamespace(ping=SimpleNamespace(ping_thread=thread)))
     forget_parent_ping_thread()
     assert reset == [True]
+
+
+def test_the_cli_plans_a_series_per_set_of_companion_pins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``--releases`` with and without a companion pin, ``--with``, ``--vary``: the series each release joins."""
+    import orsbench.versions.run as R
+    from orsbench.cli import main
+
+    planned: list[list[Plan]] = []
+
+    def fake(plans: list[Plan], **kwargs: object) -> History:
+        planned.append(plans)
+        return History()
+
+    monkeypatch.setattr(R, "run_versions", fake)
+    base = ["versions", "--cache", str(tmp_path), "-q"]
+    assert main([*base, "trl", "--releases", "1.9.0,1.16.0,1.16.0+openreward==0.1.109", "--cases", "mock:echo"]) == 0
+    assert [(p.series.name, p.anchors, p.cases) for p in planned[-1]] == [
+        ("trl", ("1.9.0", "1.16.0"), ("mock:echo",)),
+        ("trl+openreward==0.1.109", ("1.16.0",), ("mock:echo",)),
+    ]
+    assert main([*base, "trl", "--vary", "openreward", "--with", "trl==1.16.0", "--releases", "0.1.109,0.1.167"]) == 0
+    [plan] = planned[-1]
+    assert plan.series.name == "trl over openreward+trl==1.16.0" and plan.series.release("0.1.109").requirements == ("openreward==0.1.109", "trl==1.16.0")
+    assert "mock:url-only" in plan.cases  # the default cases: where a pinned defect shows
+    assert main([*base, "openreward,firehorse"]) == 0  # the default releases
+    assert [p.series.name for p in planned[-1]] == ["openreward", "firehorse"] and "0.1.101" not in planned[-1][0].anchors

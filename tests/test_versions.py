@@ -96,6 +96,7 @@ def test_bisection_finds_each_boundary_with_the_fewest_runs(tmp_path: Path) -> N
     # The two cases changing in one gap shared their first midpoint: one install and one run, not two.
     assert len(world.runs) == len(ANCHORS) + (5 * per_boundary - 1) + len(ANCHORS) + 10
     assert len(world.installs) == len({v for v, _ in world.runs})
+    assert not any(i["reused"] for i in facts.installs.values())  # a second run of a release keeps its first install's record
 
 
 def test_each_pinned_defect_gets_its_first_and_last_failing_release(tmp_path: Path) -> None:

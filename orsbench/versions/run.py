@@ -170,7 +170,8 @@ def run_versions(
             release = Release(series, version)
             built = cache.ensure(release)
             runs = facts.installs.get(version, {}).get("run_s", 0.0)
-            facts.installs[version] = {"seconds": round(built.seconds, 1), "reused": built.reused, "error": built.error, "run_s": runs}
+            if version not in facts.installs:  # the first time it is asked for (a second run finds it built by this one)
+                facts.installs[version] = {"seconds": round(built.seconds, 1), "reused": built.reused, "error": built.error, "run_s": runs}
             if built.error is not None:
                 progress(f"{series.name} {version}: cannot be installed here: {built.error}")
                 got: dict[str, dict[str, Any]] = {c: {"verdict": NOT_RUN, "error": f"cannot be installed here: {built.error}"} for c in wanted}
@@ -182,7 +183,7 @@ def run_versions(
                 progress(f"{series.name} {version}: {len(wanted)} case(s) in {took:.0f} s")
             for case in wanted:
                 cell = got.get(case) or {"verdict": NOT_RUN, "error": "the run gave no verdict for this case"}
-                elapsed[(version, case)] = (cell.get("error"), cell.get("elapsed"))
+                elapsed.setdefault((version, case), (cell.get("error"), cell.get("elapsed")))  # the row's verdict is the first run's
             return {case: str((got.get(case) or {}).get("verdict", NOT_RUN)) for case in wanted}
 
         found = search(versions, anchors, cases, observe)

@@ -45,7 +45,7 @@ class Subcommand:
 
 #: The modules that register subcommands, in ``--help`` order (see :mod:`orsbench.registry`).
 MODULES = tuple(
-    f"orsbench.cli.{name}" for name in ("serve", "scenarios", "bench", "check", "check_client", "clients", "matrix", "proxy", "record", "explain", "load")
+    f"orsbench.cli.{name}" for name in ("serve", "scenarios", "bench", "check", "check_client", "clients", "matrix", "proxy", "record", "explain", "load", "versions")
 )
 SUBCOMMANDS: Registry[Subcommand] = Registry("subcommand", modules=MODULES)
 

@@ -132,7 +132,9 @@ def forget_parent_ping_thread() -> None:
     session = sys.modules.get("openreward.api._session")
     if session is None:  # never imported here: no state to forget (and importing it would cost the child seconds)
         return
-    session.ping.ping_thread.__init__()
+    thread = getattr(getattr(session, "ping", None), "ping_thread", None)
+    if thread is not None:  # releases before the ping thread (0.1.109 has none) have nothing to forget
+        thread.__init__()
 
 
 def forked(client: str, prepare: Callable[[], None] | None = None) -> Fork:

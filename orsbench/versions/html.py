@@ -1,0 +1,104 @@
+"""The history page: a release × case grid per series, in the spirit of wpt.fyi — one self-contained file.
+
+Each row is a release run (oldest first, the pinned matrix's prediction above them), each column a case; a cell is
+coloured by its verdict, and a cell whose verdict differs from the release run before it is outlined (``changed``):
+that is where to look. Above each grid, each pinned defect with its first and last failing release and a link to
+the change (the project's compare view where it has public tags, else the release's page on the package index).
+Inline CSS, no script, nothing fetched; the Jinja2 template only lays out the view model built here.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import jinja2
+
+from orsbench.version import __version__
+from orsbench.versions.bisection import NOT_RUN
+from orsbench.versions.history import History, SeriesFacts
+from orsbench.versions.play import CANNOT_DRIVE
+from orsbench.versions.report import differs_from_pinned
+
+__all__ = ["change_link", "render_history"]
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("orsbench.versions", "templates"),
+    autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+#: Where a package's changes between two releases can be read (``{a}``: the older release, ``{b}``: the newer).
+COMPARE = {
+    "trl": "https://github.com/huggingface/trl/compare/v{a}...v{b}",
+}
+
+_CLASS = {"works": "works", "fails clearly": "clearly", "fails silently": "silently", "hangs": "hangs", NOT_RUN: "notrun", CANNOT_DRIVE: "notrun"}
+
+
+def change_link(package: str, older: str, newer: str) -> str:
+    """A link to what changed from ``older`` to ``newer``: the compare view, else the newer release's index page."""
+    if package in COMPARE:
+        return COMPARE[package].format(a=older, b=newer)
+    return f"https://pypi.org/project/{package}/{newer}/"
+
+
+def _series_view(history: History, name: str, facts: SeriesFacts) -> dict[str, Any]:
+    seen = history.seen(name)
+    errors = {(r.version, r.case): r.error for r in history.rows if r.series == name}
+    bisected = {(r.version, r.case) for r in history.rows if r.series == name and r.bisected}
+    flipped = {(r.version, r.case): r.again for r in history.rows if r.series == name and not r.stable}
+    releases = sorted({v for v, _ in seen}, key=facts.versions.index)
+    rows, before = [], {}
+    for v in releases:
+        cells = []
+        for case in facts.cases:
+            verdict = seen.get((v, case))
+            if verdict is None:
+                cells.append({"text": "", "cls": "empty", "title": "not run at this release (unchanged either side)", "bisected": False})
+                continue
+            unstable = (v, case) in flipped
+            changed = verdict != NOT_RUN and not unstable and case in before and before[case] != verdict
+            title = f"{facts.label(v)} · {case}: {verdict}" + (f" — {errors[(v, case)]}" if errors.get((v, case)) else "")
+            if unstable:
+                title += f" — run again: {flipped[(v, case)]} (unstable: left out of the changes)"
+            cls = _CLASS.get(verdict, "other") + (" changed" if changed else "") + (" unstable" if unstable else "")
+            cells.append({"text": verdict, "cls": cls, "title": title, "bisected": (v, case) in bisected})
+            if verdict != NOT_RUN and not unstable:
+                before[case] = verdict
+        skipped = facts.versions.index(v) - facts.versions.index(rows[-1]["version"]) - 1 if rows else 0
+        rows.append({"version": v, "label": facts.label(v), "cells": cells, "skipped": skipped, "anchor": v in facts.anchors,
+                     "install": facts.installs.get(v, {})})  # fmt: skip
+    pinned = [{"text": facts.pinned[c]["verdict"], "cls": _CLASS.get(facts.pinned[c]["verdict"], "other")} for c in facts.cases]
+    order = facts.versions.index
+    defects = []
+    for d in facts.defects:
+        links = []
+        for case in d["cases"]:
+            for c in facts.changes:
+                if c["case"] == case:
+                    links.append({"text": f"{c['last']} → {c['first']}", "url": change_link(facts.package, c["last"], c["first"])})
+        defects.append({**d, "links": links, "span": None if d["first_failing"] is None else order(d["last_failing"]) - order(d["first_failing"]) + 1})
+    return {
+        "name": name,
+        "facts": facts,
+        "rows": rows,
+        "pinned": pinned,
+        "defects": defects,
+        "changes": [{**c, "url": change_link(facts.package, c["last"], c["first"])} for c in facts.changes],
+        "diff": differs_from_pinned(history, name),
+    }
+
+
+def render_history(history: History) -> str:
+    """The whole page."""
+    series = [_series_view(history, name, facts) for name, facts in history.series.items()]
+    return _ENV.get_template("history.html.j2").render(
+        series=series,
+        counts=history.counts(),
+        seconds=round(history.seconds),
+        version=__version__,
+        when=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    )

@@ -55,6 +55,9 @@ class World:
         self.deleted: list[tuple[str, Control]] = []  # ids deleted in this interleaving, with their task
         self.position: dict[str, int] = {}
         self.last_call: dict[str, int] = {}  # label -> the step of its last call
+        #: Sessions that fetched their prompt: a session's first request after /create is its prompt, as every real
+        #: client sends it (and as the control did: environments that deal their game in get_prompt need it).
+        self.prompted: set[str] = set()
         self.program: list[str] = []
         self.at_once: set[int] = set()  # steps sent together with others
         self.judged = 0
@@ -91,10 +94,15 @@ class World:
         self.program.append(f"create {label} on task {control.index}" + (" (an id deleted before)" if reused else ""))
 
     def prompt(self, n: int) -> None:
-        slot = self.open_slot(n)
-        if slot is not None:
-            self.stage.prompt(self.labels[slot])
-            self.program.append(f"prompt {self.labels[slot]}")
+        """Fetch the prompt of an open session that has not fetched it yet (a client fetches it once, first)."""
+        waiting = [slot for slot in sorted(self.labels) if self.labels[slot] not in self.prompted]
+        if waiting:
+            self._prompt(self.labels[waiting[n % len(waiting)]])
+
+    def _prompt(self, label: str) -> None:
+        self.stage.prompt(label)
+        self.prompted.add(label)
+        self.program.append(f"prompt {label}")
 
     def _next(self, label: str) -> int | None:
         script = self.stage.control(label).script
@@ -107,6 +115,9 @@ class World:
     def call(self, n: int) -> None:
         slot = self.open_slot(n)
         label = self.labels.get(slot) if slot is not None else None
+        if label is not None and label not in self.prompted:
+            self._prompt(label)  # its first request: the prompt, as the control's was
+            return
         position = self._next(label) if label else None
         if label is None or position is None:
             return
@@ -115,7 +126,7 @@ class World:
         self.program.append(f"call {label} ({self.stage.control(label).script[position][0]})")
 
     def calls_at_once(self) -> None:
-        chosen = [(label, p) for label in self.labels.values() if (p := self._next(label)) is not None]
+        chosen = [(label, p) for label in self.labels.values() if label in self.prompted and (p := self._next(label)) is not None]
         if len(chosen) < 2:
             return
         first = len(self.scene.steps)

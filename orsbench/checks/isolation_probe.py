@@ -377,23 +377,26 @@ def play_interleaved(st: Stage) -> Scene:
 
 def play_same_task(st: Stage) -> Scene:
     """C, D, F and G on one task: C plays to the end, D and F start, C is deleted; D and F go on, G plays it all;
-    then C's id is created again and used."""
+    then C's id is created again and used. Every session fetches its prompt before its first call, as its control did
+    (and every real client does), and then only calls: what it sees is compared with the control at the same point."""
     control = next(c for c in st.facts.controls.values() if c.refused is None)
     if not control.script:
         return Scene(st.scene.name, skip="no tool input could be built (call.tool_inputs): sessions cannot be played")
     index, length = control.index, len(control.script)
     if not all(st.open(label, index) for label in ("C", "D", "F", "G")):
         return st.abort()
+    st.prompt("C")
     for k in range(length):
         st.call("C", k)
+    st.prompt("D")
     st.call("D", 0)
+    st.prompt("F")
     st.call("F", 0)
     c_sid = st.scene.tracks["C"].sid
     st.delete("C")
     st.scene.measured["deleted_at"] = len(st.scene.steps) - 1
     st.ping("D")
     st.ping("F")
-    st.prompt("F")
     for k in range(1, length):
         st.call("F", k)
     if length > 1:
@@ -419,6 +422,8 @@ def play_resume(st: Stage) -> Scene:
     i, j = pair if not isinstance(pair, str) else (usable[0], usable[0])
     if not (st.open("A", i.index) and st.open("B", j.index)):
         return st.abort()
+    st.prompt("A")
+    st.prompt("B")
     first = st.call("A", 0)
     a_call = len(st.scene.steps) - 1
     second = st.call_tool("B", NO_SUCH_TOOL, {})

@@ -87,3 +87,46 @@ def test_what_reads_as_dense_and_what_is_a_win_left_open():
     assert "went on to finish" in (dense_rewards(later) or "")
     scaled = Episode(0, {}, calls=[("m", {})], answers=["x"], sent_rewards=[5.0])
     assert "more than 1.0" in (dense_rewards(scaled) or "")
+
+
+def _slow(tool_s: float, setup_s: float, **options: object) -> Report:
+    env = {"ORSBENCH_TEST_TOOL_SECONDS": str(tool_s), "ORSBENCH_TEST_SETUP_SECONDS": str(setup_s)}
+    with launch.serve(AppTarget.parse("tests/envs/own_state.py:SlowCounter"), env=env) as server:
+        return run_checks(server.url, Options(env=server.env_name, **{"fuzz": 0, **options}), only=["isolation.*"])
+
+
+def _fully_checked(report: Report, *, no_slow_tool: bool = False) -> None:
+    facts = report.evidence.facts.isolation
+    skipped = {name: scene.skip for name, scene in facts.scenes.items() if scene.skip and not scene.inapplicable}
+    assert skipped == {}, skipped  # no scene skipped, for time or anything else
+    assert facts.scenes_s <= facts.budget_s, (facts.scenes_s, facts.budget_s, facts.budget_why)
+    results = {r.id: r for r in report.results if r.id.startswith("isolation.") and r.id != "isolation.ttl_per_session"}
+    if no_slow_tool:  # nothing to ping during: not applicable, saying why
+        ping = results.pop("isolation.ping_during_call")
+        assert ping.status is Status.NOT_APPLICABLE and "no tool call took" in ping.message, ping.message
+    assert {i: r.message for i, r in results.items() if r.status is not Status.PASS} == {}
+
+
+def test_a_slow_tool_and_setup_get_every_scene_within_a_budget_scaled_from_their_measured_times():
+    # 1.5 s calls and 1 s setup against a 5 s play budget: the ratio of an 8 s tool to the default 30 s
+    report = _slow(1.5, 1.0, play_seconds=5.0, explore=12)
+    _fully_checked(report)
+    facts = report.evidence.facts.isolation
+    assert facts.budget_s > 5.0 and facts.budget_why.startswith("scaled"), facts.budget_why
+    assert "within a budget of" in report.result("isolation.same_task_fresh").message
+    explored = facts.explored
+    assert explored.found == [] and explored.limit_s > 5.0 and explored.seconds <= explored.limit_s + 2, explored
+    assert explored.steps >= 12 or not explored.stopped.startswith("the time budget"), explored
+
+
+@pytest.mark.slow
+def test_an_8_second_tool_gets_every_isolation_scene():
+    report = _slow(8.0, 0.0)  # the default budgets, a real 8 s tool (about two minutes)
+    _fully_checked(report)
+    assert report.result("isolation.ping_during_call").status is Status.PASS
+
+
+@pytest.mark.slow
+def test_an_8_second_setup_keeps_to_the_budget_it_states():
+    report = _slow(0.05, 8.0)
+    _fully_checked(report, no_slow_tool=True)

@@ -83,6 +83,10 @@ class Control:
     exchanges: list[Exchange] = field(default_factory=list)
     #: Why the task has no usable control (its solo session was refused), if so.
     refused: str | None = None
+    #: How long its prompt took to be ready after ``/create`` (the environment's setup, waited out), in seconds.
+    setup_s: float = 0.0
+    #: How long each call of its script took, alone, in seconds: what the probe's time budget is sized by.
+    call_s: list[float] = field(default_factory=list)
 
     def expects(self, position: int) -> str | None:
         """The answer step ``position`` must give, when it can be told (else ``None``)."""
@@ -146,6 +150,9 @@ class Explored:
     stopped: str = ""
     #: A digest of every step it took, in order: the same seed against the same server takes the same steps.
     trail: str = ""
+    #: Its time bound in seconds, and how it was sized (the play budget, or the environment's measured times).
+    limit_s: float = 0.0
+    limit_why: str = ""
 
     def of(self, check: str) -> Found | None:
         return next((f for f in self.found if f.check == check), None)
@@ -162,6 +169,12 @@ class Isolation:
     #: The stateful explorer's run (``--explore N``), if asked for.
     explored: Explored | None = None
     seconds: float = 0.0
+    #: The probe's time budget in seconds (the explorer aside), and how it was sized: the play budget, or scaled
+    #: from the environment's measured setup and call times so that a slow environment plays every scene.
+    budget_s: float = 0.0
+    budget_why: str = ""
+    #: How long the controls and scenes took (the explorer aside), seconds: what the budget bounds.
+    scenes_s: float = 0.0
 
     def scene(self, name: str) -> Scene:
         """The scene ``name`` (one that never ran is a skip naming why)."""

@@ -10,10 +10,14 @@ in its prompt or answers is never a finding).
 ``Dense`` pays 1.0 for every good step and finishes far away: ``reward.win_finishes`` (which reads 1.0
 as a win) must hold back on it. ``GlobalRandom`` is the one defect here: it seeds and draws from
 Python's global ``random`` (as some game libraries do), so one session's draws change another's tiles.
+``SlowCounter`` is the counter with a slow tool and setup (``ORSBENCH_TEST_TOOL_SECONDS``,
+``ORSBENCH_TEST_SETUP_SECONDS``): a slow environment must be fully checked within a stated budget.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import random
 from typing import Any
 
@@ -41,7 +45,10 @@ class Counter(ThreeTasks):
 
     @tool
     def add(self, params: Amount) -> ToolOutput:
-        """Add an amount to the counter; reaching the target (or passing it) ends the episode."""
+        """Add an amount to the counter; reaching the goal (or passing it) ends the episode."""
+        return self.add_now(params)
+
+    def add_now(self, params: Amount) -> ToolOutput:
         self.value += min(max(params.amount, 1), 9)
         if self.value >= self.task_spec["goal"]:
             won = self.value == self.task_spec["goal"]
@@ -203,3 +210,21 @@ class GlobalRandom(ThreeTasks):
         self.hand.append(random.randint(1, 9))  # BUG: draws from the shared generator
         done = sum(self.hand) > 30
         return text(f"You drew {self.hand[-1]}; your hand: {self.hand}.", reward=1.0 if done else None, finished=done)
+
+
+#: How long SlowCounter's tool and setup take (seconds; the tests set them through the server's environment).
+TOOL_SECONDS = float(os.environ.get("ORSBENCH_TEST_TOOL_SECONDS", "8"))
+SETUP_SECONDS = float(os.environ.get("ORSBENCH_TEST_SETUP_SECONDS", "0"))
+
+
+class SlowCounter(Counter):
+    """The counter, with a slow tool (8 s by default) and optionally a slow setup: every isolation scene must run."""
+
+    async def setup(self) -> None:
+        await asyncio.sleep(SETUP_SECONDS)
+
+    @tool
+    async def add(self, params: Amount) -> ToolOutput:
+        """Add an amount to the counter (slowly); reaching the goal (or passing it) ends the episode."""
+        await asyncio.sleep(TOOL_SECONDS)
+        return Counter.add_now(self, params)

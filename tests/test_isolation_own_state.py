@@ -10,6 +10,7 @@ Python's global ``random`` is still caught, and its finding says what is likely 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -17,8 +18,10 @@ import pytest
 from orsbench.checks import Options, Report, Status, run_checks
 from orsbench.checks.evidence import Episode
 from orsbench.checks.reward import dense_rewards
+from orsbench.checks.scenes import Control, Scene, Step, Track, judge
 from orsbench.servers import launch
 from orsbench.servers.user_app import AppTarget
+from orsbench.wire.evidence import Exchange
 
 pytest.importorskip("openreward")
 
@@ -130,3 +133,29 @@ def test_an_8_second_tool_gets_every_isolation_scene():
 def test_an_8_second_setup_keeps_to_the_budget_it_states():
     report = _slow(0.05, 8.0)
     _fully_checked(report, no_slow_tool=True)
+
+
+def _prompt(text: str, at: float) -> Exchange:
+    body = json.dumps([{"type": "text", "text": text}]).encode()
+    return Exchange("GET", "http://127.0.0.1:9/e/prompt", {}, b"", status=200, body=body, started_at=at, elapsed=0.01)
+
+
+def test_a_prompt_is_compared_only_at_the_point_of_the_control_that_fetched_it():
+    """The rule itself, on recorded exchanges: A's second prompt (after its own requests left the control's path) is
+    not compared with the control's first prompt; B shown task 1's prompt is a finding that names B's /create."""
+    zero = Control(0, [], prompt="The counter is at 0 (task c0).", prompt_stable=True)
+    one = Control(1, [], prompt="The counter is at 0 (task c1).", prompt_stable=True)
+    created = Exchange("POST", "http://127.0.0.1:9/create", {}, b"", status=200, started_at=0.0)
+    scene = Scene("unit", tracks={"A": Track("A", "a", 0), "B": Track("B", "b", 1)})
+    scene.steps = [
+        Step("A", "create", created),
+        Step("A", "prompt", _prompt("The counter is at 0 (task c0).", 1.0)),
+        Step("A", "prompt", _prompt("The counter is at 7 (task c0).", 2.0)),  # its own state, off the control's path
+        Step("B", "create", created),
+        Step("A", "prompt", _prompt("The counter is at 7 (task c0).", 3.0)),
+    ]
+    assert judge(scene, {0: zero, 1: one}, 30.0) == []
+    leaked = Scene("unit", tracks=dict(scene.tracks), steps=[*scene.steps[:1], scene.steps[3], Step("A", "prompt", _prompt(one.prompt, 4.0))])
+    (problem,) = judge(leaked, {0: zero, 1: one}, 30.0)
+    assert problem.kind == "prompt" and "just after session B's /create on task 1" in problem.told
+    assert "it is what task 1 shows" in problem.told

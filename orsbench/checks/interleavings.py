@@ -296,7 +296,7 @@ def explore(col: Collector, facts: Isolation, new_stage: Callable[[], Any]) -> E
             if problem is not None:
                 state["found"] = True
                 _remember(explored, self.world, problem)
-                raise Broken(problem.message)
+                raise Broken(problem.told)
 
         def teardown(self) -> None:
             self.world.close()
@@ -357,7 +357,7 @@ def _remember(explored: Explored, world: World, problem: Problem) -> None:
     explored.found.append(
         Found(
             check=check,
-            message=problem.message,
+            message=problem.told,
             evidence=related(world.scene, problem),
             replay=scene.exchanges(),
             program=list(world.program),

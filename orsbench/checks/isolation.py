@@ -67,7 +67,7 @@ def _finding(scene: Scene, problems: list[Problem], measured: object = None) -> 
     """The first problem as a failure: its exchanges as evidence, the scene up to it as the reproducer."""
     first = problems[0]
     more = f" (and {len(problems) - 1} more: {'; '.join(p.message for p in problems[1:3])})" if len(problems) > 1 else ""
-    outcome = failed(first.message + more, measured if measured is not None else [p.message for p in problems], *related(scene, first))
+    outcome = failed(first.message + more + first.context, measured if measured is not None else [p.message for p in problems], *related(scene, first))
     outcome.replay = scene.exchanges(through_batch(scene, first.step))
     return outcome
 

@@ -189,6 +189,13 @@ class Problem:
     session: str
     step: int
     message: str
+    #: Which other session's request came just before, and what is most likely shared (see :func:`likely_shared`).
+    context: str = ""
+
+    @property
+    def told(self) -> str:
+        """The message with its context: what a finding says."""
+        return self.message + self.context
 
 
 # -- reading answers ---------------------------------------------------------------------------------
@@ -324,7 +331,7 @@ def judge(scene: Scene, controls: dict[int | None, Control], timeout: float, ttl
             if finished_of(ex):
                 finished[step.session] = True
         if found is not None:
-            found.message += _context(scene, n, controls, found, timeout)
+            found.context = _context(scene, n, controls, found, timeout)
             problems.append(found)
     return problems
 

@@ -405,7 +405,8 @@ def likely_shared(scene: Scene, n: int, controls: dict[int | None, Control], pro
     if theirs:
         return (
             f"Likely shared: it is what task {theirs[0].index} shows — the task lives in a module-level object (a global, "
-            "a class attribute, a 'current' variable) that another session's request overwrote"
+            "a class attribute, a 'current' variable) that another session's request overwrote, or its draws come from "
+            "a global random generator that another session's /create seeded"
         )
     own = controls.get(track.index)
     if problem.kind == "answer" and own is not None and (got in own.answers or bare in own.answers):

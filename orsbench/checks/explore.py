@@ -347,6 +347,7 @@ def probe_quality(col: Collector) -> None:
         sid = col.open_on(done.index)
         if sid is None:
             break
+        _fetch_prompt(col, sid)
         name = f"quality.hack.{label}"
         result = classify(col.rec(name, col.kept_call(sid, tool, hack)), col.options.timeout)
         ev.facts.note_call("hack", name, refusal_of(result), fresh=True)
@@ -367,6 +368,7 @@ def _replay(col: Collector, done: Episode, label: str) -> JSON | None:
     sid = col.open_on(done.index)
     if sid is None:
         return None
+    _fetch_prompt(col, sid)  # as the episode did: an environment may deal its game in get_prompt
     rewards: list[float | None] = []
     diverged: JSON | None = None
     try:
@@ -384,6 +386,11 @@ def _replay(col: Collector, done: Episode, label: str) -> JSON | None:
     finally:
         col.end_session(sid)
     return {"reward": rewards[-1] if rewards else None, "diverged_at": diverged, "answers": len(rewards)}
+
+
+def _fetch_prompt(col: Collector, sid: str) -> None:
+    """Fetch ``sid``'s prompt before its first call, as every real client does (and as the played episode did)."""
+    col.ready(lambda: col.client.prompt(col.ev.env or "", sid))
 
 
 def answer_of(outcome: Outcome) -> str:

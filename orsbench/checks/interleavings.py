@@ -13,7 +13,8 @@ that still breaks it, and the check the rule belongs to fails with that interlea
 reproducer (every request in the order sent).
 
 Seeded (``--explore-seed``, default the fuzz's ``--seed``), bounded by N steps while generating
-and by time in all, shrinking included (the play budget, 30 s, or a quarter second per step if more); hypothesis' examples database is kept where
+and by time in all, shrinking included (the play budget, 30 s, or what N steps take on this environment
+if more: :func:`time_limit`, from the setup and call times the controls measured); hypothesis' examples database is kept where
 ``--explore-db PATH`` says (a failure found once is tried first next time), and nowhere otherwise.
 """
 
@@ -55,6 +56,9 @@ class World:
         self.deleted: list[tuple[str, Control]] = []  # ids deleted in this interleaving, with their task
         self.position: dict[str, int] = {}
         self.last_call: dict[str, int] = {}  # label -> the step of its last call
+        #: Sessions that fetched their prompt: a session's first request after /create is its prompt, as every real
+        #: client sends it (and as the control did: environments that deal their game in get_prompt need it).
+        self.prompted: set[str] = set()
         self.program: list[str] = []
         self.at_once: set[int] = set()  # steps sent together with others
         self.judged = 0
@@ -91,10 +95,15 @@ class World:
         self.program.append(f"create {label} on task {control.index}" + (" (an id deleted before)" if reused else ""))
 
     def prompt(self, n: int) -> None:
-        slot = self.open_slot(n)
-        if slot is not None:
-            self.stage.prompt(self.labels[slot])
-            self.program.append(f"prompt {self.labels[slot]}")
+        """Fetch the prompt of an open session that has not fetched it yet (a client fetches it once, first)."""
+        waiting = [slot for slot in sorted(self.labels) if self.labels[slot] not in self.prompted]
+        if waiting:
+            self._prompt(self.labels[waiting[n % len(waiting)]])
+
+    def _prompt(self, label: str) -> None:
+        self.stage.prompt(label)
+        self.prompted.add(label)
+        self.program.append(f"prompt {label}")
 
     def _next(self, label: str) -> int | None:
         script = self.stage.control(label).script
@@ -107,6 +116,9 @@ class World:
     def call(self, n: int) -> None:
         slot = self.open_slot(n)
         label = self.labels.get(slot) if slot is not None else None
+        if label is not None and label not in self.prompted:
+            self._prompt(label)  # its first request: the prompt, as the control's was
+            return
         position = self._next(label) if label else None
         if label is None or position is None:
             return
@@ -115,7 +127,7 @@ class World:
         self.program.append(f"call {label} ({self.stage.control(label).script[position][0]})")
 
     def calls_at_once(self) -> None:
-        chosen = [(label, p) for label in self.labels.values() if (p := self._next(label)) is not None]
+        chosen = [(label, p) for label in self.labels.values() if label in self.prompted and (p := self._next(label)) is not None]
         if len(chosen) < 2:
             return
         first = len(self.scene.steps)
@@ -205,7 +217,8 @@ def explore(col: Collector, facts: Isolation, new_stage: Callable[[], Any]) -> E
     ttl, _ = col.ttl()
     trail = hashlib.sha256()
     started = time.monotonic()
-    limit = max(options.play_seconds, options.explore * SECONDS_PER_STEP)
+    explored.limit_s, explored.limit_why = time_limit(options.play_seconds, options.explore, tasks)
+    limit = explored.limit_s
     deadline = started + limit
     state: dict[str, Any] = {"found": False}
 
@@ -283,7 +296,7 @@ def explore(col: Collector, facts: Isolation, new_stage: Callable[[], Any]) -> E
             if problem is not None:
                 state["found"] = True
                 _remember(explored, self.world, problem)
-                raise Broken(problem.message)
+                raise Broken(problem.told)
 
         def teardown(self) -> None:
             self.world.close()
@@ -308,8 +321,27 @@ def explore(col: Collector, facts: Isolation, new_stage: Callable[[], Any]) -> E
     explored.seconds = round(time.monotonic() - started, 3)
     explored.trail = trail.hexdigest()[:16]
     if time.monotonic() > deadline:
-        explored.stopped = f"the time budget ({limit:g} s) was spent"
+        explored.stopped = f"the time budget ({limit:g} s: {explored.limit_why}) was spent"
     return explored
+
+
+def time_limit(play_seconds: float, steps: int, tasks: list[Control]) -> tuple[float, str]:
+    """The explorer's time bound for ``steps`` steps, and how it was sized.
+
+    A step costs what the environment takes for it: of every three steps drawn about two make a call or
+    fetch a new session's prompt (calls at once, resumes, creates and pings cost little), so a step is
+    counted as a third of a setup and two calls, as the controls timed them alone — at least
+    :data:`SECONDS_PER_STEP`. The bound is that times the steps asked for (with room for shrinking), never less
+    than the play budget: an environment with 8 s tools gets the steps it was asked for, not four of them.
+    """
+    calls = [t for c in tasks for t in c.call_s]
+    call = sum(calls) / len(calls) if calls else 0.0
+    setup = max((c.setup_s for c in tasks), default=0.0)
+    per_step = max(SECONDS_PER_STEP, (setup + 2 * call) / 3)
+    wanted = round(steps * per_step * 1.5, 1)
+    if wanted <= play_seconds:
+        return play_seconds, f"the play budget ({play_seconds:g} s)"
+    return wanted, f"{steps} steps at about {per_step:.2f} s each here (setup and calls as timed alone), with room to shrink"
 
 
 def _remember(explored: Explored, world: World, problem: Problem) -> None:
@@ -325,7 +357,7 @@ def _remember(explored: Explored, world: World, problem: Problem) -> None:
     explored.found.append(
         Found(
             check=check,
-            message=problem.message,
+            message=problem.told,
             evidence=related(world.scene, problem),
             replay=scene.exchanges(),
             program=list(world.program),

@@ -67,7 +67,7 @@ def _finding(scene: Scene, problems: list[Problem], measured: object = None) -> 
     """The first problem as a failure: its exchanges as evidence, the scene up to it as the reproducer."""
     first = problems[0]
     more = f" (and {len(problems) - 1} more: {'; '.join(p.message for p in problems[1:3])})" if len(problems) > 1 else ""
-    outcome = failed(first.message + more, measured if measured is not None else [p.message for p in problems], *related(scene, first))
+    outcome = failed(first.message + more + first.context, measured if measured is not None else [p.message for p in problems], *related(scene, first))
     outcome.replay = scene.exchanges(through_batch(scene, first.step))
     return outcome
 
@@ -137,6 +137,13 @@ def _compared(facts: Isolation, scene: Scene, sessions: list[str], steps: range 
     return ", ".join(parts) or "nothing to compare"
 
 
+def _budget(facts: Isolation) -> str:
+    """The probe's budget, where it was scaled from the environment's measured times (else nothing)."""
+    if facts.budget_why.startswith("the play budget"):
+        return ""
+    return f" (every scene played in {facts.scenes_s:g} s, within a budget of {facts.budget_s:g} s, {facts.budget_why})"
+
+
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
@@ -155,7 +162,7 @@ def _n(count: int, noun: str) -> str:
 )
 def interleaved_tasks(ev: Evidence) -> CheckOutcome:
     def done(facts: Isolation, scene: Scene) -> str:
-        return f"{labels(scene.tracks.values())}, created before either was used: {_compared(facts, scene, ['A', 'B'])}"
+        return f"{labels(scene.tracks.values())}, created before either was used: {_compared(facts, scene, ['A', 'B'])}{_budget(facts)}"
 
     return _verdict(ev, "isolation.interleaved_tasks", "interleaved", lambda s, p: True, done)
 
@@ -186,7 +193,10 @@ def same_task_fresh(ev: Evidence) -> CheckOutcome:
         finished = any(s.action == "call" and finished_of(s.exchange) for s in scene.of("C"))
         how = "played task {} to finished".format(index) if finished else f"played task {index} ({len(scene.of('C', 'call'))} calls)"
         before = range(scene.measured.get("deleted_at", len(scene.steps)))
-        return f"C {how}; then D's and F's first calls ran as in a fresh session ({_compared(facts, scene, ['D', 'F'], before)})"
+        return (
+            f"C {how}; then D's and F's first calls ran as in a fresh session ({_compared(facts, scene, ['D', 'F'], before)})"
+            f"{_budget(facts)}"
+        )
 
     return _verdict(ev, "isolation.same_task_fresh", "same_task", before_delete, done)
 

@@ -22,8 +22,12 @@ the order sent (:class:`~orsbench.checks.scenes.Scene`):
 The TTL scene (an idle session while another pings) is in :mod:`orsbench.checks.timing`.
 Bounded like the other probes: each call by ``--timeout``, a script by
 :data:`MAX_SCRIPT` calls and :data:`SCRIPT_SECONDS` of tool time, the whole probe by
-the play budget (``Options.play_seconds``, 30 s); sessions are deleted at the end of each scene. Where a scene cannot be
-played (one task, tasks alike, no ids, no slow tool) it records why, and its checks skip.
+the play budget (``Options.play_seconds``, 30 s) — or, where the controls' measured setup and call
+times say the scenes need more and the slowest tool takes at most :data:`FULLY_CHECKED_S`, by a budget
+scaled to what they need (:class:`Costs`; ``Isolation.budget_why`` says which). A scene starts only
+when its estimated time fits what is left, so the budget holds; sessions are deleted at the end of
+each scene. Where a scene cannot be played (one task, tasks alike, no ids, no slow tool) it records
+why, and its checks skip.
 With ``--explore N`` the stateful explorer (:mod:`orsbench.checks.interleavings`) runs last.
 """
 
@@ -32,6 +36,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import dataclass
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -64,8 +69,10 @@ SCRIPT_SECONDS = 1.0
 AT_ONCE = 8
 #: A tool is slow enough to ping during when the play probe saw it take this long ...
 SLOW_CALL_S = 0.5
-#: ... and short enough to wait for when it takes at most this long.
-SLOWEST_WAITED_S = 3.0
+#: A slowest tool up to this long gets every scene played: the probe's budget is scaled from its measured times.
+FULLY_CHECKED_S = 10.0
+#: ... and short enough to wait for when it takes at most this long (as long as any tool of a fully checked environment).
+SLOWEST_WAITED_S = FULLY_CHECKED_S
 #: A ping answered within this long of the call's end was answered with it (its thread's clock lags a little).
 WITH_CALL_S = 0.15
 #: The tasks given a control (and used by the scenes): the played ones, at most this many.
@@ -87,20 +94,100 @@ def probe_isolation(col: Collector) -> None:
             first = next(iter(facts.controls.values()), None)
             facts.skip = f"no session could be opened: {first.refused}" if first else "no task to open a session on"
             return
-        budget = col.options.play_seconds
+        costs = Costs.of(facts, ev.facts.durations)
+        facts.budget_s, facts.budget_why = costs.budget(col.options.play_seconds, time.monotonic() - started)
         for name, play in SCENES:
-            if time.monotonic() - started > budget:
-                facts.scenes[name] = Scene(name, skip=f"the isolation probe's time budget ({budget:g} s) was spent")
-                continue
+            spent = time.monotonic() - started
+            need = costs.scene(name, facts)
+            if spent + need > facts.budget_s:
+                if costs.slowest > FULLY_CHECKED_S:
+                    facts.scenes[name] = Scene(
+                        name,
+                        skip=f"the isolation probe's time budget ({facts.budget_s:g} s) would be spent: this scene takes about "
+                        f"{need:.0f} s here, and {spent:.0f} s are gone ({facts.budget_why})",
+                    )
+                    continue
+                # Every scene of an environment whose slowest tool takes at most FULLY_CHECKED_S is played: the budget
+                # grows to what the measurements say this scene needs, and says so.
+                facts.budget_s = round(spent + need * MARGIN, 1)
+                facts.budget_why += f"; raised to {facts.budget_s:g} s for the {name} scene (about {need:.0f} s here)"
             began = time.monotonic()
             facts.scenes[name] = play(Stage(col, name, facts))
             facts.scenes[name].measured.setdefault("seconds", round(time.monotonic() - began, 3))
+            if name == "ping_during_call" and facts.scenes[name].measured.get("ping_waited_for_call"):
+                costs.serial = True  # the server runs one call at a time: calls sent at once take their sum
+        facts.scenes_s = round(time.monotonic() - started, 3)
         if col.options.explore > 0:
             from orsbench.checks.interleavings import explore  # imports hypothesis: only when asked for
 
             facts.explored = explore(col, facts, lambda: Stage(col, "explore", facts))
     finally:
         facts.seconds = round(time.monotonic() - started, 3)
+
+
+# -- what the scenes cost here ----------------------------------------------------------------------------
+#: Headroom over the estimate when the budget is scaled (timings on a loaded machine wander).
+MARGIN = 1.3
+
+
+@dataclass
+class Costs:
+    """What each scene costs on this environment, from the controls' measured setup and call times (alone)."""
+
+    #: The longest setup waited out by a control (``/create`` to a ready prompt), seconds.
+    setup: float
+    #: The longest script, played alone, seconds.
+    script: float
+    #: The longest first call of a script, seconds.
+    first: float
+    #: The slowest tool the play probe or a control saw, seconds.
+    slowest: float
+    #: The tool ``ping_during_call`` waits on, seconds (0: none).
+    ping_tool: float = 0.0
+    #: Calls sent at once run one after another (the ping scene showed a blocked event loop).
+    serial: bool = False
+
+    @classmethod
+    def of(cls, facts: Isolation, durations: dict[str, float]) -> Costs:
+        usable = [c for c in facts.controls.values() if c.refused is None]
+        calls = [t for c in usable for t in c.call_s]
+        picked = _slow_tool(durations)
+        return cls(
+            setup=max((c.setup_s for c in usable), default=0.0),
+            script=max((sum(c.call_s) for c in usable), default=0.0),
+            first=max((c.call_s[0] for c in usable if c.call_s), default=0.0),
+            slowest=max([*durations.values(), *calls, 0.0]),
+            ping_tool=picked[1] if picked is not None and picked[1] <= FULLY_CHECKED_S else 0.0,
+        )
+
+    def scene(self, name: str, facts: Isolation) -> float:
+        """About how long scene ``name`` takes here (sessions set up in turn, at worst; requests ~50 ms each)."""
+        requests = 0.05
+        if name == "interleaved":
+            return 2 * self.setup + 2 * self.script + 8 * requests
+        if name == "same_task":  # C plays all, D two calls, F and G all, C2 one; C's and C2's setups waited out
+            return 2 * self.setup + 3 * self.script + 2 * self.first + 20 * requests
+        if name == "resume":  # A's call, and resuming it (a replay, or the call again)
+            return 2 * self.setup + 2 * self.first + 8 * requests
+        if name == "concurrent_create":
+            return 8 * requests
+        if name == "ping_during_call":
+            return self.setup + self.ping_tool + 4 * requests
+        if name == "concurrent_calls":
+            return self.setup + self.script * (AT_ONCE if self.serial else 1) + 4 * requests * AT_ONCE
+        return 0.0
+
+    def budget(self, play_seconds: float, spent: float) -> tuple[float, str]:
+        """The probe's budget, and how it was sized: the play budget, or what every scene needs here."""
+        need = spent + sum(self.scene(name, Isolation()) for name, _ in SCENES)
+        measured = f"setup {self.setup:.1f} s, a script {self.script:.1f} s alone, the slowest tool {self.slowest:.1f} s"
+        if need <= play_seconds or self.slowest > FULLY_CHECKED_S:
+            why = f"the play budget ({measured})"
+            if self.slowest > FULLY_CHECKED_S:
+                why += f"; not scaled: the slowest tool takes more than {FULLY_CHECKED_S:g} s"
+            return play_seconds, why
+        scaled = round(spent + (need - spent) * MARGIN, 1)
+        return scaled, f"scaled from the play budget ({play_seconds:g} s) to what every scene needs here: {measured}"
 
 
 # -- tasks and their controls ---------------------------------------------------------------------------
@@ -133,6 +220,8 @@ def script_of(episode: Episode, durations: dict[str, float]) -> list[tuple[str, 
             break
         calls.append((tool, value))
         spent += took
+    if calls and spent + durations.get(calls[-1][0], 0.0) > SCRIPT_SECONDS:
+        return calls  # the last call again (the finish latch, across sessions) only where it is cheap
     return calls + calls[-1:]
 
 
@@ -148,7 +237,9 @@ def _control(col: Collector, index: int | None, script: list[tuple[str, JSON]]) 
         return control
     col.adopt(sid)
     try:
+        waited = time.monotonic()
         shown = col.ready(lambda: col.client.prompt(ev.env or "", sid))
+        control.setup_s = round(time.monotonic() - waited, 3)
         control.exchanges.append(shown)
         control.prompt = prompt_text(shown) or ""
         texts: list[str] = []
@@ -156,6 +247,7 @@ def _control(col: Collector, index: int | None, script: list[tuple[str, JSON]]) 
         for tool, value in script:
             exchange = col.kept_call(sid, tool, value)
             control.exchanges.append(exchange)
+            control.call_s.append(round(exchange.elapsed, 3))
             outcome = classify(exchange, col.options.timeout)
             control.kinds.append(outcome.kind)
             texts.append(answer_of(outcome))
@@ -377,23 +469,26 @@ def play_interleaved(st: Stage) -> Scene:
 
 def play_same_task(st: Stage) -> Scene:
     """C, D, F and G on one task: C plays to the end, D and F start, C is deleted; D and F go on, G plays it all;
-    then C's id is created again and used."""
+    then C's id is created again and used. Every session fetches its prompt before its first call, as its control did
+    (and every real client does), and then only calls: what it sees is compared with the control at the same point."""
     control = next(c for c in st.facts.controls.values() if c.refused is None)
     if not control.script:
         return Scene(st.scene.name, skip="no tool input could be built (call.tool_inputs): sessions cannot be played")
     index, length = control.index, len(control.script)
     if not all(st.open(label, index) for label in ("C", "D", "F", "G")):
         return st.abort()
+    st.prompt("C")
     for k in range(length):
         st.call("C", k)
+    st.prompt("D")
     st.call("D", 0)
+    st.prompt("F")
     st.call("F", 0)
     c_sid = st.scene.tracks["C"].sid
     st.delete("C")
     st.scene.measured["deleted_at"] = len(st.scene.steps) - 1
     st.ping("D")
     st.ping("F")
-    st.prompt("F")
     for k in range(1, length):
         st.call("F", k)
     if length > 1:
@@ -419,6 +514,8 @@ def play_resume(st: Stage) -> Scene:
     i, j = pair if not isinstance(pair, str) else (usable[0], usable[0])
     if not (st.open("A", i.index) and st.open("B", j.index)):
         return st.abort()
+    st.prompt("A")
+    st.prompt("B")
     first = st.call("A", 0)
     a_call = len(st.scene.steps) - 1
     second = st.call_tool("B", NO_SUCH_TOOL, {})
@@ -483,14 +580,12 @@ def play_ping_during_call(st: Stage) -> Scene:
     ev = st.col.ev
     plan = dict(ev.facts.call_plan)
     played = {tool: value for e in ev.facts.episodes for tool, value in e.calls}
-    slow = [(t, d) for t, d in ev.facts.durations.items() if d >= SLOW_CALL_S]
-    if not slow:
+    picked = _slow_tool(ev.facts.durations)
+    if picked is None:
         longest = max(ev.facts.durations.items(), key=lambda kv: kv[1], default=None)
         seen = f" (the longest: {longest[0]}, {longest[1]:.2f} s)" if longest else ""
         return _cannot(st.scene.name, f"no tool call took {SLOW_CALL_S:g} s or more{seen}: a ping during a call cannot be timed")
-    tool, took = max(slow, key=lambda kv: kv[1])
-    if took > SLOWEST_WAITED_S:
-        tool, took = min(slow, key=lambda kv: kv[1])
+    tool, took = picked
     if took > SLOWEST_WAITED_S:
         return Scene(st.scene.name, skip=f"the only slow tool ({tool}) takes {took:.1f} s, more than the {SLOWEST_WAITED_S:g} s this probe waits")
     control = next(c for c in st.facts.controls.values() if c.refused is None)
@@ -519,6 +614,15 @@ def play_ping_during_call(st: Stage) -> Scene:
         ping_waited_for_call=ping.started_at + ping.elapsed >= call.started_at + call.elapsed - WITH_CALL_S,
     )
     return st.close()
+
+
+def _slow_tool(durations: dict[str, float]) -> tuple[str, float] | None:
+    """The tool to ping during: the slowest one this probe waits for, else the quickest slow one (``None``: no slow tool)."""
+    slow = [(t, d) for t, d in durations.items() if d >= SLOW_CALL_S]
+    if not slow:
+        return None
+    waited = [(t, d) for t, d in slow if d <= SLOWEST_WAITED_S]
+    return max(waited, key=lambda kv: kv[1]) if waited else min(slow, key=lambda kv: kv[1])
 
 
 #: The scenes in the order played (each name is what the checks read).

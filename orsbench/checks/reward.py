@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from orsbench.checks import verdicts
-from orsbench.checks.evidence import WIN_REWARD, Evidence, call_label, call_results, result_of, short
+from orsbench.checks.evidence import WIN_REWARD, Episode, Evidence, call_label, call_results, result_of, short
 from orsbench.checks.gameplay import answer_text
-from orsbench.checks.model import CheckOutcome, Severity, failed, passed, skipped, warned
+from orsbench.checks.model import CheckOutcome, Severity, failed, not_applicable, passed, skipped, warned
 from orsbench.checks.registry import CALLS, FINISHER, check
 
 def _outputs(ev: Evidence) -> list[tuple[str, dict]]:
@@ -103,6 +103,10 @@ def win_finishes(ev: Evidence) -> CheckOutcome:
     if not episodes:
         return skipped("no episode was played")
     stuck = [e for e in episodes if not e.finished and e.unfinished_win is not None]
+    dense = next((why for e in episodes if (why := dense_rewards(e)) is not None), None)
+    if stuck and dense is not None:
+        # The check reads 1.0 as "solved": on an environment that pays every good step, 1.0 is not a win.
+        return not_applicable(f"the environment's rewards are dense ({dense}): {WIN_REWARD:.1f} rewards a step, not a win")
     if stuck:
         episode = stuck[0]
         name = episode.unfinished_win or ""
@@ -124,3 +128,30 @@ def win_finishes(ev: Evidence) -> CheckOutcome:
     if not wins:
         return skipped(f"no call earned the top reward ({WIN_REWARD:.1f}) while playing")
     return passed(f"{len(wins)} episode(s) earned {WIN_REWARD:.1f} and ended with finished: true", len(wins))
+
+
+def dense_rewards(episode: Episode) -> str | None:
+    """Why ``episode``'s rewards read as dense — paid on steps, not for a win — or ``None``.
+
+    A reward of 1.0 marks a win only where it is final: an environment that pays 1.0 again on
+    later calls whose outcome differs (the game went on), that pays more than 1.0, or that
+    finishes later after paying 1.0 on the way, pays steps. An environment that answers the
+    same "solved!" to the same winning call again and again is a win left open (this check's
+    finding), not a dense reward.
+    """
+    paid: list[tuple[int, str]] = []
+    for n, reward in enumerate(episode.sent_rewards):
+        if not isinstance(reward, (int, float)) or isinstance(reward, bool):
+            continue
+        if reward > WIN_REWARD:
+            return f"call {n + 1} paid {reward:g}, more than {WIN_REWARD:.1f}"
+        last = episode.finished and n == len(episode.calls) - 1
+        if reward >= WIN_REWARD and not last:
+            paid.append((n, episode.answers[n] if n < len(episode.answers) else ""))
+    if paid and episode.finished:
+        return f"call {paid[0][0] + 1} paid {WIN_REWARD:.1f} and the episode went on to finish at call {len(episode.calls)}"
+    outcomes = {answer for _, answer in paid}
+    if len(outcomes) >= 2:
+        shown = ", ".join(repr(short(a, 30)) for a in list(outcomes)[:2])
+        return f"{len(paid)} calls paid {WIN_REWARD:.1f} without finishing, with {len(outcomes)} different outcomes ({shown}, ...)"
+    return None

@@ -83,6 +83,10 @@ class Control:
     exchanges: list[Exchange] = field(default_factory=list)
     #: Why the task has no usable control (its solo session was refused), if so.
     refused: str | None = None
+    #: How long its prompt took to be ready after ``/create`` (the environment's setup, waited out), in seconds.
+    setup_s: float = 0.0
+    #: How long each call of its script took, alone, in seconds: what the probe's time budget is sized by.
+    call_s: list[float] = field(default_factory=list)
 
     def expects(self, position: int) -> str | None:
         """The answer step ``position`` must give, when it can be told (else ``None``)."""
@@ -146,6 +150,9 @@ class Explored:
     stopped: str = ""
     #: A digest of every step it took, in order: the same seed against the same server takes the same steps.
     trail: str = ""
+    #: Its time bound in seconds, and how it was sized (the play budget, or the environment's measured times).
+    limit_s: float = 0.0
+    limit_why: str = ""
 
     def of(self, check: str) -> Found | None:
         return next((f for f in self.found if f.check == check), None)
@@ -162,6 +169,12 @@ class Isolation:
     #: The stateful explorer's run (``--explore N``), if asked for.
     explored: Explored | None = None
     seconds: float = 0.0
+    #: The probe's time budget in seconds (the explorer aside), and how it was sized: the play budget, or scaled
+    #: from the environment's measured setup and call times so that a slow environment plays every scene.
+    budget_s: float = 0.0
+    budget_why: str = ""
+    #: How long the controls and scenes took (the explorer aside), seconds: what the budget bounds.
+    scenes_s: float = 0.0
 
     def scene(self, name: str) -> Scene:
         """The scene ``name`` (one that never ran is a skip naming why)."""
@@ -176,6 +189,13 @@ class Problem:
     session: str
     step: int
     message: str
+    #: Which other session's request came just before, and what is most likely shared (see :func:`likely_shared`).
+    context: str = ""
+
+    @property
+    def told(self) -> str:
+        """The message with its context: what a finding says."""
+        return self.message + self.context
 
 
 # -- reading answers ---------------------------------------------------------------------------------
@@ -243,14 +263,29 @@ def comparable(control: Control) -> bool:
 
 
 # -- the rules -----------------------------------------------------------------------------------------
+#: A session's own protocol requests that change what it sees, in order: ``("prompt", None)`` or ``("call", k)``.
+Move = tuple[str, int | None]
+
+
+def trace_of(control: Control) -> list[Move]:
+    """The requests the control sent, in order: the prompt first (as every real client does), then its script."""
+    return [("prompt", None)] + [("call", k) for k in range(len(control.script))]
+
+
 def judge(scene: Scene, controls: dict[int | None, Control], timeout: float, ttl: float | None = None) -> list[Problem]:
     """Every rule of §15 the scene broke, in the order its steps were sent.
 
-    With ``ttl``, a session that answers 404 after being idle that long was reaped (§8), not broken.
+    A session is compared with its control only while it has sent the very requests the control sent, in
+    the same order (:func:`trace_of`): what a session's own calls did to its state — a counter's value, a
+    board, a transcript in its prompt — is what the control saw too, and never a finding. A session that
+    left the control's path (a prompt fetched again, a call beyond the script) is held only to what no
+    request of its own can excuse: answers at all, never a 404 or a 5xx, never refused as finished unless
+    it finished. With ``ttl``, a session that answers 404 after being idle that long was reaped (§8), not broken.
     """
     problems: list[Problem] = []
     finished: dict[str, bool] = {}
     calls: dict[str, int] = {}
+    history: dict[str, list[Move]] = {}
     seen: dict[str, float] = {}  # session -> when its last request ended
     reaped: set[str] = set()
     for n, step in enumerate(scene.steps):
@@ -266,68 +301,124 @@ def judge(scene: Scene, controls: dict[int | None, Control], timeout: float, ttl
             continue
         if step.action == "create":
             reaped.discard(step.session)
-            finished[step.session], calls[step.session] = False, 0
+            finished[step.session], calls[step.session], history[step.session] = False, 0, []
             continue
+        mine = history.setdefault(step.session, [])
+        if step.action in ("prompt", "call"):
+            mine.append((step.action, step.position))
+        follows = control is not None and mine == trace_of(control)[: len(mine)]
+        found: Problem | None = None
         if step.action == "prompt":
             text = prompt_text(ex)
             if text is None:
-                problems.append(Problem("unusable", step.session, n, f"session {step.session}'s /prompt answered {_answer(ex)}"))
-            elif control is not None and control.prompt_stable and text != control.prompt:
-                problems.append(
-                    Problem(
-                        "prompt",
-                        step.session,
-                        n,
-                        f"session {step.session} (task {track.index}) was shown the prompt {short(text, 90)!r}; "
-                        f"alone, task {track.index} shows {short(control.prompt, 90)!r}",
-                    )
+                found = Problem("unusable", step.session, n, f"session {step.session}'s /prompt answered {_answer(ex)}")
+            elif follows and control is not None and control.prompt_stable and text != control.prompt:
+                found = Problem(
+                    "prompt",
+                    step.session,
+                    n,
+                    f"session {step.session} (task {track.index}) was shown the prompt {short(text, 90)!r}; alone, the "
+                    f"first prompt of task {track.index} is {short(control.prompt, 90)!r}",
                 )
-            continue
-        if step.action == "ping":
+        elif step.action == "ping":
             if ex.status != 200:
-                problems.append(Problem("ping", step.session, n, f"session {step.session}'s /ping answered {_answer(ex)}"))
-            continue
-        if step.action == "resume":
+                found = Problem("ping", step.session, n, f"session {step.session}'s /ping answered {_answer(ex)}")
+        elif step.action == "resume":
             problems += _resume(scene, step, n)
-            continue
-        if step.action != "call" or control is None or step.position is None:
-            continue
-        problems += _call(step, n, track, control, finished.get(step.session, False), calls.get(step.session, 0), timeout)
-        calls[step.session] = calls.get(step.session, 0) + 1
-        if finished_of(ex):
-            finished[step.session] = True
+        elif step.action == "call" and control is not None and step.position is not None:
+            found = _call(step, n, track, control, finished.get(step.session, False), calls.get(step.session, 0), timeout, follows)
+            calls[step.session] = calls.get(step.session, 0) + 1
+            if finished_of(ex):
+                finished[step.session] = True
+        if found is not None:
+            found.context = _context(scene, n, controls, found, timeout)
+            problems.append(found)
     return problems
 
 
-def _call(step: Step, n: int, track: Track, control: Control, done: bool, made: int, timeout: float) -> list[Problem]:
+def _call(step: Step, n: int, track: Track, control: Control, done: bool, made: int, timeout: float, follows: bool) -> Problem | None:
     ex, position = step.exchange, step.position or 0
     kind, result = outcome_kind(ex, timeout)
-    where = f"session {step.session} (task {track.index}), call {position + 1} {_tool(ex)}"
-    alone = control.kinds[position] if position < len(control.kinds) else None
+    where = f"session {step.session} (task {track.index}), call {made + 1} {_tool(ex)}"
+    alone = control.kinds[position] if follows and position < len(control.kinds) else None
     if kind in UNUSABLE:
         if alone in ("ok", "ok-false"):
-            return [Problem("unusable", step.session, n, f"{where} answered {_failure(kind, result, ex)}; alone, the task answered it")]
-        return []
+            return Problem("unusable", step.session, n, f"{where} answered {_failure(kind, result, ex)}; alone, the task answered it")
+        if not follows and kind in ("http", "reaped"):
+            return Problem("unusable", step.session, n, f"{where} answered {_failure(kind, result, ex)}")
+        return None
     if refused_finished(ex) and not done:
-        control_refused = position < len(control.answers) and control.answers[position].startswith(
-            f"ok:false {protocol.REASON_EPISODE_FINISHED}"
+        control_refused = (
+            follows
+            and position < len(control.answers)
+            and control.answers[position].startswith(f"ok:false {protocol.REASON_EPISODE_FINISHED}")
         )
         if not control_refused:
             first = " — its first call" if made == 0 else ""
-            return [Problem("finished", step.session, n, f"{where} was refused as episode_finished, yet this session never finished{first}")]
-    expected = control.expects(position)
+            return Problem("finished", step.session, n, f"{where} was refused as episode_finished, yet this session never finished{first}")
+    expected = control.expects(position) if follows else None
     if expected is not None:
         got = signature(ex, timeout, rewards=control.rewards_stable)
         if got != expected:
-            return [
-                Problem(
-                    "answer",
-                    step.session,
-                    n,
-                    f"{where} answered {short(got, 90)!r}; alone, task {track.index} answered {short(expected, 90)!r}",
-                )
-            ]
-    return []
+            return Problem(
+                "answer",
+                step.session,
+                n,
+                f"{where} answered {short(got, 90)!r}; alone, after the same requests, task {track.index} answered {short(expected, 90)!r}",
+            )
+    return None
+
+
+def _context(scene: Scene, n: int, controls: dict[int | None, Control], problem: Problem, timeout: float) -> str:
+    """Which other session's request came just before step ``n``, and what is most likely shared."""
+    before = next((s for s in reversed(scene.steps[:n]) if s.session != problem.session and s.session in scene.tracks), None)
+    preceded = f" — just after {_request(scene, before)}" if before is not None else ""
+    return f"{preceded}. {likely_shared(scene, n, controls, problem, timeout)}"
+
+
+def _request(scene: Scene, step: Step) -> str:
+    """``session B's /create on task 5``, ``session C's call find({...})``, ``session C's /delete``."""
+    track = scene.tracks[step.session]
+    if step.action == "create":
+        return f"session {step.session}'s /create on task {track.index}"
+    if step.action in ("call", "resume"):
+        return f"session {step.session}'s {step.action} {_tool(step.exchange)} (task {track.index})"
+    return f"session {step.session}'s /{step.action}"
+
+
+def likely_shared(scene: Scene, n: int, controls: dict[int | None, Control], problem: Problem, timeout: float) -> str:
+    """The likeliest thing the sessions share, read from what the session was shown instead of its own."""
+    step, track = scene.steps[n], scene.tracks[problem.session]
+    if problem.kind == "finished":
+        return "Likely shared: a finished episode kept by task or by session id (a cache or dict that outlives the session)"
+    if problem.kind == "unusable" and any(s.action == "delete" and s.session != problem.session for s in scene.steps[:n]):
+        return "Likely shared: something another session's /delete tore down (a sandbox, directory or connection per task)"
+    if problem.kind not in ("prompt", "answer"):
+        return "Likely shared: state kept outside the session's own object"
+    if problem.kind == "prompt":
+        got = prompt_text(step.exchange)
+        theirs = [c for i, c in controls.items() if i != track.index and c.prompt_stable and c.prompt == got]
+    else:
+        got = signature(step.exchange, timeout)
+        bare = signature(step.exchange, timeout, rewards=False)
+        theirs = [c for i, c in controls.items() if i != track.index and (got in c.answers or bare in c.answers)]
+    if theirs:
+        return (
+            f"Likely shared: it is what task {theirs[0].index} shows — the task lives in a module-level object (a global, "
+            "a class attribute, a 'current' variable) that another session's request overwrote, or its draws come from "
+            "a global random generator that another session's /create seeded"
+        )
+    own = controls.get(track.index)
+    if problem.kind == "answer" and own is not None and (got in own.answers or bare in own.answers):
+        return (
+            f"Likely shared: it is task {track.index}'s own answer at another step — sessions on one task share one "
+            "game or episode (an object or cache keyed by the task)"
+        )
+    return (
+        "Likely shared: a module-level object, or a global random generator — a library that seeds or draws from "
+        "Python's global `random` (or numpy's) lets one session's /create or calls change another's draws; give each "
+        "session its own random.Random(seed)"
+    )
 
 
 def _resume(scene: Scene, step: Step, n: int) -> list[Problem]:

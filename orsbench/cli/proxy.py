@@ -108,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         """The server checks and, beside them, the client checks of every client session seen."""
         report = grader.report()
         report.results += clients.results(final=final)
+        report.cases = clients.verdicts()  # each client session's one verdict, in the words of check-client and the matrix
         return report
 
     def live_report() -> tuple[int, str, bytes]:

@@ -26,7 +26,8 @@ from orsbench import protocol
 from orsbench.checks.model import CheckResult
 from orsbench.clientcheck.attribution import Attributor, Episode
 from orsbench.clientcheck.checks import ClientCheck
-from orsbench.clientcheck.live import Tallies, judge_episode, label, traffic_checks
+from orsbench.clientcheck.live import Judgements, Tallies, judge_episode, label, traffic_checks, traffic_judgement
+from orsbench.verdict import Judgement
 from orsbench.clientcheck.traffic import Seen
 
 #: Seconds between sweeps for idle connections and abandoned sessions (on the traffic's own thread).
@@ -43,6 +44,8 @@ class PassiveClientGrader:
         self.checks = checks if checks is not None else traffic_checks()
         self.abandoned_s = abandoned_s
         self.tallies = Tallies()
+        #: Each ended session's one verdict (:func:`~orsbench.clientcheck.live.traffic_judgement`), counted.
+        self.judgements = Judgements()
         self.attributor = Attributor(self._ended)
         self._lock = threading.Lock()
         self._next_sweep = 0.0
@@ -67,7 +70,10 @@ class PassiveClientGrader:
                 self.attributor.sweep(now, abandoned_s=self.abandoned_s)
 
     def _ended(self, episode: Episode) -> None:
-        self.tallies.add("", label(episode) + _why(episode), judge_episode(episode, self.checks))
+        name = label(episode) + _why(episode)
+        pending = judge_episode(episode, self.checks)
+        self.tallies.add("", name, pending)
+        self.judgements.add("", traffic_judgement(pending, name))
         for request in episode.requests:  # both graders have read these exchanges: the server's evidence keeps
             request.exchange.derived = None  # them, not what was parsed from them (a report parses again)
 
@@ -85,6 +91,11 @@ class PassiveClientGrader:
             for episode in self.attributor.open.values():
                 tallies.add("", label(episode) + " (still open)", judge_episode(episode, live))
             return tallies.results()
+
+    def verdicts(self) -> list[Judgement]:
+        """The verdicts of the sessions ended so far: one judgement per verdict, with how many sessions got it."""
+        with self._lock:
+            return self.judgements.cases()
 
     @property
     def sessions(self) -> int:

@@ -144,6 +144,9 @@ class Defect:
     unreported: bool = False
     #: Client checks of rules it makes fail, each with the cells where it does (the verdict does not depend on them).
     breaks: tuple[tuple[str, Where], ...] = ()
+    #: The client checks whose failure shows it in a run; a live run names it only where one of them failed (empty: a
+    #: failed check, or the process, with its ``effect``).
+    shown_by: tuple[str, ...] = ()
 
     @property
     def clients(self) -> tuple[str, ...]:
@@ -543,6 +546,7 @@ DEFECTS: dict[str, Defect] = {
             "P8",
             shows_in=_spaced_result,
             effect=Effect.WRONG_DATA,
+            shown_by=("client.text_verbatim",),
         ),
         Defect(
             "no-end-retried-forever",
@@ -569,6 +573,7 @@ DEFECTS: dict[str, Defect] = {
             "P8",
             shows_in=_spaced_result,
             effect=Effect.WRONG_DATA,
+            shown_by=("client.text_verbatim",),
         ),
         Defect(
             "ors-create-without-env-name",

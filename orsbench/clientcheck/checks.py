@@ -784,7 +784,8 @@ def script_followed(ctx: Context) -> CheckOutcome | None:
             pass  # stopped at finished or at a failure: as it should
         elif not made and not ctx.run.watched and not ctx.run.out.exists:
             # Seen on the wire only (a hosted case with no report posted): why it made no call is unknown.
-            if expects_error(ctx.run):
+            if expects_error(ctx.run) or not opened:
+                # No session (its /create refused, or never sent): what it did about that is the outcome's to judge.
                 return skipped(f"not judged: the client made none of the {len(steps)} scripted call(s) and posted no report saying why")
             seen = ctx.traffic.exchanges[-1] if ctx.traffic.exchanges else None
             why = f"; its last request, {seen.method} {seen.url}, was answered {seen.status}" if seen is not None else ""

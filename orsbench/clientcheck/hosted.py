@@ -44,7 +44,7 @@ from orsbench.checks.model import CheckResult, Status
 from orsbench.checks.runner import Report
 from orsbench.clientcheck.attribution import Attributor, Episode
 from orsbench.clientcheck.cases import Case
-from orsbench.clientcheck.checks import ClientCheck
+from orsbench.clientcheck.checks import ClientCheck, expects_error
 from orsbench.clientcheck.contract import OutFile, parse_line
 from orsbench.clientcheck.judgement import judge
 from orsbench.clientcheck.live import Judgements, Tallies, grade_episode, label, not_reported, report_checks, traffic_checks
@@ -193,8 +193,18 @@ class HostedCase:
         return results
 
     def judge(self, episode: Episode, results: list[CheckResult]) -> Judgement:
-        """The session's one verdict, as check-client's for the same case (what was not seen is said)."""
-        return judge(self.run_of(episode), results, subject=label(episode))
+        """The session's one verdict, as check-client's for the same case (what was not seen is said).
+
+        With no report posted, the traffic still shows an episode cut short in a case a correct client plays to its end
+        (a client that crashed on its first 503): that is judged, never taken for a working client.
+        """
+        run = self.run_of(episode)
+        seen: list[str] = []
+        if episode.key not in self.lines and not expects_error(run):
+            made, steps = episode.traffic().made, run.script.steps
+            if len(made) < len(steps) and not (made and made[-1].finished):
+                seen.append(f"the episode stopped after {len(made)} of {len(steps)} scripted call(s) in a case a correct client plays to its end")
+        return judge(run, results, subject=label(episode), seen=seen)
 
     def _ended(self, episode: Episode) -> None:
         if self._unclaimed and not self.graded and not self.attributor.open:  # the case's one client, done

@@ -125,7 +125,7 @@ def _judgement(
     return Judgement(verdict, expected, tuple(problems), tuple(rules), error if error_counts else None, unseen, subject)
 
 
-def judge(run: CaseRun, results: Sequence[CheckResult], subject: str | None = None) -> Judgement:
+def judge(run: CaseRun, results: Sequence[CheckResult], subject: str | None = None, seen: Sequence[str] = ()) -> Judgement:
     """The verdict of ``run`` from the client checks' ``results`` on it (:func:`orsbench.clientcheck.grade`).
 
     Only the checks of the episode's outcome and the process decide it; a rule the client broke without
@@ -137,6 +137,7 @@ def judge(run: CaseRun, results: Sequence[CheckResult], subject: str | None = No
     A client seen only on the wire (a hosted case, :attr:`CaseRun.watched` false) that posted no report is judged
     from its traffic, and the judgement says what it could not see; where the case asks for a reported error, what
     the traffic shows (the client stopped where a correct one does) is taken as the expected verdict, said unseen.
+    ``seen``: what such a grader saw the episode miss of the script (it stopped short), judged as unmet expectations.
     """
     expected = verdict_of([Effect.REPORTS_ERROR] if expects_error(run) else [])
     failed = failed_required(results)
@@ -149,7 +150,7 @@ def judge(run: CaseRun, results: Sequence[CheckResult], subject: str | None = No
         unseen = NO_REPORT
         counts = counts or (expected is not Verdict.WORKS and not failed)
     # An episode orsbench ended mid-call never reached what the script expects of its end.
-    unmet = unmet_expectations(run) if run.terminated is None else []
+    unmet = [*unmet_expectations(run), *seen] if run.terminated is None else []
     return _judgement(
         results,
         hung=run.stopped_for is not None,

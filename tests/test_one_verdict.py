@@ -262,3 +262,19 @@ def test_one_record_no_strings_parsed_back():
     assert judged.because == "ToolFailed: boom" and not judged.right and judged.words == "fails clearly"
     assert Judgement(Verdict.FAILS_CLEARLY, Verdict.FAILS_CLEARLY).words == "fails clearly (right)"
     assert Judgement(Verdict.WORKS).right and Judgement(Verdict.WORKS).words == "works"
+
+
+def test_every_client_failing_on_the_same_environment_error_names_the_environment():
+    """The player's second call raised (``tool-raises``) and was left out of the replay; every client's second call
+    raises in turn: the note says it is the environment's error, once, instead of two failing clients."""
+    from orsbench.clients import live
+    from orsbench.scenarios import suite_params
+
+    server = start("sparse-reward", config=ServerConfig(faults=("tool-raises",)), params=suite_params("sparse-reward"))
+    try:
+        result = live.play_on_url(server.url, clients=[], commands=[reference_command(), reference_command()], timeout=30)
+    finally:
+        server.stop()
+    assert [row.words for row in result.rows] == ["fails clearly", "fails clearly"], result.rows
+    [note] = result.notes
+    assert note.startswith("every client failed on the same error of the environment: ") and "failed on the server" in note, note

@@ -119,7 +119,8 @@ class PassiveGrader:
         sid = _session_of(ex.request_headers)
         # Bodies are parsed only on the routes whose filing depends on them: most traffic is calls and
         # session routes, and a stream's body is not JSON at all (a failed parse costs an exception).
-        if ex.status == 503 and sid and path.rsplit("/", 1)[-1] in (protocol.PROMPT, protocol.CALL, protocol.MESSAGES):
+        where = protocol.route_of(path)
+        if ex.status == 503 and sid and where.name in (protocol.PROMPT, protocol.CALL, protocol.MESSAGES):
             ev.exchanges.setdefault("starting", ex)  # as the collector files it: the first 503 of a session route
         if path == protocol.HEALTH:
             return self._first("health")
@@ -137,10 +138,9 @@ class PassiveGrader:
             return self._session_route(ex, sid, "ping")
         if path == "/" + protocol.TOOLS:
             return self._first("redirect.tools")
-        parts = [p for p in path.split("/") if p]
-        if len(parts) != 2:
+        env, route = where
+        if env is None:
             return None
-        env, route = parts
         if route == protocol.TOOLS:
             if ex.status == 200 and "tools" not in ev.exchanges:
                 ev.env = env

@@ -171,7 +171,7 @@ def held_calls(run: CaseRun) -> list[dict[str, Any]]:
     if run.terminated is None:
         return []
     at = run.terminated.sigterm_at
-    calls = [e for e in run.log if e.get("method") == "POST" and str(e.get("path", "")).endswith("/" + protocol.CALL)]
+    calls = [e for e in run.log if e.get("method") == "POST" and protocol.is_call(str(e.get("path", "")))]
     held = [
         e
         for e in calls

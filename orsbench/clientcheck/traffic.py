@@ -276,7 +276,7 @@ def group(seen: list[Seen], dropped: int = 0) -> Traffic:
             if sid:
                 deleted.add(sid)
             continue
-        if not (exchange.method == "POST" and path.endswith("/" + protocol.CALL)):
+        if not (exchange.method == "POST" and protocol.is_call(path)):
             continue
         body = body_json(exchange)
         asked = body.get("task_id")

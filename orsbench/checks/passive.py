@@ -46,7 +46,6 @@ from orsbench.wire.evidence import Exchange
 NO_EVIDENCE = "the traffic gave no evidence for this check"
 #: What :meth:`PassiveGrader._call` answers for a call it folded: nothing to file.
 _FOLDED = ""
-_SESSION_HEADER = protocol.SESSION_HEADER.lower()
 
 _NEEDS = {
     CALLS: "a tool call",
@@ -415,10 +414,7 @@ def _snapshot(folded: Folded) -> Folded:
 
 def _session_of(headers: dict[str, str]) -> str | None:
     """The session header's value, stripped, whatever the name's case (servers and proxies hand names lower-cased)."""
-    value = headers.get(_SESSION_HEADER)
-    if value is None:
-        value = next((v for k, v in headers.items() if k.lower() == _SESSION_HEADER), None)
-    return value.strip() if value is not None else None
+    return protocol.session_in(headers)
 
 
 def json_of_request(ex: Exchange) -> tuple[bool, Any]:

@@ -178,12 +178,12 @@ def held_calls(run: CaseRun) -> list[dict[str, Any]]:
         if float(e.get("started_at") or 0.0) < at and not (e.get("complete") and float(e.get("ended_at") or 0.0) <= at)
     ]
     # The redirects that led to a held call (the openreward SDK's bare /call, 308 to /{env}/call) are that call too.
-    bodies = {(e.get("request_body"), (e.get("request_headers") or {}).get(protocol.SESSION_HEADER.lower())) for e in held}
+    bodies = {(e.get("request_body"), protocol.session_in(e.get("request_headers") or {})) for e in held}
     led = [
         e
         for e in calls
         if 300 <= int(e.get("status") or 0) < 400
-        and (e.get("request_body"), (e.get("request_headers") or {}).get(protocol.SESSION_HEADER.lower())) in bodies
+        and (e.get("request_body"), protocol.session_in(e.get("request_headers") or {})) in bodies
     ]
     return [e for e in calls if any(e is x for x in (*led, *held))]
 

@@ -54,7 +54,7 @@ from orsbench.config import ServerConfig, effective_config
 from orsbench.scenarios import get_scenario
 from orsbench.servers.app import url_of
 from orsbench.servers.engine import finished_error
-from orsbench.servers.http import Message, Receive, Scope, Send, read_body, run_lifespan, send_json
+from orsbench.servers.http import Message, Receive, Scope, Send, read_body, run_lifespan, send_json, session_id
 from orsbench.servers.implementations import mock_engine
 from orsbench.servers.request_log import Entry, RequestLog
 from orsbench.verdict import Judgement
@@ -378,8 +378,7 @@ class HostedServer:
         if scope["method"] != "POST":
             await send_json(send, 405, {"detail": "POST contract lines (JSON lines, as the adapter contract writes them)"})
             return
-        raw_sid = next((v for k, v in scope["headers"] if k == protocol.SESSION_HEADER_RAW), b"")
-        sid = raw_sid.decode("latin-1").strip()
+        sid = session_id(scope)
         key: str | None = sid
         if not sid:  # one client on the case: its lines are its only episode's (a session, or a refused connection)
             known = hosted.episodes()

@@ -157,6 +157,9 @@ def facts(client: str, evidence: Evidence, tools: list[dict[str, Any]], script: 
         finishes=script.finished,
         spaced_long_result=any(s.expect is not None and len(s.expect) > _CHUNK and "  " in s.expect for s in script.steps),
         omits_a_default=omits,
+        # A call before the last was rewarded (the player's wrong tries score 0.0): what a client that keeps only the
+        # last reward loses — the matrix's fact, from the player's episode.
+        rewards_before_the_end=any(reward is not None for reward in list(rewards)[:-1]),
         rewards=tuple(rewards),
     )
 

@@ -79,7 +79,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from orsbench.checks.passive import PassiveGrader
     from orsbench.clientcheck.passive import PassiveClientGrader
-    from orsbench.clientcheck.traffic import from_entry, seen_of, session_in, session_of
     from orsbench.servers.request_log import RequestLog
     from orsbench.reports.json_report import dumps
     from orsbench.servers.app import BindError, announce_ready, serve_forever
@@ -93,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
     observers: list[Any] = [grader]
     starting: list[Any] = []
     if not args.faults:  # the clients get what the proxy forwards: grade them from its own exchanges
-        observers.append(lambda exchange: clients.observe(seen_of(exchange)))
-        starting.append(lambda exchange, path: clients.request_started(exchange.peer, exchange.started_at, path, session_of(exchange)))
+        observers.append(clients.exchange_ended)
+        starting.append(clients.exchange_started)
     recorder = CassetteRecorder(args.upstream, "orsbench proxy", secrets=secrets) if args.record else None
     if recorder is not None:
         observers.append(recorder)
@@ -143,10 +142,8 @@ def run(args: argparse.Namespace) -> int:
             app = RequestLog(
                 app,
                 keep=args.request_log,
-                on_start=[lambda entry: clients.request_started(entry.peer, entry.started_at, entry.path, session_in(entry.request_headers))]
-                if tapped
-                else [],
-                on_end=[lambda entry: clients.observe(from_entry(entry))] if tapped else [],
+                on_start=[clients.entry_started] if tapped else [],
+                on_end=[clients.entry_ended] if tapped else [],
             )
     except ValueError as exc:  # a fault that works on the engine only, ...: the message names the fix
         raise flags.UsageError(str(exc)) from None

@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from orsbench import protocol
 from orsbench.checks.model import CheckResult
 from orsbench.clientcheck.attribution import Attributor, Episode
 from orsbench.clientcheck.checks import ClientCheck
 from orsbench.clientcheck.live import Judgements, Tallies, judge_episode, label, traffic_checks, traffic_judgement
+from orsbench.clientcheck.traffic import Seen, from_entry, seen_of, session_in, session_of
 from orsbench.verdict import Judgement
-from orsbench.clientcheck.traffic import Seen
+
+if TYPE_CHECKING:
+    from orsbench.servers.request_log import Entry
+    from orsbench.wire.evidence import Exchange
 
 #: Seconds between sweeps for idle connections and abandoned sessions (on the traffic's own thread).
 SWEEP_S = 0.5
@@ -68,6 +73,23 @@ class PassiveClientGrader:
             if now >= self._next_sweep:
                 self._next_sweep = now + SWEEP_S
                 self.attributor.sweep(now, abandoned_s=self.abandoned_s)
+
+    # -- taps: the one way a front end feeds it (the proxy's own exchanges, or a request log's entries) ----------
+    def exchange_started(self, exchange: Exchange, path: str) -> None:
+        """A tap for :class:`~orsbench.servers.proxy.ProxyApp`'s ``starting``: a forwarded request began."""
+        self.request_started(exchange.peer, exchange.started_at, path, session_of(exchange))
+
+    def exchange_ended(self, exchange: Exchange) -> None:
+        """A tap for :class:`~orsbench.servers.proxy.ProxyApp`'s observers: a forwarded request's answer ended."""
+        self.observe(seen_of(exchange))
+
+    def entry_started(self, entry: Entry) -> None:
+        """A tap for a :class:`~orsbench.servers.request_log.RequestLog`'s ``on_start`` (outside injected faults)."""
+        self.request_started(entry.peer, entry.started_at, entry.path, session_in(entry.request_headers))
+
+    def entry_ended(self, entry: Entry) -> None:
+        """A tap for a request log's ``on_end``: what the client got, an injected fault's answer included."""
+        self.observe(from_entry(entry))
 
     def _ended(self, episode: Episode) -> None:
         name = label(episode) + _why(episode)

@@ -8,7 +8,8 @@ path, a header or a reason string can never drift between them.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeAlias
+from collections.abc import Mapping
+from typing import Any, Final, NamedTuple, TypeAlias
 
 #: A JSON object as Python sees it: the one spelling of this alias in the project.
 JSON: TypeAlias = dict[str, Any]
@@ -79,14 +80,56 @@ def env_path(env: str, route: str) -> str:
 DISCOVERY_ROUTES: Final = frozenset({TOOLS, SPLITS, TASKS, NUM_TASKS, TASK, TASK_RANGE})
 
 
+class Route(NamedTuple):
+    """What an ORS path names: its environment (``None`` for a root route, or a bare one the default environment
+    serves, §1.2) and the route (``call``, ``tools``, ``create``, ...; ``""`` for a path ORS does not have)."""
+
+    env: str | None
+    name: str
+
+    @property
+    def root(self) -> bool:
+        """A root route (``/create``, ``/ping``, ``/list_environments``), never under an environment."""
+        return self.env is None and self.name in ROOT_SEGMENTS
+
+
+def route_of(path: str) -> Route:
+    """The route ``path`` names: ``/echo/call`` is ``Route("echo", "call")``, ``/create`` is ``Route(None, "create")``,
+    a bare ``/tools`` is ``Route(None, "tools")``. The one reading of an ORS path (a query string and a trailing slash
+    ignored) for the engine's neighbours, the graders, cassettes and replay, and the faults."""
+    segments = [s for s in path.split("?", 1)[0].split("/") if s]
+    if len(segments) == 1:
+        return Route(None, segments[0])
+    if len(segments) == 2 and segments[0] not in ROOT_SEGMENTS:
+        return Route(segments[0], segments[1])
+    return Route(None, "")
+
+
+def session_in(headers: Mapping[str, str]) -> str | None:
+    """The session a request names (its ``X-Session-ID``, whatever the name's case), stripped; ``None`` where it names
+    none. The one reading of the header from a request's headers, for the graders, attribution and reproducers
+    (an ASGI scope's raw headers: ``servers.http.session_id``)."""
+    value = headers.get(_SESSION_LOWER)
+    if value is None:
+        value = headers.get(SESSION_HEADER)
+    if value is None:
+        value = next((v for k, v in headers.items() if k.lower() == _SESSION_LOWER), None)
+    return (value.strip() or None) if isinstance(value, str) else None
+
+
+_SESSION_LOWER: Final = SESSION_HEADER.lower()
+
+
+def is_call(path: str) -> bool:
+    """Whether ``path`` is a tool call: ``/{env}/call``, or the bare ``/call`` the default environment serves."""
+    return route_of(path).name == CALL
+
+
 def is_discovery(path: str) -> bool:
     """Whether ``path`` is a discovery route: ``/list_environments``, or one of :data:`DISCOVERY_ROUTES` under an
     environment (``/{env}/tools``) or bare (``/tools``, which the default-environment redirect serves, §1.2)."""
-    path = path.split("?", 1)[0].rstrip("/")
-    if path == LIST_ENVIRONMENTS:
-        return True
-    segments = path.lstrip("/").split("/")
-    return len(segments) in (1, 2) and segments[-1] in DISCOVERY_ROUTES and segments[0] not in ROOT_SEGMENTS
+    route = route_of(path)
+    return route.name in DISCOVERY_ROUTES or (route.env is None and "/" + route.name == LIST_ENVIRONMENTS)
 
 
 # -- SSE --------------------------------------------------------------------

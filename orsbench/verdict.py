@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["CaseVerdict", "Effect", "Verdict", "describe", "verdict_of"]
+__all__ = ["SCRIPT", "Effect", "Finding", "Judgement", "Verdict", "describe", "verdict_of"]
 
 
 class Effect(StrEnum):
@@ -74,30 +74,79 @@ def describe(verdict: Verdict, expected: Verdict = Verdict.WORKS) -> str:
 
 
 @dataclass(frozen=True)
-class CaseVerdict:
-    """One client's verdict on one case, as a report carries it (check-client: one per case)."""
+class Finding:
+    """A failed check as a verdict carries it: the check's id and its message (never parsed back from a string)."""
 
-    case: str
+    check: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.check}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """How one client fared with one episode: the one record every view of a client's run carries.
+
+    Made by one function (:func:`orsbench.clientcheck.judgement.judge`, or :func:`judged` over what a live
+    grader saw) and carried as it is — typed, never as words parsed back — to check-client's report, a
+    hosted case, a proxied session, a matrix cell, a row of ``orsbench clients URL``, the pytest plugin
+    and every report writer.
+    """
+
     verdict: Verdict
-    #: What a correct client gets in the case.
-    expected: Verdict
-    #: One line saying why, where the client did not do what a correct client does.
-    because: str | None = None
+    #: What a correct client gets in the case (a clear error, where the case asks for one).
+    expected: Verdict = Verdict.WORKS
+    #: The failed required checks that decided the verdict (the process, the data, the server) — or, where the
+    #: script's expectations alone decided it, ``script`` findings.
+    problems: tuple[Finding, ...] = ()
+    #: Ids of checks of rules the episode did not depend on (``client.env_name``, ...) and of recommended ones not kept.
+    rules: tuple[str, ...] = ()
+    #: The client's own error that ended the episode (its reported error, else its exit status and last stderr line).
+    error: str | None = None
+    #: What the verdict could not see, said once (``the client posted no report``); ``None``: nothing missing.
+    unseen: str | None = None
+    #: What was judged: a case's name, a session's label, a cell's id.
+    subject: str = ""
 
     @property
     def right(self) -> bool:
+        """Whether the client did what a correct client does here (works, or fails clearly where that is right)."""
         return self.verdict == self.expected
 
     @property
     def words(self) -> str:
+        """The verdict as every view prints it: ``works``, ``fails clearly (right)``, ``fails silently``."""
         return describe(self.verdict, self.expected)
+
+    @property
+    def failed_checks(self) -> list[str]:
+        """Ids of every failed check the judgement names: those that decided it, then the rules broken."""
+        return [p.check for p in self.problems if p.check != SCRIPT] + list(self.rules)
+
+    @property
+    def because(self) -> str | None:
+        """One line saying why, where the client did not do what a correct client does."""
+        if self.right:
+            return None
+        if self.verdict is Verdict.FAILS_CLEARLY and self.error:
+            return self.error
+        return str(self.problems[0]) if self.problems else self.error
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "case": self.case,
+            "case": self.subject,
             "verdict": str(self.verdict),
             "expected": str(self.expected),
             "right": self.right,
             "words": self.words,
             "because": self.because,
+            "problems": [str(p) for p in self.problems],
+            "rules": list(self.rules),
+            "error": self.error,
+            "unseen": self.unseen,
         }
+
+
+#: The ``check`` of a finding the script's expectations made (no check failed: what the client reported differs).
+SCRIPT = "script"

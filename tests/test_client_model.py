@@ -215,8 +215,9 @@ def test_check_client_reports_each_case_in_the_words_of_the_matrix() -> None:
     from orsbench.clientcheck import check_client
 
     report = check_client(reference_command(), [get_case("echo"), get_case("sparse-reward+tool-raises")], timeout=SLACK_S, jobs=2)
-    assert [(c.case, c.words) for c in report.cases] == [("echo", "works"), ("sparse-reward+tool-raises", "fails clearly (right)")]
-    assert report.to_json()["cases"][1] == {
+    assert [(c.subject, c.words) for c in report.cases] == [("echo", "works"), ("sparse-reward+tool-raises", "fails clearly (right)")]
+    shown = report.to_json()["cases"][1]
+    assert {k: shown[k] for k in ("case", "verdict", "expected", "right", "words", "because")} == {
         "case": "sparse-reward+tool-raises", "verdict": "fails clearly", "expected": "fails clearly", "right": True,
         "words": "fails clearly (right)", "because": None,
     }  # fmt: skip

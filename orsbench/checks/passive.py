@@ -46,7 +46,6 @@ from orsbench.wire.evidence import Exchange
 NO_EVIDENCE = "the traffic gave no evidence for this check"
 #: What :meth:`PassiveGrader._call` answers for a call it folded: nothing to file.
 _FOLDED = ""
-_SESSION_HEADER = protocol.SESSION_HEADER.lower()
 
 _NEEDS = {
     CALLS: "a tool call",
@@ -119,7 +118,8 @@ class PassiveGrader:
         sid = _session_of(ex.request_headers)
         # Bodies are parsed only on the routes whose filing depends on them: most traffic is calls and
         # session routes, and a stream's body is not JSON at all (a failed parse costs an exception).
-        if ex.status == 503 and sid and path.rsplit("/", 1)[-1] in (protocol.PROMPT, protocol.CALL, protocol.MESSAGES):
+        where = protocol.route_of(path)
+        if ex.status == 503 and sid and where.name in (protocol.PROMPT, protocol.CALL, protocol.MESSAGES):
             ev.exchanges.setdefault("starting", ex)  # as the collector files it: the first 503 of a session route
         if path == protocol.HEALTH:
             return self._first("health")
@@ -137,10 +137,9 @@ class PassiveGrader:
             return self._session_route(ex, sid, "ping")
         if path == "/" + protocol.TOOLS:
             return self._first("redirect.tools")
-        parts = [p for p in path.split("/") if p]
-        if len(parts) != 2:
+        env, route = where
+        if env is None:
             return None
-        env, route = parts
         if route == protocol.TOOLS:
             if ex.status == 200 and "tools" not in ev.exchanges:
                 ev.env = env
@@ -415,10 +414,7 @@ def _snapshot(folded: Folded) -> Folded:
 
 def _session_of(headers: dict[str, str]) -> str | None:
     """The session header's value, stripped, whatever the name's case (servers and proxies hand names lower-cased)."""
-    value = headers.get(_SESSION_HEADER)
-    if value is None:
-        value = next((v for k, v in headers.items() if k.lower() == _SESSION_HEADER), None)
-    return value.strip() if value is not None else None
+    return protocol.session_in(headers)
 
 
 def json_of_request(ex: Exchange) -> tuple[bool, Any]:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from orsbench.checks.baseline import Baseline
-from orsbench.verdict import CaseVerdict
+from orsbench.verdict import Judgement
 from orsbench.checks.evidence import Evidence, Options
 from orsbench.checks.model import CheckResult, CheckOutcome, Severity, Status, evidence_summaries
 from orsbench.checks.collector import Collector, probe_names, probes_for
@@ -55,7 +55,7 @@ class Report:
     internal_errors: list[str] = field(default_factory=list)
     baseline: str | None = None
     #: A client's verdict on each case (``check-client``), in the one vocabulary (:mod:`orsbench.verdict`).
-    cases: list[CaseVerdict] = field(default_factory=list)
+    cases: list[Judgement] = field(default_factory=list)
     #: The raw evidence of the run (not part of the JSON report; for debugging and tests).
     evidence: Evidence | None = None
 

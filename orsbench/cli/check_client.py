@@ -201,6 +201,9 @@ def _hosted(args: argparse.Namespace, chosen: list | None) -> int:
     def on_graded(case: str, graded) -> None:  # type: ignore[no-untyped-def]
         failing = [r.id for r in graded.results if r.status.value in ("fail", "error")]
         verdict = f"FAIL {', '.join(failing)}" if failing else f"{len(graded.results)} judged, none failed"
+        if graded.judgement is not None:  # the session's verdict in the words of check-client and the matrix
+            unseen = f" ({graded.judgement.unseen})" if graded.judgement.unseen else ""
+            verdict = f"{graded.judgement.words}{unseen}; {verdict}"
         terminal.on_probe(f"{case}: {graded.label} ({graded.ended}) — {verdict}", graded.duration_s, graded.requests)
 
     try:

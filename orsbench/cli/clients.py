@@ -152,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         reporting.write_text(args.html, render_live(result, secrets=secrets.values()))
     out = reporting.people(args)
+    for line in report.live_notes(result):
+        print(line, file=out)
     for row in result.rows:
         print(report.live_line(row), file=out)
         if args.verbose:

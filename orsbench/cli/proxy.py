@@ -98,7 +98,6 @@ def _fraction(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from orsbench.checks.passive import PassiveGrader
     from orsbench.clientcheck.passive import PassiveClientGrader
-    from orsbench.clientcheck.traffic import from_entry, seen_of, session_in, session_of
     from orsbench.servers.request_log import RequestLog
     from orsbench.reports.json_report import dumps
     from orsbench.servers.app import BindError, announce_ready, serve_forever
@@ -114,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
     observers: list[Any] = [grader]
     starting: list[Any] = []
     if not args.faults:  # the clients get what the proxy forwards: grade them from its own exchanges
-        observers.append(lambda exchange: clients.observe(seen_of(exchange)))
-        starting.append(lambda exchange, path: clients.request_started(exchange.peer, exchange.started_at, path, session_of(exchange)))
+        observers.append(clients.exchange_ended)
+        starting.append(clients.exchange_started)
     if sample is not None:  # one decision per exchange, for both graders: a session is graded whole or not at all
         graders, observers = observers, []
 
@@ -144,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         """The server checks and, beside them, the client checks of every client session seen."""
         report = grader.report()
         report.results += clients.results(final=final)
+        report.cases = clients.verdicts()  # each client session's one verdict, in the words of check-client and the matrix
         if sample is not None:
             report.sampled = sample.as_dict()
         return report
@@ -185,10 +185,8 @@ def run(args: argparse.Namespace) -> int:
             app = RequestLog(
                 app,
                 keep=args.request_log,
-                on_start=[lambda entry: clients.request_started(entry.peer, entry.started_at, entry.path, session_in(entry.request_headers))]
-                if tapped
-                else [],
-                on_end=[lambda entry: clients.observe(from_entry(entry))] if tapped else [],
+                on_start=[clients.entry_started] if tapped else [],
+                on_end=[clients.entry_ended] if tapped else [],
             )
     except ValueError as exc:  # a fault that works on the engine only, ...: the message names the fix
         raise flags.UsageError(str(exc)) from None

@@ -42,6 +42,7 @@ from orsbench.checks.model import CheckOutcome, Severity, failed, not_applicable
 from orsbench.clientcheck.contract import OutLine
 from orsbench.clientcheck.traffic import Call, Traffic, body_json, from_log, group, session_of, text_of
 from orsbench.registry import Registry
+from orsbench.upstream import defects
 from orsbench.verdict import Effect
 
 if TYPE_CHECKING:
@@ -170,19 +171,19 @@ def held_calls(run: CaseRun) -> list[dict[str, Any]]:
     if run.terminated is None:
         return []
     at = run.terminated.sigterm_at
-    calls = [e for e in run.log if e.get("method") == "POST" and str(e.get("path", "")).endswith("/" + protocol.CALL)]
+    calls = [e for e in run.log if e.get("method") == "POST" and protocol.is_call(str(e.get("path", "")))]
     held = [
         e
         for e in calls
         if float(e.get("started_at") or 0.0) < at and not (e.get("complete") and float(e.get("ended_at") or 0.0) <= at)
     ]
     # The redirects that led to a held call (the openreward SDK's bare /call, 308 to /{env}/call) are that call too.
-    bodies = {(e.get("request_body"), (e.get("request_headers") or {}).get(protocol.SESSION_HEADER.lower())) for e in held}
+    bodies = {(e.get("request_body"), protocol.session_in(e.get("request_headers") or {})) for e in held}
     led = [
         e
         for e in calls
         if 300 <= int(e.get("status") or 0) < 400
-        and (e.get("request_body"), (e.get("request_headers") or {}).get(protocol.SESSION_HEADER.lower())) in bodies
+        and (e.get("request_body"), protocol.session_in(e.get("request_headers") or {})) in bodies
     ]
     return [e for e in calls if any(e is x for x in (*led, *held))]
 
@@ -343,9 +344,15 @@ def env_name(ctx: Context) -> CheckOutcome | None:
     if ctx.run is None:  # no case: which environment the client meant is unknown, but it must name one
         bare = [c for c in creates if not body_json(c).get("env_name")]
         if bare:
-            return failed(
-                f"{len(bare)} of {len(creates)} /create request(s) sent no env_name: the server's default environment answered",
-                {"sent": None},
+            # As the matrix and `orsbench clients URL` hold it: a rule broken beside the verdict (on a server with one
+            # environment the episode is the same), named with the pinned upstream defects that break it — a warning.
+            pinned = [d for d in defects.DEFECTS.values() if any(check == "client.env_name" for check, _ in d.breaks)]
+            named = "; ".join(f"{d.id} ({d.upstream}: {', '.join(d.clients)})" for d in pinned)
+            return warned(
+                f"{len(bare)} of {len(creates)} /create request(s) sent no env_name: the server's default environment answered "
+                f"(the same episode on a server with one environment; on one with several, the wrong one)"
+                + (f"; pinned upstream defects that do this: {named}" if named else ""),
+                {"sent": None, "pinned": [d.id for d in pinned]},
                 bare[0],
             )
         return passed(f"every /create named an environment ({body_json(creates[0]).get('env_name')!r})", {"creates": len(creates)})
@@ -768,14 +775,30 @@ def script_followed(ctx: Context) -> CheckOutcome | None:
     if len(made) < len(steps):
         last = made[-1] if made else None
         opened = bool(ctx.traffic.created)
+        reported = any(line.is_error for line in ctx.run.out.lines)
+        failed_first = last is None and any((e.status or 0) >= 500 for e in ctx.traffic.exchanges)
         if ctx.run.terminated is not None:
-            pass  # orsbench ended it mid-episode (SIGTERM): the rest of the script was never its to play
+            if not made:
+                return None  # orsbench ended it before its first call: nothing of the script was its to play
         elif last is not None and (last.finished or last.failure is not None):
             pass  # stopped at finished or at a failure: as it should
-        elif not opened or (last is None and any(line.is_error for line in ctx.run.out.lines)):
-            pass  # the session did not open (or the client reported why it made no call)
-        elif last is None and any((e.status or 0) >= 500 for e in ctx.traffic.exchanges):
-            pass  # the server failed the session before its first call (a failed setup): seen on the wire, no report needed
+        elif not made and not ctx.run.watched and not ctx.run.out.exists:
+            # Seen on the wire only (a hosted case with no report posted): why it made no call is unknown.
+            if expects_error(ctx.run) or not opened:
+                # No session (its /create refused, or never sent): what it did about that is the outcome's to judge.
+                return skipped(f"not judged: the client made none of the {len(steps)} scripted call(s) and posted no report saying why")
+            seen = ctx.traffic.exchanges[-1] if ctx.traffic.exchanges else None
+            why = f"; its last request, {seen.method} {seen.url}, was answered {seen.status}" if seen is not None else ""
+            return failed(
+                f"0 of {len(steps)} scripted call(s) made in a case a correct client plays to its end{why}; no report posted",
+                {"calls": 0},
+                seen,
+            )
+        elif not made and (not opened or reported or failed_first):
+            # The session did not open, the server failed it before its first call, or the client said why it made no
+            # call: the outcome's checks judge that (client.failure_as_error, client.episode_completed); no call to hold
+            # to the script, so no pass either.
+            return None
         else:
             return failed(f"stopped after {len(made)} of {len(steps)} call(s) with no failure and no finished", {"calls": len(made)})
     return passed(f"{len(made)} of {len(steps)} scripted call(s) made in order", {"calls": len(made)})
@@ -977,15 +1000,9 @@ def failure_as_error(ctx: Context) -> CheckOutcome | None:
     remediation="Retry what the server says is transient (429/503 with Retry-After, 502/504) and resume cut streams, so an episode survives them.",
     role=Role.REPORT,
     effect=Effect.WRONG_DATA,
-    requires=(
-        *_ADAPTER,
-        "client.env_name",
-        "client.secrets",
-        "client.session_per_run",
-        "client.retry_after",
-        "client.resume_by_task_id",
-        "client.no_4xx_retry",
-    ),
+    # Only checks whose failure decides the verdict themselves: a broken rule (no env_name, a retry too soon) never
+    # hides whether the episode was played to its end.
+    requires=(*_ADAPTER, "client.session_per_run", "client.resume_by_task_id"),
 )
 def episode_completed(ctx: Context) -> CheckOutcome | None:
     run = ctx.run

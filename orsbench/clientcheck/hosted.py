@@ -44,18 +44,20 @@ from orsbench.checks.model import CheckResult, Status
 from orsbench.checks.runner import Report
 from orsbench.clientcheck.attribution import Attributor, Episode
 from orsbench.clientcheck.cases import Case
-from orsbench.clientcheck.checks import ClientCheck
+from orsbench.clientcheck.checks import ClientCheck, expects_error
 from orsbench.clientcheck.contract import OutFile, parse_line
-from orsbench.clientcheck.live import Tallies, grade_episode, label, report_checks, traffic_checks
+from orsbench.clientcheck.judgement import judge
+from orsbench.clientcheck.live import Judgements, Tallies, grade_episode, label, not_reported, report_checks, traffic_checks
 from orsbench.clientcheck.runner import CaseRun
 from orsbench.clientcheck.traffic import from_entry, session_in
 from orsbench.config import ServerConfig, effective_config
 from orsbench.scenarios import get_scenario
 from orsbench.servers.app import url_of
 from orsbench.servers.engine import finished_error
-from orsbench.servers.http import Message, Receive, Scope, Send, read_body, run_lifespan, send_json
+from orsbench.servers.http import Message, Receive, Scope, Send, read_body, run_lifespan, send_json, session_id
 from orsbench.servers.implementations import mock_engine
 from orsbench.servers.request_log import Entry, RequestLog
+from orsbench.verdict import Judgement
 
 #: The server's own routes (the out route on a case's port).
 CASES_PATH, REPORT_PATH, OUT_PATH = "/_orsbench/cases", "/_orsbench/report", "/_orsbench/out"
@@ -96,6 +98,8 @@ class GradedSession:
     duration_s: float
     #: Its traffic, while retained (a contract line arriving later grades it again).
     episode: Episode | None = None
+    #: Its one verdict (:func:`~orsbench.clientcheck.judgement.judge` on what was seen of it).
+    judgement: Judgement | None = None
 
 
 class HostedCase:
@@ -189,23 +193,45 @@ class HostedCase:
             out=out,
             requests_total=episode.total,
             stats={"calls": dict(self.tool_runs.get(episode.sid or "", {}))},
+            watched=False,
         )
 
     def grade(self, episode: Episode, checks: list[ClientCheck] | None = None) -> list[CheckResult]:
-        return grade_episode(episode, checks if checks is not None else self.checks_for(episode), self.run_of(episode))
+        """The verdicts of the checks on one session; with no contract lines posted, a skip for each check of the report
+        (not judged, never a pass: a client that took NaN for a reward shows no green row for it)."""
+        results = grade_episode(episode, checks if checks is not None else self.checks_for(episode), self.run_of(episode))
+        if checks is None and episode.key not in self.lines:
+            results += not_reported(report_checks(), f"{self.url}{OUT_PATH}")
+        return results
+
+    def judge(self, episode: Episode, results: list[CheckResult]) -> Judgement:
+        """The session's one verdict, as check-client's for the same case (what was not seen is said).
+
+        With no report posted, the traffic still shows an episode cut short in a case a correct client plays to its end
+        (a client that crashed on its first 503): that is judged, never taken for a working client.
+        """
+        run = self.run_of(episode)
+        seen: list[str] = []
+        if episode.key not in self.lines and not expects_error(run):
+            made, steps = episode.traffic().made, run.script.steps
+            if len(made) < len(steps) and not (made and made[-1].finished):
+                seen.append(f"the episode stopped after {len(made)} of {len(steps)} scripted call(s) in a case a correct client plays to its end")
+        return judge(run, results, subject=label(episode), seen=seen)
 
     def _ended(self, episode: Episode) -> None:
         if self._unclaimed and not self.graded and not self.attributor.open:  # the case's one client, done
             self.lines[episode.key], self._unclaimed = self._unclaimed, []
             self._line_bytes[episode.key] = sum(len(line.encode()) + 1 for line in self.lines[episode.key])
+        results = self.grade(episode)
         graded = GradedSession(
             episode.key,
             label(episode),
             episode.ended or "",
-            self.grade(episode),
+            results,
             episode.total,
             episode.last_at - episode.started_at,
             episode,
+            self.judge(episode, results),
         )
         self.graded.append(graded)
         self._account(episode, graded.results)
@@ -262,6 +288,7 @@ class HostedCase:
         graded = self._by_key.get(key)
         if graded is not None and graded.episode is not None:
             graded.results = self.grade(graded.episode)
+            graded.judgement = self.judge(graded.episode, graded.results)
         return len(lines)
 
     def line_bytes(self, key: str | None) -> int:
@@ -299,6 +326,14 @@ class HostedCase:
                 result.message += f" — {missing['sessions']} of {len(self.graded)} sessions not judged: {why}"
                 result.measured = {**result.measured, "not_judged": missing["sessions"], "not_judged_why": missing["why"]}
         return results
+
+    def verdicts(self) -> list[Judgement]:
+        """The verdicts of this case's ended sessions: one judgement per verdict, with how many sessions got it."""
+        judged = Judgements()
+        for graded in self.graded:
+            if graded.judgement is not None:
+                judged.add(self.case.name, graded.judgement)
+        return judged.cases()
 
     def _unplayed(self, check: ClientCheck) -> CheckResult:
         return CheckResult(
@@ -392,8 +427,7 @@ class HostedServer:
         if scope["method"] != "POST":
             await send_json(send, 405, {"detail": "POST contract lines (JSON lines, as the adapter contract writes them)"})
             return
-        raw_sid = next((v for k, v in scope["headers"] if k == protocol.SESSION_HEADER_RAW), b"")
-        sid = raw_sid.decode("latin-1").strip()
+        sid = session_id(scope)
         key: str | None = sid
         if not sid:  # one client on the case: its lines are its only episode's (a session, or a refused connection)
             known = hosted.episodes()
@@ -473,6 +507,7 @@ class HostedServer:
         report = Report(target=f"check-client --hosted {self.base_url}", options=self.options, started_at=self.started_at)
         for hosted in self.cases.values():
             report.results.extend(hosted.results(final=final))
+            report.cases.extend(hosted.verdicts())
         report.exchanges = sum(h.requests for h in self.cases.values())
         report.duration_s = time.monotonic() - self._began
         return report

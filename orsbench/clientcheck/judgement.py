@@ -14,59 +14,20 @@ defects asks too. So every view says the same thing in the same words.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from orsbench.checks.model import CheckResult, Severity, Status
 from orsbench.clientcheck.checks import CLIENT_CHECKS, ClientCheck, expects_error
 from orsbench.clientcheck.runner import CaseRun
-from orsbench.verdict import CaseVerdict, Effect, Verdict, describe, verdict_of
+from orsbench.verdict import SCRIPT, Effect, Finding, Judgement, Verdict, verdict_of
 
-__all__ = ["Judgement", "failed_required", "judge", "unmet_expectations"]
+__all__ = ["NO_REPORT", "TRAFFIC_ONLY", "Judgement", "client_error", "failed_required", "judge", "judge_traffic", "unmet_expectations"]
 
 #: Characters of the client's own error a judgement keeps.
 ERROR_CHARS = 300
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """How a client fared with one case: the verdict, what a correct client gets there, and why."""
-
-    verdict: Verdict
-    #: The verdict a correct client gets in this case (a clear error where the case asks for one).
-    expected: Verdict
-    #: ``"<check id>: <message>"`` of each failed required check that decides the verdict (the process, the data,
-    #: the server), else the script's unmet expectations as ``"script: ..."`` where those alone decided it.
-    problems: tuple[str, ...] = ()
-    #: Ids of the failed required checks of rules the episode did not depend on (``client.env_name``, ...), and of the
-    #: recommended checks it did not pass (``client.deletes_on_sigterm``).
-    rules: tuple[str, ...] = ()
-    #: The client's own first error: its first reported error line, else its exit status and last stderr line.
-    error: str | None = None
-    #: The results it was judged from.
-    results: tuple[CheckResult, ...] = field(default=(), repr=False)
-
-    @property
-    def right(self) -> bool:
-        """Whether the client did what a correct client does here."""
-        return self.verdict == self.expected
-
-    @property
-    def words(self) -> str:
-        """The verdict as every view prints it: ``works``, ``fails clearly (right)``, ``fails silently``."""
-        return describe(self.verdict, self.expected)
-
-    @property
-    def because(self) -> str | None:
-        """One line saying why, where the client did not do what a correct client does."""
-        if self.right:
-            return None
-        if self.verdict is Verdict.FAILS_CLEARLY and self.error:
-            return self.error
-        return self.problems[0] if self.problems else self.error
-
-    def of_case(self, case: str) -> CaseVerdict:
-        """This judgement as a report carries it for ``case``."""
-        return CaseVerdict(case, self.verdict, self.expected, self.because)
+#: What a judgement of a client seen on the wire could not see (a hosted case with no contract lines posted).
+NO_REPORT = "the client posted no report: what it showed its user is not judged"
+#: What a judgement of a proxied session could not see: it has no case, no report and no process.
+TRAFFIC_ONLY = "judged from its traffic alone: the proxy knows no case, and sees no report and no process"
 
 
 def _check(result: CheckResult) -> ClientCheck:
@@ -113,36 +74,95 @@ def client_error(run: CaseRun) -> str | None:
     return None
 
 
-def judge(run: CaseRun, results: Sequence[CheckResult]) -> Judgement:
+def _ended_on_error(run: CaseRun) -> bool:
+    """Whether the episode ended on an error: a non-zero exit, orsbench's SIGTERM, or an error as the last line it wrote.
+
+    A client that reported a refused call and played on to the end (``recover``) did what a correct client does.
+    """
+    entries = run.out.entries
+    return run.exit_code not in (0, None) or run.terminated is not None or bool(entries and entries[-1].is_error)
+
+
+def _rules(results: Sequence[CheckResult], failed: Sequence[CheckResult], hung: bool) -> list[str]:
+    """Ids of the rules broken beside the verdict: failed required checks of rules (a stopped client is told it hung,
+    not also that it sent many requests meanwhile), a rule a live grader could only warn of (``client.env_name``
+    behind the proxy), and the recommended checks not kept (a session left open after SIGTERM)."""
+    shown = [r.id for r in failed if _check(r).effect is Effect.RULE and not (hung and _check(r).fails_with_a_hang)]
+    shown += [r.id for r in results if r.severity is Severity.REQUIRED and r.status is Status.WARN and _check(r).effect is Effect.RULE]
+    shown += [r.id for r in results if r.severity is Severity.RECOMMENDED and r.status in (Status.WARN, Status.FAIL)]
+    return shown
+
+
+def _judgement(
+    results: Sequence[CheckResult],
+    *,
+    hung: bool = False,
+    error: str | None = None,
+    error_counts: bool = False,
+    expected: Verdict = Verdict.WORKS,
+    unmet: Sequence[str] = (),
+    unseen: str | None = None,
+    subject: str = "",
+) -> Judgement:
+    """The one rule every front end's verdict comes from: the effects of the failed required checks, of the process
+    (a hang, an error the episode ended on), and of the script's unmet expectations, through :func:`verdict_of`."""
+    failed = failed_required(results)
+    effects = {_check(r).effect for r in failed}
+    if hung:
+        effects.add(Effect.HANGS)
+    if error_counts:
+        effects.add(Effect.REPORTS_ERROR)
+    if any(_check(r).unreported for r in failed):
+        # The figure the user reads (an aggregate over episodes) hides the failure: the error said elsewhere does not count.
+        effects.discard(Effect.REPORTS_ERROR)
+    if unmet:
+        effects.add(Effect.WRONG_DATA)
+    verdict = verdict_of(effects)
+    problems = [Finding(r.id, r.message) for r in failed if _check(r).effect is not Effect.RULE]
+    if verdict is Verdict.FAILS_SILENTLY and not problems:
+        problems = [Finding(SCRIPT, why) for why in unmet]
+    rules = _rules(results, failed, hung)
+    return Judgement(verdict, expected, tuple(problems), tuple(rules), error if error_counts else None, unseen, subject)
+
+
+def judge(run: CaseRun, results: Sequence[CheckResult], subject: str | None = None, seen: Sequence[str] = ()) -> Judgement:
     """The verdict of ``run`` from the client checks' ``results`` on it (:func:`orsbench.clientcheck.grade`).
 
     Only the checks of the episode's outcome and the process decide it; a rule the client broke without
     changing this episode (``client.env_name`` on a one-environment server, ``client.retry_after`` where the
     retry still succeeded) is listed beside the verdict and pinned like any defect, but does not turn a
-    working client into a failing one.
+    working client into a failing one. A reported error makes a clear failure where the episode ended on it,
+    a check failed, or the case asks for one — not where the client reported a refused call and played on.
+
+    A client seen only on the wire (a hosted case, :attr:`CaseRun.watched` false) that posted no report is judged
+    from its traffic, and the judgement says what it could not see; where the case asks for a reported error, what
+    the traffic shows (the client stopped where a correct one does) is taken as the expected verdict, said unseen.
+    ``seen``: what such a grader saw the episode miss of the script (it stopped short), judged as unmet expectations.
     """
-    failed = failed_required(results)
-    effects = {_check(r).effect for r in failed}
-    if run.stopped_for is not None:
-        effects.add(Effect.HANGS)
-    error = client_error(run)
-    if error is not None or run.exit_code not in (0, None) or run.terminated is not None:
-        effects.add(Effect.REPORTS_ERROR)  # ended by a signal (orsbench's SIGTERM): its user sees that it stopped
-    if any(_check(r).unreported for r in failed):
-        # The figure the user reads (an aggregate over episodes) hides the failure: the error said elsewhere does not count.
-        effects.discard(Effect.REPORTS_ERROR)
-    # An episode orsbench ended mid-call never reached what the script expects of its end.
-    unmet = unmet_expectations(run) if run.terminated is None else []
-    if unmet:
-        effects.add(Effect.WRONG_DATA)
-    verdict = verdict_of(effects)
-    rules = [r for r in failed if _check(r).effect is Effect.RULE]
-    problems = [f"{r.id}: {r.message}" for r in failed if r not in rules]
-    if verdict is Verdict.FAILS_SILENTLY and not problems:
-        problems = [f"script: {why}" for why in unmet]
-    # A client stopped at a bound is told that (client.exits_in_time), not also that it sent many requests meanwhile.
-    shown_rules = [r.id for r in rules if not (run.stopped_for is not None and _check(r).fails_with_a_hang)]
-    # A recommended rule it did not keep (a session left open after SIGTERM) is listed beside the verdict too.
-    shown_rules += [r.id for r in results if r.severity is Severity.RECOMMENDED and r.status in (Status.WARN, Status.FAIL)]
     expected = verdict_of([Effect.REPORTS_ERROR] if expects_error(run) else [])
-    return Judgement(verdict, expected, tuple(problems), tuple(shown_rules), error, tuple(results))
+    failed = failed_required(results)
+    error = client_error(run)
+    counts = (error is not None and (_ended_on_error(run) or bool(failed) or expected is not Verdict.WORKS)) or (
+        run.exit_code not in (0, None) or run.terminated is not None  # ended by a signal (orsbench's SIGTERM): its user sees that
+    )
+    unseen = None
+    if not run.watched and not run.out.exists:
+        unseen = NO_REPORT
+        counts = counts or (expected is not Verdict.WORKS and not failed)
+    # An episode orsbench ended mid-call never reached what the script expects of its end.
+    unmet = [*unmet_expectations(run), *seen] if run.terminated is None else []
+    return _judgement(
+        results,
+        hung=run.stopped_for is not None,
+        error=error,
+        error_counts=counts,
+        expected=expected,
+        unmet=unmet,
+        unseen=unseen,
+        subject=run.case.name if subject is None else subject,
+    )
+
+
+def judge_traffic(results: Sequence[CheckResult], subject: str = "") -> Judgement:
+    """The verdict of a session seen only as traffic (``orsbench proxy``): the failed traffic checks decide it."""
+    return _judgement(results, unseen=TRAFFIC_ONLY, subject=subject)

@@ -17,12 +17,14 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterable
 
-from orsbench.checks.model import CheckOutcome, CheckResult, Status
+from orsbench.checks.model import CheckOutcome, CheckResult, Status, skipped
 from orsbench.checks.runner import result_of
 from orsbench.clientcheck.attribution import Episode
 from orsbench.clientcheck.checks import ClientCheck, Context, Role, checks
+from orsbench.clientcheck.judgement import judge_traffic
 from orsbench.clientcheck.runner import CaseRun
 from orsbench.clientcheck.suite import grade_context, judge_context
+from orsbench.verdict import Judgement, Verdict
 
 #: Failing (and warning) sessions kept per check as examples; the rest are counted.
 EXAMPLES = 3
@@ -52,8 +54,9 @@ def grade_episode(episode: Episode, checks: Iterable[ClientCheck], run: CaseRun 
     return grade_context(Context(run, episode.traffic()), checks)
 
 
-class Verdict:
-    """One check's outcome on one session, made a report entry only if a tally keeps it as an example.
+class Pending:
+    """One check's outcome on one session, made a report entry only if a tally keeps it as an example (not a verdict:
+    a session's verdict is its :class:`~orsbench.verdict.Judgement`).
 
     A proxy grades every session of a training run, and a tally shows at most a few of them: building
     each verdict's :class:`CheckResult` (its evidence summarised, its texts copied) for every session was
@@ -77,13 +80,59 @@ class Verdict:
         return result_of(self.check, self.outcome, self.duration_s)
 
 
-def judge_episode(episode: Episode, checks: Iterable[ClientCheck], run: CaseRun | None = None) -> list[Verdict]:
+def judge_episode(episode: Episode, checks: Iterable[ClientCheck], run: CaseRun | None = None) -> list[Pending]:
     """:func:`grade_episode`'s verdicts, left unbuilt until a tally keeps one (no client evidence: ``run`` has no report)."""
-    return [Verdict(c, o, d) for c, o, d in judge_context(Context(run, episode.traffic()), checks)]
+    return [Pending(c, o, d) for c, o, d in judge_context(Context(run, episode.traffic()), checks)]
 
 
-def _entry(result: CheckResult | Verdict) -> CheckResult:
-    return result.result() if isinstance(result, Verdict) else result
+def not_reported(checks: Iterable[ClientCheck], where: str) -> list[CheckResult]:
+    """A skip for each check of what the client reported, for a session whose client posted no report: never a pass
+    (``--strict`` fails on it). ``where``: the URL its contract lines would have been posted to."""
+    outcome = skipped(f"not judged: the client posted no report (its contract lines, POSTed to {where})")
+    return [result_of(check, outcome, 0.0) for check in checks]
+
+
+def traffic_judgement(results: Iterable[CheckResult | Pending], subject: str) -> Judgement:
+    """The one judgement of a session seen as traffic only (the proxy): only its findings are made report entries."""
+    shown = [_entry(r) for r in results if r.status in (Status.FAIL, Status.ERROR, Status.WARN)]
+    return judge_traffic(shown, subject)
+
+
+#: The order verdicts take when many sessions are summed up: the one a reader must see first.
+_WORST_VERDICT = (Verdict.HANGS, Verdict.FAILS_SILENTLY, Verdict.FAILS_CLEARLY, Verdict.WORKS)
+
+
+class Judgements:
+    """Many sessions' judgements, bounded: per group (a hosted case; ``""`` behind the proxy) how many got each
+    verdict, and the first session that got it — the one :class:`~orsbench.verdict.Judgement` a report shows for it."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.first: dict[tuple[str, str], Judgement] = {}
+
+    def add(self, group: str, judgement: Judgement) -> None:
+        key = (group, judgement.words)
+        self.counts[key] += 1
+        self.first.setdefault(key, judgement)
+
+    def cases(self) -> list[Judgement]:
+        """One judgement per group and verdict, those that are not what a correct client gets first, then the worst."""
+        out = []
+        groups = list(dict.fromkeys(g for g, _ in self.first))
+        for group in groups:
+            keys = [k for k in self.first if k[0] == group]
+            total = sum(self.counts[k] for k in keys)
+            keys.sort(key=lambda k: (self.first[k].right, _WORST_VERDICT.index(self.first[k].verdict)))
+            for key in keys:
+                first, n = self.first[key], self.counts[key]
+                name = group or first.subject
+                subject = name if total == 1 else f"{name} ({n} of {total} sessions{'; first: ' + first.subject if group else ''})"
+                out.append(dataclasses.replace(first, subject=subject))
+        return out
+
+
+def _entry(result: CheckResult | Pending) -> CheckResult:
+    return result.result() if isinstance(result, Pending) else result
 
 
 @dataclasses.dataclass
@@ -99,7 +148,7 @@ class Tally:
     #: Labels of failing sessions past the examples (counted only).
     more_failing: int = 0
 
-    def add(self, name: str, result: CheckResult | Verdict) -> None:
+    def add(self, name: str, result: CheckResult | Pending) -> None:
         status = result.status
         self.counts[status] += 1
         self.duration_s += result.duration_s
@@ -156,7 +205,7 @@ class Tallies:
         #: Sessions graded per group.
         self.sessions: Counter[str] = Counter()
 
-    def add(self, group: str, name: str, results: Iterable[CheckResult | Verdict]) -> None:
+    def add(self, group: str, name: str, results: Iterable[CheckResult | Pending]) -> None:
         self.sessions[group] += 1
         for result in results:
             self._tallies.setdefault((group, result.id), Tally()).add(name, result)

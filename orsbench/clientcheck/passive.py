@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from orsbench import protocol
 from orsbench.checks.model import CheckResult
 from orsbench.clientcheck.attribution import Attributor, Episode
 from orsbench.clientcheck.checks import ClientCheck
-from orsbench.clientcheck.live import Tallies, judge_episode, label, traffic_checks
-from orsbench.clientcheck.traffic import Seen
+from orsbench.clientcheck.live import Judgements, Tallies, judge_episode, label, traffic_checks, traffic_judgement
+from orsbench.clientcheck.traffic import Seen, from_entry, seen_of, session_in, session_of
+from orsbench.verdict import Judgement
+
+if TYPE_CHECKING:
+    from orsbench.servers.request_log import Entry
+    from orsbench.wire.evidence import Exchange
 
 #: Seconds between sweeps for idle connections and abandoned sessions (on the traffic's own thread).
 SWEEP_S = 0.5
@@ -43,6 +49,8 @@ class PassiveClientGrader:
         self.checks = checks if checks is not None else traffic_checks()
         self.abandoned_s = abandoned_s
         self.tallies = Tallies()
+        #: Each ended session's one verdict (:func:`~orsbench.clientcheck.live.traffic_judgement`), counted.
+        self.judgements = Judgements()
         self.attributor = Attributor(self._ended)
         self._lock = threading.Lock()
         self._next_sweep = 0.0
@@ -66,8 +74,28 @@ class PassiveClientGrader:
                 self._next_sweep = now + SWEEP_S
                 self.attributor.sweep(now, abandoned_s=self.abandoned_s)
 
+    # -- taps: the one way a front end feeds it (the proxy's own exchanges, or a request log's entries) ----------
+    def exchange_started(self, exchange: Exchange, path: str) -> None:
+        """A tap for :class:`~orsbench.servers.proxy.ProxyApp`'s ``starting``: a forwarded request began."""
+        self.request_started(exchange.peer, exchange.started_at, path, session_of(exchange))
+
+    def exchange_ended(self, exchange: Exchange) -> None:
+        """A tap for :class:`~orsbench.servers.proxy.ProxyApp`'s observers: a forwarded request's answer ended."""
+        self.observe(seen_of(exchange))
+
+    def entry_started(self, entry: Entry) -> None:
+        """A tap for a :class:`~orsbench.servers.request_log.RequestLog`'s ``on_start`` (outside injected faults)."""
+        self.request_started(entry.peer, entry.started_at, entry.path, session_in(entry.request_headers))
+
+    def entry_ended(self, entry: Entry) -> None:
+        """A tap for a request log's ``on_end``: what the client got, an injected fault's answer included."""
+        self.observe(from_entry(entry))
+
     def _ended(self, episode: Episode) -> None:
-        self.tallies.add("", label(episode) + _why(episode), judge_episode(episode, self.checks))
+        name = label(episode) + _why(episode)
+        pending = judge_episode(episode, self.checks)
+        self.tallies.add("", name, pending)
+        self.judgements.add("", traffic_judgement(pending, name))
         for request in episode.requests:  # both graders have read these exchanges: the server's evidence keeps
             request.exchange.derived = None  # them, not what was parsed from them (a report parses again)
 
@@ -85,6 +113,11 @@ class PassiveClientGrader:
             for episode in self.attributor.open.values():
                 tallies.add("", label(episode) + " (still open)", judge_episode(episode, live))
             return tallies.results()
+
+    def verdicts(self) -> list[Judgement]:
+        """The verdicts of the sessions ended so far: one judgement per verdict, with how many sessions got it."""
+        with self._lock:
+            return self.judgements.cases()
 
     @property
     def sessions(self) -> int:

@@ -15,6 +15,7 @@ import pytest
 
 from orsbench.checks.model import Severity, Status
 from orsbench.clientcheck import Case, cases, get_case, grade, run_case
+from orsbench.clientcheck.judgement import judge
 
 
 class ClientCheckWarning(UserWarning):
@@ -44,6 +45,8 @@ def test_client_case(client_case: Case, request: pytest.FixtureRequest) -> None:
     if run.server_error:
         pytest.fail(f"orsbench could not serve the case: {run.server_error}", pytrace=False)
     results = grade(run)
+    judged = judge(run, results)  # the case's one verdict, in the words of check-client, the matrix and `clients URL`
+    request.node.user_properties.append(("verdict", judged.words))
     for result in results:
         request.node.user_properties.append((result.id, result.status.value))
     blocking = [r for r in results if r.blocking]
@@ -51,7 +54,7 @@ def test_client_case(client_case: Case, request: pytest.FixtureRequest) -> None:
         if r not in blocking and r.status in (Status.FAIL, Status.WARN) and r.severity is not Severity.ADVISORY:
             warnings.warn(ClientCheckWarning(f"{client_case.name}: {r.id}: {r.message}"), stacklevel=1)
     if blocking:
-        lines = [f"{len(blocking)} required client check(s) failed in case {client_case.name}:"]
+        lines = [f"{client_case.name}: {judged.words} — {len(blocking)} required client check(s) failed:"]
         for r in blocking:
             lines += [f"  {r.id}: {r.message}", f"      fix:  {r.remediation}", f"      spec: {r.spec}"]
         if run.stderr.strip():

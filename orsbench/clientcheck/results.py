@@ -13,14 +13,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from orsbench.verdict import Verdict
+from orsbench.verdict import Judgement, Verdict, describe
 
-__all__ = ["NOT_INSTALLED", "NOT_RUN", "ClientInfo", "LiveResult", "LiveRow", "MatrixCell", "MatrixResult", "PinnedDefect", "PlayerEpisode"]
+__all__ = ["NOT_INSTALLED", "NOT_PLAYED", "NOT_RUN", "ClientInfo", "LiveResult", "LiveRow", "MatrixCell", "MatrixResult", "PinnedDefect", "PlayerEpisode"]
 
 #: A matrix cell that was not reached within the budget.
 NOT_RUN = "not run"
 #: A row whose client is not installed here.
 NOT_INSTALLED = "not installed"
+#: A row no client could play: the player's episode has no call to replay.
+NOT_PLAYED = "not played"
 JSON = dict[str, Any]
 
 
@@ -53,17 +55,18 @@ class MatrixCell:
     scenario: str
     profile: str | None
     #: The verdict (live or predicted), or :data:`NOT_RUN`.
-    verdict: str
+    verdict: Verdict | str
     #: What a correct client gets here.
-    expected: str
+    expected: Verdict
     #: Pinned defects that make the cell differ from ``expected``, the deciding one first.
     defects: list[str] = field(default_factory=list)
     #: Client checks of rules the pinned defects break here, by check id.
     rule_defects: dict[str, str] = field(default_factory=dict)
-    #: A live cell only: seconds, the checks that decided the verdict, the rules broken, the client's error.
+    #: A live cell only: seconds it took.
     elapsed: float | None = None
-    problems: list[str] | None = None
-    rules: list[str] | None = None
+    #: A live cell only: the one judgement of its run (the checks that decided the verdict, the rules broken).
+    judgement: Judgement | None = None
+    #: The client's error (a live cell), or why the cell was not run.
     error: str | None = None
 
     @property
@@ -72,18 +75,42 @@ class MatrixCell:
 
     @property
     def right(self) -> bool:
-        """A failure that is what a correct client does here (a clear error where the profile asks for one)."""
-        return self.verdict == self.expected != Verdict.WORKS
+        """Whether the client did here what a correct client does (works, or fails clearly where that is right)."""
+        return self.verdict == self.expected
+
+    @property
+    def words(self) -> str:
+        """The verdict as every view prints it (``fails clearly (right)``), or :data:`NOT_RUN`."""
+        return describe(self.verdict, self.expected) if isinstance(self.verdict, Verdict) else str(self.verdict)
+
+    @property
+    def problems(self) -> list[str] | None:
+        return [str(p) for p in self.judgement.problems] if self.judgement is not None else None
+
+    @property
+    def rules(self) -> list[str] | None:
+        return list(self.judgement.rules) if self.judgement is not None else None
 
     @property
     def label(self) -> str:
         return self.profile or self.scenario
 
     def to_json(self) -> JSON:
-        data = asdict(self)
-        if not self.played:
-            for key in ("elapsed", "problems", "rules", "error"):
-                del data[key]
+        data: JSON = {
+            "client": self.client,
+            "server": self.server,
+            "scenario": self.scenario,
+            "profile": self.profile,
+            "verdict": str(self.verdict),
+            "expected": str(self.expected),
+            "words": self.words,
+            "defects": list(self.defects),
+            "rule_defects": dict(self.rule_defects),
+        }
+        if self.played:
+            data.update(elapsed=self.elapsed, problems=self.problems, rules=self.rules, error=self.error)
+        elif self.error is not None:
+            data["error"] = self.error
         return data
 
 
@@ -136,8 +163,8 @@ class LiveRow:
 
     client: str
     version: str
-    #: The verdict in the one vocabulary, or :data:`NOT_INSTALLED`.
-    verdict: str
+    #: The verdict in the one vocabulary, or :data:`NOT_INSTALLED` / :data:`NOT_PLAYED`.
+    verdict: Verdict | str
     #: Why, in one line: the client's error, the first failed check, or (working) the reward it reported.
     why: str
     #: For a client that trains (``ClientTarget.trains``): whether this episode gives it a reward to train on.
@@ -146,10 +173,9 @@ class LiveRow:
     command: str | None = None
     #: What the binding rules predict from ``/tools`` for this client.
     predicted: list[str] = field(default_factory=list)
-    #: Pinned upstream defects that explain a failing verdict (the first one decides it).
+    #: Pinned upstream defects that explain a failing verdict (the first one decides it), each named only where the
+    #: check it makes fail failed in this run.
     defects: list[PinnedDefect] = field(default_factory=list)
-    #: Failed checks that decided the verdict, ``"<check id>: <message>"``.
-    problems: list[str] = field(default_factory=list)
     #: Rules broken without changing the episode (check ids), each with the pinned defect that breaks it, if any.
     rules: dict[str, str | None] = field(default_factory=dict)
     seconds: float | None = None
@@ -159,16 +185,40 @@ class LiveRow:
     consumer: str | None = None
     #: Whether the live run confirmed that prediction (None: not judged, the client did not play it out).
     consumer_confirmed: bool | None = None
+    #: What a correct client (of this consumer) gets on the player's episode: a clear error where its user refuses it.
+    expected: Verdict = Verdict.WORKS
+    #: The one judgement of its run (secrets taken out), where it played.
+    judgement: Judgement | None = None
+
+    @property
+    def right(self) -> bool:
+        """Whether the client did what a correct client of its kind does on this episode."""
+        return self.verdict == self.expected
+
+    @property
+    def problems(self) -> list[str]:
+        """Failed checks that decided the verdict, ``"<check id>: <message>"``."""
+        return [str(p) for p in self.judgement.problems] if self.judgement is not None else []
 
     @property
     def words(self) -> str:
-        """The verdict as printed: ``works — trains``, ``fails clearly``."""
-        if self.trains is None or self.verdict != Verdict.WORKS:
+        """The verdict as printed: ``works — trains``, ``fails clearly``, ``fails clearly (right)``."""
+        if not isinstance(self.verdict, Verdict):
             return str(self.verdict)
+        if self.trains is None or self.verdict is not Verdict.WORKS:
+            return describe(self.verdict, self.expected)
         return f"{self.verdict} — {'trains' if self.trains else 'would not train'}"
 
     def to_json(self) -> JSON:
-        return {**asdict(self), "words": self.words}
+        data = {k: v for k, v in asdict(self).items() if k != "judgement"}
+        return {
+            **data,
+            "verdict": str(self.verdict),
+            "expected": str(self.expected),
+            "problems": self.problems,
+            "words": self.words,
+            "unseen": self.judgement.unseen if self.judgement is not None else None,
+        }
 
 
 @dataclass
@@ -181,6 +231,9 @@ class LiveResult:
     index: int | None
     episode: PlayerEpisode
     rows: list[LiveRow] = field(default_factory=list)
+    #: What every row shares, said once instead of blamed on each client: the player's episode had nothing to replay or
+    #: stopped at its budget; every client failed on the same error of the environment.
+    notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> JSON:
         return {
@@ -190,4 +243,5 @@ class LiveResult:
             "index": self.index,
             "episode": asdict(self.episode),
             "rows": [row.to_json() for row in self.rows],
+            "notes": list(self.notes),
         }

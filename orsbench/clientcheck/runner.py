@@ -139,6 +139,9 @@ class CaseRun:
     argv: ArgvSeen | None = None
     #: How orsbench ended the client mid-episode, in a case that does (``terminate_on``); ``None`` otherwise.
     terminated: Termination | None = None
+    #: orsbench started the client and watched its process (its exit, its deadline); False for a client seen only on
+    #: the wire (a hosted case: what it reported is only what it posted).
+    watched: bool = True
 
     @property
     def timed_out(self) -> bool:

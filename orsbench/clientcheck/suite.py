@@ -112,7 +112,7 @@ def check_client(
             report.internal_errors.append(f"{case.name}: {run.server_error}")
         report.results.extend(scoped(results, case.name))
         if not run.server_error:
-            report.cases.append(judge(run, results).of_case(case.name))
+            report.cases.append(judge(run, results))
         report.exchanges += run.requests_total
     report.duration_s = time.monotonic() - began
     return report

@@ -39,7 +39,6 @@ from orsbench.wire.sse import parse
 if TYPE_CHECKING:
     from orsbench.servers.request_log import Entry
 
-SESSION = protocol.SESSION_HEADER.lower()
 _SECRETS = protocol.SECRETS_HEADER.lower()
 
 
@@ -54,7 +53,7 @@ def session_of(exchange: Exchange) -> str | None:
 
 def session_in(headers: dict[str, str]) -> str | None:
     """:func:`session_of` from a request's headers alone (as a request starts, before there is an exchange)."""
-    return headers.get(SESSION) or headers.get(protocol.SESSION_HEADER)
+    return protocol.session_in(headers)
 
 
 def exchange_of(entry: dict[str, Any]) -> Exchange:
@@ -276,7 +275,7 @@ def group(seen: list[Seen], dropped: int = 0) -> Traffic:
             if sid:
                 deleted.add(sid)
             continue
-        if not (exchange.method == "POST" and path.endswith("/" + protocol.CALL)):
+        if not (exchange.method == "POST" and protocol.is_call(path)):
             continue
         body = body_json(exchange)
         asked = body.get("task_id")

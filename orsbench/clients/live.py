@@ -26,7 +26,7 @@ and appear in no result.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from orsbench.bench.target import TargetError, local_target
@@ -40,15 +40,15 @@ from orsbench.clientcheck.contract import did_not_run, refused_placeholders
 from orsbench.clientcheck.episodes import Script, Step
 from orsbench.clientcheck.judgement import judge
 from orsbench.clientcheck.process import Command, Launch
-from orsbench.clientcheck.results import NOT_INSTALLED, LiveResult, PinnedDefect, PlayerEpisode
-from orsbench.clientcheck.results import LiveRow
-from orsbench.clientcheck.runner import play
+from orsbench.clientcheck.checks import CLIENT_CHECKS, context
+from orsbench.clientcheck.results import NOT_INSTALLED, NOT_PLAYED, LiveResult, LiveRow, PinnedDefect, PlayerEpisode
+from orsbench.clientcheck.runner import CaseRun, play
 from orsbench.clients.consumers import Consumer, Prediction
 from orsbench.clients.run import forked, preload
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.servers.launch import RunningServer, ServerStartError, start_proxy
 from orsbench.upstream import defects as D
-from orsbench.verdict import Verdict
+from orsbench.verdict import SCRIPT, Effect, Judgement, Verdict
 from orsbench.wire.client import WireClient
 from orsbench.wire.redact import scrub
 
@@ -157,6 +157,9 @@ def facts(client: str, evidence: Evidence, tools: list[dict[str, Any]], script: 
         finishes=script.finished,
         spaced_long_result=any(s.expect is not None and len(s.expect) > _CHUNK and "  " in s.expect for s in script.steps),
         omits_a_default=omits,
+        # A call before the last was rewarded (the player's wrong tries score 0.0): what a client that keeps only the
+        # last reward loses — the matrix's fact, from the player's episode.
+        rewards_before_the_end=any(reward is not None for reward in list(rewards)[:-1]),
         rewards=tuple(rewards),
     )
 
@@ -195,6 +198,46 @@ def _confirm(row: LiveRow, expected: Prediction, run: Any, verdict: Verdict, rep
         row.why += f"; it took reward {took!r} where its consumer profile predicts {expected.reward!r}"
 
 
+def _budget_cut(episode: Episode) -> bool:
+    """The player stopped at its own call or time budget before the episode finished (not at the environment's end)."""
+    return not episode.finished and "budget" in (episode.stopped or "")
+
+
+def named_defects(judgement: Judgement, cell: D.CellFacts, hung: bool) -> list[D.Defect]:
+    """The pinned defects that explain ``judgement``: those the cell's facts predict, each named only where what it does
+    shows in this run — a check it makes fail (its ``shown_by``) failed, else a failed check (or the process) had its
+    effect. A defect the player's guesses about the server predict (a chunked result) but the run did not show is not named.
+    """
+    if D.predicted(cell) != judgement.verdict:
+        return []
+    failed = {p.check for p in judgement.problems}
+    effects = {CLIENT_CHECKS.get(check).effect for check in failed if check in CLIENT_CHECKS}
+    if judgement.error is not None:
+        effects.add(Effect.REPORTS_ERROR)
+    if hung:
+        effects.add(Effect.HANGS)
+    if judgement.problems and judgement.problems[0].check == SCRIPT:
+        effects.add(Effect.WRONG_DATA)
+    return [d for d in D.shown_in(cell) if (bool(set(d.shown_by) & failed) if d.shown_by else d.effect in effects)]
+
+
+def _scrubbed(judgement: Judgement, secrets: Sequence[str]) -> Judgement:
+    """``judgement`` with no secret value in its words (a client may print what it was given)."""
+    problems = tuple(replace(p, message=scrub(p.message, secrets)) for p in judgement.problems)
+    error = scrub(judgement.error, secrets) if judgement.error is not None else None
+    return replace(judgement, problems=problems, error=error)
+
+
+def _environment_error(run: CaseRun) -> str | None:
+    """The first failure the environment itself answered in ``run``: a 5xx, or a call that failed on the server."""
+    for entry in run.log:
+        status = entry.get("status")
+        if isinstance(status, int) and status >= 500:
+            return f"{entry.get('method')} {entry.get('path')} answered {status}"
+    failing = next((call for call in context(run).traffic.made if call.failure is not None), None)
+    return f"{failing.tool} failed on the server ({failing.failure})" if failing is not None else None
+
+
 def _row(
     player: _Player,
     proxy: RunningServer,
@@ -205,14 +248,21 @@ def _row(
     cell: D.CellFacts,
     overrides: Mapping[str, str],
     expected: Prediction | None = None,
-) -> LiveRow:
+    budget_cut: str | None = None,
+) -> tuple[LiveRow, str | None]:
+    """One client's row, and the environment's own error it met (``None``: none)."""
     assert player.launch is not None
     run = play(player.launch, case, proxy, script=script, env=env, deadline=timeout, overrides=overrides)
-    judgement = judge(run, grade(run))
+    secrets = [value for _, value in case.secrets]
+    judgement = _scrubbed(judge(run, grade(run), subject=player.name), secrets)
     reported = [line.get("reward") for line in run.out.lines if line.is_call and line.get("reward") is not None]
     reward = reported[-1] if reported else None
-    row = LiveRow(player.name, player.version, str(judgement.verdict), "", command=player.command, seconds=round(run.duration_s, 1))
-    row.problems = list(judgement.problems)
+    refused = expected is not None and expected.refused is not None
+    # Where the player stopped at its budget, the episode is unfinished because of the player: a user that refuses an
+    # unfinished episode (its consumer profile) rightly fails clearly on it, and no client is blamed for that.
+    rightly = Verdict.FAILS_CLEARLY if budget_cut is not None and refused else Verdict.WORKS
+    row = LiveRow(player.name, player.version, judgement.verdict, "", command=player.command, seconds=round(run.duration_s, 1))
+    row.expected, row.judgement = rightly, judgement
     if player.command is not None:
         row.did_not_run = did_not_run(player.command, run.exit_code, len(run.log), run.stderr)
     if judgement.verdict is Verdict.WORKS:
@@ -223,21 +273,21 @@ def _row(
     else:
         if judgement.verdict is Verdict.HANGS:
             row.why = f"orsbench stopped it ({run.stopped_for}, {run.deadline:g} s)"
+        elif row.right:
+            row.why = f"{budget_cut}: the episode is unfinished, and its user refuses an unfinished episode ({expected.refused})"  # type: ignore[union-attr]
         else:
-            row.why = judgement.because or judgement.verdict
-        if player.command is None and D.predicted(cell) == judgement.verdict:
-            # A built-in target whose pinned defects predict just this: name them, so the environment is not blamed.
-            row.defects = [PinnedDefect(d.id, d.summary) for d in D.shown_in(cell)]
+            row.why = scrub(judgement.because or str(judgement.verdict), secrets)
+        if player.command is None and not row.right:
+            # A built-in target whose pinned defects explain just what this run showed: name them, so the environment is not blamed.
+            row.defects = [PinnedDefect(d.id, d.summary) for d in named_defects(judgement, cell, run.stopped_for is not None)]
         if player.trainer:
             row.trains = False
-    # A client may print what it was given: no secret value reaches a row.
-    secrets = [value for _, value in case.secrets]
-    row.why, row.problems = scrub(row.why, secrets), [scrub(p, secrets) for p in row.problems]
     if expected is not None:
         _confirm(row, expected, run, judgement.verdict, reward)
     broken = D.broken_rules(cell) if player.command is None else {}
     row.rules = {rule: (broken[rule].id if rule in broken else None) for rule in judgement.rules}
-    return row
+    met = _environment_error(run) if judgement.verdict is not Verdict.WORKS and not row.right else None
+    return row, met
 
 
 def play_on_url(
@@ -274,6 +324,10 @@ def play_on_url(
     result = LiveResult(
         url, evidence.env, evidence.split, evidence.index, PlayerEpisode(len(script.steps), episode.finished, reward, episode.stopped)
     )
+    nothing = None if script.steps else f"nothing to replay: the checker's player found no call the server answered ({episode.stopped or 'no call made'})"
+    budget_cut = f"the player stopped at its budget ({episode.stopped})" if _budget_cut(episode) and script.steps else None
+    result.notes += [note for note in (nothing, budget_cut) if note]
+    met: dict[str, str | None] = {}
     case = Case(
         "url", "", "the user's server", split=evidence.split or "", index=evidence.index or 0, secrets=tuple(secrets.items())
     )
@@ -295,14 +349,19 @@ def play_on_url(
             if player.launch is None:
                 result.rows.append(LiveRow(player.name, player.version, NOT_INSTALLED, player.missing or "", command=player.command))
                 result.rows[-1].consumer = expected.describe() if expected is not None else None
+            elif nothing is not None:  # an empty episode judges no client: said once, not blamed on each
+                result.rows.append(LiveRow(player.name, player.version, NOT_PLAYED, nothing, command=player.command))
             else:
                 assert proxy is not None
                 say(f"{player.name}: playing {len(script.steps)} call(s)")
                 cell = facts(player.name, evidence, tools, script, sent)
-                row = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys, expected)
+                row, met[player.name] = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys, expected, budget_cut)
                 result.rows.append(row)
             result.rows[-1].predicted = predictions.get(player.name, [])
     finally:
         if proxy is not None:
             proxy.stop()
+    shared = set(met.values())
+    if len(met) > 1 and len(shared) == 1 and None not in shared:
+        result.notes.append(f"every client failed on the same error of the environment: {shared.pop()} — the environment's, not the clients'")
     return result

@@ -69,20 +69,23 @@ def header(clients: list[str], servers: list[str]) -> MatrixResult:
     return MatrixResult(infos, list(servers), {name: list(_defects(C.server_defects(name))) for name in servers}, elsewhere=list(ELSEWHERE))
 
 
-def cell_result(cell: C.Cell, verdict: str, outcome: ClientOutcome | None = None, *, error: str | None = None) -> MatrixCell:
-    """One cell of the result: its verdict (live or predicted), what a correct client gets, the defects that explain it."""
+def cell_result(cell: C.Cell, verdict: Verdict | str, outcome: ClientOutcome | None = None, *, error: str | None = None) -> MatrixCell:
+    """One cell of the result: its verdict (live or predicted), what a correct client gets, the defects that explain it.
+
+    A live cell carries its run's judgement as it is (:attr:`MatrixCell.judgement`).
+    """
     shown = MatrixCell(
         cell.client,
         cell.server,
         cell.scenario,
         cell.profile,
-        str(verdict),
-        str(C.expected(cell)),
+        outcome.verdict if outcome is not None else verdict,
+        C.expected(cell),
         [d.id for d in C.cell_defects(cell)],
         {check: d.id for check, d in C.rule_defects(cell).items()},
     )
     if outcome is not None:
-        shown.elapsed, shown.problems, shown.rules, shown.error = round(outcome.elapsed, 2), outcome.problems, outcome.rules, outcome.error
+        shown.elapsed, shown.judgement, shown.error = round(outcome.elapsed, 2), outcome.judgement, outcome.error
     elif error is not None:
         shown.error = error
     return shown

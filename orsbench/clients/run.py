@@ -37,7 +37,7 @@ from orsbench.checks.model import CheckResult
 from orsbench.clientcheck import CaseRun, grade
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.episodes import Script
-from orsbench.clientcheck.judgement import Judgement, judge
+from orsbench.clientcheck.judgement import judge
 from orsbench.clientcheck.model import tools_shown
 from orsbench.clientcheck.process import Fork
 from orsbench.clientcheck.runner import RunningCase
@@ -46,7 +46,7 @@ from orsbench.clients.offline import loopback_only
 from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.clients.transcript import AdapterEpisode
 from orsbench.servers.launch import RunningServer
-from orsbench.verdict import Verdict
+from orsbench.verdict import Judgement, Verdict
 
 @dataclass
 class ClientOutcome:
@@ -80,13 +80,23 @@ class ClientOutcome:
     output: str = ""
     #: The client checks' results on the episode (:func:`orsbench.clientcheck.grade`).
     checks: list[CheckResult] = field(default_factory=list)
-    #: ``"<check id>: <message>"`` of each failed required check of the outcome or the process (empty for a clean survival).
-    problems: list[str] = field(default_factory=list)
-    #: Ids of the failed required checks of rules the episode's outcome did not depend on (``client.env_name``, ...).
-    rules: list[str] = field(default_factory=list)
-    verdict: str = Verdict.WORKS
-    #: How the one judgement (:func:`orsbench.clientcheck.judgement.judge`) reads the run.
-    judgement: Judgement | None = None
+    #: How the one judgement (:func:`orsbench.clientcheck.judgement.judge`) reads the run: the verdict, the checks that
+    #: decided it, the rules broken — carried as it is to the matrix's cell, never copied into words.
+    judgement: Judgement = field(default_factory=lambda: Judgement(Verdict.WORKS))
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.judgement.verdict
+
+    @property
+    def problems(self) -> list[str]:
+        """``"<check id>: <message>"`` of each failed required check that decided the verdict (empty for a clean survival)."""
+        return [str(p) for p in self.judgement.problems]
+
+    @property
+    def rules(self) -> list[str]:
+        """Ids of the failed required checks of rules the episode's outcome did not depend on (``client.env_name``, ...)."""
+        return list(self.judgement.rules)
 
     @property
     def survived(self) -> bool:
@@ -94,7 +104,7 @@ class ClientOutcome:
 
     @property
     def failed_checks(self) -> list[str]:
-        return [p.split(":", 1)[0] for p in self.problems] + self.rules
+        return self.judgement.failed_checks
 
     def describe(self) -> str:
         return (
@@ -243,9 +253,6 @@ def outcome_of(client: str, run: CaseRun) -> ClientOutcome:
     outcome.sessions_left_open = int(run.stats.get("sessions_left_open") or 0)
     outcome.checks = results
     outcome.judgement = judgement
-    outcome.verdict = judgement.verdict
-    outcome.problems = list(judgement.problems)
-    outcome.rules = list(judgement.rules)
     return outcome
 
 

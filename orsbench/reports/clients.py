@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 
-from orsbench.clientcheck.results import NOT_INSTALLED, NOT_RUN, LiveResult, LiveRow, MatrixResult
+from orsbench.clientcheck.results import NOT_RUN, LiveResult, LiveRow, MatrixResult
 from orsbench.verdict import Verdict
 
-__all__ = ["SYMBOL", "live_line", "live_markdown", "matrix_markdown", "matrix_summary", "to_json"]
+__all__ = ["SYMBOL", "live_line", "live_markdown", "live_notes", "matrix_markdown", "matrix_summary", "to_json"]
 
 #: How the Markdown and the terminal draw each verdict.
 SYMBOL = {
@@ -87,7 +87,7 @@ def matrix_markdown(result: MatrixResult, title: str = "Client compatibility") -
                     continue
                 c = match[0]
                 ids = " ".join(f"[`{d}`](#{'server' if d in server_ids.get(server, ()) else name}-{d})" for d in c.defects)
-                shown.append(SYMBOL[c.verdict] + (" (right)" if c.right else "") + (f" {ids}" if ids else ""))
+                shown.append(SYMBOL[c.verdict] + (" (right)" if c.right and c.verdict != Verdict.WORKS else "") + (f" {ids}" if ids else ""))
             lines.append(f"| {'profile ' if is_profile else ''}`{label}` | " + " | ".join(shown) + " |")
         lines.append("")
         if info.defects:
@@ -109,7 +109,7 @@ def matrix_markdown(result: MatrixResult, title: str = "Client compatibility") -
 # -- orsbench clients URL --------------------------------------------------------------------------------
 def live_line(row: LiveRow) -> str:
     """One row as text: ``openreward  works — reward 1.0``; a failure with the pinned defect behind it."""
-    joiner = " — because " if row.verdict not in (Verdict.WORKS, NOT_INSTALLED) else " — "
+    joiner = " — because " if isinstance(row.verdict, Verdict) and row.verdict is not Verdict.WORKS and not row.right else " — "
     text = f"{row.client:<11} {row.words}{joiner}{row.why}"
     if row.defects:
         first = row.defects[0]
@@ -117,6 +117,11 @@ def live_line(row: LiveRow) -> str:
     text += f"\n{'':<11}   command: {row.command}" if row.command else ""
     text += f"\n{'':<11}   its consumer: {_consumer_text(row)}" if row.consumer else ""
     return text + (f"\n{'':<11}   predicted: " + "; ".join(row.predicted) if row.predicted else "")
+
+
+def live_notes(result: LiveResult) -> list[str]:
+    """What every row shares, said once (nothing to replay, the player's budget, the environment's own error)."""
+    return [f"note: {note}" for note in result.notes]
 
 
 def _consumer_text(row: LiveRow) -> str:
@@ -133,7 +138,8 @@ def live_markdown(result: LiveResult) -> str:
         f"# Which clients can use {result.env} at {result.url}\n\n"
         f"The checker's player: {ep.calls} call(s) on {result.split}[{result.index}], "
         f"{'finished' if ep.finished else 'not finished'}, reward {ep.reward!r}.\n\n"
-        "| client | version | verdict | because | its consumer (profile) | pinned upstream defect | predicted binding problems |\n"
+        + "".join(f"{note}.\n\n" for note in result.notes)
+        + "| client | version | verdict | because | its consumer (profile) | pinned upstream defect | predicted binding problems |\n"
         "|---|---|---|---|---|---|---|\n"
     )
 

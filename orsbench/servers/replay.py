@@ -49,11 +49,11 @@ class RecordedAnswers:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        parts = [p for p in scope["path"].split("/") if p]
-        if parts == [protocol.CREATE.strip("/")]:
+        where = protocol.route_of(scope["path"])
+        if where.root and "/" + where.name == protocol.CREATE:
             route, scenario = "create", None
-        elif len(parts) == 2 and parts[1] in ROUTES and parts[0].lower() in self.by_env:
-            route, scenario = parts[1], self.by_env[parts[0].lower()]
+        elif where.env is not None and where.name in ROUTES and where.env.lower() in self.by_env:
+            route, scenario = where.name, self.by_env[where.env.lower()]
         else:
             await self.app(scope, receive, send)
             return

@@ -167,6 +167,9 @@ class Defect:
     breaks: tuple[tuple[str, Where], ...] = ()
     #: The file and line of the package whose code does it (every pin names one).
     at: Source | None = None
+    #: The client checks whose failure shows it in a run; a live run names it only where one of them failed (empty: a
+    #: failed check, or the process, with its ``effect``).
+    shown_by: tuple[str, ...] = ()
 
     @property
     def clients(self) -> tuple[str, ...]:
@@ -605,6 +608,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_spaced_result,
             effect=Effect.WRONG_DATA,
             at=Source('openreward', 'openreward/api/_session/http.py', 326, 'value = value.lstrip()'),
+            shown_by=("client.text_verbatim",),
         ),
         Defect(
             "no-end-retried-forever",
@@ -634,6 +638,7 @@ DEFECTS: dict[str, Defect] = {
             shows_in=_spaced_result,
             effect=Effect.WRONG_DATA,
             at=Source('ors-sdk', 'ors/client/_http.py', 116, 'value = value.lstrip()'),
+            shown_by=("client.text_verbatim",),
         ),
         Defect(
             "ors-create-without-env-name",

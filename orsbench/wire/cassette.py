@@ -150,7 +150,7 @@ class CassetteRecorder:
         if exchange.status is None:
             return
         path = urlsplit(exchange.url).path
-        parts = [p for p in path.split("/") if p]
+        where = protocol.route_of(path)
         body = _json(exchange.request_body)
         sid = _header(exchange, protocol.SESSION_HEADER)
         if path == protocol.LIST_ENVIRONMENTS and exchange.status == 200:
@@ -178,9 +178,9 @@ class CassetteRecorder:
                 self.episodes.append(episode)
                 self._by_sid[sid] = episode
             return
-        if len(parts) != 2 or parts[0] in protocol.ROOT_SEGMENTS:
+        if where.env is None:
             return
-        env, route = parts
+        env, route = where
         if _is_refusal(exchange) and route in REFUSALS_KEPT:
             self._refusal(env, route, body, exchange)
             return

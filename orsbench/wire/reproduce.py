@@ -83,10 +83,7 @@ def _quote(text: str, sids: dict[str, str]) -> str:
 
 
 def _session_of(exchange: Exchange) -> str | None:
-    for name, value in exchange.request_headers.items():
-        if name.lower() == protocol.SESSION_HEADER.lower():
-            return value
-    return None
+    return protocol.session_in(exchange.request_headers)
 
 
 def _opened_by(history: Sequence[Exchange], sid: str) -> Exchange | None:

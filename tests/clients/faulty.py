@@ -266,6 +266,14 @@ class SdkUrlOnly(Adapter):
         return super().play()
 
 
+class DropEnvNameStopEarly(DropEnvName):
+    """Leaves env_name out of /create and stops after its first call, reporting nothing (issue 34: read "works" while
+    completion was skipped whenever env_name failed)."""
+
+    def should_stop(self, output: dict[str, Any]) -> bool:
+        return True
+
+
 class GiveUp(Adapter):
     """Retries nothing: the first transient answer (a 429 with Retry-After) ends the episode, logged on stderr."""
 
@@ -518,6 +526,7 @@ FAULTS: dict[str, type[Adapter]] = {
     "episode-reward-mean": EpisodeRewardMean,
     "sdk-url-only": SdkUrlOnly,
     "give-up": GiveUp,
+    "drop-env-name-stop-early": DropEnvNameStopEarly,
     "drop-nulls": DropNulls,
     "clamp-rewards": ClampRewards,
     "null-as-zero": NullAsZero,

@@ -170,7 +170,7 @@ class NewestTaskServesAll(SessionFault):
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, sid: str, body: dict[str, Any]) -> int:
         mine = self.sessions.task.get(sid)
-        bound = scope["path"].rsplit("/", 1)[-1] in (protocol.PROMPT, protocol.MESSAGES, protocol.TASK_TOOLS, protocol.CALL)
+        bound = protocol.route_of(scope["path"]).name in (protocol.PROMPT, protocol.MESSAGES, protocol.TASK_TOOLS, protocol.CALL)
         if mine is not None and bound and body.get("task_id") is None:
             live = self.sessions.live()
             newer = [other for other in live[live.index(sid) + 1 :] if self.sessions.task[other] != mine]

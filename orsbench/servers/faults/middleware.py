@@ -52,7 +52,7 @@ def faultable(scope: Scope) -> bool:
 
 def is_call(scope: Scope) -> bool:
     """``POST /{env}/call`` (or a bare ``/call``, which the server redirects)."""
-    return scope["type"] == "http" and scope["method"] == "POST" and scope["path"].endswith("/" + protocol.CALL)
+    return scope["type"] == "http" and scope["method"] == "POST" and protocol.is_call(scope["path"])
 
 
 def is_resume(body: bytes) -> bool:

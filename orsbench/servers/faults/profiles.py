@@ -426,7 +426,7 @@ class _EndOnDisconnect:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/" + protocol.CALL):
+        if scope["type"] != "http" or scope["method"] != "POST" or not protocol.is_call(scope["path"]):
             await self.app(scope, receive, send)
             return
         body, _ = await read_body(receive)

@@ -652,7 +652,7 @@ def score_group_500(engine: Engine, app: Any, rng: random.Random) -> Any:
 @violation("call-content-type-json", "/call streams are labelled application/json", ("call.sse_content_type",))
 def call_content_type_json(engine: Engine, app: Any, rng: random.Random) -> Any:
     def match(scope: Scope, status: int, headers: Headers) -> bool:
-        return scope["path"].endswith("/" + protocol.CALL) and status == 200
+        return protocol.is_call(scope["path"]) and status == 200
 
     def edit(status: int, headers: Headers) -> tuple[int, Headers, None]:
         return status, set_header(headers, b"content-type", protocol.JSON_CONTENT_TYPE.encode()), None

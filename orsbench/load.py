@@ -25,6 +25,8 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import select
+import sys
 import time
 from typing import Any
 
@@ -38,7 +40,9 @@ from locust.runners import WorkerRunner
 
 from orsbench import protocol
 from orsbench.config import API_KEY_ENV
+from orsbench.bench import plan as model
 from orsbench.bench.episode import (
+    REPLICA_HEADER,
     EpisodeFailure,
     check_list,
     check_sid_echo,
@@ -47,9 +51,15 @@ from orsbench.bench.episode import (
     session_id,
     tool_output,
 )
-from orsbench.bench.plan import EpisodePlan, PlanError, discover
+from orsbench.bench.plan import EpisodePlan, PlanError, resolve_plan, scripted_plan
 from orsbench.servers.implementations import ors_servers
 from orsbench.wire.sse import SSEParser, SSEStream
+
+# Locust monkey-patches the stdlib before this file loads, and gevent >= 26 leaves no ``select.epoll``: trio,
+# which httpcore imports if it can (for httpx, the discovery's client), then fails to import with an
+# AttributeError instead of an ImportError. Nothing in a Locust process uses trio; mark it absent.
+if "trio" not in sys.modules and not hasattr(select, "epoll"):
+    sys.modules["trio"] = None  # type: ignore[assignment]
 
 log = logging.getLogger("orsbench.load")
 logging.getLogger("httpx").setLevel(logging.WARNING)  # discovery requests are not worth a log line each
@@ -70,17 +80,33 @@ def _arguments(parser: Any) -> None:
     )
     parser.add_argument("--ors-split", default="", help="split to draw tasks from, round-robin (default: the first train split)")
     parser.add_argument(
-        "--ors-calls", type=int, default=1, help="tool calls per ORS episode; fewer if a call returns finished (default 1)"
+        "--ors-calls",
+        type=int,
+        default=0,
+        help="tool calls per episode of one tool (--ors-tool, default its first); fewer if a call returns finished "
+        "(default: none — the learned episode)",
     )
     parser.add_argument(
         "--ors-think-time", type=float, default=0.0, help="seconds to wait before create, prompt and each call (default 0)"
     )
-    parser.add_argument("--ors-tool", default="", help="tool to call (default: the environment's first tool)")
+    parser.add_argument(
+        "--ors-tool",
+        default="",
+        help="call this one tool --ors-calls times per episode, tasks round-robin (default: none — play the episode the "
+        "checker's player learns on the server, reward path included, as orsbench bench does)",
+    )
     parser.add_argument(
         "--ors-args",
         default="",
         help='tool input as a JSON object (default: built from the tool\'s input schema), e.g. \'{"text": "hi"}\'',
     )
+    parser.add_argument(
+        "--ors-script",
+        default="",
+        help='the calls of every episode as JSON [[tool, input], ...] with --ors-task (what orsbench bench hands on: '
+        "the episode it learned; default: learn it here)",
+    )
+    parser.add_argument("--ors-task", type=int, default=0, help="the task index --ors-script plays (default 0)")
     parser.add_argument(
         "--ors-scenario", default="echo", help="scenario of the embedded server, used only without --host (default echo)"
     )
@@ -121,13 +147,24 @@ def _options(environment: Any) -> dict[str, Any]:
         raise PlanError(f"--ors-args is not JSON: {exc}") from None
     if tool_input is not None and not isinstance(tool_input, dict):
         raise PlanError(f"--ors-args must be a JSON object, got {raw_args!r}")
+    raw_script = str(get("ors_script", "") or "").strip()
+    try:
+        script = orjson.loads(raw_script) if raw_script else None
+    except orjson.JSONDecodeError as exc:
+        raise PlanError(f"--ors-script is not JSON: {exc}") from None
+    if script is not None and not (
+        isinstance(script, list) and script and all(isinstance(s, list) and len(s) == 2 and isinstance(s[1], dict) for s in script)
+    ):
+        raise PlanError(f"--ors-script must be a JSON list of [tool, input] pairs, got {raw_script[:200]!r}")
     return {
         "env": str(get("ors_env", "") or "") or None,
         "split": str(get("ors_split", "") or "") or None,
-        "calls": int(get("ors_calls", 1) or 1),
+        "calls": int(get("ors_calls", 0) or 0) or None,
         "think_time": float(get("ors_think_time", 0.0) or 0.0),
         "tool": str(get("ors_tool", "") or "") or None,
         "tool_input": tool_input,
+        "script": tuple((str(t), v) for t, v in script) if script else None,
+        "task": int(get("ors_task", 0) or 0),
     }
 
 
@@ -205,9 +242,22 @@ def _plan_for(host: str, environment: Any) -> EpisodePlan:
     with _plan_lock:
         plan = _plans.get(key)
         if plan is None:
-            plan = _plans[key] = discover(host, api_key=_api_key(), **options)
+            plan = _plans[key] = _resolve(host, options)
             log.info("orsbench: episode plan: %s", plan.describe())
     return plan
+
+
+def _resolve(host: str, options: dict[str, Any]) -> EpisodePlan:
+    """A named tool: that tool's episode; a script handed on: it; else the episode the checker's player learns."""
+    o, key = options, _api_key()
+    if o["script"] and o["tool"] is None and o["tool_input"] is None and o["calls"] is None:
+        if not o["env"] or not o["split"]:
+            raise PlanError("--ors-script needs --ors-env and --ors-split")
+        return scripted_plan(host, o["env"], o["split"], o["task"], o["script"], think_time=o["think_time"], api_key=key)
+    return resolve_plan(
+        host, env=o["env"], split=o["split"], tool=o["tool"], tool_input=o["tool_input"], calls=o["calls"],
+        think_time=o["think_time"], api_key=key,
+    )  # fmt: skip
 
 
 # -------------------------------------------------------------- GRPO groups
@@ -277,7 +327,10 @@ class ORSEpisodeUser(FastHttpUser):
             raise StopUser() from exc
         # ORS carries its state in headers, never cookies; a cookie jar costs two Python walks per request.
         self.client.client.cookiejar = None
-        self.call_body = orjson.dumps({"name": self.plan.tool, "input": self.plan.tool_input})
+        self.call_bodies = [orjson.dumps({"name": tool, "input": value}) for tool, value in self.plan.steps()]
+        self.actions = self.plan.actions()
+        self.tools = self.plan.tools()
+        self.replicas = []
         self.paths = {route: self.plan.path(route) for route in (protocol.PROMPT, protocol.TASK_TOOLS, protocol.CALL)}
         shape, size = _shape(self.environment)
         self.rollout_group: _Group | None = None
@@ -320,48 +373,66 @@ class ORSEpisodeUser(FastHttpUser):
                 self._fire("ORS", f"grpo group {group.number} makespan", group.started)
 
     def _episode(self, n: int, before_delete: Any = None) -> None:
+        """Walk the one episode model (:meth:`EpisodePlan.actions`), as the bench's driver does."""
         plan = self.plan
-        sid = session_id(self._stream(protocol.CREATE_SESSION, None, "create_session"))
-        sid_header = {protocol.SESSION_HEADER: sid}
-        body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})
-        created = False
+        sid = ""
+        sid_header: dict[str, str] = {}
+        created = finished = False
+        reward: Any = None
+        self.replicas: list[str] = []
         try:
-            self._think()
-            self._json("POST", protocol.CREATE, "create", sid_header, body, lambda s, b: check_sid_echo("create", s, b, sid))
-            created = True
-            self._think()
-            self._json("GET", self.paths[protocol.PROMPT], "prompt", sid_header, None, lambda s, b: check_list("prompt", s, b))
-            self._json(
-                "GET",
-                self.paths[protocol.TASK_TOOLS],
-                "task_tools",
-                sid_header,
-                None,
-                lambda s, b: check_tools("task_tools", s, b, plan.tool),
-            )
-            for _ in range(plan.calls):
-                self._think()
-                output = tool_output(self._stream(self.paths[protocol.CALL], sid, "call", self.call_body))
-                if output.get("finished"):
-                    break
-            if before_delete is not None:
-                before_delete()
-            created = False
-            self._json("POST", protocol.DELETE, "delete", sid_header, None, lambda s, b: check_sid_echo("delete", s, b, sid))
-            self._json(
-                "POST",
-                protocol.DELETE_SESSION,
-                "delete_session",
-                sid_header,
-                None,
-                lambda s, b: check_sid_echo("delete_session", s, b, sid),
-            )
+            for stage, arg in self.actions:
+                if stage == model.THINK:
+                    if not finished:
+                        gevent.sleep(arg)
+                elif stage == model.CREATE_SESSION:
+                    sid = session_id(self._stream(protocol.CREATE_SESSION, None, "create_session"))
+                    sid_header = {protocol.SESSION_HEADER: sid}
+                elif stage == model.CREATE:
+                    body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})
+                    headers = {**sid_header, **plan.create_headers}
+                    self._json("POST", protocol.CREATE, "create", headers, body, lambda s, b: check_sid_echo("create", s, b, sid))
+                    created = True
+                elif stage == model.PROMPT:
+                    self._json("GET", self.paths[protocol.PROMPT], "prompt", sid_header, None, lambda s, b: check_list("prompt", s, b))
+                elif stage == model.TASK_TOOLS:
+                    tools = self.tools
+                    self._json(
+                        "GET", self.paths[protocol.TASK_TOOLS], "task_tools", sid_header, None,
+                        lambda s, b: check_tools("task_tools", s, b, tools),
+                    )  # fmt: skip
+                elif stage == model.CALL:
+                    if finished:
+                        continue
+                    output = tool_output(self._stream(self.paths[protocol.CALL], sid, "call", self.call_bodies[int(arg)]))
+                    finished, reward = bool(output.get("finished")), output.get("reward")
+                elif stage == model.DELETE:
+                    if before_delete is not None:
+                        before_delete()
+                    created = False
+                    self._json("POST", protocol.DELETE, "delete", sid_header, None, lambda s, b: check_sid_echo("delete", s, b, sid))
+                elif stage == model.DELETE_SESSION:
+                    self._json(
+                        "POST", protocol.DELETE_SESSION, "delete_session", sid_header, None,
+                        lambda s, b: check_sid_echo("delete_session", s, b, sid),
+                    )  # fmt: skip
         except Exception:
             # A failed episode still frees its server-side session. Not on GreenletExit: a user that
             # Locust kills mid-request may still hold its only connection, so a request now could hang.
             if created:
                 self.client.request("POST", protocol.DELETE, name="delete (cleanup)", headers=sid_header, allow_redirects=False)
             raise
+        self._ended(finished, reward)
+
+    def _ended(self, finished: bool, reward: Any) -> None:
+        """The reward path and the replica, as Locust entries: ``ORS finished``, ``ORS replica <name>``, ``ORS split session``."""
+        now = time.perf_counter()
+        if finished:
+            self._fire("ORS", "finished", now)
+        if self.replicas:
+            self._fire("ORS", f"replica {self.replicas[0]}", now)
+            if len(set(self.replicas)) > 1:
+                self._fire("ORS", "split session", now)
 
     # -- one request each ------------------------------------------------------
     def _json(self, method: str, path: str, stage: str, headers: dict[str, str], body: bytes | None, check: Any) -> None:
@@ -372,6 +443,7 @@ class ORSEpisodeUser(FastHttpUser):
         ) as response:
             try:
                 _raise_transport_error(stage, response)
+                self._replica(stage, response)
                 check(response.status_code, response.content or b"")
             except EpisodeFailure as exc:
                 response.failure(exc.message)
@@ -391,6 +463,7 @@ class ORSEpisodeUser(FastHttpUser):
         ) as response:
             try:
                 _raise_transport_error(stage, response)
+                self._replica(stage, response)
                 status = response.status_code
                 content_type = response.headers.get("content-type", "") if response.headers else ""
                 check_stream_status(stage, status, content_type, b"" if status == 200 else (response.content or b""))
@@ -456,16 +529,18 @@ class ORSEpisodeUser(FastHttpUser):
             context={},
         )
 
-    def _think(self) -> None:
-        if self.plan.think_time > 0:
-            gevent.sleep(self.plan.think_time)
+    def _replica(self, stage: str, response: Any) -> None:
+        """Note the replica that answered a session's request (``X-ORS-Replica``), from ``/create`` on."""
+        if stage in ("create_session", "delete_session") or not response.headers:
+            return
+        name = response.headers.get(REPLICA_HEADER)
+        if name:
+            self.replicas.append(name)
 
 
 if __name__ == "__main__":
     # `python -m orsbench.load --help`: Locust's help including the arguments above. (`locust -f ... --help`
     # prints its help before it imports the locustfile, so it never shows custom arguments: locust#2917.)
-    import sys
-
     from locust.argument_parser import get_parser
 
     get_parser().parse_args(sys.argv[1:] or ["--help"])

@@ -48,6 +48,7 @@ from orsbench.bench.episode import (
     check_sid_echo,
     check_stream_status,
     check_tools,
+    json_answer,
     session_id,
     tool_output,
 )
@@ -113,11 +114,21 @@ def _arguments(parser: Any) -> None:
     parser.add_argument(
         "--ors-shape",
         default="episode",
-        choices=("episode", "grpo"),
+        choices=("episode", "grpo", "held"),
         help="episode: each user runs episodes alone; grpo: groups of --ors-group users start the same task together, "
-        "interleave their calls and delete together, as a GRPO trainer's rollouts do (default episode)",
+        "interleave their calls and delete together, as a GRPO trainer's rollouts do; held: each user opens "
+        "--ors-sessions-per-user sessions and keeps them open, pinging each every --ors-ping-interval s as the "
+        "reference client does, until the run ends (any environment) (default episode)",
     )
     parser.add_argument("--ors-group", type=int, default=4, help="users per group with --ors-shape grpo (default 4)")
+    parser.add_argument(
+        "--ors-sessions-per-user", type=int, default=1,
+        help="sessions each user holds with --ors-shape held, pinged over its one connection (default 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ors-ping-interval", type=float, default=protocol.PING_INTERVAL_S,
+        help=f"seconds between pings of one held session (default {protocol.PING_INTERVAL_S:g}, the reference client's)",
+    )  # fmt: skip
     parser.add_argument(
         "--ors-impl",
         default="mock",
@@ -166,6 +177,14 @@ def _options(environment: Any) -> dict[str, Any]:
         "script": tuple((str(t), v) for t, v in script) if script else None,
         "task": int(get("ors_task", 0) or 0),
     }
+
+
+def _held_options(environment: Any) -> tuple[int, float]:
+    """``(--ors-sessions-per-user, --ors-ping-interval)``, typed."""
+    opts = environment.parsed_options
+    per_user = int(getattr(opts, "ors_sessions_per_user", 1) or 1) if opts is not None else 1
+    interval = float(getattr(opts, "ors_ping_interval", protocol.PING_INTERVAL_S) or protocol.PING_INTERVAL_S) if opts is not None else protocol.PING_INTERVAL_S
+    return max(1, per_user), max(0.01, interval)
 
 
 def _shape(environment: Any) -> tuple[str, int]:
@@ -238,6 +257,8 @@ _episode_numbers = itertools.count()
 def _plan_for(host: str, environment: Any) -> EpisodePlan:
     """One discovery per process and host, shared by every user."""
     options = _options(environment)
+    if _shape(environment)[0] == "held" and options["tool_input"] is None and not options["script"]:
+        options["tool_input"] = {}  # a held session calls no tool: discovery only (no episode to learn)
     key = (host, repr(sorted(options.items())))
     with _plan_lock:
         plan = _plans.get(key)
@@ -333,6 +354,8 @@ class ORSEpisodeUser(FastHttpUser):
         self.replicas = []
         self.paths = {route: self.plan.path(route) for route in (protocol.PROMPT, protocol.TASK_TOOLS, protocol.CALL)}
         shape, size = _shape(self.environment)
+        self.held_shape = shape == "held"
+        self.held: list[str] = []
         self.rollout_group: _Group | None = None
         if shape == "grpo":
             number = next(_user_numbers) // size
@@ -340,6 +363,9 @@ class ORSEpisodeUser(FastHttpUser):
 
     @task
     def episode(self) -> None:
+        if self.held_shape:
+            self._hold()
+            return
         if self.rollout_group is not None:
             self._group_episode(self.rollout_group)
             return
@@ -350,6 +376,68 @@ class ORSEpisodeUser(FastHttpUser):
             self._fire("ORS", "episode", started, exception=exc)
         else:
             self._fire("ORS", "episode", started)
+
+    # -- held sessions -----------------------------------------------------------
+    def _hold(self) -> None:
+        """Open this user's sessions, then ping each at the cadence until the run ends (``ORS ping late``: the lag)."""
+        per_user, interval = _held_options(self.environment)
+        number = next(_user_numbers)
+        while len(self.held) < per_user:
+            sid = self._open_held(number * per_user + len(self.held))
+            if sid is None:
+                gevent.sleep(1.0)  # a refused open is a failure in the table; try again, not in a tight loop
+                continue
+            self.held.append(sid)
+        # Clients started apart: this user's sessions are spread over one interval, offset by the user's number.
+        now = time.monotonic()
+        due = [now + interval * ((j + (number % 97) / 97) / per_user) for j in range(per_user)]
+        while True:
+            j = min(range(per_user), key=due.__getitem__)
+            wait = due[j] - time.monotonic()
+            if wait > 0:
+                gevent.sleep(wait)
+            lateness = max(0.0, time.monotonic() - due[j])
+            self._fire_ms("ORS", "ping late", lateness * 1000)
+            sid = self.held[j]
+            try:
+                self._json("POST", protocol.PING, "ping", {protocol.SESSION_HEADER: sid}, None, lambda s, b: json_answer("ping", s, b))
+            except EpisodeFailure:
+                pass  # counted by Locust as a ping failure
+            due[j] += interval
+
+    def _open_held(self, n: int) -> str | None:
+        """``create_session``, ``create``, ``prompt``: one session open and set up (``ORS open held`` times it)."""
+        started = time.perf_counter()
+        plan = self.plan
+        try:
+            sid = session_id(self._stream(protocol.CREATE_SESSION, None, "create_session"))
+            headers = {protocol.SESSION_HEADER: sid}
+            body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})
+            self._json("POST", protocol.CREATE, "create", {**headers, **plan.create_headers}, body, lambda s, b: check_sid_echo("create", s, b, sid))
+            self._json("GET", self.paths[protocol.PROMPT], "prompt", headers, None, lambda s, b: check_list("prompt", s, b))
+        except EpisodeFailure as exc:
+            self._fire("ORS", "open held", started, exception=exc)
+            return None
+        self._fire("ORS", "open held", started)
+        if self.replicas:
+            self._fire("ORS", f"replica {self.replicas[-1]}", time.perf_counter())
+        return sid
+
+    def on_stop(self) -> None:
+        """Close every held session (a stopped run leaves none behind)."""
+        for sid in self.held:
+            headers = {protocol.SESSION_HEADER: sid}
+            try:
+                self._json("POST", protocol.DELETE, "delete", headers, None, lambda s, b: check_sid_echo("delete", s, b, sid))
+                self._json("POST", protocol.DELETE_SESSION, "delete_session", headers, None, lambda s, b: None)
+            except EpisodeFailure:
+                pass
+        self.held.clear()
+
+    def _fire_ms(self, kind: str, name: str, ms: float) -> None:
+        self.environment.events.request.fire(
+            request_type=kind, name=name, response_time=ms, response_length=0, exception=None, context={}
+        )
 
     def _group_episode(self, group: _Group) -> None:
         """One GRPO step: start together on the group's task, interleave calls, delete together; time the group."""

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
+from orsbench import protocol
 from orsbench.bench import thresholds
 from orsbench.bench.options import BenchOptions
 from orsbench.cli import flags, reporting, subcommand, types
@@ -118,6 +119,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --sessions: ping = sessions open and pinged every 10 s (the reference client's cadence), any "
         "environment; call = each inside one long streaming call of a tool taking 'seconds'; auto (default): call on "
         "the servers orsbench starts (the slow scenario) and where your server has such a tool, else ping",
+    )  # fmt: skip
+    held.add_argument(
+        "--ping-every", type=types.positive(float), default=protocol.PING_INTERVAL_S, metavar="S",
+        help=f"--held-by ping: seconds between two pings of one session (default {protocol.PING_INTERVAL_S:g}, the reference client's)",
     )  # fmt: skip
     held.add_argument(
         "--ramp", type=types.positive(int), default=128, metavar="K",
@@ -282,7 +287,7 @@ def _held(args: argparse.Namespace, options: BenchOptions, target: Any, progress
     from orsbench.bench.pinged import run_pinged_bench
 
     with _started(args.scenario, options.impls or holdable_impls(), target, progress) as targets:
-        return run_pinged_bench(args.sessions, targets, options, progress=progress)
+        return run_pinged_bench(args.sessions, targets, options, interval=args.ping_every, progress=progress)
 
 
 def _shape(args: argparse.Namespace, options: BenchOptions, target: Any, progress: Callable[[str], None]) -> Any:

@@ -36,6 +36,8 @@ import orjson
 from gevent.lock import Semaphore
 from locust import FastHttpUser, constant, events, task
 from locust.exception import StopUser
+from locust.user.users import LOCUST_STATE_STOPPING
+from locust import runners as locust_runners
 from locust.runners import WorkerRunner
 
 from orsbench import protocol
@@ -61,6 +63,11 @@ from orsbench.wire.sse import SSEParser, SSEStream
 # AttributeError instead of an ImportError. Nothing in a Locust process uses trio; mark it absent.
 if "trio" not in sys.modules and not hasattr(select, "epoll"):
     sys.modules["trio"] = None  # type: ignore[assignment]
+
+#: Heartbeats a distributed master may miss before it drops a worker (Locust's default, 3, drops workers of a busy
+#: machine: a worker opening thousands of sessions, or one that shares its cores, can be late by seconds).
+HEARTBEAT_LIVENESS = int(os.environ.get("ORSBENCH_LOCUST_HEARTBEAT_LIVENESS", "30"))
+locust_runners.HEARTBEAT_LIVENESS = max(locust_runners.HEARTBEAT_LIVENESS, HEARTBEAT_LIVENESS)
 
 log = logging.getLogger("orsbench.load")
 logging.getLogger("httpx").setLevel(logging.WARNING)  # discovery requests are not worth a log line each
@@ -239,6 +246,15 @@ def _stop_early_on_bad_host(environment: Any, runner: Any = None, **_kwargs: Any
     ORS server ends the run at once with one line (exit 2), instead of a traceback per user
     and a wait until ``--run-time`` is up. The plan found is the one every user then shares."""
     opts = environment.parsed_options
+    if environment.host and isinstance(runner, WorkerRunner):
+        # A worker given --host finds its plan now, before the master spawns users: discovery (and learning) is
+        # blocking work, and on a loaded machine a worker busy with it for seconds misses its heartbeats and is
+        # dropped as missing. Any failure is left to the users, who report it in the master's table.
+        try:
+            _plan_for(environment.host, environment)
+        except (PlanError, OSError) as exc:
+            log.warning("orsbench: worker could not discover %s yet: %s", environment.host, exc)
+        return
     if not environment.host or isinstance(runner, WorkerRunner) or not getattr(opts, "headless", False):
         return
     try:
@@ -391,11 +407,12 @@ class ORSEpisodeUser(FastHttpUser):
         # Clients started apart: this user's sessions are spread over one interval, offset by the user's number.
         now = time.monotonic()
         due = [now + interval * ((j + (number % 97) / 97) / per_user) for j in range(per_user)]
-        while True:
+        while self._state != LOCUST_STATE_STOPPING:  # a stopping run lets on_stop close the sessions
             j = min(range(per_user), key=due.__getitem__)
             wait = due[j] - time.monotonic()
             if wait > 0:
-                gevent.sleep(wait)
+                gevent.sleep(min(wait, 1.0))
+                continue
             lateness = max(0.0, time.monotonic() - due[j])
             self._fire_ms("ORS", "ping late", lateness * 1000)
             sid = self.held[j]

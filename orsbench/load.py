@@ -426,6 +426,7 @@ class ORSEpisodeUser(FastHttpUser):
         """``create_session``, ``create``, ``prompt``: one session open and set up (``ORS open held`` times it)."""
         started = time.perf_counter()
         plan = self.plan
+        self.replicas = []
         try:
             sid = session_id(self._stream(protocol.CREATE_SESSION, None, "create_session"))
             headers = {protocol.SESSION_HEADER: sid}
@@ -437,7 +438,7 @@ class ORSEpisodeUser(FastHttpUser):
             return None
         self._fire("ORS", "open held", started)
         if self.replicas:
-            self._fire("ORS", f"replica {self.replicas[-1]}", time.perf_counter())
+            self._fire("ORS", f"replica {self.replicas[0]}", time.perf_counter())
         return sid
 
     def on_stop(self) -> None:

@@ -8,6 +8,11 @@ an episode's length is the think time it must contain, nothing the machine's loa
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -207,3 +212,31 @@ def test_locust_holds_sessions_by_ping_and_closes_them(ors_server_factory):
     assert pings["num_requests"] >= 12 and pings["num_failures"] == 0
     assert after["pings"] - before["pings"] == pings["num_requests"]
     assert after["active_sessions"] == before["active_sessions"]  # every held session closed when Locust stopped
+
+
+@pytest.mark.skipif(not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")), reason="nginx is not installed (.ci/run installs it)")
+def test_episodes_per_replica_behind_nginx_with_session_affinity(tmp_path):
+    """Two mock replicas behind nginx (hash on X-Session-ID, X-ORS-Replica from the upstream): the spread is counted."""
+    control = tmp_path / "control"
+    control.mkdir()
+    side = subprocess.Popen(
+        [sys.executable, "benchmarks/held_distributed.py", "--server-side", "--control", str(control), "--replicas", "2", "--every", "0.5"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while not (control / "ready.json").exists():
+            assert side.poll() is None and time.monotonic() < deadline, side.stderr.read().decode() if side.stderr else ""
+            time.sleep(0.2)
+        ready = json.loads((control / "ready.json").read_text())
+        plan = discover(ready["url"], tool="echo", tool_input={"text": "x"})
+        result = drive(ready["url"], plan, concurrency=4, duration=60, max_episodes=24)
+        assert (result.episodes, result.failures) == (24, 0), dict(result.failure_kinds)
+        assert set(result.replicas) <= set(ready["replicas"]) and sum(result.replicas.values()) == 24
+        assert result.split_sessions == 0  # affinity: every answer of a session from the replica that created it
+    finally:
+        (control / "stop").touch()
+        try:
+            side.wait(30)
+        except subprocess.TimeoutExpired:
+            side.kill()

@@ -116,6 +116,8 @@ def server_side(args: argparse.Namespace) -> int:
     from orsbench.config import ServerConfig
     from orsbench.servers.launch import free_port, start
 
+    # SIGTERM (the parent's last resort, or `timeout`) still runs the finally below: replicas and nginx stop by PID.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     control = Path(args.control)
     listen = args.listen
     replicas = []
@@ -229,6 +231,8 @@ def mem_available_gib() -> float:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), protocol.ENV_DISABLE_UPDATE_CHECK: "1"}
+    # A worker starved of CPU by a busy machine can be minutes late to its first heartbeat: drop none for that.
+    env.setdefault("ORSBENCH_LOCUST_HEARTBEAT_LIVENESS", "300")
     control = Path(tempfile.mkdtemp(prefix="orsbench-held-"))
     processes: list[subprocess.Popen[bytes]] = []
     users = -(-args.sessions // args.per_user)
@@ -320,9 +324,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out["loadavg_after"] = loadavg()
     finally:
         (control / "stop").touch()
-        for p in processes:
+        for p in processes[1:]:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
+        if processes:
+            try:
+                processes[0].wait(60)  # the server side stops its replicas and nginx itself
+            except subprocess.TimeoutExpired:
+                processes[0].send_signal(signal.SIGTERM)
         for p in processes:
             try:
                 p.wait(30)

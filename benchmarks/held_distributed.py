@@ -145,7 +145,8 @@ def server_side(args: argparse.Namespace) -> int:
                 raise RuntimeError(f"nginx did not start: {nginx.stderr.read().decode() if nginx.stderr else ''}")
             time.sleep(0.1)
         ready = {"url": url, "nginx_pid": nginx.pid, "replicas": {r.url.split("//")[1]: r.pid for r in replicas}}
-        (control / "ready.json").write_text(json.dumps(ready))
+        (control / "ready.tmp").write_text(json.dumps(ready))
+        (control / "ready.tmp").rename(control / "ready.json")  # whole, or not there yet
         with open(control / "snapshots.jsonl", "a") as out, httpx.Client(timeout=5) as client:
             while not (control / "stop").exists():
                 snap: dict[str, Any] = {"t": time.time(), "replicas": {}, "loadavg": loadavg()}
@@ -261,7 +262,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         base = snapshots(control)[-1]
         stats = control / "locust"
         ramp_s = args.ramp or max(30.0, args.sessions / 400)
-        run_time = int(ramp_s + args.hold + 2 * args.ping_every + 30)
+        run_time = int(max(4 * ramp_s, ramp_s + 120) + args.hold + 2 * args.ping_every + 60)
         common = ["-f", locustfile(), "--ors-shape", "held", "--ors-sessions-per-user", str(args.per_user),
                   "--ors-ping-interval", str(args.ping_every), "--loglevel", "INFO"]  # fmt: skip
         port = 5557 + os.getpid() % 1000
@@ -294,7 +295,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if mem_available_gib() < args.min_free_gib:
                 stop_reason = f"memory: under {args.min_free_gib:g} GiB available"
                 break
-            if time.monotonic() - started > ramp_s + 60 or processes[1].poll() is not None:
+            if time.monotonic() - started > max(4 * ramp_s, ramp_s + 120) or processes[1].poll() is not None:
                 stop_reason = "the ramp's time ran out"
                 break
         out["open_stopped"] = stop_reason

@@ -68,6 +68,8 @@ if "trio" not in sys.modules and not hasattr(select, "epoll"):
 #: machine: a worker opening thousands of sessions, or one that shares its cores, can be late by seconds).
 HEARTBEAT_LIVENESS = int(os.environ.get("ORSBENCH_LOCUST_HEARTBEAT_LIVENESS", "30"))
 locust_runners.HEARTBEAT_LIVENESS = max(locust_runners.HEARTBEAT_LIVENESS, HEARTBEAT_LIVENESS)
+# ... and a worker as patient with its master (the same seconds, at least Locust's own 60).
+locust_runners.MASTER_HEARTBEAT_TIMEOUT = max(locust_runners.MASTER_HEARTBEAT_TIMEOUT, HEARTBEAT_LIVENESS)
 
 log = logging.getLogger("orsbench.load")
 logging.getLogger("httpx").setLevel(logging.WARNING)  # discovery requests are not worth a log line each

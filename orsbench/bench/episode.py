@@ -8,6 +8,7 @@ says what came instead, which is what Locust shows in its failure table.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -24,6 +25,14 @@ STAGES = ("create_session", "create", "prompt", "task_tools", "call", "delete", 
 #: The response header in which a replica behind a balancer names itself (``orsbench serve --replicas``'s mock
 #: replicas set it); the load front ends count episodes per replica from it. One definition: align it here.
 REPLICA_HEADER = "X-ORS-Replica"
+
+
+def count_kind(kinds: Counter[str], message: str, count: int = 1, limit: int = 20) -> None:
+    """Count ``message`` in ``kinds``, keeping at most ``limit`` distinct messages (the rest: ``(other failures)``)."""
+    if message in kinds or len(kinds) < limit:
+        kinds[message] += count
+    else:
+        kinds["(other failures)"] += count
 
 
 class EpisodeFailure(Exception):

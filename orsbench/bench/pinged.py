@@ -23,8 +23,8 @@ from typing import Any
 from orsbench import protocol
 from orsbench.bench.options import BenchOptions
 from orsbench.bench.pinghold import PingHoldResult, run_ping_hold
-from orsbench.bench.plan import PlanError, discover
-from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
+from orsbench.bench.plan import discover
+from orsbench.bench.procstat import TreeReadings, loadavg, machine_facts
 from orsbench.bench.target import LoadTarget
 from orsbench.servers import stats as server_stats
 
@@ -33,28 +33,23 @@ DRIVER_SATURATED = 0.9
 
 @dataclass
 class PingedFigures:
+    """One server's pinged-sessions figures: the driver's result and the server's readings around it."""
+
     name: str
     url: str
     result: PingHoldResult
-    #: Server RSS (KiB) and CPU seconds at each probe: baseline, held, hold_end, closed.
-    rss_kib: dict[str, int | None] = field(default_factory=dict)
-    cpu_s: dict[str, float | None] = field(default_factory=dict)
+    #: The server's process tree at each probe: baseline, held, hold_end, closed.
+    server: TreeReadings
     sessions_left: int | None = None
     note: str = ""
 
     @property
     def rss_kib_per_session(self) -> float | None:
-        held, base = self.rss_kib.get("held"), self.rss_kib.get("baseline")
-        if held is None or base is None or not self.result.opened:
-            return None
-        return (held - base) / self.result.opened
+        return self.server.rss_growth_per("baseline", "held", self.result.opened)
 
     @property
     def cpu_us_per_ping(self) -> float | None:
-        end, held = self.cpu_s.get("hold_end"), self.cpu_s.get("held")
-        if end is None or held is None or not self.result.pings_in_hold:
-            return None
-        return (end - held) / self.result.pings_in_hold * 1e6
+        return self.server.cpu_us_per("held", "hold_end", self.result.pings_in_hold)
 
     @property
     def driver_core_share(self) -> float:
@@ -66,7 +61,7 @@ class PingedFigures:
             "name": self.name,
             **self.result.as_dict(),
             "sessions_left": self.sessions_left,
-            "server_rss_kib": self.rss_kib,
+            "server_rss_kib": self.server.rss_kib,
             "rss_kib_per_session": None if self.rss_kib_per_session is None else round(self.rss_kib_per_session, 2),
             "server_cpu_us_per_ping": None if self.cpu_us_per_ping is None else round(self.cpu_us_per_ping, 1),
             "driver_core_share": round(self.driver_core_share, 3),
@@ -160,25 +155,14 @@ def measure_pinged(
 ) -> PingedFigures:
     """Hold ``sessions`` pinged sessions on ``target``; its process tree read around it when its PID is known."""
     o = options
-    try:
-        plan = discover(target.url, env=o.env, split=o.split, tool=o.tool, tool_input=o.tool_input or {}, api_key=o.api_key, secrets=o.secrets)
-    except PlanError:
-        raise
-    rss: dict[str, int | None] = {}
-    cpu: dict[str, float | None] = {}
-
-    def probe(phase: str) -> None:
-        if target.pid is None:
-            return
-        value = tree_rss_bytes(target.pid)
-        rss[phase] = None if value is None else value // 1024
-        cpu[phase] = tree_cpu_seconds(target.pid)
-
+    # Discovery only (env, split, tasks): a held session calls no tool.
+    plan = discover(target.url, env=o.env, split=o.split, tool=o.tool, tool_input=o.tool_input or {}, api_key=o.api_key, secrets=o.secrets)
+    server = TreeReadings(target.pid)
     result = run_ping_hold(
         target.url, plan, sessions, hold=o.hold, interval=interval, ramp_concurrency=o.ramp_concurrency, api_key=o.api_key,
-        probe=probe, progress=lambda line: progress(f"{target.name}: {line}"),
+        probe=server.probe, progress=lambda line: progress(f"{target.name}: {line}"),
     )  # fmt: skip
-    figures = PingedFigures(target.name, target.url, result, rss, cpu)
+    figures = PingedFigures(target.name, target.url, result, server)
     value = (server_stats.read_or_none(target.url, api_key=o.api_key) or {}).get("active_sessions")
     figures.sessions_left = value if isinstance(value, int) else None
     if target.pid is None:

@@ -35,7 +35,8 @@ import orjson
 
 from orsbench import protocol
 from orsbench.bench.driver import ors_client_session, percentile, request_riding_503, run_async
-from orsbench.bench.episode import REPLICA_HEADER, EpisodeFailure, check_list, check_sid_echo, session_id
+from orsbench.bench.episode import REPLICA_HEADER, EpisodeFailure, check_list, check_sid_echo, count_kind, session_id
+from orsbench.bench.hold import bounded
 from orsbench.bench.plan import EpisodePlan
 from orsbench.servers.app import raise_open_file_limit
 from orsbench.wire.sse import SSEParser
@@ -73,10 +74,7 @@ class PingHoldResult:
 
     def fail(self, message: str, count: int = 1) -> None:
         self.errors += count
-        if message in self.error_kinds or len(self.error_kinds) < MAX_ERROR_KINDS:
-            self.error_kinds[message] += count
-        else:
-            self.error_kinds["(other errors)"] += count
+        count_kind(self.error_kinds, message, count, MAX_ERROR_KINDS)
 
     @property
     def ping_rate(self) -> float:
@@ -170,16 +168,6 @@ def _what(exc: BaseException) -> str:
     return exc.message if isinstance(exc, EpisodeFailure) else f"{type(exc).__name__}: {exc}"
 
 
-async def _bounded(items: list[Any], fn: Callable[[Any], Any], limit: int) -> list[Any]:
-    gate = asyncio.Semaphore(limit)
-
-    async def one(item: Any) -> Any:
-        async with gate:
-            return await fn(item)
-
-    return await asyncio.gather(*(one(item) for item in items))
-
-
 async def ping_sessions(
     base_url: str,
     plan: EpisodePlan,
@@ -206,7 +194,7 @@ async def ping_sessions(
     async with ors_client_session(base_url, connector, timeout, api_key) as http:
         state = _Pinged(http, plan, result, read_timeout)
         progress(f"opening {sessions} sessions ({ramp_concurrency} at a time) ...")
-        sids = [s for s in await _bounded(list(range(sessions)), state.open, ramp_concurrency) if s is not None]
+        sids = [s for s in await bounded(list(range(sessions)), state.open, ramp_concurrency) if s is not None]
         result.open_s = time.perf_counter() - t0
         progress(f"opened {len(sids)} in {result.open_s:.1f}s; pinging each every {interval:g}s for {hold:g}s ...")
         gate = asyncio.Semaphore(connections)
@@ -240,7 +228,7 @@ async def ping_sessions(
         probe("hold_end")
         close_start = time.perf_counter()
         progress(f"closing {len(sids)} sessions ...")
-        await _bounded(sids, state.close, ramp_concurrency)
+        await bounded(sids, state.close, ramp_concurrency)
         result.close_s = time.perf_counter() - close_start
     probe("closed")
     result.driver_cpu_s = time.process_time() - cpu0

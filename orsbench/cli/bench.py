@@ -136,10 +136,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--server-pid", type=int, default=None, metavar="PID",
         help="with --url: the server's process id, to report its CPU time and memory from /proc",
     )  # fmt: skip
-    held.add_argument(
-        "--app", metavar="FILE.py:Class", default=None,
-        help="serve your openreward Environment class(es) on 127.0.0.1 with the SDK Server, measure it, stop it",
-    )  # fmt: skip
+    flags.add_app(held, help="serve your openreward Environment class(es) on 127.0.0.1 with the SDK Server, measure it, stop it")
     flags.add_server_cmd(
         held,
         help='any command that starts your ORS server, measured and stopped by orsbench; {port} is replaced by a free '

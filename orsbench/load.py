@@ -22,6 +22,7 @@ it when Locust quits. It never sends a request anywhere but the host. See
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -37,6 +38,7 @@ from gevent.lock import Semaphore
 from locust import FastHttpUser, constant, events, task
 from locust.exception import StopUser
 from locust.user.users import LOCUST_STATE_STOPPING
+from locust import argument_parser as locust_argument_parser
 from locust import runners as locust_runners
 from locust.runners import WorkerRunner
 
@@ -70,6 +72,11 @@ HEARTBEAT_LIVENESS = int(os.environ.get("ORSBENCH_LOCUST_HEARTBEAT_LIVENESS", "3
 locust_runners.HEARTBEAT_LIVENESS = max(locust_runners.HEARTBEAT_LIVENESS, HEARTBEAT_LIVENESS)
 # ... and a worker as patient with its master (the same seconds, at least Locust's own 60).
 locust_runners.MASTER_HEARTBEAT_TIMEOUT = max(locust_runners.MASTER_HEARTBEAT_TIMEOUT, HEARTBEAT_LIVENESS)
+# A Locust 2.47 worker rebuilds its whole argument parser once per option of every spawn message it gets
+# (runners.py: `k not in argument_parser.default_args_dict()` inside a comprehension): ~100 parsers a message,
+# seconds of CPU, so a worker of a slow ramp (a message a second) falls behind for good. The defaults never
+# change within a process: build them once.
+locust_argument_parser.default_args_dict = functools.cache(locust_argument_parser.default_args_dict)
 
 log = logging.getLogger("orsbench.load")
 logging.getLogger("httpx").setLevel(logging.WARNING)  # discovery requests are not worth a log line each

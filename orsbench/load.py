@@ -22,6 +22,7 @@ it when Locust quits. It never sends a request anywhere but the host. See
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -43,22 +44,40 @@ import orjson
 from gevent.lock import Semaphore
 from locust import FastHttpUser, constant, events, task
 from locust.exception import StopUser
+from locust.user.users import LOCUST_STATE_STOPPING
+from locust import argument_parser as locust_argument_parser
+from locust import runners as locust_runners
 from locust.runners import WorkerRunner
 
 from orsbench import protocol
 from orsbench.config import API_KEY_ENV
+from orsbench.bench import plan as model
 from orsbench.bench.episode import (
+    REPLICA_HEADER,
     EpisodeFailure,
     check_list,
     check_sid_echo,
     check_stream_status,
     check_tools,
+    json_answer,
     session_id,
     tool_output,
 )
-from orsbench.bench.plan import EpisodePlan, PlanError, discover
+from orsbench.bench.plan import EpisodePlan, PlanError, resolve_plan, scripted_plan
 from orsbench.servers.implementations import ors_servers
 from orsbench.wire.sse import SSEParser, SSEStream
+
+#: Heartbeats a distributed master may miss before it drops a worker (Locust's default, 3, drops workers of a busy
+#: machine: a worker opening thousands of sessions, or one that shares its cores, can be late by seconds).
+HEARTBEAT_LIVENESS = int(os.environ.get("ORSBENCH_LOCUST_HEARTBEAT_LIVENESS", "30"))
+locust_runners.HEARTBEAT_LIVENESS = max(locust_runners.HEARTBEAT_LIVENESS, HEARTBEAT_LIVENESS)
+# ... and a worker as patient with its master (the same seconds, at least Locust's own 60).
+locust_runners.MASTER_HEARTBEAT_TIMEOUT = max(locust_runners.MASTER_HEARTBEAT_TIMEOUT, HEARTBEAT_LIVENESS)
+# A Locust 2.47 worker rebuilds its whole argument parser once per option of every spawn message it gets
+# (runners.py: `k not in argument_parser.default_args_dict()` inside a comprehension): ~100 parsers a message,
+# seconds of CPU, so a worker of a slow ramp (a message a second) falls behind for good. The defaults never
+# change within a process: build them once.
+locust_argument_parser.default_args_dict = functools.cache(locust_argument_parser.default_args_dict)
 
 log = logging.getLogger("orsbench.load")
 logging.getLogger("httpx").setLevel(logging.WARNING)  # discovery requests are not worth a log line each
@@ -79,28 +98,54 @@ def _arguments(parser: Any) -> None:
     )
     parser.add_argument("--ors-split", default="", help="split to draw tasks from, round-robin (default: the first train split)")
     parser.add_argument(
-        "--ors-calls", type=int, default=1, help="tool calls per ORS episode; fewer if a call returns finished (default 1)"
+        "--ors-calls",
+        type=int,
+        default=0,
+        help="tool calls per episode of one tool (--ors-tool, default its first); fewer if a call returns finished "
+        "(default: none — the learned episode)",
     )
     parser.add_argument(
         "--ors-think-time", type=float, default=0.0, help="seconds to wait before create, prompt and each call (default 0)"
     )
-    parser.add_argument("--ors-tool", default="", help="tool to call (default: the environment's first tool)")
+    parser.add_argument(
+        "--ors-tool",
+        default="",
+        help="call this one tool --ors-calls times per episode, tasks round-robin (default: none — play the episode the "
+        "checker's player learns on the server, reward path included, as orsbench bench does)",
+    )
     parser.add_argument(
         "--ors-args",
         default="",
         help='tool input as a JSON object (default: built from the tool\'s input schema), e.g. \'{"text": "hi"}\'',
     )
     parser.add_argument(
+        "--ors-script",
+        default="",
+        help='the calls of every episode as JSON [[tool, input], ...] with --ors-task (what orsbench bench hands on: '
+        "the episode it learned; default: learn it here)",
+    )
+    parser.add_argument("--ors-task", type=int, default=0, help="the task index --ors-script plays (default 0)")
+    parser.add_argument(
         "--ors-scenario", default="echo", help="scenario of the embedded server, used only without --host (default echo)"
     )
     parser.add_argument(
         "--ors-shape",
         default="episode",
-        choices=("episode", "grpo"),
+        choices=("episode", "grpo", "held"),
         help="episode: each user runs episodes alone; grpo: groups of --ors-group users start the same task together, "
-        "interleave their calls and delete together, as a GRPO trainer's rollouts do (default episode)",
+        "interleave their calls and delete together, as a GRPO trainer's rollouts do; held: each user opens "
+        "--ors-sessions-per-user sessions and keeps them open, pinging each every --ors-ping-interval s as the "
+        "reference client does, until the run ends (any environment) (default episode)",
     )
     parser.add_argument("--ors-group", type=int, default=4, help="users per group with --ors-shape grpo (default 4)")
+    parser.add_argument(
+        "--ors-sessions-per-user", type=int, default=1,
+        help="sessions each user holds with --ors-shape held, pinged over its one connection (default 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ors-ping-interval", type=float, default=protocol.PING_INTERVAL_S,
+        help=f"seconds between pings of one held session (default {protocol.PING_INTERVAL_S:g}, the reference client's)",
+    )  # fmt: skip
     parser.add_argument(
         "--ors-impl",
         default="mock",
@@ -130,14 +175,33 @@ def _options(environment: Any) -> dict[str, Any]:
         raise PlanError(f"--ors-args is not JSON: {exc}") from None
     if tool_input is not None and not isinstance(tool_input, dict):
         raise PlanError(f"--ors-args must be a JSON object, got {raw_args!r}")
+    raw_script = str(get("ors_script", "") or "").strip()
+    try:
+        script = orjson.loads(raw_script) if raw_script else None
+    except orjson.JSONDecodeError as exc:
+        raise PlanError(f"--ors-script is not JSON: {exc}") from None
+    if script is not None and not (
+        isinstance(script, list) and script and all(isinstance(s, list) and len(s) == 2 and isinstance(s[1], dict) for s in script)
+    ):
+        raise PlanError(f"--ors-script must be a JSON list of [tool, input] pairs, got {raw_script[:200]!r}")
     return {
         "env": str(get("ors_env", "") or "") or None,
         "split": str(get("ors_split", "") or "") or None,
-        "calls": int(get("ors_calls", 1) or 1),
+        "calls": int(get("ors_calls", 0) or 0) or None,
         "think_time": float(get("ors_think_time", 0.0) or 0.0),
         "tool": str(get("ors_tool", "") or "") or None,
         "tool_input": tool_input,
+        "script": tuple((str(t), v) for t, v in script) if script else None,
+        "task": int(get("ors_task", 0) or 0),
     }
+
+
+def _held_options(environment: Any) -> tuple[int, float]:
+    """``(--ors-sessions-per-user, --ors-ping-interval)``, typed."""
+    opts = environment.parsed_options
+    per_user = int(getattr(opts, "ors_sessions_per_user", 1) or 1) if opts is not None else 1
+    interval = float(getattr(opts, "ors_ping_interval", protocol.PING_INTERVAL_S) or protocol.PING_INTERVAL_S) if opts is not None else protocol.PING_INTERVAL_S
+    return max(1, per_user), max(0.01, interval)
 
 
 def _shape(environment: Any) -> tuple[str, int]:
@@ -192,6 +256,15 @@ def _stop_early_on_bad_host(environment: Any, runner: Any = None, **_kwargs: Any
     ORS server ends the run at once with one line (exit 2), instead of a traceback per user
     and a wait until ``--run-time`` is up. The plan found is the one every user then shares."""
     opts = environment.parsed_options
+    if environment.host and isinstance(runner, WorkerRunner):
+        # A worker given --host finds its plan now, before the master spawns users: discovery (and learning) is
+        # blocking work, and on a loaded machine a worker busy with it for seconds misses its heartbeats and is
+        # dropped as missing. Any failure is left to the users, who report it in the master's table.
+        try:
+            _plan_for(environment.host, environment)
+        except (PlanError, OSError) as exc:
+            log.warning("orsbench: worker could not discover %s yet: %s", environment.host, exc)
+        return
     if not environment.host or isinstance(runner, WorkerRunner) or not getattr(opts, "headless", False):
         return
     try:
@@ -210,13 +283,28 @@ _episode_numbers = itertools.count()
 def _plan_for(host: str, environment: Any) -> EpisodePlan:
     """One discovery per process and host, shared by every user."""
     options = _options(environment)
+    if _shape(environment)[0] == "held" and options["tool_input"] is None and not options["script"]:
+        options["tool_input"] = {}  # a held session calls no tool: discovery only (no episode to learn)
     key = (host, repr(sorted(options.items())))
     with _plan_lock:
         plan = _plans.get(key)
         if plan is None:
-            plan = _plans[key] = discover(host, api_key=_api_key(), **options)
+            plan = _plans[key] = _resolve(host, options)
             log.info("orsbench: episode plan: %s", plan.describe())
     return plan
+
+
+def _resolve(host: str, options: dict[str, Any]) -> EpisodePlan:
+    """A named tool: that tool's episode; a script handed on: it; else the episode the checker's player learns."""
+    o, key = options, _api_key()
+    if o["script"] and o["tool"] is None and o["tool_input"] is None and o["calls"] is None:
+        if not o["env"] or not o["split"]:
+            raise PlanError("--ors-script needs --ors-env and --ors-split")
+        return scripted_plan(host, o["env"], o["split"], o["task"], o["script"], think_time=o["think_time"], api_key=key)
+    return resolve_plan(
+        host, env=o["env"], split=o["split"], tool=o["tool"], tool_input=o["tool_input"], calls=o["calls"],
+        think_time=o["think_time"], api_key=key,
+    )  # fmt: skip
 
 
 # -------------------------------------------------------------- GRPO groups
@@ -286,9 +374,14 @@ class ORSEpisodeUser(FastHttpUser):
             raise StopUser() from exc
         # ORS carries its state in headers, never cookies; a cookie jar costs two Python walks per request.
         self.client.client.cookiejar = None
-        self.call_body = orjson.dumps({"name": self.plan.tool, "input": self.plan.tool_input})
+        self.call_bodies = [orjson.dumps({"name": tool, "input": value}) for tool, value in self.plan.steps()]
+        self.actions = self.plan.actions()
+        self.tools = self.plan.tools()
+        self.replicas = []
         self.paths = {route: self.plan.path(route) for route in (protocol.PROMPT, protocol.TASK_TOOLS, protocol.CALL)}
         shape, size = _shape(self.environment)
+        self.held_shape = shape == "held"
+        self.held: list[str] = []
         self.rollout_group: _Group | None = None
         if shape == "grpo":
             number = next(_user_numbers) // size
@@ -296,6 +389,9 @@ class ORSEpisodeUser(FastHttpUser):
 
     @task
     def episode(self) -> None:
+        if self.held_shape:
+            self._hold()
+            return
         if self.rollout_group is not None:
             self._group_episode(self.rollout_group)
             return
@@ -306,6 +402,70 @@ class ORSEpisodeUser(FastHttpUser):
             self._fire("ORS", "episode", started, exception=exc)
         else:
             self._fire("ORS", "episode", started)
+
+    # -- held sessions -----------------------------------------------------------
+    def _hold(self) -> None:
+        """Open this user's sessions, then ping each at the cadence until the run ends (``ORS ping late``: the lag)."""
+        per_user, interval = _held_options(self.environment)
+        number = next(_user_numbers)
+        while len(self.held) < per_user:
+            sid = self._open_held(number * per_user + len(self.held))
+            if sid is None:
+                gevent.sleep(1.0)  # a refused open is a failure in the table; try again, not in a tight loop
+                continue
+            self.held.append(sid)
+        # Clients started apart: this user's sessions are spread over one interval, offset by the user's number.
+        now = time.monotonic()
+        due = [now + interval * ((j + (number % 97) / 97) / per_user) for j in range(per_user)]
+        while self._state != LOCUST_STATE_STOPPING:  # a stopping run lets on_stop close the sessions
+            j = min(range(per_user), key=due.__getitem__)
+            wait = due[j] - time.monotonic()
+            if wait > 0:
+                gevent.sleep(min(wait, 1.0))
+                continue
+            lateness = max(0.0, time.monotonic() - due[j])
+            self._fire_ms("ORS", "ping late", lateness * 1000)
+            sid = self.held[j]
+            try:
+                self._json("POST", protocol.PING, "ping", {protocol.SESSION_HEADER: sid}, None, lambda s, b: json_answer("ping", s, b))
+            except EpisodeFailure:
+                pass  # counted by Locust as a ping failure
+            due[j] += interval
+
+    def _open_held(self, n: int) -> str | None:
+        """``create_session``, ``create``, ``prompt``: one session open and set up (``ORS open held`` times it)."""
+        started = time.perf_counter()
+        plan = self.plan
+        self.replicas = []
+        try:
+            sid = session_id(self._stream(protocol.CREATE_SESSION, None, "create_session"))
+            headers = {protocol.SESSION_HEADER: sid}
+            body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})
+            self._json("POST", protocol.CREATE, "create", {**headers, **plan.create_headers}, body, lambda s, b: check_sid_echo("create", s, b, sid))
+            self._json("GET", self.paths[protocol.PROMPT], "prompt", headers, None, lambda s, b: check_list("prompt", s, b))
+        except EpisodeFailure as exc:
+            self._fire("ORS", "open held", started, exception=exc)
+            return None
+        self._fire("ORS", "open held", started)
+        if self.replicas:
+            self._fire("ORS", f"replica {self.replicas[0]}", time.perf_counter())
+        return sid
+
+    def on_stop(self) -> None:
+        """Close every held session (a stopped run leaves none behind)."""
+        for sid in self.held:
+            headers = {protocol.SESSION_HEADER: sid}
+            try:
+                self._json("POST", protocol.DELETE, "delete", headers, None, lambda s, b: check_sid_echo("delete", s, b, sid))
+                self._json("POST", protocol.DELETE_SESSION, "delete_session", headers, None, lambda s, b: None)
+            except EpisodeFailure:
+                pass
+        self.held.clear()
+
+    def _fire_ms(self, kind: str, name: str, ms: float) -> None:
+        self.environment.events.request.fire(
+            request_type=kind, name=name, response_time=ms, response_length=0, exception=None, context={}
+        )
 
     def _group_episode(self, group: _Group) -> None:
         """One GRPO step: start together on the group's task, interleave calls, delete together; time the group."""
@@ -329,48 +489,66 @@ class ORSEpisodeUser(FastHttpUser):
                 self._fire("ORS", f"grpo group {group.number} makespan", group.started)
 
     def _episode(self, n: int, before_delete: Any = None) -> None:
+        """Walk the one episode model (:meth:`EpisodePlan.actions`), as the bench's driver does."""
         plan = self.plan
-        sid = session_id(self._stream(protocol.CREATE_SESSION, None, "create_session"))
-        sid_header = {protocol.SESSION_HEADER: sid}
-        body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})
-        created = False
+        sid = ""
+        sid_header: dict[str, str] = {}
+        created = finished = False
+        reward: Any = None
+        self.replicas: list[str] = []
         try:
-            self._think()
-            self._json("POST", protocol.CREATE, "create", sid_header, body, lambda s, b: check_sid_echo("create", s, b, sid))
-            created = True
-            self._think()
-            self._json("GET", self.paths[protocol.PROMPT], "prompt", sid_header, None, lambda s, b: check_list("prompt", s, b))
-            self._json(
-                "GET",
-                self.paths[protocol.TASK_TOOLS],
-                "task_tools",
-                sid_header,
-                None,
-                lambda s, b: check_tools("task_tools", s, b, plan.tool),
-            )
-            for _ in range(plan.calls):
-                self._think()
-                output = tool_output(self._stream(self.paths[protocol.CALL], sid, "call", self.call_body))
-                if output.get("finished"):
-                    break
-            if before_delete is not None:
-                before_delete()
-            created = False
-            self._json("POST", protocol.DELETE, "delete", sid_header, None, lambda s, b: check_sid_echo("delete", s, b, sid))
-            self._json(
-                "POST",
-                protocol.DELETE_SESSION,
-                "delete_session",
-                sid_header,
-                None,
-                lambda s, b: check_sid_echo("delete_session", s, b, sid),
-            )
+            for stage, arg in self.actions:
+                if stage == model.THINK:
+                    if not finished:
+                        gevent.sleep(arg)
+                elif stage == model.CREATE_SESSION:
+                    sid = session_id(self._stream(protocol.CREATE_SESSION, None, "create_session"))
+                    sid_header = {protocol.SESSION_HEADER: sid}
+                elif stage == model.CREATE:
+                    body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})
+                    headers = {**sid_header, **plan.create_headers}
+                    self._json("POST", protocol.CREATE, "create", headers, body, lambda s, b: check_sid_echo("create", s, b, sid))
+                    created = True
+                elif stage == model.PROMPT:
+                    self._json("GET", self.paths[protocol.PROMPT], "prompt", sid_header, None, lambda s, b: check_list("prompt", s, b))
+                elif stage == model.TASK_TOOLS:
+                    tools = self.tools
+                    self._json(
+                        "GET", self.paths[protocol.TASK_TOOLS], "task_tools", sid_header, None,
+                        lambda s, b: check_tools("task_tools", s, b, tools),
+                    )  # fmt: skip
+                elif stage == model.CALL:
+                    if finished:
+                        continue
+                    output = tool_output(self._stream(self.paths[protocol.CALL], sid, "call", self.call_bodies[int(arg)]))
+                    finished, reward = bool(output.get("finished")), output.get("reward")
+                elif stage == model.DELETE:
+                    if before_delete is not None:
+                        before_delete()
+                    created = False
+                    self._json("POST", protocol.DELETE, "delete", sid_header, None, lambda s, b: check_sid_echo("delete", s, b, sid))
+                elif stage == model.DELETE_SESSION:
+                    self._json(
+                        "POST", protocol.DELETE_SESSION, "delete_session", sid_header, None,
+                        lambda s, b: check_sid_echo("delete_session", s, b, sid),
+                    )  # fmt: skip
         except Exception:
             # A failed episode still frees its server-side session. Not on GreenletExit: a user that
             # Locust kills mid-request may still hold its only connection, so a request now could hang.
             if created:
                 self.client.request("POST", protocol.DELETE, name="delete (cleanup)", headers=sid_header, allow_redirects=False)
             raise
+        self._ended(finished, reward)
+
+    def _ended(self, finished: bool, reward: Any) -> None:
+        """The reward path and the replica, as Locust entries: ``ORS finished``, ``ORS replica <name>``, ``ORS split session``."""
+        now = time.perf_counter()
+        if finished:
+            self._fire("ORS", "finished", now)
+        if self.replicas:
+            self._fire("ORS", f"replica {self.replicas[0]}", now)
+            if len(set(self.replicas)) > 1:
+                self._fire("ORS", "split session", now)
 
     # -- one request each ------------------------------------------------------
     def _json(self, method: str, path: str, stage: str, headers: dict[str, str], body: bytes | None, check: Any) -> None:
@@ -381,6 +559,7 @@ class ORSEpisodeUser(FastHttpUser):
         ) as response:
             try:
                 _raise_transport_error(stage, response)
+                self._replica(stage, response)
                 check(response.status_code, response.content or b"")
             except EpisodeFailure as exc:
                 response.failure(exc.message)
@@ -400,6 +579,7 @@ class ORSEpisodeUser(FastHttpUser):
         ) as response:
             try:
                 _raise_transport_error(stage, response)
+                self._replica(stage, response)
                 status = response.status_code
                 content_type = response.headers.get("content-type", "") if response.headers else ""
                 check_stream_status(stage, status, content_type, b"" if status == 200 else (response.content or b""))
@@ -465,16 +645,18 @@ class ORSEpisodeUser(FastHttpUser):
             context={},
         )
 
-    def _think(self) -> None:
-        if self.plan.think_time > 0:
-            gevent.sleep(self.plan.think_time)
+    def _replica(self, stage: str, response: Any) -> None:
+        """Note the replica that answered a session's request (``X-ORSBench-Replica``), from ``/create`` on."""
+        if stage in ("create_session", "delete_session") or not response.headers:
+            return
+        name = response.headers.get(REPLICA_HEADER)
+        if name:
+            self.replicas.append(name)
 
 
 if __name__ == "__main__":
     # `python -m orsbench.load --help`: Locust's help including the arguments above. (`locust -f ... --help`
     # prints its help before it imports the locustfile, so it never shows custom arguments: locust#2917.)
-    import sys
-
     from locust.argument_parser import get_parser
 
     get_parser().parse_args(sys.argv[1:] or ["--help"])

@@ -139,7 +139,8 @@ def test_locust_without_host_runs_episodes_on_an_embedded_mock_and_stops_it():
 def test_locust_counts_a_truncated_call_stream_as_a_failure(ors_server_factory):
     broken = ors_server_factory("echo", faults=("call-end-missing",))
     before = broken.stats()
-    done, entries, failures = run_locust_cli("--host", broken.url, "--exit-code-on-error", "1", seconds=2)
+    # The one-tool episode: the player learns nothing on a server whose every call is cut (that is exit 2, below).
+    done, entries, failures = run_locust_cli("--host", broken.url, "--ors-tool", "echo", "--exit-code-on-error", "1", seconds=2)
     assert done.returncode == 1, "a failed episode must fail the run under --exit-code-on-error 1"
     episodes = entry(entries, "ORS", "episode")
     assert episodes["num_failures"] == episodes["num_requests"] > 0

@@ -494,7 +494,11 @@ def test_record_and_bench_url_send_the_secret_and_keep_it_out_of_their_output(
     assert main([*bench, "--secret", f"{name}={value}", "--json", str(report)]) == 0, capsys.readouterr().err[-2000:]
     out = capsys.readouterr()
     assert value not in out.out + out.err + report.read_text()
-    assert main(bench) == 1  # every episode's /create refused without it
+    # Without it the player cannot open a session to learn the episode: a usage error naming the fix, as record's.
+    assert main(bench) == 2
+    err = capsys.readouterr().err
+    assert "missing --secret?" in err and value not in err
+    assert main([*bench, "--tool", "submit"]) == 1  # the one-tool episode: every /create refused
     assert value not in capsys.readouterr().err
 
 

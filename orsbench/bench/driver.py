@@ -25,7 +25,9 @@ import aiohttp
 import orjson
 
 from orsbench import protocol
+from orsbench.bench import plan as model
 from orsbench.bench.episode import (
+    REPLICA_HEADER,
     EpisodeFailure,
     check_list,
     check_sid_echo,
@@ -60,6 +62,14 @@ class DriverResult:
     concurrency: int = 0
     #: Requests sent again after a ``503`` with ``Retry-After`` (an env still starting), as a client would.
     retried: int = 0
+    #: Successful episodes whose last call answered ``finished: true`` (the reward path was taken).
+    finished: int = 0
+    #: The reward of each finished episode's last call (a number; ``None`` rewards are left out).
+    rewards: list[float] = field(default_factory=list)
+    #: Episodes per replica that answered their ``/create`` (``X-ORSBench-Replica``; empty when nothing names one).
+    replicas: Counter[str] = field(default_factory=Counter)
+    #: Episodes whose answers came from more than one replica (a balancer without session affinity).
+    split_sessions: int = 0
 
     @property
     def rate(self) -> float:
@@ -81,7 +91,17 @@ class DriverResult:
             self.driver_cpu + other.driver_cpu,
             max(self.concurrency, other.concurrency),
             self.retried + other.retried,
+            self.finished + other.finished,
+            self.rewards + other.rewards,
+            self.replicas + other.replicas,
+            self.split_sessions + other.split_sessions,
         )
+
+    @property
+    def ok_share(self) -> float:
+        """Successful episodes over all episodes that ended (1.0 with none)."""
+        total = self.episodes + self.failures
+        return self.episodes / total if total else 1.0
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -129,45 +149,70 @@ async def _read_stream(response: aiohttp.ClientResponse, stage: str) -> SSEStrea
     return parser.close()
 
 
-class _Episode:
-    """One episode's requests on a shared aiohttp session."""
+class EpisodePlayer:
+    """One episode's requests on a shared aiohttp session: :meth:`EpisodePlan.actions`, walked in order."""
 
     def __init__(self, http: aiohttp.ClientSession, plan: EpisodePlan, result: DriverResult, budget: float) -> None:
         self.http, self.plan, self.result, self.budget = http, plan, result, budget
         self.prompt = plan.path(protocol.PROMPT)
         self.task_tools = plan.path(protocol.TASK_TOOLS)
         self.call = plan.path(protocol.CALL)
-        self.call_body = orjson.dumps({"name": plan.tool, "input": plan.tool_input})
+        self.call_bodies = [orjson.dumps({"name": tool, "input": value}) for tool, value in plan.steps()]
+        self.actions = plan.actions()
+        self.tools = plan.tools()
 
-    async def run(self, n: int) -> None:
+    async def run(self, n: int, before_delete: Callable[[], Any] | None = None) -> None:
+        """Play episode ``n``; ``before_delete`` is awaited before ``/delete`` (a GRPO group waits for its last member)."""
         http, plan = self.http, self.plan
-        async with http.post(protocol.CREATE_SESSION) as r:
-            sid = session_id(await _read_stream(r, "create_session"))
-        sid_header = {protocol.SESSION_HEADER: sid}
-        json_headers = {**sid_header, **_JSON, **plan.create_headers}
-        created = False
+        sid = ""
+        sid_header: dict[str, str] = {}
+        json_headers: dict[str, str] = {}
+        created = finished = False
+        replicas: list[str] = []
+        reward: Any = None
         try:
-            body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})
-            async with http.post(protocol.CREATE, data=body, headers=json_headers) as r:
-                check_sid_echo("create", r.status, await r.read(), sid)
-            created = True
-            await self._think()
-            # /prompt and /call wait for the env's setup; past that wait they answer 503 starting.
-            async with await self._riding_503("GET", self.prompt, headers=sid_header) as r:
-                check_list("prompt", r.status, await r.read())
-            async with http.get(self.task_tools, headers=sid_header) as r:
-                check_tools("task_tools", r.status, await r.read(), plan.tool)
-            for _ in range(plan.calls):
-                await self._think()
-                async with await self._riding_503("POST", self.call, data=self.call_body, headers=json_headers) as r:
-                    output = tool_output(await _read_stream(r, "call"))
-                if output.get("finished"):
-                    break
-            created = False
-            async with http.post(protocol.DELETE, headers=sid_header) as r:
-                check_sid_echo("delete", r.status, await r.read(), sid)
-            async with http.post(protocol.DELETE_SESSION, headers=sid_header) as r:
-                check_sid_echo("delete_session", r.status, await r.read(), sid)
+            for stage, arg in self.actions:
+                if stage == model.THINK:
+                    if not finished:
+                        await asyncio.sleep(arg)
+                elif stage == model.CREATE_SESSION:
+                    async with http.post(protocol.CREATE_SESSION) as r:
+                        sid = session_id(await _read_stream(r, "create_session"))
+                    sid_header = {protocol.SESSION_HEADER: sid}
+                    json_headers = {**sid_header, **_JSON, **plan.create_headers}
+                elif stage == model.CREATE:
+                    body = orjson.dumps({"env_name": plan.env, "split": plan.split, "index": plan.index(n)})
+                    async with http.post(protocol.CREATE, data=body, headers=json_headers) as r:
+                        _replica(r, replicas)
+                        check_sid_echo("create", r.status, await r.read(), sid)
+                    created = True
+                elif stage == model.PROMPT:
+                    # /prompt and /call wait for the env's setup; past that wait they answer 503 starting.
+                    async with await self._riding_503("GET", self.prompt, headers=sid_header) as r:
+                        _replica(r, replicas)
+                        check_list("prompt", r.status, await r.read())
+                elif stage == model.TASK_TOOLS:
+                    async with http.get(self.task_tools, headers=sid_header) as r:
+                        _replica(r, replicas)
+                        check_tools("task_tools", r.status, await r.read(), self.tools)
+                elif stage == model.CALL:
+                    if finished:
+                        continue
+                    body = self.call_bodies[int(arg)]
+                    async with await self._riding_503("POST", self.call, data=body, headers=json_headers) as r:
+                        _replica(r, replicas)
+                        output = tool_output(await _read_stream(r, "call"))
+                    finished, reward = bool(output.get("finished")), output.get("reward")
+                elif stage == model.DELETE:
+                    if before_delete is not None:
+                        await before_delete()
+                    created = False
+                    async with http.post(protocol.DELETE, headers=sid_header) as r:
+                        _replica(r, replicas)
+                        check_sid_echo("delete", r.status, await r.read(), sid)
+                elif stage == model.DELETE_SESSION:
+                    async with http.post(protocol.DELETE_SESSION, headers=sid_header) as r:
+                        check_sid_echo("delete_session", r.status, await r.read(), sid)
         except Exception:
             if created:  # a failed episode still frees its server-side session (not when cancelled)
                 try:
@@ -176,6 +221,33 @@ class _Episode:
                 except (TimeoutError, aiohttp.ClientError):
                     pass
             raise
+        self._ended(finished, reward, replicas)
+
+    async def counted(self, n: int, before_delete: Callable[[], Any] | None = None) -> bool:
+        """Play episode ``n`` and count it in the result: its latency when it succeeded, its failure else."""
+        started = time.perf_counter()
+        try:
+            await self.run(n, before_delete)
+        except EpisodeFailure as exc:
+            _failed(self.result, str(exc))
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            _failed(self.result, f"transport: {type(exc).__name__}: {exc}")
+        else:
+            self.result.latencies.append(time.perf_counter() - started)
+            self.result.episodes += 1
+            return True
+        return False
+
+    def _ended(self, finished: bool, reward: Any, replicas: list[str]) -> None:
+        result = self.result
+        if finished:
+            result.finished += 1
+            if isinstance(reward, (int, float)) and not isinstance(reward, bool):
+                result.rewards.append(float(reward))
+        if replicas:
+            result.replicas[replicas[0]] += 1
+            if len(set(replicas)) > 1:
+                result.split_sessions += 1
 
     def _riding_503(self, method: str, path: str, **kwargs: Any) -> Any:
         def retried() -> None:
@@ -183,9 +255,16 @@ class _Episode:
 
         return request_riding_503(self.http, method, path, budget=self.budget, on_retry=retried, **kwargs)
 
-    async def _think(self) -> None:
-        if self.plan.think_time > 0:
-            await asyncio.sleep(self.plan.think_time)
+
+
+def _replica(response: aiohttp.ClientResponse, seen: list[str]) -> None:
+    """Note the replica that answered a session's request (``X-ORSBench-Replica``), when something in front names one.
+
+    ``/create`` onwards: ``/create_session`` only mints a sid, so any replica may answer it.
+    """
+    name = response.headers.get(REPLICA_HEADER)
+    if name:
+        seen.append(name)
 
 
 def ors_client_session(
@@ -230,7 +309,7 @@ async def run_episodes(
     counter = itertools.count()
     loop = asyncio.get_running_loop()
     async with ors_client_session(base_url, connector, timeout, api_key) as http:
-        episode = _Episode(http, plan, result, read_timeout)
+        episode = EpisodePlayer(http, plan, result, read_timeout)
         deadline = loop.time() + duration
 
         async def worker() -> None:
@@ -238,16 +317,7 @@ async def run_episodes(
                 n = next(counter)
                 if max_episodes is not None and n >= max_episodes:
                     return
-                started = time.perf_counter()
-                try:
-                    await episode.run(n)
-                except EpisodeFailure as exc:
-                    _failed(result, str(exc))
-                except (TimeoutError, aiohttp.ClientError) as exc:
-                    _failed(result, f"transport: {type(exc).__name__}: {exc}")
-                else:
-                    result.latencies.append(time.perf_counter() - started)
-                    result.episodes += 1
+                await episode.counted(n)
 
         cpu0, t0 = time.process_time(), time.perf_counter()
         workers = [asyncio.ensure_future(worker()) for _ in range(concurrency)]
@@ -276,8 +346,13 @@ def _failed(result: DriverResult, message: str) -> None:
 
 def drive(base_url: str, plan: EpisodePlan, **kwargs: Any) -> DriverResult:
     """:func:`run_episodes` from synchronous code, on uvloop when it is installed."""
+    return run_async(run_episodes(base_url, plan, **kwargs))
+
+
+def run_async(coroutine: Any) -> Any:
+    """Run ``coroutine`` to its end from synchronous code, on uvloop when it is installed."""
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop comes with uvicorn[standard]
-        return asyncio.run(run_episodes(base_url, plan, **kwargs))
-    return uvloop.run(run_episodes(base_url, plan, **kwargs))
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)

@@ -8,7 +8,8 @@ says what came instead, which is what Locust shows in its failure table.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -18,8 +19,20 @@ import orjson
 from orsbench import protocol
 from orsbench.wire.sse import SSEStream
 
-#: The stages of one episode, in order (``call`` repeats).
+#: The stages of one episode, in order (``call`` repeats); the model itself is :meth:`EpisodePlan.actions`.
 STAGES = ("create_session", "create", "prompt", "task_tools", "call", "delete", "delete_session")
+
+#: The response header in which a replica behind a balancer names itself (``orsbench serve --replicas``'s mock
+#: replicas set it); the load front ends count episodes per replica from it. Defined once, in the protocol module.
+REPLICA_HEADER = protocol.REPLICA_HEADER
+
+
+def count_kind(kinds: Counter[str], message: str, count: int = 1, limit: int = 20) -> None:
+    """Count ``message`` in ``kinds``, keeping at most ``limit`` distinct messages (the rest: ``(other failures)``)."""
+    if message in kinds or len(kinds) < limit:
+        kinds[message] += count
+    else:
+        kinds["(other failures)"] += count
 
 
 class EpisodeFailure(Exception):
@@ -89,12 +102,15 @@ def check_list(stage: str, status: int, body: bytes) -> list[Any]:
     return answer
 
 
-def check_tools(stage: str, status: int, body: bytes, tool: str) -> None:
-    """``/task_tools`` lists the tool the episode is about to call."""
+def check_tools(stage: str, status: int, body: bytes, tool: str | Collection[str]) -> None:
+    """``/task_tools`` lists every tool the episode is about to call."""
     answer = json_answer(stage, status, body)
     tools = answer.get("tools") if isinstance(answer, dict) else None
-    if not isinstance(tools, list) or not any(isinstance(t, dict) and t.get("name") == tool for t in tools):
-        raise EpisodeFailure(stage, f"tool {tool!r} is not listed: {_snippet(body)}")
+    listed = {t.get("name") for t in tools if isinstance(t, dict)} if isinstance(tools, list) else set()
+    wanted = {tool} if isinstance(tool, str) else set(tool)
+    missing = sorted(wanted - listed)
+    if not isinstance(tools, list) or missing:
+        raise EpisodeFailure(stage, f"tool {', '.join(map(repr, missing or sorted(wanted)))} is not listed: {_snippet(body)}")
 
 
 def check_stream_status(stage: str, status: int, content_type: str, body: bytes = b"") -> None:

@@ -276,7 +276,7 @@ class _Held:
         return True
 
 
-async def _bounded(items: list[Any], fn: Callable[[Any], Any], limit: int) -> list[Any]:
+async def bounded(items: list[Any], fn: Callable[[Any], Any], limit: int) -> list[Any]:
     """``fn(item)`` for every item, at most ``limit`` at a time, results in order."""
     gate = asyncio.Semaphore(limit)
 
@@ -314,7 +314,7 @@ async def hold_sessions(
     async with ors_client_session(base_url, connector, timeout, api_key) as http:
         state = _Held(http, plan, result, timed_arg, read_timeout)
         progress(f"opening {sessions} sessions ({ramp_concurrency} at a time) ...")
-        sids = [s for s in await _bounded(list(range(sessions)), state.open, ramp_concurrency) if s is not None]
+        sids = [s for s in await bounded(list(range(sessions)), state.open, ramp_concurrency) if s is not None]
         result.open_s = time.perf_counter() - t0
         progress(f"opened {len(sids)} in {result.open_s:.1f}s; starting {len(sids)} calls ...")
         state.expected_streams = len(sids)
@@ -347,7 +347,7 @@ async def hold_sessions(
             result.held_all_s = max(0.0, state.first_end - state.last_first_byte)
         close_start = time.perf_counter()
         progress(f"closing {len(sids)} sessions ...")
-        closed = await _bounded(sids, state.close, ramp_concurrency)
+        closed = await bounded(sids, state.close, ramp_concurrency)
         result.close_s = time.perf_counter() - close_start
         result.sessions_ok = sum(1 for sid, ok in zip(sids, closed) if ok and sid in ok_calls)
     probe("closed")

@@ -21,11 +21,13 @@ class BenchOptions:
     """Every knob of a bench run (``orsbench bench``'s flags, one field each)."""
 
     # -- the episode ---------------------------------------------------------------------------
-    #: Tool calls per episode.
-    calls: int = 1
+    #: The environment (``None``: the server's first).
+    env: str | None = None
+    #: Tool calls per episode of one tool (``None``, with no tool or input named: play the learned episode).
+    calls: int | None = None
     #: Seconds before create, prompt and each call.
     think_time: float = 0.0
-    #: The tool to call (``None``: the first tool; held sessions: the first with a numeric ``seconds``).
+    #: The tool to call (``None``: the learned episode's tools; held sessions: the first with a numeric ``seconds``).
     tool: str | None = None
     #: Its input (``None``: an example from its schema).
     tool_input: dict[str, Any] | None = None
@@ -60,3 +62,6 @@ class BenchOptions:
     ramp_concurrency: int = 128
     #: Held sessions played first, unmeasured.
     hold_warmup: int = 20
+    #: How a session is held: ``call`` (one long streaming call of a tool taking ``seconds``), ``ping`` (open and pinged
+    #: at the reference cadence: any environment), ``auto`` (``call`` where such a tool exists, else ``ping``).
+    held_by: str = "auto"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _PROC = Path("/proc")
@@ -101,3 +102,32 @@ def machine_facts(loadavg_before: list[float] | None, **extra: object) -> dict[s
         "loadavg_after": loadavg(),
         **extra,
     }
+
+
+@dataclass
+class TreeReadings:
+    """RSS (KiB) and CPU seconds of one process tree at named instants (``probe("held")``), and the figures between.
+
+    ``pid`` ``None`` (a server not on this machine, or whose PID is unknown): every reading and figure is ``None``.
+    """
+
+    pid: int | None
+    rss_kib: dict[str, int | None] = field(default_factory=dict)
+    cpu_s: dict[str, float | None] = field(default_factory=dict)
+
+    def probe(self, phase: str) -> None:
+        if self.pid is None:
+            return
+        value = tree_rss_bytes(self.pid)
+        self.rss_kib[phase] = None if value is None else value // 1024
+        self.cpu_s[phase] = tree_cpu_seconds(self.pid)
+
+    def rss_growth_per(self, base: str, at: str, count: int) -> float | None:
+        """KiB the tree grew from ``base`` to ``at``, per one of ``count`` (sessions)."""
+        a, b = self.rss_kib.get(base), self.rss_kib.get(at)
+        return None if a is None or b is None or not count else (b - a) / count
+
+    def cpu_us_per(self, start: str, end: str, count: int) -> float | None:
+        """CPU microseconds the tree spent from ``start`` to ``end``, per one of ``count`` (pings, episodes)."""
+        a, b = self.cpu_s.get(start), self.cpu_s.get(end)
+        return None if a is None or b is None or not count else (b - a) / count * 1e6

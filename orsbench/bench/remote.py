@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from orsbench.bench.driver import drive
 from orsbench.bench.options import BenchOptions
-from orsbench.bench.plan import discover
+from orsbench.bench.plan import resolve_plan
 from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
 from orsbench.bench.runner import BenchReport, ServerFigures, record_window
 from orsbench.bench.target import LoadTarget
@@ -32,9 +32,10 @@ def run_url_bench(
     concurrency, window_seconds, rounds, warmup_seconds = o.concurrency, o.window_seconds, o.rounds, o.warmup_seconds
     max_episodes_per_window, api_key = o.max_episodes_per_window, o.api_key
     loadavg_before = loadavg()
-    plan = discover(
-        target.url, split=o.split, tool=o.tool, tool_input=o.tool_input, calls=o.calls, think_time=o.think_time, secrets=o.secrets, api_key=api_key
-    )
+    plan = resolve_plan(
+        target.url, env=o.env, split=o.split, tool=o.tool, tool_input=o.tool_input, calls=o.calls, think_time=o.think_time,
+        secrets=o.secrets, api_key=api_key,
+    )  # fmt: skip
     progress(f"episode: {plan.describe()}")
     if warmup_seconds > 0:
         warm = drive(target.url, plan, concurrency=concurrency, duration=warmup_seconds, api_key=api_key)

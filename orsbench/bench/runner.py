@@ -22,7 +22,7 @@ from typing import Any
 from orsbench.bench.options import BenchOptions
 from orsbench.bench.driver import DriverResult, drive
 from orsbench.bench.locust_run import LocustResult, run_locust
-from orsbench.bench.plan import EpisodePlan, discover
+from orsbench.bench.plan import EpisodePlan, resolve_plan
 from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
 from orsbench.config import ServerConfig
 from orsbench.servers.implementations import benched_by_default
@@ -74,6 +74,10 @@ class ServerFigures:
             "driver_core_share": round(self.driver_core_share, 3),
             "driver_saturated": self.driver_core_share >= DRIVER_SATURATED,
             "active_sessions_after": self.active_sessions_after,
+            "finished": d.finished,
+            "reward_mean": round(sum(d.rewards) / len(d.rewards), 4) if d.rewards else None,
+            "replicas": dict(d.replicas),
+            "split_sessions": d.split_sessions,
             "windows": self.windows,
         }
 
@@ -90,6 +94,18 @@ class BenchReport:
     #: The driver on the same mock just before and just after the Locust run (pooled).
     locust_driver: DriverResult | None = None
     machine: dict[str, Any] = field(default_factory=dict)
+
+    def ci_figures(self) -> dict[str, dict[str, float | None]]:
+        """The figures ``--fail-under`` reads, per server (not the floor, which plays no environment)."""
+        return {
+            name: {
+                "ok": f.driver.ok_share * 100,
+                "rate": f.driver.rate,
+                "finished": f.driver.finished / f.driver.episodes * 100 if f.driver.episodes else 0.0,
+            }
+            for name, f in self.servers.items()
+            if f.impl != "floor"
+        }
 
     def ratio(self, a: str, b: str) -> dict[str, float | None]:
         """``a``/``b``: throughput ratio and server-CPU-per-episode ratio."""
@@ -126,7 +142,13 @@ class BenchReport:
                 "episodes": self.locust.episodes,
                 "failures": self.locust.failures,
                 "episodes_per_s": round(self.locust.rate, 1),
+                "latency_ms": self.locust.latency_ms,
+                "finished": self.locust.finished,
+                "replicas": self.locust.replicas,
                 "driver_episodes_per_s_around_it": round(self.locust_driver.rate, 1) if self.locust_driver else None,
+                "driver_latency_ms_around_it": (
+                    {f"p{p}": round(self.locust_driver.percentile(p) * 1000, 1) for p in (50, 95, 99)} if self.locust_driver else None
+                ),
                 "ratio_to_driver_on_mock": self.locust_ratio(),
                 "exit_code": self.locust.exit_code,
                 "errors": self.locust.errors,
@@ -177,6 +199,13 @@ class BenchReport:
                 f"{self.locust.rate:.1f} episodes/s, {self.locust.failures} failed; driver just before and after: "
                 f"{driver_rate:.1f} episodes/s; locust/driver {_fmt(self.locust_ratio())}x"
             )
+            if self.locust_driver is not None:
+                lo, dr = self.locust.latency_ms, self.locust_driver
+                lines.append(
+                    f"  same episode, same settings: locust p50 {lo.get('p50', 0):.0f} ms, p99 {lo.get('p99', 0):.0f} ms, "
+                    f"{self.locust.finished} finished; driver p50 {dr.percentile(50) * 1000:.0f} ms, "
+                    f"p99 {dr.percentile(99) * 1000:.0f} ms, {dr.finished} finished"
+                )
             if self.locust.exit_code not in (0, None) or self.locust.errors:
                 lines.append(f"  locust exit code {self.locust.exit_code}; failures: {self.locust.errors or '(see log)'}")
         for figures in self.servers.values():
@@ -185,6 +214,14 @@ class BenchReport:
                     f"WARNING: the driver used {figures.driver_core_share:.0%} of a core while measuring {figures.impl}: "
                     "it was the bottleneck, so throughput (and ratios against the floor) say nothing about that server"
                 )
+        for figures in self.servers.values():
+            d = figures.driver
+            if d.episodes and figures.impl != "floor":
+                mean = f", mean reward {sum(d.rewards) / len(d.rewards):.3g}" if d.rewards else ""
+                lines.append(f"{figures.impl}: {d.finished} of {d.episodes} episodes finished{mean} (the reward path)")
+            if d.replicas:
+                spread = ", ".join(f"{name} {count}" for name, count in sorted(d.replicas.items()))
+                lines.append(f"{figures.impl}: episodes per replica: {spread}" + (f"; {d.split_sessions} split across replicas" if d.split_sessions else ""))
         for figures in self.servers.values():
             for kind, count in figures.driver.failure_kinds.most_common(5):
                 lines.append(f"  {figures.impl} failure x{count}: {kind}")
@@ -258,9 +295,10 @@ def run_bench(
             raise ServerStartError("no server started")
         impls = tuple(servers)
         first = servers[impls[0]]
-        plan = discover(
-            first.url, env=first.env_name, split=o.split, tool=o.tool, tool_input=o.tool_input, calls=o.calls, think_time=o.think_time
-        )
+        plan = resolve_plan(
+            first.url, env=o.env or first.env_name, split=o.split, tool=o.tool, tool_input=o.tool_input, calls=o.calls,
+            think_time=o.think_time,
+        )  # fmt: skip
         progress(f"episode: {plan.describe()}")
         figures = {impl: ServerFigures(impl, srv.url) for impl, srv in servers.items()}
         for impl, srv in servers.items():

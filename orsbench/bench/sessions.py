@@ -112,6 +112,10 @@ class HeldReport:
     def failed(self) -> bool:
         return any(f.hold.errors or f.sessions_left or f.hold.sessions_ok < f.hold.sessions for f in self.servers.values())
 
+    def ci_figures(self) -> dict[str, dict[str, float | None]]:
+        """The figures ``--fail-under`` reads: ``ok`` is the share of sessions held and closed cleanly."""
+        return {name: {"ok": f.hold.sessions_ok / f.hold.sessions * 100 if f.hold.sessions else 0.0} for name, f in self.servers.items()}
+
     def to_json(self) -> str:
         return json.dumps(
             {

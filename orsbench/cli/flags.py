@@ -7,6 +7,7 @@ One name per idea, on every command that has the idea:
                               positional ``SCENARIO`` is the same)
 ``--server-cmd COMMAND``      a command that starts *your server* (``{port}`` filled in; split like a
                               shell line, run without a shell)
+``--app FILE.py:Class``       *your* openreward Environment class(es), served by the SDK Server
 ``--client-cmd COMMAND``      *your client*'s adapter command (run by ``/bin/sh`` once per case)
 ``--jobs N``                  how many units of work orsbench runs at once (cases, servers)
 ``--tasks [SPLIT:]I[-J][,K]`` which tasks to play (negative indices count from the end)
@@ -120,6 +121,11 @@ def add_server_cmd(group: Group, *, help: str) -> None:
     """``--server-cmd COMMAND`` (your server); the old ``--cmd`` for a release."""
     group.add_argument("--server-cmd", dest="server_cmd", default=None, metavar="COMMAND", help=help)
     renamed(group, "--cmd", "--server-cmd", dest="server_cmd", metavar="COMMAND")
+
+
+def add_app(group: Group, *, help: str) -> None:
+    """``--app FILE.py:Class`` (your openreward Environment class(es), served by the SDK Server)."""
+    group.add_argument("--app", metavar="FILE.py:Class", default=None, help=help)
 
 
 def add_client_cmd(group: Group, *, help: str, repeatable: bool = False) -> None:

@@ -29,11 +29,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from orsbench.bench.learn import FAILED_ANSWERS, CannotPlay, player_episode
 from orsbench.bench.target import TargetError, local_target
 from orsbench.checks import binding
-from orsbench.checks.collector import Collector
 from orsbench.checks.evidence import Episode, Evidence, Options, json_of
-from orsbench.checks.explore import play_one
 from orsbench.clientcheck import grade
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import did_not_run, refused_placeholders
@@ -54,10 +53,6 @@ from orsbench.wire.redact import scrub
 
 #: Seconds an adapter command may take to start, beyond ``--timeout`` (a built-in target says its own).
 COMMAND_STARTUP_S = 10.0
-#: Probes the player needs first: the tools listing and environment, then the splits and the task to play.
-_PROBES = ("discovery", "dataset")
-#: What :func:`explore._answer_of` writes for a call that did not answer (not scripted for the clients).
-_FAILED_ANSWERS = ("raise", "hang", "stream", "http", "reaped")
 #: A result longer than this (the servers' default SSE chunk) is sent in several chunks.
 _CHUNK = 4096
 
@@ -101,38 +96,17 @@ def check_url(url: str) -> str:
 
 
 def _player_episode(url: str, options: Options) -> tuple[Evidence, Episode, list[dict[str, Any]]]:
-    """Play one episode with the checker's player; the evidence, the episode and the ``/tools`` listing."""
-    evidence = Evidence(url, options)
-    client = WireClient(url, timeout=options.timeout, api_key=options.api_key, secrets=options.secrets)
-    collector = Collector(client, evidence)
+    """Play one episode with the checker's player (:func:`orsbench.bench.learn.player_episode`, the load's too)."""
     try:
-        for name in _PROBES:
-            collector.run(name)
-            problem = evidence.unreachable or evidence.not_ors or evidence.usage_error
-            if problem:
-                raise LiveUsageError(f"cannot play {url}: {problem}")
-        sid = collector.open_session()
-        if sid is None:
-            raise LiveUsageError(f"cannot play {url}: /create refused a session on {evidence.split}[{evidence.index}] (missing --secret?)")
-        episode = play_one(collector, sid, evidence.index, "live.")
-        collector.end_session(sid)
-        ok, body = json_of(evidence.get("tools"))
-        tools = [t for t in body["tools"] if isinstance(t, dict)] if ok and isinstance(body, dict) and isinstance(body.get("tools"), list) else []
-        return evidence, episode, tools
-    finally:
-        try:
-            collector.close()
-        finally:
-            client.close()
+        return player_episode(url, options)
+    except CannotPlay as exc:
+        raise LiveUsageError(str(exc)) from None
 
 
 def _script(episode: Episode, reward: float | None) -> Script:
     """The calls the clients replay — those that answered, in the player's order — each expecting what it answered."""
-    steps = []
-    for (tool, value), answer in zip(episode.calls, episode.answers):
-        if answer in _FAILED_ANSWERS or answer.startswith("ok:false"):
-            continue  # a call the server refused or failed on: no client is judged by it
-        steps.append(Step(tool, dict(value) if isinstance(value, dict) else {}, answer))
+    kept = [(call, answer) for call, answer in zip(episode.calls, episode.answers) if not _failed(answer)]
+    steps = [Step(tool, dict(value) if isinstance(value, dict) else {}, answer) for (tool, value), answer in kept]
     return Script("url", tuple(steps), reward=reward, finished=episode.finished)
 
 
@@ -174,8 +148,13 @@ def _sent_rewards(episode: Episode) -> list[Any]:
     return [
         reward
         for answer, reward in zip(episode.answers, sent)
-        if not (answer in _FAILED_ANSWERS or answer.startswith("ok:false"))
+        if not _failed(answer)
     ]
+
+
+def _failed(answer: str) -> bool:
+    """A call the server refused or failed on: no client is judged by it (nor replayed by the load)."""
+    return answer in FAILED_ANSWERS or answer.startswith("ok:false")
 
 
 def _confirm(row: LiveRow, expected: Prediction, run: Any, verdict: Verdict, reported: Any) -> None:

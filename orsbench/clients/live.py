@@ -48,7 +48,6 @@ from orsbench.clients.targets import CLIENT_TARGETS
 from orsbench.servers.launch import RunningServer, ServerStartError, start_proxy
 from orsbench.upstream import defects as D
 from orsbench.verdict import SCRIPT, Effect, Judgement, Verdict
-from orsbench.wire.client import WireClient
 from orsbench.wire.redact import scrub
 
 #: Seconds an adapter command may take to start, beyond ``--timeout`` (a built-in target says its own).

@@ -52,6 +52,9 @@ ENDED_MEMORY = 20_000
 MAX_REQUESTS = 2_000
 #: Seconds after which a connection's sessionless requests, or a session the server never opened, end.
 IDLE_S = 10.0
+#: Seconds a session handed out but never opened (no ``/create`` yet) may stay quiet before it ends: a loaded
+#: client is slow between its ``/create_session`` and its ``/create`` (BENCHMARKS.md, hosted at 1,000 sessions).
+UNOPENED_S = 30.0
 
 
 #: orsbench's own routes (a report, a request log): nobody's session traffic.

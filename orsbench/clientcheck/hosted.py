@@ -42,7 +42,7 @@ from orsbench import protocol
 from orsbench.checks.evidence import Options
 from orsbench.checks.model import CheckResult, Status
 from orsbench.checks.runner import Report
-from orsbench.clientcheck.attribution import Attributor, Episode
+from orsbench.clientcheck.attribution import UNOPENED_S, Attributor, Episode
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.checks import ClientCheck, expects_error
 from orsbench.clientcheck.contract import OutFile, parse_line
@@ -67,9 +67,6 @@ SWEEP_S = 0.25
 DONE_GRACE_S = 2.0
 #: Seconds after which a session the engine never opened, or a connection's sessionless requests, end.
 IDLE_S = 5.0
-#: Seconds a session handed out but never opened (no ``/create`` yet) may stay quiet before it ends: a loaded
-#: client is slow between its ``/create_session`` and its ``/create`` (BENCHMARKS.md, hosted at 1,000 sessions).
-UNOPENED_S = 30.0
 #: Bytes of contract lines kept per session.
 OUT_LIMIT = 1024 * 1024
 #: Ended sessions whose traffic is kept to grade again when contract lines arrive after the end.

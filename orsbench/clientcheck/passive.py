@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from orsbench import protocol
 from orsbench.checks.model import CheckResult
-from orsbench.clientcheck.attribution import Attributor, Episode
+from orsbench.clientcheck.attribution import UNOPENED_S, Attributor, Episode
 from orsbench.clientcheck.checks import ClientCheck
 from orsbench.clientcheck.live import Judgements, Tallies, judge_episode, label, traffic_checks, traffic_judgement
 from orsbench.clientcheck.traffic import Seen, from_entry, seen_of, session_in, session_of
@@ -51,7 +51,7 @@ class PassiveClientGrader:
         self.tallies = Tallies()
         #: Each ended session's one verdict (:func:`~orsbench.clientcheck.live.traffic_judgement`), counted.
         self.judgements = Judgements()
-        self.attributor = Attributor(self._ended)
+        self.attributor = Attributor(self._ended, unopened_s=UNOPENED_S)  # a loaded trainer is slow to /create, as in hosted mode
         self._lock = threading.Lock()
         self._next_sweep = 0.0
         self.closed = False

@@ -48,9 +48,16 @@ def test_the_search_is_seeded_bounded_and_shrinks() -> None:
     assert schema_examples.search(strategy, lambda v: False, examples=10, seed=0) is None
 
 
+def _many_has_more() -> bool:
+    from hypothesis.internal.conjecture import utils as cu
+
+    return hasattr(cu.many, "more")
+
+
 @pytest.mark.xfail(
+    not _many_has_more(),  # pinned where the installed hypothesis lacks it (6.155.2 still has it; the newest does not)
     strict=True,
-    reason="hypothesis-jsonschema 0.23.1 calls cu.many(...).more(), removed in hypothesis 6.150+: "
+    reason="hypothesis-jsonschema 0.23.1 calls cu.many(...).more(), removed in newer hypothesis releases: "
     "AttributeError: 'many' object has no attribute 'more' for any object schema (schema_examples composes objects itself)",
 )
 def test_upstream_hypothesis_jsonschema_draws_objects() -> None:

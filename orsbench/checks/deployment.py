@@ -10,6 +10,7 @@ failing backend, every exchange of the run so far.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from orsbench import protocol
@@ -54,15 +55,30 @@ def _trail_text(trail: Trail) -> str:
     return ", ".join(f"{what} {ex.status or 'no answer'}" for _, what, ex in trail.steps)
 
 
-def _flipped(trail: Trail) -> bool:
+def _never_found(trails: list[Trail]) -> set[str]:
+    """The routes that answered "not found" every time, in every session: one route of the server that cannot find
+    a session (``session.*`` judges that), not requests spread over replicas — those find it now and then."""
+    seen: dict[str, set[bool]] = {}
+    for trail in trails:
+        for (_, what, _), found in zip(trail.steps, trail.found()):
+            if found is not None:
+                seen.setdefault(what, set()).add(found)
+    return {what for what, values in seen.items() if values == {False}}
+
+
+def _seen(trail: Trail, skip: AbstractSet[str]) -> list[bool]:
+    return [s for (_, what, _), s in zip(trail.steps, trail.found()) if s is not None and what not in skip]
+
+
+def _flipped(trail: Trail, skip: AbstractSet[str] = frozenset()) -> bool:
     """Found, then "not found", then found again: its requests reach different processes."""
-    seen = [s for s in trail.found() if s is not None]
+    seen = _seen(trail, skip)
     first_lost = next((i for i, s in enumerate(seen) if not s and any(seen[:i])), None)
     return first_lost is not None and any(seen[first_lost:])
 
 
-def _lost(trail: Trail) -> bool:
-    seen = [s for s in trail.found() if s is not None]
+def _lost(trail: Trail, skip: AbstractSet[str] = frozenset()) -> bool:
+    seen = _seen(trail, skip)
     return any(not s and any(seen[:i]) for i, s in enumerate(seen))
 
 
@@ -81,12 +97,13 @@ def affinity(ev: Evidence) -> CheckOutcome:
     found = _found(ev)
     if found is None or not found.trails:
         return skipped((found.skipped.get("affinity") if found else None) or "the deployment probe did not run")
-    flipped = [t for t in found.trails if _flipped(t)]
+    skip = _never_found(found.trails)
+    flipped = [t for t in found.trails if _flipped(t, skip)]
     requests = sum(len(t.steps) for t in found.trails)
     measured = {t.sid: [ex.status for _, _, ex in t.steps] for t in found.trails}
     if flipped:
         shown = flipped[0]
-        lost = next(ex for (_, _, ex), seen in zip(shown.steps, shown.found()) if seen is False)
+        lost = next(ex for (_, what, ex), seen in zip(shown.steps, shown.found()) if seen is False and what not in skip)
         return failed(
             f"{NOT_THE_CODE}: {len(flipped)} of {len(found.trails)} session(s) were answered \"not found\" after they worked "
             f"and found again later — their requests reach different replicas (one session, each request on a new "
@@ -94,7 +111,7 @@ def affinity(ev: Evidence) -> CheckOutcome:
             measured,
             shown.steps[0][2], lost,
         )  # fmt: skip
-    lost = [t for t in found.trails if _lost(t)]
+    lost = [t for t in found.trails if _lost(t, skip)]
     if lost:
         ttl = ev.facts.orsbench_stats and ((ev.facts.orsbench_stats.get("config") or {}).get("ttl"))
         ttl = ev.options.ttl if ev.options.ttl is not None else ttl
@@ -108,19 +125,38 @@ def affinity(ev: Evidence) -> CheckOutcome:
             measured,
             lost[0].steps[0][2],
         )
+    if skip:
+        return passed(
+            f"{len(found.trails)} session(s), {requests} requests on as many connections: found every time but on "
+            f"{', '.join(sorted(skip))}, which never found any session — the server's route, not the routing (session.* judges it)",
+            measured,
+        )
     return passed(f"{len(found.trails)} session(s), {requests} requests on as many connections, each found every time", measured)
 
 
 # -- answers from something in front --------------------------------------------------------------------------
-def _not_the_server(exchange: Exchange) -> str | None:
+def _html(exchange: Exchange) -> bool:
+    kind = exchange.content_type.split(";")[0].strip().lower()
+    return kind == "text/html" or exchange.body.lstrip()[:64].lower().startswith((b"<!doctype html", b"<html"))
+
+
+def _own_errors_plain(ev: Evidence) -> bool:
+    """The server answers its own ordinary 4xx (not a 413) in something other than JSON: a plain-text 413 is then
+    its own too (``http.error_detail`` judges that shape), not evidence of a front."""
+    return any(
+        ex.status is not None and 400 <= ex.status < 500 and ex.status != 413 and not ex.is_sse and not _html(ex)
+        and ex.json_or_none() is None
+        for ex in ev.exchanges.values()
+    )
+
+
+def _not_the_server(exchange: Exchange, plain_server: bool = False) -> str | None:
     """Why an answer looks like a balancer's own (an HTML page, a non-JSON 413/502/504), or ``None``."""
     if exchange.status is None or exchange.is_sse:
         return None
-    kind = exchange.content_type.split(";")[0].strip().lower()
-    head = exchange.body.lstrip()[:64].lower()
-    if kind == "text/html" or head.startswith((b"<!doctype html", b"<html")):
+    if _html(exchange):
         return f"an HTML page ({exchange.status})"
-    if exchange.status in (413, 502, 504) and exchange.json_or_none() is None:
+    if exchange.status in (413, 502, 504) and exchange.json_or_none() is None and not (plain_server and exchange.status == 413):
         return f"a {exchange.status} that is not JSON"
     return None
 
@@ -137,7 +173,8 @@ def _not_the_server(exchange: Exchange) -> str | None:
     "is two deployments mixed).",
 )
 def front_answers(ev: Evidence) -> CheckOutcome:
-    pages = [(name, ex, why) for name, ex in ev.exchanges.items() if (why := _not_the_server(ex))]
+    plain = _own_errors_plain(ev)
+    pages = [(name, ex, why) for name, ex in ev.exchanges.items() if (why := _not_the_server(ex, plain))]
     servers = Counter(ex.headers["server"] for ex in ev.exchanges.values() if ex.status is not None and "server" in ex.headers)
     problems = []
     if pages:
@@ -275,8 +312,8 @@ def stream_compression(ev: Evidence) -> CheckOutcome:
 def _ors_shaped(exchange: Exchange) -> bool:
     if exchange.status == 200 and exchange.sse is not None:
         return any(e.event in (protocol.EVENT_END, protocol.EVENT_ERROR) for e in exchange.sse.events)
-    body = exchange.json_or_none()
-    return exchange.status is not None and exchange.status >= 400 and isinstance(body, dict) and "detail" in body
+    # The server's own JSON error, with or without its `detail` (http.error_detail judges the shape).
+    return exchange.status is not None and exchange.status >= 400 and isinstance(exchange.json_or_none(), dict)
 
 
 @check(
@@ -297,6 +334,13 @@ def body_size(ev: Evidence) -> CheckOutcome:
     if exchange is None:
         return skipped("the large call was not recorded")
     size = f"{found.body_bytes / 1048576:.1f} MiB"
+    if exchange.status == 413 and not _html(exchange) and _own_errors_plain(ev):
+        return passed(
+            f"a {size} /call was answered 413 in plain text, as the server answers its other errors (http.error_detail "
+            "judges their shape): the server's own limit, not a front's",
+            found.body_bytes,
+            exchange,
+        )
     if _ors_shaped(exchange):
         if exchange.status == 200:
             return passed(f"a {size} /call was answered by the server (an event stream)", found.body_bytes, exchange)

@@ -71,9 +71,21 @@ def error_detail(ex: Exchange) -> Verdict:
 
 
 # -- per-call checks ------------------------------------------------------------------
+#: Request bodies over this many bytes may meet a front's or a server's size limit (nginx's default, 1 MiB): a 413
+#: to one is judged by ``deployment.body_size`` (docs/protocol.md §16.4), not as a refused valid call.
+LARGE_BODY = 1 << 20
+
+
 def call_refused(name: str, ex: Exchange) -> bool:
-    """``call.sse_content_type``: a valid call (primary or played) answered anything but 200."""
-    return (name == "call.primary" or name.startswith("play.")) and ex.status != 200
+    """``call.sse_content_type``: a valid call (primary or played) answered anything but 200 — but a 413 to a large
+    body (the deployment probe's, seen again by a proxy's passive grading) is a size limit, not a refusal."""
+    if not (name == "call.primary" or name.startswith("play.")) or ex.status == 200:
+        return False
+    if ex.status == 413:
+        length = next((v for k, v in ex.request_headers.items() if k.lower() == "content-length"), "")
+        size = max(len(ex.request_body or b""), int(length) if length.isdigit() else 0)
+        return size <= LARGE_BODY
+    return True
 
 
 def not_event_stream(ex: Exchange) -> Verdict:

@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -29,18 +28,10 @@ from orsbench.checks import Options, run_checks
 from orsbench.servers.launch import Deployment, start
 from orsbench.servers.replicas import nginx_path
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from isolation_speed import _cpu_s, _stats, end_to_end  # noqa: E402  (a sibling script: the same measurement)
+
 WITHOUT = "[!d]*,d[!e]*"  # every check id but deployment.* (discovery and dataset start with "di", "da")
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    return {"min": round(min(values), 3), "median": round(statistics.median(values), 3), "max": round(max(values), 3)}
-
-
-def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def main() -> int:
@@ -51,17 +42,7 @@ def main() -> int:
     parser.add_argument("--json", dest="json_path", help="write the figures here as JSON")
     args = parser.parse_args()
 
-    base = [sys.executable, "-m", "orsbench", "check", "--scenario", args.scenario, "-q"]
-    e2e: dict[str, list[float]] = {"with": [], "without": []}
-    codes: list[int] = []
-    for _ in range(args.runs):
-        for side, extra in (("with", []), ("without", ["--only", WITHOUT])):
-            begin = time.perf_counter()
-            done = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
-            e2e[side].append(time.perf_counter() - begin)
-            codes.append(done.returncode)
-            if done.returncode != 0:
-                print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
+    e2e, codes = end_to_end(args.scenario, WITHOUT, args.runs)
 
     checks: dict[str, list[float]] = {"with": [], "without": []}
     cpu: dict[str, list[float]] = {"with": [], "without": []}
@@ -100,7 +81,7 @@ def main() -> int:
 
     added = statistics.median(e2e["with"]) - statistics.median(e2e["without"])
     figures = {
-        "command": " ".join(["orsbench", *base[3:]]),
+        "command": f"orsbench check --scenario {args.scenario} -q",
         "without": f"--only '{WITHOUT}'",
         "runs": args.runs,
         "load_average": round(os.getloadavg()[0], 1),

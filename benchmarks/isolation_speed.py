@@ -43,6 +43,24 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def end_to_end(scenario: str, without: str, runs: int) -> tuple[dict[str, list[float]], list[int]]:
+    """``orsbench check --scenario S -q`` as a user types it, with and without a group (``--only WITHOUT``), runs
+    alternated so a change in the machine's load falls on both sides: the seconds of each side, and every exit code.
+    (``deployment_speed.py`` measures its group the same way.)"""
+    base = [sys.executable, "-m", "orsbench", "check", "--scenario", scenario, "-q"]
+    e2e: dict[str, list[float]] = {"with": [], "without": []}
+    codes: list[int] = []
+    for _ in range(runs):
+        for side, extra in (("with", []), ("without", ["--only", without])):
+            begin = time.perf_counter()
+            done = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
+            e2e[side].append(time.perf_counter() - begin)
+            codes.append(done.returncode)
+            if done.returncode != 0:
+                print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
+    return e2e, codes
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", default="echo")
@@ -52,17 +70,7 @@ def main() -> int:
     parser.add_argument("--json", dest="json_path", help="write the figures here as JSON")
     args = parser.parse_args()
 
-    base = [sys.executable, "-m", "orsbench", "check", "--scenario", args.scenario, "-q"]
-    e2e: dict[str, list[float]] = {"with": [], "without": []}
-    codes: list[int] = []
-    for _ in range(args.runs):
-        for side, extra in (("with", []), ("without", ["--only", WITHOUT])):
-            begin = time.perf_counter()
-            done = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
-            e2e[side].append(time.perf_counter() - begin)
-            codes.append(done.returncode)
-            if done.returncode != 0:
-                print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
+    e2e, codes = end_to_end(args.scenario, WITHOUT, args.runs)
 
     checks: dict[str, list[float]] = {"with": [], "without": []}
     cpu: dict[str, list[float]] = {"with": [], "without": []}
@@ -102,7 +110,7 @@ def main() -> int:
     added = statistics.median(e2e["with"]) - statistics.median(e2e["without"])
     per_100 = (statistics.median(explore_s) - statistics.median(plain_s)) / max(steps, 1) * 100
     figures = {
-        "command": " ".join(["orsbench", *base[3:]]),
+        "command": f"orsbench check --scenario {args.scenario} -q",
         "without": f"--only '{WITHOUT}'",
         "runs": args.runs,
         "load_average": round(os.getloadavg()[0], 1),

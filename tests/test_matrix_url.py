@@ -214,7 +214,10 @@ def test_adapter_command_usage_errors(argv: list[str], needle: str, capsys: pyte
 
 
 def _row(client: str, verdict: str, trains: bool | None = None) -> LiveRow:
-    return LiveRow(client, "1.0", verdict, "why", trains=trains)
+    from orsbench.verdict import Verdict
+
+    known = {str(v): v for v in Verdict}
+    return LiveRow(client, "1.0", known.get(verdict, verdict), "why", trains=trains)
 
 
 def test_fail_on_chooses_which_verdicts_fail_the_run() -> None:

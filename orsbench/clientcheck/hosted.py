@@ -127,6 +127,8 @@ class HostedCase:
         self.lines: dict[str, list[str]] = {}
         #: Lines posted, naming no session, before the case had any episode: the first one to end takes them.
         self._unclaimed: list[str] = []
+        #: Whether an episode took the lines posted before any session was known (one client per case: one takes them).
+        self._claimed = False
         self._line_bytes: Counter[str] = Counter()
         self.graded: list[GradedSession] = []
         self._by_key: dict[str, GradedSession] = {}
@@ -216,7 +218,12 @@ class HostedCase:
         return judge(run, results, subject=label(episode), seen=seen)
 
     def _ended(self, episode: Episode) -> None:
-        if self._unclaimed and not self.graded and not self.attributor.open:  # the case's one client, done
+        # The case's one client, done. Its lines are its opened session's once no other session it opened is still
+        # open (one handed out but never opened — a /create that failed, waiting out UNOPENED_S — or a refused
+        # connection is not the episode it reports on); a client that never got a session gives them to its only episode.
+        opened_alone = episode.opened and not any(e.opened for e in self.attributor.open.values())
+        if self._unclaimed and not self._claimed and (opened_alone or (not self.attributor.open and not self.graded)):
+            self._claimed = True
             self.lines[episode.key], self._unclaimed = self._unclaimed, []
             self._line_bytes[episode.key] = sum(len(line.encode()) + 1 for line in self.lines[episode.key])
         results = self.grade(episode)

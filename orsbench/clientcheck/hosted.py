@@ -301,6 +301,12 @@ class HostedCase:
     def knows(self, key: str) -> bool:
         return key in self.attributor.open or key in self._by_key
 
+    def opened_episodes(self) -> list[str]:
+        """The episodes of this case the engine opened (a ``/create`` that succeeded), open or ended: what a client's
+        unnamed contract lines report on, where a session it was handed but never opened (a failed setup) is beside it."""
+        graded = [key for key, g in self._by_key.items() if g.episode is not None and g.episode.opened]
+        return [*(key for key, e in self.attributor.open.items() if e.opened), *graded]
+
     def episodes(self) -> list[str]:
         """Every episode this case has seen, open or ended: session ids, and connections that never got a session."""
         return [*self.attributor.open, *self._by_key]
@@ -434,7 +440,7 @@ class HostedServer:
         sid = session_id(scope)
         key: str | None = sid
         if not sid:  # one client on the case: its lines are its only episode's (a session, or a refused connection)
-            known = hosted.episodes()
+            known = hosted.opened_episodes() or hosted.episodes()  # a session it opened, before one it never did
             if len(known) > 1:
                 await send_json(send, 400, {"detail": f"case {hosted.case.name!r} has {len(known)} sessions: name yours with {protocol.SESSION_HEADER}"})
                 return

@@ -302,3 +302,22 @@ def test_a_usage_error_is_said_once_on_stderr(capsys):
     replay([RunStarted(TITLE, report.target), RunFinished(report)], [TerminalReporter(screen, colour=False)])
     assert capsys.readouterr().err == "orsbench check: error: no environment 'nosuch': the server has echo\n"
     assert "verdict" not in screen.getvalue()
+
+
+# -- from Python --------------------------------------------------------------------------
+def test_orsbench_check_feeds_the_handlers_it_is_given(tmp_path: Path):
+    import orsbench
+
+    screen, recorder, seen = io.StringIO(), Recorder(), []
+    junit = tmp_path / "junit.xml"
+    report = orsbench.check(
+        "echo",
+        only=["discovery.*"],
+        fuzz=0,
+        on_result=seen.append,
+        handlers=[TerminalReporter(screen, colour=False), recorder, *file_handlers({"junit": junit}, title=TITLE)],
+    )
+    assert recorder.closed and isinstance(recorder.events[0], RunStarted) and recorder.events[-1] == RunFinished(report)
+    assert [e.result for e in recorder.events if isinstance(e, CheckFinished)] == report.results == seen
+    assert report.results and f"{len(report.results)} passed, 0 failed" in screen.getvalue()
+    assert junit.read_bytes().decode() == junit_xml(report) + "\n"

@@ -48,7 +48,10 @@ class Event:
 
 @dataclass(frozen=True)
 class RunStarted(Event):
-    """A run began: what is checked, and how (the first event of ``check`` and ``check-client``)."""
+    """A run began: what is checked, and how (the first event of ``check`` and ``check-client``).
+
+    ``check-client --hosted`` has none: it announces its ports and manifest itself, once they are bound.
+    """
 
     #: The command that runs (``orsbench check``, ``orsbench check-client``); reports use it as their title.
     command: str

@@ -55,22 +55,13 @@ def label_of(status: str, severity: str, baseline: str | None) -> tuple[str, str
 
 
 class TerminalReporter:
-    """Prints progress while a run goes, and the summary after it: the terminal's :class:`~.events.Handler`.
-
-    ``errors``: where a run that ended in a usage error says so (stderr, as argparse does).
-    """
+    """Prints progress while a run goes, and the summary after it: the terminal's :class:`~.events.Handler`."""
 
     def __init__(
-        self,
-        stream: TextIO | None = None,
-        *,
-        verbose: bool = False,
-        quiet: bool = False,
-        colour: bool | None = None,
-        errors: TextIO | None = None,
+        self, stream: TextIO | None = None, *, verbose: bool = False, quiet: bool = False, colour: bool | None = None
     ) -> None:
         self.out = stream or sys.stdout
-        self.errors = errors
+        #: The command whose run this is (its RunStarted's): how a usage error is signed.
         self.command = "orsbench"
         self.verbose, self.quiet = verbose, quiet
         tty = hasattr(self.out, "isatty") and self.out.isatty()
@@ -104,8 +95,8 @@ class TerminalReporter:
             self.on_result(event.result)
         elif isinstance(event, RunFinished):
             if event.report.usage_error:
-                # The user's options name what the server lacks: a usage error, said once, as argparse would.
-                print(f"{self.command}: error: {event.report.usage_error}", file=self.errors or sys.stderr, flush=True)
+                # The user's options name what the server lacks: a usage error, said once on stderr, as argparse would.
+                print(f"{self.command}: error: {event.report.usage_error}", file=sys.stderr, flush=True)
             else:
                 self.finish(event.report)
 

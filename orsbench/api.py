@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from orsbench.checks import Baseline, Options, Report
     from orsbench.checks.model import CheckResult
     from orsbench.checks.runner import ProbeCallback, ResultCallback
+    from orsbench.reports.events import Handler
 
 StartCallback = Callable[[str, "Options"], None]
 
@@ -50,6 +51,7 @@ def check(
     on_start: StartCallback | None = None,
     on_probe: ProbeCallback | None = None,
     on_result: ResultCallback | None = None,
+    handlers: Iterable[Handler] = (),
     **options: Any,
 ) -> Report:
     """Check ``target`` against the protocol and return the :class:`~orsbench.checks.Report`.
@@ -68,6 +70,10 @@ def check(
     ``ttl`` and ``ping_interval`` also configure a scenario or an app orsbench serves; ``wait`` is
     how long a started server may take to answer ``/health``. ``on_start(url, options)`` is called
     once the target is up, before the first probe; ``on_probe`` and ``on_result`` report progress.
+    ``handlers``: outputs of the run's event stream (:mod:`orsbench.reports.events`), as ``orsbench check``
+    feeds its terminal and report files — ``TerminalReporter()`` prints progress and the summary,
+    ``file_handlers({"junit": "junit.xml"}, title="orsbench check")`` writes JUnit at the end, or a
+    handler of your own (``handle(event)``, ``shutdown()``); each is shut down before this returns.
 
     Raises ``ValueError`` (or ``TypeError`` for an unknown option) for a target or option that
     cannot work, naming the fix; :class:`~orsbench.extras.MissingExtra` when serving needs an extra
@@ -76,7 +82,34 @@ def check(
     lacks the ``env``/``split`` asked for, is a report with exit code 2 and a ``reason``.
     """
     plan = prepare(target, impl=impl, params=params, faults=faults, wait=wait, **options)
-    return plan.run(only=only, baseline=load_baseline(baseline), on_start=on_start, on_probe=on_probe, on_result=on_result)
+    loaded = load_baseline(baseline)
+    handlers = list(handlers)
+    if not handlers:
+        return plan.run(only=only, baseline=loaded, on_start=on_start, on_probe=on_probe, on_result=on_result)
+    from orsbench.reports.events import EventStream
+
+    with EventStream(handlers, command="orsbench check") as stream:
+        report = plan.run(
+            only=only,
+            baseline=loaded,
+            on_start=_both(stream.on_start, on_start),
+            on_probe=_both(stream.on_probe, on_probe),
+            on_result=_both(stream.on_result, on_result),
+        )
+        stream.finish(report)
+    return report
+
+
+def _both(first: Callable[..., None], then: Callable[..., None] | None) -> Callable[..., None]:
+    """One callback that calls ``first``, then ``then`` when there is one (the stream, then the caller's own)."""
+    if then is None:
+        return first
+
+    def call(*args: Any) -> None:
+        first(*args)
+        then(*args)
+
+    return call
 
 
 def load_baseline(baseline: Baseline | str | os.PathLike[str] | None) -> Baseline | None:

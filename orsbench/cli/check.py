@@ -264,17 +264,8 @@ def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> CheckPla
 
 
 def _check(plan: CheckPlan, args: argparse.Namespace, only: list[str], baseline: Baseline | None) -> int:
-    terminal = reporting.terminal_of(args)
-
-    def start(url: str, options: Options) -> None:
-        detail = ", ".join(f"{k} {v}" for k, v in (("env", options.env), ("split", options.split)) if v)
-        terminal.start(url, detail)
-
-    report = plan.run(only=only, baseline=baseline, on_start=start, on_probe=terminal.on_probe, on_result=terminal.on_result)
-    if report.usage_error:
-        # The user's options name what the server lacks: a usage error, said once, as argparse would.
-        print(f"orsbench check: error: {report.usage_error}", file=sys.stderr)
-    else:
-        terminal.finish(report)
-    reporting.write_reports(report, args, title="orsbench check")
+    """Run the plan, its events streamed to the terminal and to every report the flags ask for."""
+    with reporting.stream_of(args, title="orsbench check") as stream:
+        report = plan.run(only=only, baseline=baseline, on_start=stream.on_start, on_probe=stream.on_probe, on_result=stream.on_result)
+        stream.finish(report)
     return report.exit_code

@@ -151,35 +151,36 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace, chosen: list | None) -> int:
     from orsbench.clientcheck import cases, check_client, contract
+    from orsbench.reports.events import CaseFinished, CheckFinished
     from orsbench.servers import launch
 
     launch.use_zygote()  # one preloaded process forks every case server: ~0.2 s each instead of ~2 s
     selected = chosen if chosen is not None else cases()
-    terminal = reporting.terminal_of(args)
-    print(f"orsbench check-client {args.client_cmd}  ({len(selected)} case(s), {args.jobs} at a time)", file=terminal.out, flush=True)
     unrunnable: list[str] = []
+    with reporting.stream_of(args, title="orsbench check-client") as stream:
+        stream.on_start(args.client_cmd, cases=len(selected), jobs=args.jobs)
 
-    def on_case(run, results) -> None:  # type: ignore[no-untyped-def]
-        from orsbench.clientcheck.judgement import judge
+        def on_case(run, results) -> None:  # type: ignore[no-untyped-def]
+            from orsbench.clientcheck.judgement import judge
 
-        stopped = f", stopped for {run.stopped_for}" if run.stopped_for else ""
-        if problem := contract.did_not_run(args.client_cmd, run.exit_code, run.requests_total, run.stderr):
-            terminal.on_probe(f"{run.case.name} (exit {run.exit_code}{stopped})", run.duration_s, run.requests_total)
-            unrunnable.append(problem)
-            return  # not the client's verdict: the command never ran
-        # The case's verdict in the words of the matrix and `orsbench clients` (one judgement, clientcheck.judgement).
-        verdict = "" if run.server_error else f": {judge(run, results).words}"
-        terminal.on_probe(f"{run.case.name}{verdict} (exit {run.exit_code}{stopped})", run.duration_s, run.requests_total)
-        if run.server_error:
-            print(f"      case server failed: {run.server_error[:300]}", file=terminal.out, flush=True)
-        for result in results:
-            terminal.on_result(result)
+            if problem := contract.did_not_run(args.client_cmd, run.exit_code, run.requests_total, run.stderr):
+                stream.emit(CaseFinished(run.case.name, run.exit_code, run.stopped_for, run.duration_s, run.requests_total))
+                unrunnable.append(problem)
+                return  # not the client's verdict: the command never ran
+            # The case's one verdict (clientcheck.judgement), carried typed to the terminal: no verdict when its server failed.
+            judgement = None if run.server_error else judge(run, results)
+            stream.emit(
+                CaseFinished(
+                    run.case.name, run.exit_code, run.stopped_for, run.duration_s, run.requests_total, judgement, run.server_error
+                )
+            )
+            for result in results:
+                stream.emit(CheckFinished(result, case=run.case.name))
 
-    report = check_client(args.client_cmd, selected, timeout=args.timeout, jobs=args.jobs, on_case=on_case)
-    if unrunnable:  # the shell could not find or run the command: the command line is wrong, not the client
-        raise flags.UsageError(unrunnable[0])
-    terminal.finish(report)
-    reporting.write_reports(report, args, title="orsbench check-client")
+        report = check_client(args.client_cmd, selected, timeout=args.timeout, jobs=args.jobs, on_case=on_case)
+        if unrunnable:  # the shell could not find or run the command: the command line is wrong, not the client
+            raise flags.UsageError(unrunnable[0])
+        stream.finish(report)
     return report.exit_code
 
 
@@ -190,6 +191,7 @@ def _hosted(args: argparse.Namespace, chosen: list | None) -> int:
     from orsbench.checks import EXIT_INTERNAL
     from orsbench.clientcheck import cases
     from orsbench.clientcheck.hosted import CASES_PATH, REPORT_PATH, HostedServer, manifest_table
+    from orsbench.reports.events import SessionGraded
     from orsbench.servers.app import BindError, serve_forever, write_ready_file
 
     # A case that ends its client with SIGTERM needs the client's process: a client started by the user has none here.
@@ -197,14 +199,14 @@ def _hosted(args: argparse.Namespace, chosen: list | None) -> int:
     if args.timeout is not None:
         selected = [case.with_deadline(args.timeout) for case in selected]
     terminal = reporting.terminal_of(args)
+    stream = reporting.stream_of(args, title="orsbench check-client --hosted", terminal=terminal)
 
     def on_graded(case: str, graded) -> None:  # type: ignore[no-untyped-def]
-        failing = [r.id for r in graded.results if r.status.value in ("fail", "error")]
-        verdict = f"FAIL {', '.join(failing)}" if failing else f"{len(graded.results)} judged, none failed"
-        if graded.judgement is not None:  # the session's verdict in the words of check-client and the matrix
-            unseen = f" ({graded.judgement.unseen})" if graded.judgement.unseen else ""
-            verdict = f"{graded.judgement.words}{unseen}; {verdict}"
-        terminal.on_probe(f"{case}: {graded.label} ({graded.ended}) — {verdict}", graded.duration_s, graded.requests)
+        stream.emit(
+            SessionGraded(
+                case, graded.label, graded.ended, tuple(graded.results), graded.duration_s, graded.requests, graded.judgement
+            )
+        )
 
     try:
         server = HostedServer(selected, on_graded=on_graded, strict=args.strict)
@@ -243,6 +245,6 @@ def _hosted(args: argparse.Namespace, chosen: list | None) -> int:
     report = server.report(final=True)
     if stopped:
         print(f"orsbench check-client --hosted: stopped by {signal.Signals(stopped[0]).name}", file=terminal.out, flush=True)
-    terminal.finish(report)
-    reporting.write_reports(report, args, title="orsbench check-client --hosted")
+    with stream:
+        stream.finish(report)
     return report.exit_code

@@ -12,8 +12,10 @@ same meaning, added by one call to :func:`add_report_arguments`:
 * ``-q/--quiet`` (less while it runs: only findings and the summary) and ``-v/--verbose`` (more
   under every finding); ``-q -v`` is quiet progress with detailed findings.
 
-A command then writes with :func:`write_reports` (a :class:`~orsbench.checks.runner.Report`) or
-:func:`write_text` (a result with its own renderer), and prints for people on :func:`people`.
+A command that runs checks feeds its run's events to :func:`stream_of` (the terminal and a handler
+per report file, :mod:`orsbench.reports.events`); one that has only the finished
+:class:`~orsbench.checks.runner.Report` writes with :func:`write_reports`, one with a result of its
+own renderer with :func:`write_text`; and it prints for people on :func:`people`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from orsbench.cli import flags, types
 
 if TYPE_CHECKING:
     from orsbench.reports import TerminalReporter
+    from orsbench.reports.events import EventStream, Handler
+    from orsbench.reports.handlers import FileHandler
 
 #: Every report format, in ``--help`` order.
 FORMATS = ("json", "junit", "html", "markdown")
@@ -120,27 +124,37 @@ def terminal_of(args: argparse.Namespace) -> TerminalReporter:
     return TerminalReporter(stream, verbose=getattr(args, "verbose", False), quiet=getattr(args, "quiet", False))
 
 
-def write_reports(report: Any, args: argparse.Namespace, *, title: str) -> None:
-    """Every report the flags ask for, from the one :class:`~orsbench.checks.runner.Report` (``-``: stdout)."""
-    from orsbench.reports import junit_xml, render_check, render_markdown
-    from orsbench.reports.json_report import dumps
+def file_handlers(args: argparse.Namespace, *, title: str) -> list[FileHandler]:
+    """A handler for every report file the flags ask for (``--json``, ``--junit``, ...), in :data:`FORMATS` order."""
+    from orsbench.reports.handlers import file_handlers as handlers
 
-    renders = {
-        "json": lambda: dumps(report),
-        "junit": lambda: junit_xml(report),
-        "html": lambda: render_check(report, title=title, docs_url=getattr(args, "docs_url", None)),
-        "markdown": lambda: render_markdown(report, title=title, docs_url=getattr(args, "docs_url", None)),
-    }
-    for name, render in renders.items():
-        if path := getattr(args, name, None):
-            write_text(path, render())
+    formats = getattr(args, "_formats", FORMATS)
+    return handlers({name: getattr(args, name, None) for name in formats}, title=title, docs_url=getattr(args, "docs_url", None))
+
+
+def stream_of(args: argparse.Namespace, *, title: str, terminal: Handler | None = None) -> EventStream:
+    """The run's event stream, handed to the terminal (:func:`terminal_of`, or ``terminal``) and every report the flags ask for.
+
+    ``title`` is the command (``orsbench check``): the terminal's header and the HTML and Markdown titles.
+    """
+    from orsbench.reports.events import EventStream
+
+    return EventStream([terminal or terminal_of(args), *file_handlers(args, title=title)], command=title)
+
+
+def write_reports(report: Any, args: argparse.Namespace, *, title: str) -> None:
+    """Every report file the flags ask for, from the one :class:`~orsbench.checks.runner.Report` (``-``: stdout).
+
+    For a command that renders its own terminal: the file handlers of :func:`stream_of`, handed the run's end.
+    """
+    from orsbench.reports.events import EventStream
+
+    with EventStream(file_handlers(args, title=title), command=title) as stream:
+        stream.finish(report)
 
 
 def write_text(path: str | Path, text: str) -> None:
     """Write a rendered report to ``path`` (``-``: stdout), ending in one newline."""
-    text = text if text.endswith("\n") else text + "\n"
-    if str(path) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        Path(path).expanduser().write_text(text, encoding="utf-8")
+    from orsbench.reports.output import write_text as write
+
+    write(path, text)

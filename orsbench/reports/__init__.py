@@ -2,7 +2,9 @@
 a self-contained HTML page and a Markdown summary for people.
 
 All of them read only :class:`~orsbench.checks.runner.Report` and
-:class:`~orsbench.checks.model.CheckResult`; none of them judges anything.
+:class:`~orsbench.checks.model.CheckResult`; none of them judges anything. Each is a handler of a
+run's one stream of typed events (:mod:`.events`; the file formats in :mod:`.handlers`), so every
+format renders the same run.
 """
 
 from orsbench.reports.html import render_check, render_live, render_matrix, write_html

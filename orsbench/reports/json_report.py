@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orsbench.reports.output import write_text
+
 if TYPE_CHECKING:
     from orsbench.checks.runner import Report
 
@@ -16,8 +18,4 @@ def dumps(report: Report) -> str:
 
 def write_json(report: Report, path: str | Path) -> None:
     """Write the report to ``path`` (``-`` for stdout)."""
-    text = dumps(report) + "\n"
-    if str(path) == "-":
-        print(text, end="")
-        return
-    Path(path).write_text(text, encoding="utf-8")
+    write_text(path, dumps(report))

@@ -15,6 +15,7 @@ from typing import Any
 from orsbench.reports.html import report_document
 from orsbench.wire.redact import scrub
 from orsbench.reports.links import explain_hint, spec_links
+from orsbench.reports.output import write_text
 from orsbench.reports.terminal import label_of
 from orsbench.reports.verdict import reasons
 
@@ -81,8 +82,4 @@ def render_markdown(
 
 def write_markdown(report: Any, path: str | Path, **kwargs: Any) -> None:
     """Write the summary to ``path`` (``-`` for stdout). The GitHub Action appends it to $GITHUB_STEP_SUMMARY."""
-    text = render_markdown(report, **kwargs)
-    if str(path) == "-":
-        print(text, end="")
-        return
-    Path(path).write_text(text, encoding="utf-8")
+    write_text(path, render_markdown(report, **kwargs))

@@ -1,5 +1,10 @@
 """The terminal report: one line per check as its verdict is known, then a summary.
 
+:class:`TerminalReporter` is the terminal's handler of a run's event stream
+(:mod:`orsbench.reports.events`): it prints each event as it arrives — the run's
+header, a probe's or a case's line, each check's line — and the summary at
+:class:`~orsbench.reports.events.RunFinished`.
+
 Plain text that reads the same in a CI log as in a terminal: fixed columns,
 one line per item, no cursor movement. Colour is added only when the stream
 is a TTY (and ``NO_COLOR`` is unset).
@@ -13,6 +18,15 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from orsbench.checks.model import CheckResult, Severity, Status
+from orsbench.reports.events import (
+    CaseFinished,
+    CheckFinished,
+    Event,
+    ProbeFinished,
+    RunFinished,
+    RunStarted,
+    SessionGraded,
+)
 from orsbench.reports.verdict import verdict_line
 
 if TYPE_CHECKING:
@@ -41,12 +55,14 @@ def label_of(status: str, severity: str, baseline: str | None) -> tuple[str, str
 
 
 class TerminalReporter:
-    """Prints progress (``on_probe``/``on_result``) while a run goes, and the summary after it."""
+    """Prints progress while a run goes, and the summary after it: the terminal's :class:`~.events.Handler`."""
 
     def __init__(
         self, stream: TextIO | None = None, *, verbose: bool = False, quiet: bool = False, colour: bool | None = None
     ) -> None:
         self.out = stream or sys.stdout
+        #: The command whose run this is (its RunStarted's): how a usage error is signed.
+        self.command = "orsbench"
         self.verbose, self.quiet = verbose, quiet
         tty = hasattr(self.out, "isatty") and self.out.isatty()
         self.colour = (tty and "NO_COLOR" not in os.environ) if colour is None else colour
@@ -63,13 +79,54 @@ class TerminalReporter:
     def _label(result: CheckResult) -> tuple[str, str]:
         return label_of(result.status.value, result.severity.value, result.baseline)
 
+    # -- the event stream ------------------------------------------------------------
+    def handle(self, event: Event) -> None:
+        """Render one event of the run as it arrives (:mod:`orsbench.reports.events`)."""
+        if isinstance(event, RunStarted):
+            self.command = event.command
+            self.start(event.target, _detail(event), command=event.command)
+        elif isinstance(event, ProbeFinished):
+            self.on_probe(event.probe, event.seconds, event.requests)
+        elif isinstance(event, CaseFinished):
+            self.on_case(event)
+        elif isinstance(event, SessionGraded):
+            self.on_session(event)
+        elif isinstance(event, CheckFinished):
+            self.on_result(event.result)
+        elif isinstance(event, RunFinished):
+            if event.report.usage_error:
+                # The user's options name what the server lacks: a usage error, said once on stderr, as argparse would.
+                print(f"{self.command}: error: {event.report.usage_error}", file=sys.stderr, flush=True)
+            else:
+                self.finish(event.report)
+
+    def shutdown(self) -> None:
+        self.out.flush()
+
     # -- progress ------------------------------------------------------------------
-    def start(self, target: str, detail: str = "") -> None:
-        self._line(self._c(f"orsbench check {target}", "bold") + (f"  {detail}" if detail else ""))
+    def start(self, target: str, detail: str = "", *, command: str = "orsbench check") -> None:
+        self._line(self._c(f"{command} {target}", "bold") + (f"  {detail}" if detail else ""))
 
     def on_probe(self, probe: str, seconds: float, requests: int) -> None:
         if not self.quiet:
             self._line(self._c(f"── {probe:<10} {requests:>3} request(s) in {seconds:5.2f} s", "dim"))
+
+    def on_case(self, event: CaseFinished) -> None:
+        """A client's case ended: its verdict in the words of the matrix and ``orsbench clients`` (its Judgement)."""
+        stopped = f", stopped for {event.stopped_for}" if event.stopped_for else ""
+        verdict = f": {event.judgement.words}" if event.judgement is not None else ""
+        self.on_probe(f"{event.case}{verdict} (exit {event.exit_code}{stopped})", event.duration_s, event.requests)
+        if event.server_error:
+            self._line(f"      case server failed: {event.server_error[:300]}")
+
+    def on_session(self, event: SessionGraded) -> None:
+        """A hosted case's client session was graded: its verdict, then the checks it failed."""
+        failing = [r.id for r in event.results if r.status in (Status.FAIL, Status.ERROR)]
+        verdict = f"FAIL {', '.join(failing)}" if failing else f"{len(event.results)} judged, none failed"
+        if event.judgement is not None:  # the session's verdict in the words of check-client and the matrix
+            unseen = f" ({event.judgement.unseen})" if event.judgement.unseen else ""
+            verdict = f"{event.judgement.words}{unseen}; {verdict}"
+        self.on_probe(f"{event.case}: {event.label} ({event.ended}) — {verdict}", event.duration_s, event.requests)
 
     def on_result(self, result: CheckResult) -> None:
         if self.quiet and result.baseline is None and result.status in _NOT_FINDINGS:
@@ -166,6 +223,14 @@ def client_summary(client: dict[str, Any]) -> str:
     if not client.get("stderr_tail"):
         parts.append("stderr empty")
     return "; ".join(parts)
+
+
+def _detail(event: RunStarted) -> str:
+    """What the header says after the target: the env and split checked, or a client run's cases."""
+    if event.cases is not None:
+        return f"({event.cases} case(s), {event.jobs} at a time)"
+    options = event.options
+    return ", ".join(f"{k} {v}" for k, v in (("env", getattr(options, "env", None)), ("split", getattr(options, "split", None))) if v)
 
 
 def describe(check: Any, severity: Severity) -> str:

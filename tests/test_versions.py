@@ -65,7 +65,7 @@ class FakeWorld:
 
 
 def _history(tmp_path: Path, world: FakeWorld, *, shard: tuple[int, int] = (1, 1), anchors=ANCHORS, cases=CASES) -> History:
-    index = Index(tmp_path, lister=lambda package: list(reversed(RELEASES)))
+    index = Index(tmp_path, lister=lambda package, python: list(reversed(RELEASES)))
     plan = Plan(Series("openreward", "openreward"), tuple(anchors), tuple(cases))
     return run_versions([plan], cache=Cache(tmp_path, installer=world.install), index=index, runner=world.run, shard=shard)
 
@@ -149,7 +149,7 @@ def test_the_cache_is_reused_on_the_second_run(tmp_path: Path) -> None:
     assert world.installs == installed  # nothing installed again, the failed one not tried again either
     assert all(i["reused"] for i in second.series["openreward"].installs.values())
     assert [vars(r) for r in second.rows] == [vars(r) for r in first.rows]
-    assert Index(tmp_path, lister=lambda p: pytest.fail("the index was asked again")).versions("openreward")
+    assert Index(tmp_path, lister=lambda p, python: pytest.fail("the index was asked again")).versions("openreward")
 
 
 def test_parallel_runs_build_one_environment_once(tmp_path: Path) -> None:

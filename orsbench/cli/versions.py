@@ -12,9 +12,9 @@ from orsbench.cli import flags, reporting, subcommand, types
 if TYPE_CHECKING:
     from orsbench.versions.history import History
 
-#: The client targets whose releases can be installed beside orsbench (the 3.12 command targets, platoon and benchflow,
-#: need a 3.12 environment per release: not built yet, docs/versions.md).
-_CLIENTS = ("openreward", "trl", "inspect", "firehorse", "ors")
+#: The client targets whose releases can be installed: beside orsbench, or (platoon, benchflow) each release in an
+#: environment of its own on the client's Python (3.12).
+_CLIENTS = ("openreward", "trl", "inspect", "firehorse", "ors", "platoon", "benchflow")
 
 
 @subcommand("versions")
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> History | None:
     """Plan each client's series from the flags and run them; None (after saying why) where the releases cannot be listed."""
-    from orsbench.versions.envs import Cache, cache_root
+    from orsbench.versions.envs import Cache, cache_root, client_python
     from orsbench.versions.releases import DEFAULTS, PACKAGES, Index, Series, parse_release
     from orsbench.versions.run import Plan, all_cases, default_cases, run_versions
 
@@ -174,7 +174,7 @@ def _run(args: argparse.Namespace) -> History | None:
             specs = args.releases
         elif args.recent is not None:
             try:
-                specs = index.versions(package)[-args.recent :]
+                specs = index.versions(package, python=client_python(client))[-args.recent :]
             except (RuntimeError, OSError) as exc:
                 print(f"orsbench versions: cannot list {package}'s releases ({exc}); name them with --releases", file=sys.stderr)
                 return None

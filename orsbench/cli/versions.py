@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from orsbench.cli import flags, reporting, subcommand, types
 
@@ -50,6 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--shard", type=_shard, default=(1, 1), metavar="K/N", help="run shard K of N of the releases (a CI matrix), then --merge")
     parser.add_argument("--cache", type=types.output_folder, default=None, metavar="DIR",
                         help="where the release environments live (default: $ORSBENCH_VERSIONS_CACHE, else ~/.cache/orsbench/versions)")  # fmt: skip
+    parser.add_argument("--record", nargs="?", const=True, default=None, type=types.output_file, metavar="FILE",
+                        help="write each pinned defect's first and last failing release (each client's own series) into FILE "
+                        "(default: orsbench/upstream/since.json, what orsbench matrix and docs/compatibility.md show); other clients' records are kept")  # fmt: skip
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 when the newest release run of a series differs from the pinned matrix (newest.yml)")  # fmt: skip
     reporting.add_report_arguments(
@@ -93,6 +97,8 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def _flags_agree(args: argparse.Namespace) -> None:
+    if args.record == "-":
+        raise flags.UsageError("--record writes a file (orsbench/upstream/since.json by default): give a file name, not -")
     if args.merge is not None:
         if args.clients or args.pins or args.vary or args.cases or args.shard != (1, 1):
             raise flags.UsageError("--merge reads the shards' JSON and runs nothing: leave out the clients and the run's flags")
@@ -137,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if args.json:
         reporting.write_text(args.json, history.dumps())
+    if args.record is not None:
+        _record(args, history, out)
     if args.markdown:
         reporting.write_text(args.markdown, report.markdown(history))
     if args.html:
@@ -155,6 +163,27 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{name} {release} {case}: {verdict}, the pinned matrix says {pinned}", file=out)
         return 1 if any(differs.values()) else 0
     return 0
+
+
+def _record(args: argparse.Namespace, history: History, out: TextIO) -> None:
+    """Write the since record (``--record``) and say which clients it holds."""
+    from orsbench.upstream.since import SINCE_FILE, dump
+    from orsbench.versions.envs import cache_root, client_python
+    from orsbench.versions.releases import Index
+    from orsbench.versions.since import records
+
+    index = Index(Path(args.cache) if getattr(args, "cache", None) else cache_root())
+
+    def first_release(package: str, client: str) -> str | None:
+        try:
+            return (index.versions(package, python=client_python(client)) or [None])[0]
+        except (RuntimeError, OSError, subprocess.SubprocessError):
+            return None  # the index cannot tell: "since ≤ X", never "(first release)"
+
+    found = records(history, first_release=first_release, command="orsbench " + " ".join(sys.argv[1:]))
+    path = SINCE_FILE if args.record is True else Path(args.record)
+    dump(found, path)
+    print(f"recorded since when each pinned defect fails for {', '.join(found) or 'no client (no client own series in this history)'} in {path}", file=out)
 
 
 def _run(args: argparse.Namespace) -> History | None:

@@ -49,9 +49,10 @@ DEFAULTS: dict[str, tuple[str, ...]] = {
     "trl": ("1.4.0", "1.5.0", "1.7.1", "1.8.0", "1.9.0", "1.12.0", "1.16.0", "1.9.0+openreward==0.1.109", "1.16.0+openreward==0.1.109"),
     "inspect": ("0.1.0", "0.1.1", "0.2.0", "0.3.0"),
     "firehorse": ("0.1.0", "0.1.2", "0.1.3", "0.1.4"),
-    # Python 3.12 clients (each release its own 3.12 environment): platoon's ORS service came in 0.3.0 (0.2.x has no
-    # ``platoon.envs.ors``); benchflow's ORS reward seam, every few releases of the 0.7 line to the newest.
-    "platoon": ("0.3.0", "0.4.0"),
+    # Python 3.12 clients (each release its own 3.12 environment): platoon's every release from its first (0.2.0; its
+    # ``platoon.envs.ors`` is the same in 0.2.1 and 0.3.0); benchflow's ORS reward seam, every few releases of the 0.7
+    # line to the newest.
+    "platoon": ("0.2.0", "0.3.0", "0.4.0"),
     "benchflow": ("0.7.0", "0.7.5", "0.7.11"),
 }
 

@@ -24,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "versions",
         help="run a client's releases over its matrix cases: where each pinned defect first and last fails",
         description="Install each release of a client into its own cached environment (a venv beside the system's "
-        "packages; pip installs the release and whatever it needs at another version), play the client's matrix cases "
+        "packages; pip installs the release and whatever it needs at another version; platoon and benchflow: an environment "
+        "on their own Python 3.12), play the client's matrix cases "
         "there with the matrix's runner, and read each cell against the pinned matrix. Between two releases run, a "
         "case whose verdict changes is bisected over the package index's releases in between, running only that case. "
         "Default releases per client: the floors its consumers pin, the releases where behaviour changed, the newest "
@@ -33,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "  orsbench versions openreward --html history.html\n"
         "  orsbench versions trl --releases 1.9.0,1.16.0 --with openreward==0.1.109\n"
         "  orsbench versions openreward,trl,inspect,firehorse --recent 1 --markdown $GITHUB_STEP_SUMMARY   # newest.yml\n"
-        "  orsbench versions openreward --shard 2/4 --json shard-2.json && orsbench versions --merge shards/ --html h.html",
+        "  orsbench versions openreward --shard 2/4 --json shard-2.json && orsbench versions --merge shards/ --html h.html\n"
+        "  orsbench versions firehorse --record && orsbench matrix --predicted --markdown docs/compatibility.md   # the since column",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("clients", nargs="?", type=types.one_of(lambda: _CLIENTS, "client"), default=None, metavar="CLIENT[,CLIENT...]",

@@ -38,7 +38,7 @@ from orsbench.versions.releases import Release
 if TYPE_CHECKING:
     from orsbench.clients.interpreters import Venv
 
-__all__ = ["MARKER", "Built", "Cache", "Installer", "cache_root", "command_venv", "install_release", "pip_installer", "venv_installer"]
+__all__ = ["MARKER", "Built", "Cache", "Installer", "cache_root", "client_python", "command_venv", "install_release", "pip_installer", "venv_installer"]
 
 MARKER = "orsbench-release.json"
 FAILED = "failed.json"

@@ -118,7 +118,8 @@ SINCE_NOTE = (
     "*since 0.1.2*: the release before was seen without the defect; *since ≤ 0.1.101*: no older release was seen "
     "without it (the oldest run already failed, or the older ones could not be played by orsbench's adapter, which "
     "hides a defect rather than fixing it); *(first release)*: no release is older; *0.1.0–0.2.0*: fixed after 0.2.0; "
-    "*not bisected*: no release history recorded for it. Each links to the change: the diff where the project tags "
+    "*not bisected*: no recorded history decides it (the client's releases were not run, or the defect breaks a rule "
+    "without changing any verdict a release is compared on). Each links to the change: the diff where the project tags "
     "its releases, else the release's page on PyPI."
 )
 

@@ -6,6 +6,7 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from orsbench.cli import flags, reporting, subcommand, types
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         from orsbench.versions.html import render_history
 
-        reporting.write_text(args.html, render_history(history))
+        reporting.write_text(args.html, render_history(history, first_release=_first_release(args)))
     for line in report.summary(history):
         print(line, file=out)
     if args.verbose:
@@ -167,12 +168,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _record(args: argparse.Namespace, history: History, out: TextIO) -> None:
-    """Write the since record (``--record``) and say which clients it holds."""
-    from orsbench.upstream.since import SINCE_FILE, dump
+def _first_release(args: argparse.Namespace) -> Callable[[str, str], str | None]:
+    """A package's first release on the index (its cached list), so "since 0.1.0" can say no release is older."""
     from orsbench.versions.envs import cache_root, client_python
     from orsbench.versions.releases import Index
-    from orsbench.versions.since import records
 
     index = Index(Path(args.cache) if getattr(args, "cache", None) else cache_root())
 
@@ -182,7 +181,15 @@ def _record(args: argparse.Namespace, history: History, out: TextIO) -> None:
         except (RuntimeError, OSError, subprocess.SubprocessError):
             return None  # the index cannot tell: "since ≤ X", never "(first release)"
 
-    found = records(history, first_release=first_release, command="orsbench " + " ".join(sys.argv[1:]))
+    return first_release
+
+
+def _record(args: argparse.Namespace, history: History, out: TextIO) -> None:
+    """Write the since record (``--record``) and say which clients it holds."""
+    from orsbench.upstream.since import SINCE_FILE, dump
+    from orsbench.versions.since import records
+
+    found = records(history, first_release=_first_release(args), command="orsbench " + " ".join(sys.argv[1:]))
     path = SINCE_FILE if args.record is True else Path(args.record)
     dump(found, path)
     print(f"recorded since when each pinned defect fails for {', '.join(found) or 'no client (no client own series in this history)'} in {path}", file=out)

@@ -17,10 +17,10 @@ from orsbench.version import __version__
 from orsbench.versions.history import History, SeriesFacts
 from orsbench.versions.releases import PACKAGES
 
-__all__ = ["own_series", "since_of", "records"]
+__all__ = ["FirstRelease", "own_series", "records", "since_of"]
 
 #: ``first_release(package, client) -> version | None``: the package's oldest release on the index (None: unknown).
-FirstRelease = Callable[[str, str], "str | None"]
+FirstRelease = Callable[[str, str], str | None]
 
 
 def own_series(history: History) -> dict[str, str]:

@@ -65,7 +65,7 @@ class FakeWorld:
 
 
 def _history(tmp_path: Path, world: FakeWorld, *, shard: tuple[int, int] = (1, 1), anchors=ANCHORS, cases=CASES) -> History:
-    index = Index(tmp_path, lister=lambda package: list(reversed(RELEASES)))
+    index = Index(tmp_path, lister=lambda package, python: list(reversed(RELEASES)))
     plan = Plan(Series("openreward", "openreward"), tuple(anchors), tuple(cases))
     return run_versions([plan], cache=Cache(tmp_path, installer=world.install), index=index, runner=world.run, shard=shard)
 
@@ -149,7 +149,7 @@ def test_the_cache_is_reused_on_the_second_run(tmp_path: Path) -> None:
     assert world.installs == installed  # nothing installed again, the failed one not tried again either
     assert all(i["reused"] for i in second.series["openreward"].installs.values())
     assert [vars(r) for r in second.rows] == [vars(r) for r in first.rows]
-    assert Index(tmp_path, lister=lambda p: pytest.fail("the index was asked again")).versions("openreward")
+    assert Index(tmp_path, lister=lambda p, python: pytest.fail("the index was asked again")).versions("openreward")
 
 
 def test_parallel_runs_build_one_environment_once(tmp_path: Path) -> None:
@@ -348,3 +348,114 @@ def test_the_cli_plans_a_series_per_set_of_companion_pins(monkeypatch: pytest.Mo
     assert "mock:url-only" in plan.cases  # the default cases: where a pinned defect shows
     assert main([*base, "openreward,firehorse"]) == 0  # the default releases
     assert [p.series.name for p in planned[-1]] == ["openreward", "firehorse"] and "0.1.101" not in planned[-1][0].anchors
+
+
+# -- the "since" column: recorded from a history, read by orsbench matrix -------------------------------------------
+def test_the_matrix_shows_since_when_each_defect_fails_from_a_recorded_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``orsbench versions --merge DIR --record FILE`` writes each pinned defect's boundaries from the made-up history
+    (one that appears at 0.1.5, one fixed at 0.1.20, one fixed at 0.1.11 that comes back at 0.1.27); the matrix reads
+    that file and links each to its change; a defect the history did not decide says "not bisected"."""
+    from orsbench.cli import main
+    from orsbench.clients import cells as C
+    from orsbench.clients import matrix as M
+    from orsbench.reports.clients import matrix_markdown
+    from orsbench.upstream import since as recorded
+
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "h.json").write_text(_history(tmp_path / "c", FakeWorld()).dumps())
+    record = tmp_path / "since.json"
+    monkeypatch.setenv("ORSBENCH_VERSIONS_CACHE", str(tmp_path / "c"))  # the index's cached list: 0.1.1 is the first release
+    assert main(["versions", "--merge", str(tmp_path / "runs"), "--record", str(record), "-q"]) == 0
+    found = recorded.load(record)["openreward"]
+    nan, envs, chunk = found["nan-reward-taken"], found["env-name-not-sent"], found["chunk-lstrip"]
+    assert (nan.words, nan.url, nan.fix_url) == ("since 0.1.5", "https://pypi.org/project/openreward/0.1.5/", None)
+    assert nan.appeared is not None and (nan.appeared.last, nan.appeared.first, nan.appeared.exact) == ("0.1.4", "0.1.5", True)
+    # From the first release on the index (0.1.1), fixed at 0.1.20: the link to the fix is the fixing release's page.
+    assert (envs.words, envs.fix_url) == ("0.1.1–0.1.19", "https://pypi.org/project/openreward/0.1.20/")
+    assert chunk.words == "0.1.1–0.1.10, since 0.1.27"
+    # Another client's record is kept when one client is recorded again.
+    recorded.dump({"trl": {}}, record)
+    assert set(recorded.load(record)) == {"openreward", "trl"} and recorded.load(record)["openreward"]["chunk-lstrip"] == chunk
+
+    monkeypatch.setattr(recorded, "SINCE_FILE", record)
+    result = M.predicted(C.plan(["openreward"], ["mock"]), ["openreward"], ["mock"])
+    page = matrix_markdown(result)
+    assert "| [since 0.1.5](https://pypi.org/project/openreward/0.1.5/) |" in page
+    assert "[0.1.1–0.1.19](https://pypi.org/project/openreward/0.1.1/) ([fixed](https://pypi.org/project/openreward/0.1.20/))" in page
+    assert "`secret-names` |" in page and "| not bisected |" in page  # a rule defect no verdict of the history decides
+    assert result.to_json()["clients"]["openreward"]["since"]["nan-reward-taken"]["words"] == "since 0.1.5"
+    # The history page says the same words with the same link.
+    assert main(["versions", "--merge", str(tmp_path / "runs"), "--html", str(tmp_path / "h.html"), "-q"]) == 0
+    assert '<a href="https://pypi.org/project/openreward/0.1.5/">since 0.1.5</a>' in (tmp_path / "h.html").read_text()
+    with pytest.raises(SystemExit) as exit_:
+        main(["versions", "--merge", str(tmp_path / "runs"), "--record", "-"])
+    assert exit_.value.code == 2
+
+
+def test_a_since_without_a_boundary_seen_says_so() -> None:
+    from orsbench.upstream.since import NOT_BISECTED, Change, Since
+
+    oldest = Since("firehorse", "d", "firehorse-cli", "0.1.0", "0.1.4", (("0.1.0", "0.1.4"),), True, True, ("0.1.0", "0.1.4"), "0.1.0")
+    assert oldest.words == "since 0.1.0 (first release)" and oldest.url == "https://pypi.org/project/firehorse-cli/0.1.0/"
+    # Older releases could not be played: not "since 0.1.101", which would claim 0.1.100 was seen without it.
+    masked = Since("openreward", "d", "openreward", "0.1.101", "0.1.167", (("0.1.101", "0.1.167"),), True, True, ("0.1.33", "0.1.167"), "0.0.1",
+                   appeared=Change("0.1.100", "0.1.101", "cannot drive", "fails silently"))  # fmt: skip
+    assert masked.words == "since ≤ 0.1.101" and masked.url == "https://pypi.org/project/openreward/0.1.101/"
+    trl = Since("trl", "d", "trl", "1.5.0", "1.16.0", (), False, True, ("1.4.0", "1.16.0"), "0.1", appeared=Change("1.4.0", "1.5.0", "works", "fails silently"))
+    assert trl.url == "https://github.com/huggingface/trl/compare/v1.4.0...v1.5.0"
+    assert Since("x", "d", "x", None, None, tested=("1", "2")).words == "not seen in 1–2"
+    assert Since("x", "d", "x", None, None).words == NOT_BISECTED
+
+
+# -- a client on its own Python: each release its own 3.12 environment ---------------------------------------------
+def test_a_release_of_a_3_12_client_gets_an_environment_on_that_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """platoon needs Python 3.12: its release is built as its own environment is (no system packages, the release
+    pinned in place of 0.4.0, without its dependencies), on the 3.12 found here; it is played by this Python pointed at
+    it, where the target then reports the release's version. The index is asked as 3.12 is offered releases."""
+    import subprocess
+    import sys
+
+    from orsbench.clients import interpreters
+    from orsbench.clients.targets import CLIENT_TARGETS
+    from orsbench.versions.run import versions_between
+
+    calls: list[list[str]] = []
+
+    def fake_run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        calls.append([str(a) for a in argv])
+        if argv[1:3] == ["-m", "venv"]:
+            (Path(argv[-1]) / "bin").mkdir(parents=True)
+            (Path(argv[-1]) / "bin" / "python").write_text("")
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(interpreters, "find_python", lambda version: f"/opt/python{version}/bin/python{version}" if version == "3.12" else None)
+    monkeypatch.setattr(interpreters.subprocess, "run", fake_run)
+    release = parse_release("platoon", "0.3.0")
+    built = Cache(tmp_path).ensure(release)
+    path = tmp_path / "envs" / "platoon-0.3.0"
+    assert built.error is None and built.python == Path(sys.executable)
+    assert built.environ == {"ORSBENCH_VENV_TRAINERS_3_12": str(path)}
+    assert calls[0] == ["/opt/python3.12/bin/python3.12", "-m", "venv", str(path)]  # its own Python, no system packages
+    pip = [c for c in calls if c[1:4] == ["-m", "pip", "install"]]
+    assert pip[0][0] == str(path / "bin" / "python") and pip[0][-3:] == ["--no-deps", "platoon==0.3.0", "benchflow==0.7.11"]
+    assert "openreward==0.1.167" in pip[1]  # the pinned environment's companions, as the pinned release runs with
+    # Played with that variable set, the target runs that environment and names its release.
+    monkeypatch.setenv("ORSBENCH_VENV_TRAINERS_3_12", str(path))
+    target = CLIENT_TARGETS.get("platoon")
+    assert target.installed and target.version == "0.3.0" and target.command.venv.interpreter == path / "bin" / "python"
+    monkeypatch.delenv("ORSBENCH_VENV_TRAINERS_3_12")
+    assert target.version == "0.4.0"
+    # A second run finds it built; the index is asked for 3.12's releases (this Python's pip lists no platoon).
+    assert Cache(tmp_path, installer=lambda r, p: pytest.fail("built again")).ensure(release).reused
+    asked: list[tuple[str, str | None]] = []
+    index = Index(tmp_path, lister=lambda package, python: asked.append((package, python)) or ["0.2.0", "0.3.0", "0.4.0"])
+    assert versions_between(index, "platoon", ["0.3.0", "0.4.0"], lambda line: None, python="3.12") == ["0.3.0", "0.4.0"]
+    assert asked == [("platoon", "3.12")]
+
+
+def test_a_3_12_client_without_a_3_12_here_is_a_clear_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from orsbench.clients import interpreters
+
+    monkeypatch.setattr(interpreters, "find_python", lambda version: None)
+    built = Cache(tmp_path).ensure(parse_release("benchflow", "0.7.5"))
+    assert built.python is None and "runs on Python 3.12, and there is none here" in (built.error or "")

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
 
 from orsbench.cli import flags, reporting, subcommand, types
 
 if TYPE_CHECKING:
     from orsbench.versions.history import History
 
-#: The client targets whose releases can be installed beside orsbench (the 3.12 command targets, platoon and benchflow,
-#: need a 3.12 environment per release: not built yet, docs/versions.md).
-_CLIENTS = ("openreward", "trl", "inspect", "firehorse", "ors")
+#: The client targets whose releases can be installed: beside orsbench, or (platoon, benchflow) each release in an
+#: environment of its own on the client's Python (3.12).
+_CLIENTS = ("openreward", "trl", "inspect", "firehorse", "ors", "platoon", "benchflow")
 
 
 @subcommand("versions")
@@ -23,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "versions",
         help="run a client's releases over its matrix cases: where each pinned defect first and last fails",
         description="Install each release of a client into its own cached environment (a venv beside the system's "
-        "packages; pip installs the release and whatever it needs at another version), play the client's matrix cases "
+        "packages; pip installs the release and whatever it needs at another version; platoon and benchflow: an environment "
+        "on their own Python 3.12), play the client's matrix cases "
         "there with the matrix's runner, and read each cell against the pinned matrix. Between two releases run, a "
         "case whose verdict changes is bisected over the package index's releases in between, running only that case. "
         "Default releases per client: the floors its consumers pin, the releases where behaviour changed, the newest "
@@ -32,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "  orsbench versions openreward --html history.html\n"
         "  orsbench versions trl --releases 1.9.0,1.16.0 --with openreward==0.1.109\n"
         "  orsbench versions openreward,trl,inspect,firehorse --recent 1 --markdown $GITHUB_STEP_SUMMARY   # newest.yml\n"
-        "  orsbench versions openreward --shard 2/4 --json shard-2.json && orsbench versions --merge shards/ --html h.html",
+        "  orsbench versions openreward --shard 2/4 --json shard-2.json && orsbench versions --merge shards/ --html h.html\n"
+        "  orsbench versions firehorse --record && orsbench matrix --predicted --markdown docs/compatibility.md   # the since column",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("clients", nargs="?", type=types.one_of(lambda: _CLIENTS, "client"), default=None, metavar="CLIENT[,CLIENT...]",
@@ -50,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--shard", type=_shard, default=(1, 1), metavar="K/N", help="run shard K of N of the releases (a CI matrix), then --merge")
     parser.add_argument("--cache", type=types.output_folder, default=None, metavar="DIR",
                         help="where the release environments live (default: $ORSBENCH_VERSIONS_CACHE, else ~/.cache/orsbench/versions)")  # fmt: skip
+    parser.add_argument("--record", nargs="?", const=True, default=None, type=types.output_file, metavar="FILE",
+                        help="write each pinned defect's first and last failing release (each client's own series) into FILE "
+                        "(default: orsbench/upstream/since.json, what orsbench matrix and docs/compatibility.md show); other clients' records are kept")  # fmt: skip
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 when the newest release run of a series differs from the pinned matrix (newest.yml)")  # fmt: skip
     reporting.add_report_arguments(
@@ -93,6 +100,8 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def _flags_agree(args: argparse.Namespace) -> None:
+    if args.record == "-":
+        raise flags.UsageError("--record writes a file (orsbench/upstream/since.json by default): give a file name, not -")
     if args.merge is not None:
         if args.clients or args.pins or args.vary or args.cases or args.shard != (1, 1):
             raise flags.UsageError("--merge reads the shards' JSON and runs nothing: leave out the clients and the run's flags")
@@ -137,12 +146,14 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if args.json:
         reporting.write_text(args.json, history.dumps())
+    if args.record is not None:
+        _record(args, history, out)
     if args.markdown:
         reporting.write_text(args.markdown, report.markdown(history))
     if args.html:
         from orsbench.versions.html import render_history
 
-        reporting.write_text(args.html, render_history(history))
+        reporting.write_text(args.html, render_history(history, first_release=_first_release(args)))
     for line in report.summary(history):
         print(line, file=out)
     if args.verbose:
@@ -157,9 +168,36 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _first_release(args: argparse.Namespace) -> Callable[[str, str], str | None]:
+    """A package's first release on the index (its cached list), so "since 0.1.0" can say no release is older."""
+    from orsbench.versions.envs import cache_root, client_python
+    from orsbench.versions.releases import Index
+
+    index = Index(Path(args.cache) if getattr(args, "cache", None) else cache_root())
+
+    def first_release(package: str, client: str) -> str | None:
+        try:
+            return (index.versions(package, python=client_python(client)) or [None])[0]
+        except (RuntimeError, OSError, subprocess.SubprocessError):
+            return None  # the index cannot tell: "since ≤ X", never "(first release)"
+
+    return first_release
+
+
+def _record(args: argparse.Namespace, history: History, out: TextIO) -> None:
+    """Write the since record (``--record``) and say which clients it holds."""
+    from orsbench.upstream.since import SINCE_FILE, dump
+    from orsbench.versions.since import records
+
+    found = records(history, first_release=_first_release(args), command="orsbench " + " ".join(sys.argv[1:]))
+    path = SINCE_FILE if args.record is True else Path(args.record)
+    dump(found, path)
+    print(f"recorded since when each pinned defect fails for {', '.join(found) or 'no client (no client own series in this history)'} in {path}", file=out)
+
+
 def _run(args: argparse.Namespace) -> History | None:
     """Plan each client's series from the flags and run them; None (after saying why) where the releases cannot be listed."""
-    from orsbench.versions.envs import Cache, cache_root
+    from orsbench.versions.envs import Cache, cache_root, client_python
     from orsbench.versions.releases import DEFAULTS, PACKAGES, Index, Series, parse_release
     from orsbench.versions.run import Plan, all_cases, default_cases, run_versions
 
@@ -174,7 +212,7 @@ def _run(args: argparse.Namespace) -> History | None:
             specs = args.releases
         elif args.recent is not None:
             try:
-                specs = index.versions(package)[-args.recent :]
+                specs = index.versions(package, python=client_python(client))[-args.recent :]
             except (RuntimeError, OSError) as exc:
                 print(f"orsbench versions: cannot list {package}'s releases ({exc}); name them with --releases", file=sys.stderr)
                 return None

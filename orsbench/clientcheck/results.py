@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from orsbench.upstream.since import NOT_BISECTED, Since
 from orsbench.verdict import Judgement, Verdict, describe
 
 __all__ = ["NOT_INSTALLED", "NOT_PLAYED", "NOT_RUN", "ClientInfo", "LiveResult", "LiveRow", "MatrixCell", "MatrixResult", "PinnedDefect", "PlayerEpisode"]
@@ -44,6 +45,16 @@ class ClientInfo:
     defects: tuple[PinnedDefect, ...] = ()
     #: What its user makes of an episode (its consumer profile, ``ClientTarget.consumer``), in words.
     consumer: str | None = None
+    #: Since when each pinned defect fails, by defect id, as ``orsbench versions --record`` found it (none: not bisected).
+    since: dict[str, Since] = field(default_factory=dict)
+
+    def to_json(self) -> JSON:
+        return {**asdict(self), "since": {d: s.to_json() for d, s in self.since.items()}}
+
+    def since_words(self, defect: str) -> str:
+        """The "since" column for ``defect``: ``since 0.1.2``, ``0.1.0–0.2.0``, ``not bisected``."""
+        found = self.since.get(defect)
+        return found.words if found is not None else NOT_BISECTED
 
 
 @dataclass
@@ -136,7 +147,7 @@ class MatrixResult:
 
     def to_json(self) -> JSON:
         data: JSON = {
-            "clients": {name: asdict(info) for name, info in self.clients.items()},
+            "clients": {name: info.to_json() for name, info in self.clients.items()},
             "servers": self.servers,
             "server_defects": {name: [asdict(d) for d in ds] for name, ds in self.server_defects.items()},
             "cells": [cell.to_json() for cell in self.cells],

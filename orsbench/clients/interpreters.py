@@ -15,6 +15,11 @@ nothing of orsbench, as ``examples/adapters/adapter.mjs`` is for Node) run by th
   commands of one environment share its server (each loaded into it on first use), so platoon and benchflow
   import the openreward SDK once between them.
 
+``orsbench versions`` runs such a target at another release: it builds a :class:`Venv` like this one with the
+release pinned instead (:meth:`Venv.at_release`) in its own cache, and names that folder to the process that plays it
+in the environment variable :attr:`Venv.variable` (``ORSBENCH_VENV_TRAINERS_3_12``); there the target runs that
+build, and reports the version its marker pins.
+
 Nothing here downloads at run time: only :meth:`Venv.build` reaches the package index, as ``pip install`` does.
 """
 
@@ -25,6 +30,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -33,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -95,10 +101,23 @@ class Venv:
     python: str
     packages: tuple[str, ...] = ()
     bare: tuple[str, ...] = ()
+    #: Where it is built, when not under :func:`root` (``orsbench versions``: one release's folder in its cache).
+    folder: Path | None = None
+
+    @property
+    def variable(self) -> str:
+        """The environment variable that points this environment at another build of it (one release of its client)."""
+        return "ORSBENCH_VENV_" + re.sub(r"\W", "_", self.name.upper())
+
+    @property
+    def released(self) -> Path | None:
+        """The other build :attr:`variable` names in this process (``orsbench versions`` playing a release), else None."""
+        given = os.environ.get(self.variable) if self.folder is None else None
+        return Path(given) if given else None
 
     @property
     def path(self) -> Path:
-        return root() / self.name
+        return self.folder or self.released or root() / self.name
 
     @property
     def interpreter(self) -> Path:
@@ -108,13 +127,33 @@ class Venv:
     def spec(self) -> dict[str, Any]:
         return {"python": self.python, "packages": list(self.packages), "bare": list(self.bare)}
 
+    def _built(self) -> dict[str, Any] | None:
+        """What the built environment's marker says was installed (None: not built, or half-built)."""
+        try:
+            spec = json.loads((self.path / MARKER).read_text())
+        except (OSError, ValueError):
+            return None
+        return spec if isinstance(spec, dict) and self.interpreter.exists() else None
+
     @property
     def ready(self) -> bool:
-        """Built, with exactly these pins."""
-        try:
-            return json.loads((self.path / MARKER).read_text()) == self.spec and self.interpreter.exists()
-        except (OSError, ValueError):
+        """Built, with exactly these pins (another build :attr:`variable` names: built on this Python, its pins its own)."""
+        built = self._built()
+        if built is None:
             return False
+        return built == self.spec or (self.released is not None and built.get("python") == self.python)
+
+    def at_release(self, requirements: tuple[str, ...], folder: Path) -> Venv:
+        """This environment with ``requirements`` (``platoon==0.3.0``) in place of the pins of the same packages, built
+        in ``folder``: what ``orsbench versions`` installs for one release of a client that runs here."""
+
+        def name(requirement: str) -> str:
+            return requirement.partition("==")[0].strip().lower().replace("_", "-")
+
+        given = {name(r): r for r in requirements}
+        bare = tuple(given.pop(name(r), r) for r in self.bare)
+        packages = tuple(given.pop(name(r), r) for r in self.packages)
+        return replace(self, bare=bare, packages=packages + tuple(given.values()), folder=folder)
 
     def missing(self) -> str | None:
         """Why it cannot be used now (no such Python here, or not built yet and how to build it), else None."""
@@ -126,7 +165,9 @@ class Venv:
 
     def version_of(self, distribution: str) -> str:
         """The version of ``distribution`` this environment pins (what it runs once built, whether built here or not)."""
-        for requirement in self.bare + self.packages:
+        built = self._built() if self.released is not None else None
+        pins = [*built.get("bare", []), *built.get("packages", [])] if built is not None else [*self.bare, *self.packages]
+        for requirement in pins:
             name, _, version = requirement.partition("==")
             if name.strip().lower().replace("_", "-") == distribution.lower() and version:
                 return version.strip()

@@ -30,6 +30,7 @@ from orsbench.config import ServerConfig
 from orsbench.scenarios import suite_params
 from orsbench.servers.launch import ServerStartError, start
 from orsbench.upstream import defects as D
+from orsbench.upstream.since import load as recorded_since
 from orsbench.verdict import Verdict
 
 def _hangs(cell: C.Cell) -> bool:
@@ -56,13 +57,16 @@ def _defects(defects: list[D.Defect]) -> tuple[PinnedDefect, ...]:
 
 
 def header(clients: list[str], servers: list[str]) -> MatrixResult:
-    """A result with the clients and servers of a matrix, and no cell yet."""
+    """A result with the clients and servers of a matrix, and no cell yet; each client with since when its pinned defects
+    fail, as recorded (:mod:`orsbench.upstream.since`)."""
+    since = recorded_since()
     infos = {
         name: ClientInfo(
             CLIENT_TARGETS[name].version,
             CLIENT_TARGETS[name].title,
             _defects(C.client_defects(name)),
             CLIENT_TARGETS[name].consumer.summary(),
+            since.get(name, {}),
         )
         for name in clients
     }

@@ -10,6 +10,11 @@ needs, torch) is shared, read-only. The caveat, said in docs/versions.md: a depe
 system's version, not necessarily what a fresh ``pip install`` of that release would pick today. pip rather than uv:
 uv resolves a venv on its own and would install torch again into every TRL release's environment.
 
+A client that runs in a Python of its own (platoon, benchflow: a command target, Python 3.12) gets no such venv: its
+release is built as its own environment is (:class:`~orsbench.clients.interpreters.Venv`, on that Python, the
+release pinned in place of the pinned one: :meth:`~orsbench.clients.interpreters.Venv.at_release`), and the release's
+cases are played by this Python with :attr:`Built.environ` pointing the target at that environment.
+
 The marker (``orsbench-release.json``, written last) says an environment is complete; a failed install leaves a
 ``failed.json`` with pip's last words instead, so the row says why and a second run does not try again for a day.
 """
@@ -24,12 +29,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orsbench.versions.releases import Release
 
-__all__ = ["MARKER", "Built", "Cache", "Installer", "pip_installer", "cache_root"]
+if TYPE_CHECKING:
+    from orsbench.clients.interpreters import Venv
+
+__all__ = ["MARKER", "Built", "Cache", "Installer", "cache_root", "client_python", "command_venv", "install_release", "pip_installer", "venv_installer"]
 
 MARKER = "orsbench-release.json"
 FAILED = "failed.json"
@@ -66,15 +75,57 @@ def pip_installer(release: Release, path: Path, timeout: float = 900.0) -> None:
         raise InstallError(f"pip install {' '.join(release.requirements)} failed: " + " / ".join(said[-3:])[-500:])
 
 
+def command_venv(client: str) -> Venv | None:
+    """The environment a client runs in when orsbench cannot import it (a command target: platoon, benchflow), else None."""
+    from orsbench.clients.targets import CLIENT_TARGETS
+
+    if client not in CLIENT_TARGETS:
+        return None
+    command = CLIENT_TARGETS.get(client).command
+    return command.venv if command is not None else None
+
+
+def client_python(client: str) -> str | None:
+    """The Python version a client's releases need when it is not this one (``3.12``), else None: what the package
+    index is asked for (a release that requires 3.12 is not listed to this Python's pip)."""
+    venv = command_venv(client)
+    return venv.python if venv is not None else None
+
+
+def venv_installer(release: Release, path: Path, venv: Venv) -> None:
+    """A command target's release: its own environment (``venv``) with the release pinned, on the environment's Python."""
+    from orsbench.clients.interpreters import find_python
+
+    python = find_python(venv.python)
+    if python is None:
+        raise InstallError(f"{release.series.client} runs on Python {venv.python}, and there is none here (python{venv.python} not on PATH, none under ~/.pyenv)")
+    venv.at_release(release.requirements, path).build(python)
+
+
+def install_release(release: Release, path: Path) -> None:
+    """The default installer: a command target's own environment, else a venv beside this Python's packages."""
+    venv = command_venv(release.series.client)
+    if venv is None:
+        pip_installer(release, path)
+    else:
+        venv_installer(release, path, venv)
+
+
 @dataclass(frozen=True)
 class Built:
-    """An environment ready to run (``python``), or why it is not (``error``); ``reused`` when it was there already."""
+    """An environment ready to run (``python``, with ``environ`` added to its variables), or why it is not
+    (``error``); ``reused`` when it was there already.
+
+    A command target's release is played by this Python (``python`` is ``sys.executable``), ``environ`` naming the
+    release's own environment to the target (:attr:`~orsbench.clients.interpreters.Venv.variable`).
+    """
 
     release: Release
     python: Path | None
     error: str | None = None
     reused: bool = False
     seconds: float = 0.0
+    environ: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -82,7 +133,7 @@ class Cache:
     """The release environments under ``folder``: :meth:`ensure` builds one at most once, whoever asks."""
 
     folder: Path
-    installer: Installer = pip_installer
+    installer: Installer = install_release
     progress: Callable[[str], None] = lambda line: None
 
     def path(self, release: Release) -> Path:
@@ -100,6 +151,13 @@ class Cache:
             return None
         return path / "bin" / "python" if spec.get("requirements") == list(release.requirements) else None
 
+    def _built(self, release: Release, python: Path, *, reused: bool = False, seconds: float = 0.0) -> Built:
+        """The ready environment as a run uses it: its own Python, or (a command target) this one pointed at it."""
+        venv = command_venv(release.series.client)
+        if venv is None:
+            return Built(release, python, reused=reused, seconds=seconds)
+        return Built(release, Path(sys.executable), reused=reused, seconds=seconds, environ={venv.variable: str(python.parent.parent)})
+
     def _failed(self, release: Release) -> str | None:
         try:
             failed = json.loads(self._beside(release, ".failed.json").read_text())
@@ -110,13 +168,13 @@ class Cache:
     def ensure(self, release: Release) -> Built:
         """The release's environment, built under a lock unless it is ready (or failed within a day)."""
         if (python := self._ready(release)) is not None:
-            return Built(release, python, reused=True)
+            return self._built(release, python, reused=True)
         path = self.path(release)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(self._beside(release, ".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # a parallel run may be building it: wait, then find it ready
             if (python := self._ready(release)) is not None:
-                return Built(release, python, reused=True)
+                return self._built(release, python, reused=True)
             if (error := self._failed(release)) is not None:
                 return Built(release, None, error, reused=True)
             shutil.rmtree(path, ignore_errors=True)
@@ -132,7 +190,7 @@ class Cache:
             (path / MARKER).write_text(json.dumps({"requirements": list(release.requirements), "at": time.time()}))
             seconds = time.monotonic() - started
             self.progress(f"installed {release.label} in {seconds:.0f} s")
-            return Built(release, path / "bin" / "python", seconds=seconds)
+            return self._built(release, path / "bin" / "python", seconds=seconds)
 
     def size(self) -> int:
         """Bytes the environments take on disk (what BENCHMARKS.md records)."""

@@ -14,13 +14,15 @@ from typing import Any
 
 import jinja2
 
+from orsbench.upstream.since import change_link
 from orsbench.version import __version__
 from orsbench.versions.bisection import NOT_RUN
 from orsbench.versions.history import History, SeriesFacts
 from orsbench.versions.play import CANNOT_DRIVE
 from orsbench.versions.report import differs_from_pinned
+from orsbench.versions.since import FirstRelease, since_of
 
-__all__ = ["change_link", "render_history"]
+__all__ = ["render_history"]
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("orsbench.versions", "templates"),
@@ -30,22 +32,10 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
 )
 
-#: Where a package's changes between two releases can be read (``{a}``: the older release, ``{b}``: the newer).
-COMPARE = {
-    "trl": "https://github.com/huggingface/trl/compare/v{a}...v{b}",
-}
-
 _CLASS = {"works": "works", "fails clearly": "clearly", "fails silently": "silently", "hangs": "hangs", NOT_RUN: "notrun", CANNOT_DRIVE: "notrun"}
 
 
-def change_link(package: str, older: str, newer: str) -> str:
-    """A link to what changed from ``older`` to ``newer``: the compare view, else the newer release's index page."""
-    if package in COMPARE:
-        return COMPARE[package].format(a=older, b=newer)
-    return f"https://pypi.org/project/{package}/{newer}/"
-
-
-def _series_view(history: History, name: str, facts: SeriesFacts) -> dict[str, Any]:
+def _series_view(history: History, name: str, facts: SeriesFacts, first_release: FirstRelease) -> dict[str, Any]:
     seen = history.seen(name)
     errors = {(r.version, r.case): r.error for r in history.rows if r.series == name}
     bisected = {(r.version, r.case) for r in history.rows if r.series == name and r.bisected}
@@ -80,7 +70,10 @@ def _series_view(history: History, name: str, facts: SeriesFacts) -> dict[str, A
             for c in facts.changes:
                 if c["case"] == case:
                     links.append({"text": f"{c['last']} → {c['first']}", "url": change_link(facts.package, c["last"], c["first"])})
-        defects.append({**d, "links": links, "span": None if d["first_failing"] is None else order(d["last_failing"]) - order(d["first_failing"]) + 1})
+        # The words and link orsbench matrix shows (for the client's own series).
+        since = since_of(history, name, d, first_release=first_release(facts.package, facts.client))
+        defects.append({**d, "links": links, "since": since.words, "since_url": since.url, "fix_url": since.fix_url,
+                        "span": None if d["first_failing"] is None else order(d["last_failing"]) - order(d["first_failing"]) + 1})  # fmt: skip
     return {
         "name": name,
         "facts": facts,
@@ -92,9 +85,9 @@ def _series_view(history: History, name: str, facts: SeriesFacts) -> dict[str, A
     }
 
 
-def render_history(history: History) -> str:
-    """The whole page."""
-    series = [_series_view(history, name, facts) for name, facts in history.series.items()]
+def render_history(history: History, *, first_release: FirstRelease = lambda package, client: None) -> str:
+    """The whole page (``first_release``: a package's oldest release on the index, where it is known)."""
+    series = [_series_view(history, name, facts, first_release) for name, facts in history.series.items()]
     return _ENV.get_template("history.html.j2").render(
         series=series,
         counts=history.counts(),

@@ -32,6 +32,8 @@ PACKAGES: dict[str, str] = {
     "inspect": "inspect-openreward",
     "firehorse": "firehorse-cli",
     "ors": "ors-sdk",
+    "platoon": "platoon",
+    "benchflow": "benchflow",
 }
 
 #: Consumers' floors of the openreward SDK (docs/versions.md cites where each is pinned).
@@ -47,6 +49,11 @@ DEFAULTS: dict[str, tuple[str, ...]] = {
     "trl": ("1.4.0", "1.5.0", "1.7.1", "1.8.0", "1.9.0", "1.12.0", "1.16.0", "1.9.0+openreward==0.1.109", "1.16.0+openreward==0.1.109"),
     "inspect": ("0.1.0", "0.1.1", "0.2.0", "0.3.0"),
     "firehorse": ("0.1.0", "0.1.2", "0.1.3", "0.1.4"),
+    # Python 3.12 clients (each release its own 3.12 environment): platoon's every release from its first (0.2.0; its
+    # ``platoon.envs.ors`` is the same in 0.2.1 and 0.3.0); benchflow's ORS reward seam, every few releases of the 0.7
+    # line to the newest.
+    "platoon": ("0.2.0", "0.3.0", "0.4.0"),
+    "benchflow": ("0.7.0", "0.7.5", "0.7.11"),
 }
 
 
@@ -117,14 +124,19 @@ def parse_release(client: str, spec: str, *, package: str | None = None, pins: t
 #: Seconds a cached list of a package's releases is trusted.
 INDEX_TTL_S = 24 * 3600
 
-#: Reads a package's releases from the index (tests inject a fake; nothing else reaches the network).
-Lister = Callable[[str], list[str]]
+#: Reads a package's releases from the index, as a Python version is offered them (None: this one); tests inject a
+#: fake, nothing else reaches the network.
+Lister = Callable[[str, str | None], list[str]]
 
 
-def pip_index(package: str) -> list[str]:
-    """``pip index versions PACKAGE``: the index's releases of ``package`` (raises RuntimeError when it cannot tell)."""
+def pip_index(package: str, python: str | None = None) -> list[str]:
+    """``pip index versions PACKAGE``: the index's releases of ``package`` (raises RuntimeError when it cannot tell).
+
+    ``python``: as that Python version is offered them (``3.12``: platoon requires it, so this Python's pip lists none).
+    """
+    wanted = ["--python-version", python] if python else []
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "index", "versions", package, "--disable-pip-version-check"],
+        [sys.executable, "-m", "pip", "index", "versions", package, "--disable-pip-version-check", *wanted],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     for line in done.stdout.splitlines():
@@ -141,8 +153,9 @@ class Index:
     lister: Lister = pip_index
     asked: list[str] = field(default_factory=list)
 
-    def versions(self, package: str) -> list[str]:
-        path = self.folder / f"index-{package}.json"
+    def versions(self, package: str, *, python: str | None = None) -> list[str]:
+        """``package``'s releases on the index, oldest first, as ``python`` (None: this one) is offered them."""
+        path = self.folder / f"index-{package}{'-py' + python if python else ''}.json"
         try:
             cached = json.loads(path.read_text())
             if time.time() - cached["at"] < INDEX_TTL_S:
@@ -150,11 +163,11 @@ class Index:
         except (OSError, ValueError, KeyError):
             pass
         self.asked.append(package)
-        versions = sort_versions(self.lister(package))
+        versions = sort_versions(self.lister(package, python))
         self.folder.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"at": time.time(), "versions": versions}))
         return versions
 
 
-def index_versions(folder: Path, package: str) -> list[str]:
-    return Index(folder).versions(package)
+def index_versions(folder: Path, package: str, python: str | None = None) -> list[str]:
+    return Index(folder).versions(package, python=python)

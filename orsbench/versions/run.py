@@ -21,7 +21,7 @@ from typing import Any
 
 import orsbench
 from orsbench.versions.bisection import NOT_RUN, search
-from orsbench.versions.envs import Built, Cache
+from orsbench.versions.envs import Built, Cache, client_python
 from orsbench.versions.history import History, Row, SeriesFacts
 from orsbench.versions.releases import Index, Release, Series, sort_versions
 
@@ -81,7 +81,7 @@ def play_in_env(built: Built, client: str, cases: list[str], *, log: Path | None
     assert built.python is not None
     root = str(Path(orsbench.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
-           "OPENREWARD_DISABLE_UPDATE_CHECK": "1", "TRL_EXPERIMENTAL_SILENCE": "1", "HF_HUB_OFFLINE": "1"}  # fmt: skip
+           "OPENREWARD_DISABLE_UPDATE_CHECK": "1", "TRL_EXPERIMENTAL_SILENCE": "1", "HF_HUB_OFFLINE": "1", **built.environ}  # fmt: skip
     timeout = RUN_BASE_S + RUN_PER_CASE_S * len(cases)
     with tempfile.TemporaryDirectory(prefix="orsbench-versions-") as tmp:
         out = Path(tmp) / "out.json"
@@ -128,12 +128,13 @@ def shard_of(anchors: list[str], shard: tuple[int, int]) -> list[str]:
     return anchors[cut[k - 1] : cut[k] + 1] if cut[k] > cut[k - 1] else []
 
 
-def versions_between(index: Index, package: str, anchors: list[str], progress: Callable[[str], None]) -> list[str]:
-    """The index's releases from the oldest to the newest anchor (pre-releases only where an anchor is one)."""
+def versions_between(index: Index, package: str, anchors: list[str], progress: Callable[[str], None], *, python: str | None = None) -> list[str]:
+    """The index's releases from the oldest to the newest anchor (pre-releases only where an anchor is one), as a
+    ``python`` (the client's own, where it is not this one) is offered them."""
     from packaging.version import Version
 
     try:
-        listed = index.versions(package)
+        listed = index.versions(package, python=python)
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
         progress(f"{package}: the package index's list is not available ({exc}); no bisection between tested releases")
         listed = []
@@ -160,7 +161,7 @@ def run_versions(
         anchors = shard_of(sort_versions(plan.anchors), shard)
         if not anchors:
             continue
-        versions = versions_between(index, series.package, anchors, progress)
+        versions = versions_between(index, series.package, anchors, progress, python=client_python(series.client))
         expected, pinned, summaries = pinned_facts(series.client, cases)
         facts = SeriesFacts(series.client, series.package, list(series.pins), versions, anchors, cases, expected, pinned, summaries)
         history.series[series.name] = facts

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -59,7 +59,7 @@ from orsbench.servers.implementations import mock_engine
 from orsbench.servers.request_log import RequestLog
 from orsbench.verdict import Judgement
 from orsbench.wire.evidence import Exchange
-from orsbench.wire.observe import Observing
+from orsbench.wire.observe import Observer, Observing
 
 #: The server's own routes (the out route on a case's port).
 CASES_PATH, REPORT_PATH, OUT_PATH = "/_orsbench/cases", "/_orsbench/report", "/_orsbench/out"
@@ -108,7 +108,8 @@ class HostedCase(Observing):
     the proxy's client grader observes what the proxy forwards: the same exchanges, the same attribution.
     """
 
-    def __init__(self, case: Case, on_graded: Graded | None = None) -> None:
+    def __init__(self, case: Case, on_graded: Graded | None = None, observers: Sequence[Observer] = ()) -> None:
+        """``observers``: told of this case's traffic after the case itself, as a proxy tells its list."""
         self.case = case
         self.on_graded = on_graded
         scenario = get_scenario(case.scenario, **dict(case.params))
@@ -128,7 +129,7 @@ class HostedCase(Observing):
         #: Tool runs per session id, as the engine counts them (what ``client.tool_runs`` compares with the script).
         self.tool_runs: dict[str, Counter[str]] = {}
         self.attributor = Attributor(self._ended, max_requests=MAX_REQUESTS, idle_s=IDLE_S, unopened_s=UNOPENED_S)
-        self.app = RequestLog(app, keep=False, observers=[self])
+        self.app = RequestLog(app, keep=False, observers=[self, *observers])
         #: Contract lines posted per episode (a session id; a refused connection's key).
         self.lines: dict[str, list[str]] = {}
         #: Lines posted, naming no session, before the case had any episode: the first one to end takes them.
@@ -390,11 +391,14 @@ class HostedCase(Observing):
 class HostedServer:
     """The ASGI app of ``check-client --hosted``: each case's port to its engine; the manifest, the lines, the report."""
 
-    def __init__(self, cases: list[Case], *, on_graded: Graded | None = None, strict: bool = False) -> None:
-        """``strict``: a case nobody played fails the run (its skips count as required checks not run)."""
+    def __init__(
+        self, cases: list[Case], *, on_graded: Graded | None = None, strict: bool = False, observers: Sequence[Observer] = ()
+    ) -> None:
+        """``strict``: a case nobody played fails the run (its skips count as required checks not run); ``observers``:
+        told of every case's traffic too (:mod:`orsbench.wire.observe`), each after the case's own grading."""
         if not cases:
             raise ValueError("no case to host")
-        self.cases = {case.name: HostedCase(case, on_graded) for case in cases}
+        self.cases = {case.name: HostedCase(case, on_graded, observers) for case in cases}
         self._by_port: dict[int, HostedCase] = {}
         self.base_url = ""
         self.started_at = datetime.now(UTC).isoformat(timespec="seconds")

@@ -105,31 +105,26 @@ def serve_variant(upstream: str, ready: str, variant: str, costs: str) -> None:
     from orsbench.servers.app import serve_forever, write_ready_file
     from orsbench.servers.proxy import ProxyApp
     from orsbench.servers.proxy_server import ProxyServer
-    from orsbench.wire.observe import Observer, Observers, Observing
+    from orsbench.wire.observe import Observer, Observing, Wrapping
 
     front, grading = variant.split("-")
     spent = {"server": 0.0, "client": 0.0, "requests": 0}
 
-    class Timed(Observing):
-        """An observer timing another's halves (process time), as ``orsbench proxy`` plugs the graders in; a half the
-        other leaves quiet stays quiet (the proxy does not call it)."""
+    class Timed(Wrapping):
+        """An observer timing another's halves (process time), as ``orsbench proxy`` plugs the graders in."""
 
         def __init__(self, name: str, observer: Observer) -> None:
-            self.name, self.observer = name, observer
-            inner = Observers([observer])
-            if not inner.on_start:
-                self.started = super().started  # type: ignore[method-assign]
-            if not inner.on_end:
-                self.ended = super().ended  # type: ignore[method-assign]
+            super().__init__([observer])
+            self.name = name
 
         def started(self, exchange: Any, path: str) -> None:
             began = time.process_time()
-            self.observer.started(exchange, path)
+            self.observers.started(exchange, path)
             spent[self.name] += time.process_time() - began
 
         def ended(self, exchange: Any, path: str) -> None:
             began = time.process_time()
-            self.observer.ended(exchange, path)
+            self.observers.ended(exchange, path)
             spent[self.name] += time.process_time() - began
 
     class Count(Observing):

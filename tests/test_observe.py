@@ -258,6 +258,9 @@ def test_proxy_grading_puts_each_grader_where_the_proxy_needs_it():
     gate = sampled.inner.all[0]
     assert isinstance(gate, Sampled) and gate.observers.all == (sampled.server, sampled.clients)
     assert sampled.inner.all[1] is extra  # the recorder and the printer see everything, unsampled
+    gated = ProxyGrading("http://127.0.0.1:9", grade_sample=0.5, faults=True)
+    assert gated.inner.on_start == ()  # the gate listens only to what the graders behind it listen to
+    assert len(gated.inner.on_end) == 1 and gated.outer.all == (gated.clients,)
 
 
 def test_observers_leave_out_quiet_halves_and_nest_flat():

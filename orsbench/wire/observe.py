@@ -91,6 +91,19 @@ class Observers(Observing):
         return len(self.all)
 
 
+class Wrapping(Observing):
+    """An observer in front of others (a sample's gate, a timer): it listens to exactly the halves they listen to,
+    so wrapping a grader that ignores starts adds no call per start. Subclasses define both halves and call
+    :attr:`observers` from them."""
+
+    def __init__(self, observers: Sequence[Observer]) -> None:
+        self.observers = Observers(observers)
+        if not self.observers.on_start:
+            self.started = super().started  # type: ignore[method-assign]  # the quiet half: Observers leaves it out
+        if not self.observers.on_end:
+            self.ended = super().ended  # type: ignore[method-assign]
+
+
 def observers(items: Sequence[Observer] | Observers) -> Observers:
     """``items`` as :class:`Observers` (a source's argument: a list, or observers already gathered)."""
     return items if isinstance(items, Observers) else Observers(items)

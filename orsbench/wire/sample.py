@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from orsbench import protocol
 from orsbench.wire.evidence import Exchange
-from orsbench.wire.observe import Observer, Observers, Observing
+from orsbench.wire.observe import Observer, Wrapping
 
 _SESSION_HEADERS = (protocol.SESSION_HEADER.lower(), protocol.SESSION_HEADER)
 
@@ -58,18 +58,13 @@ class SessionSample:
         return {"fraction": self.fraction, "sessions_seen": self.sessions_seen, "sessions_graded": self.sessions_graded}
 
 
-class Sampled(Observing):
+class Sampled(Wrapping):
     """``observers`` told only of the sessions in ``sample``: one decision per exchange, for all of them alike
     (a session is graded whole, by every grader, or not at all)."""
 
     def __init__(self, sample: SessionSample, observers: Sequence[Observer]) -> None:
+        super().__init__(observers)
         self.sample = sample
-        self.observers = Observers(observers)
-        # only the halves the graders listen to: a sample with no one listening to starts costs nothing there
-        if not self.observers.on_start:
-            self.started = super().started  # type: ignore[method-assign]
-        if not self.observers.on_end:
-            self.ended = super().ended  # type: ignore[method-assign]
 
     def started(self, exchange: Exchange, path: str) -> None:
         if self.sample.starting(exchange):

@@ -101,41 +101,48 @@ def serve_variant(upstream: str, ready: str, variant: str, costs: str) -> None:
     if variant == "floor":
         serve_floor(upstream, ready)
         return
-    from orsbench.checks.passive import PassiveGrader
-    from orsbench.clientcheck.passive import PassiveClientGrader
-    from orsbench.clientcheck.traffic import seen_of, session_of
+    from orsbench.clientcheck.proxy_grading import ProxyGrading
     from orsbench.servers.app import serve_forever, write_ready_file
     from orsbench.servers.proxy import ProxyApp
     from orsbench.servers.proxy_server import ProxyServer
+    from orsbench.wire.observe import Observer, Observing, Wrapping
 
     front, grading = variant.split("-")
     spent = {"server": 0.0, "client": 0.0, "requests": 0}
 
-    def timed(name: str, fn: Any) -> Any:
-        def call(*args: Any) -> None:
+    class Timed(Wrapping):
+        """An observer timing another's halves (process time), as ``orsbench proxy`` plugs the graders in."""
+
+        def __init__(self, name: str, observer: Observer) -> None:
+            super().__init__([observer])
+            self.name = name
+
+        def started(self, exchange: Any, path: str) -> None:
             began = time.process_time()
-            fn(*args)
-            spent[name] += time.process_time() - began
+            self.observers.started(exchange, path)
+            spent[self.name] += time.process_time() - began
 
-        return call
+        def ended(self, exchange: Any, path: str) -> None:
+            began = time.process_time()
+            self.observers.ended(exchange, path)
+            spent[self.name] += time.process_time() - began
 
-    observers: list[Any] = []
-    starting: list[Any] = []
+    class Count(Observing):
+        def ended(self, exchange: Any, path: str) -> None:
+            spent["requests"] += 1
+
+    graders = ProxyGrading(upstream)  # the proxy's own two graders, each timed where the variant has it
+    observers: list[Any] = [Count()]
     if grading in ("server", "both"):
-        observers.append(timed("server", PassiveGrader(upstream)))
+        observers.append(Timed("server", graders.server))
     if grading in ("client", "both"):
-        clients = PassiveClientGrader()
-        observers.append(timed("client", lambda exchange: clients.observe(seen_of(exchange))))
-        starting.append(timed("client", lambda exchange, path: clients.request_started(exchange.peer, exchange.started_at, path, session_of(exchange))))
-
-    def count(exchange: Any) -> None:
-        spent["requests"] += 1
+        observers.append(Timed("client", graders.clients))
 
     def write_costs() -> None:
         n = max(1, spent["requests"])
         Path(costs).write_text(json.dumps({k: round(spent[k] / n * 1e6, 1) for k in ("server", "client")}))
 
-    app = ProxyApp(upstream, observers=[count, *observers], starting=starting, on_shutdown=[write_costs])
+    app = ProxyApp(upstream, observers=observers, on_shutdown=[write_costs])
     if front == "socket":
         ProxyServer(app).run(on_ready=write_ready_file(ready))
     else:

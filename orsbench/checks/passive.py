@@ -42,6 +42,7 @@ from orsbench.checks.registry import ANY, CALLS, FINISHER, Check, closure, load_
 from orsbench.checks.runner import Report, dependency_order, grade, report_order
 from orsbench.config import DEFAULT_EVIDENCE_LIMIT
 from orsbench.wire.evidence import Exchange
+from orsbench.wire.observe import Observing
 
 NO_EVIDENCE = "the traffic gave no evidence for this check"
 #: What :meth:`PassiveGrader._call` answers for a call it folded: nothing to file.
@@ -54,8 +55,8 @@ _NEEDS = {
 }
 
 
-class PassiveGrader:
-    """An exchange observer that files traffic as check evidence; :meth:`report` grades it."""
+class PassiveGrader(Observing):
+    """An exchange observer (:mod:`orsbench.wire.observe`) that files traffic as check evidence; :meth:`report` grades it."""
 
     def __init__(self, target: str, options: Options | None = None, limit: int | None = DEFAULT_EVIDENCE_LIMIT) -> None:
         """``limit``: how many exchanges of the families that grow with traffic (``traffic.N``, ``play.N``,
@@ -83,6 +84,10 @@ class PassiveGrader:
         self._folder = Folder(self.evidence.folded, self.options)
 
     # -- observing -----------------------------------------------------------------
+    def ended(self, exchange: Exchange, path: str) -> None:
+        """The observer's half it listens to: a finished exchange, filed (``path`` is read from the URL, as offline)."""
+        self(exchange)
+
     def __call__(self, exchange: Exchange) -> None:
         with self._lock:
             name = self._classify(exchange)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
-from urllib.parse import urlsplit
 
 from orsbench.cli import flags, reporting, subcommand, types
 from orsbench.config import DEFAULT_EVIDENCE_LIMIT
@@ -96,63 +95,32 @@ def _fraction(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orsbench.checks.passive import PassiveGrader
-    from orsbench.clientcheck.passive import PassiveClientGrader
+    from orsbench.clientcheck.proxy_grading import ProxyGrading
     from orsbench.servers.request_log import RequestLog
     from orsbench.reports.json_report import dumps
     from orsbench.servers.app import BindError, announce_ready, serve_forever
     from orsbench.servers.proxy_server import ProxyServer
     from orsbench.servers.proxy import ProxyApp, wrap_faults
     from orsbench.wire.cassette import CassetteRecorder
-    from orsbench.wire.sample import SessionSample
 
     secrets = types.secrets_of(args)
-    grader = PassiveGrader(args.upstream, limit=args.evidence_limit)
-    clients = PassiveClientGrader()
-    sample = SessionSample(args.grade_sample) if args.grade_sample is not None else None
-    observers: list[Any] = [grader]
-    starting: list[Any] = []
-    if not args.faults:  # the clients get what the proxy forwards: grade them from its own exchanges
-        observers.append(clients.exchange_ended)
-        starting.append(clients.exchange_started)
-    if sample is not None:  # one decision per exchange, for both graders: a session is graded whole or not at all
-        graders, observers = observers, []
-
-        def sampled(exchange: Any) -> None:
-            if sample(exchange, urlsplit(exchange.url).path):
-                for observe in graders:
-                    observe(exchange)
-
-        def sampled_start(exchange: Any, path: str, _watchers: list[Any] = starting) -> None:
-            if sample.starting(exchange):
-                for watch in _watchers:
-                    watch(exchange, path)
-
-        observers.append(sampled)
-        starting = [sampled_start] if starting else []
     recorder = CassetteRecorder(args.upstream, "orsbench proxy", secrets=secrets) if args.record else None
-    if recorder is not None:
-        observers.append(recorder)
+    also: list[Any] = [recorder] if recorder is not None else []
     if args.verbose:
-        observers.append(_print_exchange)
+        also.append(_Printer())
+    grading = ProxyGrading(
+        args.upstream, evidence_limit=args.evidence_limit, grade_sample=args.grade_sample, faults=bool(args.faults), also=also
+    )
+    clients, sample = grading.clients, grading.sample
     terminal = reporting.terminal_of(args)
     if terminal.out is sys.stdout:
         terminal.out = sys.stderr  # stdout carries the banner (the URL) for whoever started the proxy
 
-    def graded(final: bool = False) -> Any:
-        """The server checks and, beside them, the client checks of every client session seen."""
-        report = grader.report()
-        report.results += clients.results(final=final)
-        report.cases = clients.verdicts()  # each client session's one verdict, in the words of check-client and the matrix
-        if sample is not None:
-            report.sampled = sample.as_dict()
-        return report
-
     def live_report() -> tuple[int, str, bytes]:
-        return 200, "application/json", dumps(graded()).encode()
+        return 200, "application/json", dumps(grading.report()).encode()
 
     def write_outputs() -> None:
-        report = graded(final=True)
+        report = grading.report(final=True)
         reporting.write_reports(report, args, title="orsbench proxy")
         if recorder is not None:
             data = recorder.save(args.record)
@@ -176,18 +144,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         proxy = ProxyApp(
-            args.upstream, observers=observers, starting=starting, routes={REPORT_PATH: live_report},
+            args.upstream, observers=grading.inner, routes={REPORT_PATH: live_report},
             on_shutdown=[write_outputs], secrets=secrets, api_key=flags.api_key_of(args),
         )  # fmt: skip
         app = wrap_faults(proxy, tuple(args.faults), args.seed, ping_interval=args.ping_interval)
         if args.faults or args.request_log:  # outermost: it records what the faults answered, as on a case server
-            tapped = bool(args.faults)  # with faults, the clients are graded on what they got: from here, not the proxy
-            app = RequestLog(
-                app,
-                keep=args.request_log,
-                on_start=[clients.entry_started] if tapped else [],
-                on_end=[clients.entry_ended] if tapped else [],
-            )
+            app = RequestLog(app, keep=args.request_log, observers=grading.outer)  # with faults, the clients are graded here
     except ValueError as exc:  # a fault that works on the engine only, ...: the message names the fix
         raise flags.UsageError(str(exc)) from None
 
@@ -208,7 +170,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_exchange(exchange: Any) -> None:
-    """``-v``: one line per forwarded exchange, as it finishes (never its headers: they may carry a key)."""
-    status = exchange.status if exchange.status is not None else (exchange.error or "no answer")
-    print(f"  {exchange.method} {exchange.url} -> {status} in {exchange.elapsed:.3f} s", file=sys.stderr, flush=True)
+class _Printer:
+    """``-v``: an observer (:mod:`orsbench.wire.observe`) printing one line per forwarded exchange, as it finishes
+    (never its headers: they may carry a key)."""
+
+    def started(self, exchange: Any, path: str) -> None:
+        pass
+
+    def ended(self, exchange: Any, path: str) -> None:
+        status = exchange.status if exchange.status is not None else (exchange.error or "no answer")
+        print(f"  {exchange.method} {exchange.url} -> {status} in {exchange.elapsed:.3f} s", file=sys.stderr, flush=True)

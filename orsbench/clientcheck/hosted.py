@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -49,15 +49,17 @@ from orsbench.clientcheck.contract import OutFile, parse_line
 from orsbench.clientcheck.judgement import judge
 from orsbench.clientcheck.live import Judgements, Tallies, grade_episode, label, not_reported, report_checks, traffic_checks
 from orsbench.clientcheck.runner import CaseRun
-from orsbench.clientcheck.traffic import from_entry, session_in
+from orsbench.clientcheck.traffic import seen_of, session_of
 from orsbench.config import ServerConfig, effective_config
 from orsbench.scenarios import get_scenario
 from orsbench.servers.app import url_of
 from orsbench.servers.engine import finished_error
 from orsbench.servers.http import Message, Receive, Scope, Send, read_body, run_lifespan, send_json, session_id
 from orsbench.servers.implementations import mock_engine
-from orsbench.servers.request_log import Entry, RequestLog
+from orsbench.servers.request_log import RequestLog
 from orsbench.verdict import Judgement
+from orsbench.wire.evidence import Exchange
+from orsbench.wire.observe import Observer, Observing
 
 #: The server's own routes (the out route on a case's port).
 CASES_PATH, REPORT_PATH, OUT_PATH = "/_orsbench/cases", "/_orsbench/report", "/_orsbench/out"
@@ -99,10 +101,15 @@ class GradedSession:
     judgement: Judgement | None = None
 
 
-class HostedCase:
-    """One case served under ``/<case>``: its engine, its sessions, their verdicts."""
+class HostedCase(Observing):
+    """One case served under ``/<case>``: its engine, its sessions, their verdicts.
 
-    def __init__(self, case: Case, on_graded: Graded | None = None) -> None:
+    It observes its engine's traffic (:mod:`orsbench.wire.observe`) through a request-log tap, as
+    the proxy's client grader observes what the proxy forwards: the same exchanges, the same attribution.
+    """
+
+    def __init__(self, case: Case, on_graded: Graded | None = None, observers: Sequence[Observer] = ()) -> None:
+        """``observers``: told of this case's traffic after the case itself, as a proxy tells its list."""
         self.case = case
         self.on_graded = on_graded
         scenario = get_scenario(case.scenario, **dict(case.params))
@@ -122,7 +129,7 @@ class HostedCase:
         #: Tool runs per session id, as the engine counts them (what ``client.tool_runs`` compares with the script).
         self.tool_runs: dict[str, Counter[str]] = {}
         self.attributor = Attributor(self._ended, max_requests=MAX_REQUESTS, idle_s=IDLE_S, unopened_s=UNOPENED_S)
-        self.app = RequestLog(app, keep=False, on_start=[self._started], on_end=[self._answered])
+        self.app = RequestLog(app, keep=False, observers=[self, *observers])
         #: Contract lines posted per episode (a session id; a refused connection's key).
         self.lines: dict[str, list[str]] = {}
         #: Lines posted, naming no session, before the case had any episode: the first one to end takes them.
@@ -149,14 +156,16 @@ class HostedCase:
         self._reaped.add(session.sid)
         return True  # the reaper's own rule decides; this only learns which sessions it takes
 
-    def _started(self, entry: Entry) -> None:
+    def started(self, exchange: Exchange, path: str) -> None:
+        """A request to this case's engine began (the observer's first half)."""
         self.requests += 1
         self.last_activity = time.monotonic()
-        self.attributor.started(entry.peer, entry.started_at, entry.path, session_in(entry.request_headers))
+        self.attributor.started(exchange.peer, exchange.started_at, path, session_of(exchange))
 
-    def _answered(self, entry: Entry) -> None:
+    def ended(self, exchange: Exchange, path: str) -> None:
+        """Its answer ended: filed under its session."""
         self.last_activity = time.monotonic()
-        self.attributor.seen(from_entry(entry))
+        self.attributor.seen(seen_of(exchange, path))
 
     def sweep(self, now: float) -> None:
         """End what is over: sessions past the deadline or reaped by the engine's TTL reaper; idle connections.
@@ -382,11 +391,14 @@ class HostedCase:
 class HostedServer:
     """The ASGI app of ``check-client --hosted``: each case's port to its engine; the manifest, the lines, the report."""
 
-    def __init__(self, cases: list[Case], *, on_graded: Graded | None = None, strict: bool = False) -> None:
-        """``strict``: a case nobody played fails the run (its skips count as required checks not run)."""
+    def __init__(
+        self, cases: list[Case], *, on_graded: Graded | None = None, strict: bool = False, observers: Sequence[Observer] = ()
+    ) -> None:
+        """``strict``: a case nobody played fails the run (its skips count as required checks not run); ``observers``:
+        told of every case's traffic too (:mod:`orsbench.wire.observe`), each after the case's own grading."""
         if not cases:
             raise ValueError("no case to host")
-        self.cases = {case.name: HostedCase(case, on_graded) for case in cases}
+        self.cases = {case.name: HostedCase(case, on_graded, observers) for case in cases}
         self._by_port: dict[int, HostedCase] = {}
         self.base_url = ""
         self.started_at = datetime.now(UTC).isoformat(timespec="seconds")

@@ -9,10 +9,10 @@ left open, Retry-After honoured, no 4xx retried, no call after ``finished``, cut
 proxy knows no case: which environment, script or secrets a client was meant to use is unknown,
 so those checks judge what the traffic shows (``Context.run`` is ``None``).
 
-It is told of each request as it starts (:meth:`request_started`) and as its answer ends
-(:meth:`observe`) — by :class:`~orsbench.servers.proxy.ProxyApp` itself, or, when the proxy injects
-faults, by a :class:`~orsbench.servers.request_log.RequestLog` tap outside them, so the graded traffic
-is what the clients got (an injected 503 included). Safe to read from another thread: :meth:`results` is the
+It is an observer (:mod:`orsbench.wire.observe`), told of each request as it starts and as its answer
+ends — by :class:`~orsbench.servers.proxy.ProxyApp` itself, or, when the proxy injects faults, by a
+:class:`~orsbench.servers.request_log.RequestLog` tap outside them, so the graded traffic is what the
+clients got (an injected 503 included); :mod:`.proxy_grading` plugs it in. Safe to read from another thread: :meth:`results` is the
 report so far — ended sessions tallied, open ones graded as they stand but not yet judged on
 deletion — and :meth:`results` with ``final=True`` ends every open session ("still open at exit").
 """
@@ -28,11 +28,11 @@ from orsbench.checks.model import CheckResult
 from orsbench.clientcheck.attribution import UNOPENED_S, Attributor, Episode
 from orsbench.clientcheck.checks import ClientCheck
 from orsbench.clientcheck.live import Judgements, Tallies, judge_episode, label, traffic_checks, traffic_judgement
-from orsbench.clientcheck.traffic import Seen, from_entry, seen_of, session_in, session_of
+from orsbench.clientcheck.traffic import Seen, seen_of, session_of
 from orsbench.verdict import Judgement
+from orsbench.wire.observe import Observing
 
 if TYPE_CHECKING:
-    from orsbench.servers.request_log import Entry
     from orsbench.wire.evidence import Exchange
 
 #: Seconds between sweeps for idle connections and abandoned sessions (on the traffic's own thread).
@@ -41,8 +41,8 @@ SWEEP_S = 0.5
 _DELETED = "client.session_deleted"
 
 
-class PassiveClientGrader:
-    """Files forwarded exchanges under client sessions and grades each session when it ends."""
+class PassiveClientGrader(Observing):
+    """Files forwarded exchanges under client sessions and grades each session when it ends (an observer)."""
 
     def __init__(self, checks: list[ClientCheck] | None = None, *, abandoned_s: float = protocol.SESSION_TTL_S) -> None:
         """``abandoned_s``: a session with no request for this long is graded as left open (a server reaps it)."""
@@ -74,22 +74,14 @@ class PassiveClientGrader:
                 self._next_sweep = now + SWEEP_S
                 self.attributor.sweep(now, abandoned_s=self.abandoned_s)
 
-    # -- taps: the one way a front end feeds it (the proxy's own exchanges, or a request log's entries) ----------
-    def exchange_started(self, exchange: Exchange, path: str) -> None:
-        """A tap for :class:`~orsbench.servers.proxy.ProxyApp`'s ``starting``: a forwarded request began."""
+    # -- the observer: the one way a source feeds it (the proxy's own exchanges, or a request log's) ----------
+    def started(self, exchange: Exchange, path: str) -> None:
+        """A request began (forwarded by the proxy, or arriving at a request log outside injected faults)."""
         self.request_started(exchange.peer, exchange.started_at, path, session_of(exchange))
 
-    def exchange_ended(self, exchange: Exchange) -> None:
-        """A tap for :class:`~orsbench.servers.proxy.ProxyApp`'s observers: a forwarded request's answer ended."""
-        self.observe(seen_of(exchange))
-
-    def entry_started(self, entry: Entry) -> None:
-        """A tap for a :class:`~orsbench.servers.request_log.RequestLog`'s ``on_start`` (outside injected faults)."""
-        self.request_started(entry.peer, entry.started_at, entry.path, session_in(entry.request_headers))
-
-    def entry_ended(self, entry: Entry) -> None:
-        """A tap for a request log's ``on_end``: what the client got, an injected fault's answer included."""
-        self.observe(from_entry(entry))
+    def ended(self, exchange: Exchange, path: str) -> None:
+        """A request's answer ended: what the client got, an injected fault's answer included."""
+        self.observe(seen_of(exchange, path))
 
     def _ended(self, episode: Episode) -> None:
         name = label(episode) + _why(episode)

@@ -11,10 +11,11 @@ so this module groups the log once, the same way for every check:
 * a ``/call`` carrying a ``task_id`` is a resume, filed under the call whose
   stream handed out that ``task_id``.
 
-Both sources of traffic give the same typed view: a request-log entry
+Both sources of traffic give the same typed view: a request-log entry read back
 (``check-client``, ``matrix``: :func:`from_log`) and an exchange a live server
-or proxy saw (``check-client --hosted``, ``orsbench proxy``: :func:`seen_of`)
-each become a :class:`Seen` — an :class:`~orsbench.wire.evidence.Exchange`, its
+or proxy told its observers of (``check-client --hosted``, ``orsbench proxy``: :func:`seen_of`)
+each become a :class:`Seen` — an :class:`~orsbench.wire.evidence.Exchange` built the one way
+(:meth:`~orsbench.wire.evidence.Exchange.recorded` for a log entry), its
 route, whether its answer ended normally and the secret names it carried — so
 the checker's own readers (``result_of``, ``task_id_of``) classify the answers,
 every client check reads one shape, and reports show the exchanges as evidence
@@ -28,16 +29,13 @@ import binascii
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.checks.evidence import request_json, result_of, task_id_of
+from orsbench.servers.request_log import Entry
 from orsbench.wire.evidence import Exchange
-from orsbench.wire.sse import parse
-
-if TYPE_CHECKING:
-    from orsbench.servers.request_log import Entry
 
 _SECRETS = protocol.SECRETS_HEADER.lower()
 
@@ -54,29 +52,6 @@ def session_of(exchange: Exchange) -> str | None:
 def session_in(headers: dict[str, str]) -> str | None:
     """:func:`session_of` from a request's headers alone (as a request starts, before there is an exchange)."""
     return protocol.session_in(headers)
-
-
-def exchange_of(entry: dict[str, Any]) -> Exchange:
-    """A request-log entry as the checker's :class:`Exchange` (the event stream parsed)."""
-    body = entry.get("body", "").encode("utf-8")
-    headers = dict(entry.get("headers") or {})
-    exchange = Exchange(
-        method=entry["method"],
-        url=entry["path"],
-        request_headers=dict(entry.get("request_headers") or {}),
-        request_body=entry.get("request_body", "").encode("utf-8"),
-        status=entry.get("status"),
-        headers=headers,
-        body=body,
-        started_at=float(entry.get("started_at") or 0.0),
-        elapsed=float((entry.get("ended_at") or entry.get("started_at") or 0.0) - (entry.get("started_at") or 0.0)),
-        peer=entry.get("peer"),
-    )
-    if headers.get("content-type", "").startswith("text/event-stream"):
-        exchange.sse = parse(body)
-    if entry.get("status") is None:
-        exchange.error = "no answer"
-    return exchange
 
 
 @dataclass(slots=True)
@@ -97,20 +72,12 @@ class Seen:
 def from_log(entries: Iterable[dict[str, Any]]) -> list[Seen]:
     """The request log's entries (:mod:`orsbench.servers.request_log`) as :class:`Seen` requests."""
     out = []
-    for entry in entries:
-        names = entry.get("secret_names")
-        exchange = exchange_of(entry)
-        out.append(Seen(exchange, entry["path"], bool(entry.get("complete")), tuple(names) if names is not None else None, session_of(exchange)))
+    for data in entries:
+        entry = Entry.from_json(data)
+        names = entry.secret_names
+        exchange = entry.exchange()
+        out.append(Seen(exchange, entry.path, entry.complete, tuple(names) if names is not None else None, session_of(exchange)))
     return out
-
-
-def from_entry(entry: Entry, path: str | None = None) -> Seen:
-    """A request-log entry a live server just answered (no JSON round trip) as a :class:`Seen` request."""
-    names = entry.secret_names
-    exchange = entry.exchange()
-    return Seen(
-        exchange, path if path is not None else entry.path, entry.complete, tuple(names) if names is not None else None, session_of(exchange)
-    )
 
 
 def secret_names(header: str | None) -> tuple[str, ...] | None:
@@ -125,7 +92,8 @@ def secret_names(header: str | None) -> tuple[str, ...] | None:
 
 
 def seen_of(exchange: Exchange, path: str | None = None) -> Seen:
-    """An exchange a live server or proxy saw as a :class:`Seen` (``path``: its route, else the URL's path)."""
+    """An exchange a live server or proxy told its observers of as a :class:`Seen` (``path``: its route, else the
+    URL's path). Its request headers are as the client sent them, so the secret names are read from ``X-Secrets`` here."""
     headers = exchange.request_headers
     header = headers.get(_SECRETS) or headers.get(protocol.SECRETS_HEADER)
     return Seen(

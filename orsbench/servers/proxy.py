@@ -12,8 +12,9 @@ stalls: the proxy adds no timeout of its own to a read.
 What passes through is also handed, as one
 :class:`~orsbench.wire.evidence.Exchange` per request (raw bytes, headers,
 parsed SSE events with arrival times, the client connection it came on), to the
-*observers* the front end plugs in — the passive server and client graders and
-the cassette recorder — so the proxy itself judges nothing and writes nothing. Local routes (``GET /_orsbench/report``)
+*observers* plugged in (:mod:`orsbench.wire.observe`: told as each request starts and as its
+answer ends) — the passive server and client graders and the cassette recorder, composed by
+:mod:`orsbench.clientcheck.proxy_grading` — so the proxy itself judges nothing and writes nothing. Local routes (``GET /_orsbench/report``)
 are answered by callables the front end provides.
 
 The proxy forwards with the upstream's own ``Host`` and rewrites a
@@ -24,7 +25,6 @@ reverse proxy must for the default-environment redirect to stay usable.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -36,16 +36,13 @@ from orsbench.servers.http import peer_of, run_lifespan
 from orsbench.servers.origin_pool import Aborted, UpstreamConnection, UpstreamError, UpstreamPool, UpstreamResponse
 from orsbench.wire.client import add_secrets
 from orsbench.wire.evidence import Exchange
+from orsbench.wire.observe import Observer, Observers, observers as gathered
 from orsbench.wire.sse import SSEParser
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-#: Called with each completed exchange, in completion order.
-Observer = Callable[[Exchange], None]
-#: Called as each request starts, with its exchange (no answer yet) and its path.
-Starting = Callable[[Exchange, str], None]
 #: A local route: returns ``(status, content_type, body)``.
 LocalRoute = Callable[[], tuple[int, str, bytes]]
 
@@ -105,6 +102,8 @@ class Forwarding(NamedTuple):
     exchange: Exchange
     #: ``scheme://host`` the client reached the proxy by (a ``Location`` into the upstream is rewritten onto it).
     proxy_origin: str
+    #: The route the client asked for (the path the observers are told).
+    path: str
 
 
 def _origin(url: str) -> str:
@@ -113,14 +112,13 @@ def _origin(url: str) -> str:
 
 
 class ProxyApp:
-    """Forward every HTTP request to ``upstream``; report each exchange to ``observers``."""
+    """Forward every HTTP request to ``upstream``; tell ``observers`` of each exchange as it starts and as it ends."""
 
     def __init__(
         self,
         upstream: str,
         *,
-        observers: Sequence[Observer] = (),
-        starting: Sequence[Starting] = (),
+        observers: Sequence[Observer] | Observers = (),
         routes: Mapping[str, LocalRoute] | None = None,
         on_shutdown: Sequence[Callable[[], None]] = (),
         connect_timeout: float = 10.0,
@@ -133,9 +131,8 @@ class ProxyApp:
         self.upstream = upstream.rstrip("/")
         self.upstream_origin = _origin(self.upstream)
         self._base_path = parts.path.rstrip("/")
-        self.observers = list(observers)
-        #: Told of each request as it starts (before its answer): a client grader tells a busy client from a quiet one.
-        self.starting = list(starting)
+        #: Told of each request as it starts (before its answer) and as its answer ends, in list order.
+        self.observers = gathered(observers)
         #: Added to every ``/create`` sent upstream as ``X-Secrets`` (``--secret``; docs/protocol.md §14).
         self._secrets = dict(secrets or {})
         #: Added as ``X-API-Key`` to every request that carries no key of its own (``--api-key``); like the
@@ -193,7 +190,7 @@ class ProxyApp:
 
         Shared by both fronts (the ASGI app under uvicorn, :mod:`.proxy_server` on the socket): hop-by-hop
         headers and ``Host`` stay behind, the framing headers are the pool's to write, the operator's secrets
-        and key are added after the evidence is taken; the ``starting`` watchers are told.
+        and key are added after the evidence is taken; the observers are told it started.
         """
         suffix = ("?" + query.decode("latin-1")) if query else ""
         target = self._base_path + raw_path.decode("latin-1") + suffix
@@ -216,20 +213,19 @@ class ProxyApp:
         url = proxy_origin + path + suffix
         if len(self._urls) < _SHARED_TEXTS:
             url = self._urls.setdefault(url, url)
-        exchange = Exchange(method, url, seen, body, peer=peer)
-        exchange.started_at = time.monotonic()
-        for watcher in self.starting:
-            watcher(exchange, path)
+        exchange = Exchange.begin(method, url, seen, body, peer=peer)
+        for started in self.observers.on_start:
+            started(exchange, path)
         if self._secrets and path == protocol.CREATE:
             out = _with_secrets(out, self._secrets)
         if self._api_key is not None and not any(k.lower() in _KEY_HEADERS and v.strip() for k, v in out):
             out = [(k, v) for k, v in out if k.lower() != _API_KEY_LOWER] + [(_API_KEY_HEADER, self._api_key)]
-        return Forwarding(target, out, exchange, proxy_origin)
+        return Forwarding(target, out, exchange, proxy_origin, path)
 
     def unanswered(self, exchange: Exchange, exc: UpstreamError) -> bytes:
         """The upstream gave no answer: note it on the evidence; the 502 body the client gets."""
         exchange.error = f"{type(exc).__name__}: {exc}"
-        exchange.elapsed = time.monotonic() - exchange.started_at
+        exchange.finish(b"", complete=False)
         return orjson.dumps({"detail": f"orsbench proxy: the upstream {self.upstream} did not answer ({type(exc).__name__}: {exc})"})
 
     def answer_headers(
@@ -238,8 +234,7 @@ class ProxyApp:
         """The upstream's answer head as the client gets it (and on the evidence): hop-by-hop headers and
         ``drop`` left out, a ``Location`` into the upstream pointed back at the proxy."""
         exchange = forwarding.exchange
-        exchange.elapsed_headers = time.monotonic() - exchange.started_at
-        exchange.status = response.status
+        exchange.answer(response.status)  # the headers go on below, as they are filtered
         text, texts = self._text, self._texts
         out: list[tuple[bytes, bytes]] = []
         seen = exchange.headers
@@ -265,7 +260,7 @@ class ProxyApp:
             response = await self.pool.request(scope["method"], forwarding.target, forwarding.headers, body)
         except UpstreamError as exc:
             await _answer(send, 502, self.unanswered(exchange, exc), protocol.JSON_CONTENT_TYPE)
-            self.observe(exchange)
+            self.ended(forwarding)
             return
         try:
             # uvicorn writes its own date and server headers: the upstream's are left out, not sent twice
@@ -277,8 +272,8 @@ class ProxyApp:
                 await _relay(response, send, exchange)
         finally:
             response.release()
-            exchange.elapsed = time.monotonic() - exchange.started_at
-            self.observe(exchange)
+            exchange.finish(exchange.body, sse=exchange.sse)  # what the relay or the stream gathered
+            self.ended(forwarding)
 
     def _text(self, raw: bytes) -> str:
         """``raw`` decoded, one shared string per distinct short header name or value.
@@ -302,11 +297,11 @@ class ProxyApp:
             return proxy_origin + location[len(prefix) :]
         return location
 
-    def observe(self, exchange: Exchange) -> None:
-        """A finished exchange, to every observer (in completion order)."""
+    def ended(self, forwarding: Forwarding) -> None:
+        """A finished exchange (its body and stream on it: :meth:`Exchange.finish`), to every observer, in completion order."""
         self.forwarded += 1
-        for observer in self.observers:
-            observer(exchange)
+        for ended in self.observers.on_end:
+            ended(forwarding.exchange, forwarding.path)
 
 
 async def _relay(response: UpstreamResponse, send: Send, exchange: Exchange) -> None:

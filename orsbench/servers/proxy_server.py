@@ -31,7 +31,6 @@ import collections
 import logging
 import signal
 import sys
-import time
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import NamedTuple
@@ -303,7 +302,7 @@ class _Client(asyncio.Protocol):
             body = self.app.unanswered(forwarding.exchange, error)
             if not self.closed and self.transport is not None:
                 self.transport.write(_simple(502, protocol.JSON_CONTENT_TYPE.encode(), body, close=not request.keep_alive))
-            self.app.observe(forwarding.exchange)
+            self.app.ended(forwarding)
         except Exception:  # noqa: BLE001
             self._internal_error(request)
             return
@@ -393,14 +392,10 @@ class _Client(asyncio.Protocol):
         self._drop_upstream(reuse=not head_only)
         forwarding = self._forwarding
         assert forwarding is not None
-        exchange = forwarding.exchange
-        received = self._received
-        exchange.body = received[0] if len(received) == 1 else b"".join(received)
-        if self._sse is not None:
-            exchange.sse = self._sse.close()
-        exchange.elapsed = time.monotonic() - exchange.started_at
+        received, sse = self._received, self._sse
+        forwarding.exchange.finish(received[0] if len(received) == 1 else b"".join(received), sse=sse.close() if sse is not None else None)
         self._forwarding, self._sse, self._received = None, None, []
-        self.app.observe(exchange)
+        self.app.ended(forwarding)
         self._done(keep)
 
     def _done(self, keep: bool) -> None:

@@ -11,19 +11,21 @@ client saw it: a fault's 429 or cut stream included. ``GET
 
 Why a middleware and not the engine: it must see what the faults answered,
 and it works for every implementation alike. It also taps traffic for
-*watchers* without keeping it (``keep=False``): a grader of many clients at once
-(``orsbench proxy --fault``, ``check-client --hosted``) is told of each request as
-it starts and as its answer ends, with the connection it came on. Bounded: bodies are kept up to
+*observers* (:mod:`orsbench.wire.observe`) without keeping it (``keep=False``): a grader of many clients
+at once (``orsbench proxy --fault``, ``check-client --hosted``) is told of each request as
+it starts and as its answer ends, with the connection it came on — the same
+:class:`~orsbench.wire.evidence.Exchange`, built the same way, as the proxy tells its observers. Bounded: bodies are kept up to
 :data:`BODY_LIMIT` bytes each and :data:`TOTAL_LIMIT` bytes in all, entries up
 to :data:`MAX_ENTRIES` (a request storm is counted, not stored). Secrets are
 never kept: ``X-Secrets`` is recorded as the *names* it carries, and
-``X-API-Key``/``Authorization`` as present or not.
+``X-API-Key``/``Authorization`` as present or not. (An observer's exchange, which lives in memory
+only, carries the headers as sent, as the proxy's does: reports redact them, cassettes scrub them.)
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +33,7 @@ import orjson
 
 from orsbench import protocol
 from orsbench.wire.evidence import Exchange
-from orsbench.wire.sse import parse
+from orsbench.wire.observe import Observer, Observers, observers as gathered
 from orsbench.servers.http import ASGIApp, HTTPError, Message, RawJSON, Receive, Scope, Send, peer_of, read_body, send_json
 
 #: Bytes of each request or response body kept.
@@ -78,25 +80,40 @@ class Entry:
     peer: str | None = None
 
     def exchange(self) -> Exchange:
-        """This exchange as the checker's :class:`Exchange` (an event stream parsed; cut: ``error`` set)."""
-        body = bytes(self.body)
-        exchange = Exchange(
+        """This exchange as the checker's :class:`Exchange` (:meth:`Exchange.recorded`: an event stream parsed; cut: ``error`` set)."""
+        return Exchange.recorded(
             self.method,
             self.path,
             self.request_headers,
             self.request_body,
-            self.status,
-            self.headers,
-            body,
+            status=self.status,
+            headers=self.headers,
+            body=bytes(self.body),
             started_at=self.started_at,
-            elapsed=(self.ended_at or self.started_at) - self.started_at,
+            ended_at=self.ended_at,
+            complete=self.complete,
             peer=self.peer,
         )
-        if self.headers.get("content-type", "").startswith("text/event-stream"):
-            exchange.sse = parse(body)
-        if not self.complete:
-            exchange.error = "no answer" if self.status is None else "the answer was cut"
-        return exchange
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Entry:
+        """An entry as :meth:`to_json` wrote it (``GET /_orsbench/requests``, a matrix cell's log): the same
+        record, so its :meth:`exchange` is built as a live one's is."""
+        return cls(
+            method=data["method"],
+            path=data["path"],
+            request_headers=dict(data.get("request_headers") or {}),
+            request_body=(data.get("request_body") or "").encode("utf-8"),
+            started_at=float(data.get("started_at") or 0.0),
+            secret_names=data.get("secret_names"),
+            status=data.get("status"),
+            headers=dict(data.get("headers") or {}),
+            body=bytearray((data.get("body") or "").encode("utf-8")),
+            complete=bool(data.get("complete")),
+            ended_at=data.get("ended_at"),
+            truncated=bool(data.get("truncated")),
+            peer=data.get("peer"),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -116,22 +133,18 @@ class Entry:
         }
 
 
-#: Told of an entry as its request starts (no answer yet) and again as its answer ends.
-Watcher = Callable[[Entry], None]
-
 
 class RequestLog:
     """ASGI middleware recording every exchange; serves the log at :data:`protocol.REQUEST_LOG`.
 
-    ``keep=False``: keep nothing and serve no log — only tell ``on_start`` and ``on_end`` of each entry.
+    ``keep=False``: keep nothing and serve no log — only tell the ``observers`` of each exchange.
     """
 
-    def __init__(
-        self, app: ASGIApp, *, keep: bool = True, on_start: Sequence[Watcher] = (), on_end: Sequence[Watcher] = ()
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, keep: bool = True, observers: Sequence[Observer] | Observers = ()) -> None:
         self.app = app
         self.keep = keep
-        self.on_start, self.on_end = list(on_start), list(on_end)
+        #: Told of each request as it starts and as its answer ends (:mod:`orsbench.wire.observe`).
+        self.observers = gathered(observers)
         self.entries: list[Entry] = []
         self.total = 0
         self._kept_bytes = 0
@@ -148,22 +161,34 @@ class RequestLog:
             await self.app(scope, receive, send)
             return
         body, receive = await read_body(receive, limit=BODY_LIMIT)
+        observers = self.observers
         headers: dict[str, str] = {}
+        sent: dict[str, str] = {}  # as the client sent them, for the observers' exchange (the log keeps ``headers``)
         secrets = None
         for key, value in scope.get("headers") or ():
-            if key == b"x-secrets":
-                secrets = secret_names(value)
-            headers[key.decode("latin-1")] = REDACTED if key in _SECRET_HEADERS else value.decode("latin-1")
-        entry = Entry(scope["method"], scope["path"], headers, self._keep(body[:BODY_LIMIT]), time.monotonic(), secrets, peer=peer_of(scope))
+            name, text = key.decode("latin-1"), value.decode("latin-1")
+            if key in _SECRET_HEADERS:
+                if key == b"x-secrets":
+                    secrets = secret_names(value)
+                headers[name] = REDACTED
+                if observers:
+                    sent[name] = text
+            else:
+                headers[name] = sent[name] = text
+        path = scope["path"]
+        entry = Entry(scope["method"], path, headers, self._keep(body[:BODY_LIMIT]), time.monotonic(), secrets, peer=peer_of(scope))
         if self.keep:
             self.entries.append(entry)
-        for watcher in self.on_start:
-            watcher(entry)
+        seen = Exchange.begin(entry.method, path, sent, entry.request_body, started_at=entry.started_at, peer=entry.peer) if observers else None
+        if seen is not None:
+            observers.started(seen, path)
 
         async def recording_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 entry.status = int(message["status"])
                 entry.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in message.get("headers", [])}
+                if seen is not None:
+                    seen.answer(entry.status, entry.headers)
             elif message["type"] == "http.response.body":
                 chunk = message.get("body", b"")
                 room = BODY_LIMIT - len(entry.body)
@@ -185,8 +210,8 @@ class RequestLog:
         finally:
             if entry.ended_at is None:
                 entry.ended_at = time.monotonic()
-            for watcher in self.on_end:
-                watcher(entry)
+            if seen is not None:
+                observers.ended(seen.finish(bytes(entry.body), at=entry.ended_at, complete=entry.complete), path)
 
     def _keep(self, body: bytes) -> bytes:
         if not self.keep:

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.wire.evidence import Exchange
+from orsbench.wire.observe import Observing
 from orsbench.wire.redact import MIN_SECRET, scrub
 from orsbench.wire.sse import reassemble
 
@@ -126,8 +127,8 @@ def outcome_of(events: list[list[str]]) -> JSON:
     return out
 
 
-class CassetteRecorder:
-    """Turns a sequence of exchanges into a cassette. Call it with each exchange (an observer)."""
+class CassetteRecorder(Observing):
+    """Turns a sequence of exchanges into a cassette: call it with each exchange, or plug it in as an observer."""
 
     def __init__(self, source: str, recorder: str, *, secrets: Mapping[str, str] | None = None) -> None:
         self.source = _strip_url(source)
@@ -145,6 +146,10 @@ class CassetteRecorder:
         self.chunk_size: int | None = None
 
     # -- observing ---------------------------------------------------------------
+    def ended(self, exchange: Exchange, path: str) -> None:
+        """As an observer (:mod:`orsbench.wire.observe`): each finished exchange, recorded."""
+        self(exchange)
+
     def __call__(self, exchange: Exchange) -> None:
         self._collect_secrets(exchange)
         if exchange.status is None:

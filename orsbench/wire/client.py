@@ -21,7 +21,7 @@ import httpx
 
 from orsbench import protocol
 from orsbench.wire.evidence import Exchange
-from orsbench.wire.sse import SSEParser
+from orsbench.wire.sse import SSEParser, SSEStream
 
 
 def encode_secrets(secrets: Mapping[str, str]) -> str:
@@ -115,25 +115,24 @@ class WireClient:
             send_headers.setdefault("Content-Type", protocol.JSON_CONTENT_TYPE)
         if stream:
             send_headers.setdefault("Accept", "text/event-stream")
-        exchange = Exchange(method, self.base_url + path, send_headers, content or b"")
-        self.log.append(exchange)
         timeout = self._http.timeout if read_timeout is None else httpx.Timeout(self._http.timeout.connect, read=read_timeout)
-        start = exchange.started_at = time.monotonic()
+        exchange = Exchange.begin(method, self.base_url + path, send_headers, content or b"")
+        self.log.append(exchange)
+        start = exchange.started_at
+        body: bytes = b""
+        sse: SSEStream | None = None
         try:
             with self._http.stream(method, path, content=content, headers=send_headers, timeout=timeout) as response:
-                exchange.elapsed_headers = time.monotonic() - start
-                exchange.status = response.status_code
-                exchange.headers = {k.lower(): v for k, v in response.headers.items()}
-                is_sse = exchange.is_sse
-                if stream and is_sse:
+                exchange.answer(response.status_code, {k.lower(): v for k, v in response.headers.items()})
+                if stream and exchange.is_sse:
                     parser = SSEParser()
-                    body = bytearray()
+                    received = bytearray()
                     try:
                         # Decoded as httpx and aiohttp clients decode it: a balancer that gzips event streams
                         # (Content-Encoding, kept in the headers and reported by deployment.stream_compression)
                         # must not be misread as SSE framing.
                         for chunk in response.iter_bytes():
-                            body += chunk
+                            received += chunk
                             parser.feed(chunk)
                             if max_stream_seconds is not None and time.monotonic() - start > max_stream_seconds:
                                 exchange.error = f"stream still open after {max_stream_seconds:g}s; stopped reading"
@@ -141,18 +140,12 @@ class WireClient:
                     finally:
                         # Keep what arrived before a failure: a cut stream is evidence too
                         # (and its task_id is what a client resumes with).
-                        exchange.body = bytes(body)
-                        exchange.sse = parser.close()
+                        body, sse = bytes(received), parser.close()
                 else:
-                    exchange.body = response.read()
-                    if is_sse:
-                        parser = SSEParser()
-                        parser.feed(exchange.body)
-                        exchange.sse = parser.close()
+                    body = response.read()  # an event stream read whole is parsed by finish()
         except httpx.HTTPError as exc:
             exchange.error = f"{type(exc).__name__}: {exc}"
-        exchange.elapsed = time.monotonic() - start
-        return exchange
+        return exchange.finish(body, sse=sse)
 
     # -- discovery --------------------------------------------------------------
     def health(self) -> Exchange:

@@ -3,18 +3,32 @@
 Checks grade evidence; they never talk to the network themselves. An
 :class:`Exchange` keeps the raw body bytes, the headers as sent, and for event
 streams every parsed event and comment with its arrival time.
+
+Every exchange is built one way, whoever saw it — the wire client sending its own request, the proxy
+forwarding a client's, the request log recording what a server answered, or a log entry read back
+from JSON: :meth:`Exchange.begin` when the request is there, :meth:`Exchange.answer` when the answer's
+head arrives, :meth:`Exchange.finish` when its body is over (:meth:`Exchange.recorded` does all three
+for an exchange known whole). So the timing fields, the event stream (parsed from the body unless the
+source parsed it as it came, with arrival times) and what a cut or missing answer reads as mean the
+same thing in every grader, whichever front end fed it.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from orsbench import protocol
-from orsbench.wire.sse import SSEStream
+from orsbench.wire.sse import SSEStream, parse
 
 MAX_EVIDENCE_CHARS = 2000
+
+#: ``error`` of an exchange whose request got no answer at all, when its source knows no more specific cause.
+NO_ANSWER = "no answer"
+#: ``error`` of an exchange whose answer began and was cut, when its source knows no more specific cause.
+CUT = "the answer was cut"
 
 
 @dataclass
@@ -45,6 +59,75 @@ class Exchange:
     #: read the same request JSON and the same stream result, and parse each once
     #: (:func:`orsbench.checks.evidence.result_of`). Never compared or printed.
     derived: dict[str, tuple[Any, int, Any]] | None = field(default=None, repr=False, compare=False)
+
+    # -- the one builder ------------------------------------------------------
+    @classmethod
+    def begin(
+        cls,
+        method: str,
+        url: str,
+        request_headers: dict[str, str],
+        request_body: bytes,
+        *,
+        started_at: float | None = None,
+        peer: str | None = None,
+    ) -> Exchange:
+        """A request as it is sent or arrives, before any answer (``started_at``: now on the monotonic clock).
+
+        Observers are told of it in this state (:mod:`orsbench.wire.observe`), and the same object is then
+        completed by :meth:`answer` and :meth:`finish`: what a grader is told at the start is what it is told at the end.
+        """
+        return cls(method, url, request_headers, request_body, started_at=time.monotonic() if started_at is None else started_at, peer=peer)
+
+    @classmethod
+    def recorded(
+        cls,
+        method: str,
+        url: str,
+        request_headers: dict[str, str],
+        request_body: bytes,
+        *,
+        status: int | None,
+        headers: dict[str, str],
+        body: bytes,
+        started_at: float,
+        ended_at: float | None,
+        complete: bool,
+        peer: str | None = None,
+    ) -> Exchange:
+        """An exchange known whole (a request-log entry): :meth:`begin`, :meth:`answer` and :meth:`finish` at once.
+
+        A log keeps no head time, so ``elapsed_headers`` stays 0; ``ended_at`` ``None`` means it never ended (elapsed 0).
+        """
+        exchange = cls.begin(method, url, request_headers, request_body, started_at=started_at, peer=peer)
+        if status is not None:
+            exchange.answer(status, headers, at=started_at)
+        return exchange.finish(body, at=started_at if ended_at is None else ended_at, complete=complete)
+
+    def answer(self, status: int, headers: dict[str, str] | None = None, *, at: float | None = None) -> None:
+        """The answer's head arrived: its status, and its headers (names lower-cased) unless the source fills
+        :attr:`headers` itself as it filters them (the proxy: no second dict per request)."""
+        self.status = status
+        if headers is not None:
+            self.headers = headers
+        self.elapsed_headers = (time.monotonic() if at is None else at) - self.started_at
+
+    def finish(self, body: bytes, *, at: float | None = None, sse: SSEStream | None = None, complete: bool = True) -> Exchange:
+        """The answer is over (or will never come): its body, its event stream, how long it took.
+
+        ``sse``: the stream as the source parsed it while it arrived (arrival times kept); else an event
+        stream body is parsed here. ``complete=False``: the answer did not end normally; unless the source
+        already said why (``error`` set: a read timeout, the upstream's cut, the client's disconnect), it
+        reads :data:`NO_ANSWER` or :data:`CUT`.
+        """
+        self.body = body
+        if sse is None and self.is_sse:
+            sse = parse(body)
+        self.sse = sse
+        self.elapsed = (time.monotonic() if at is None else at) - self.started_at
+        if not complete and self.error is None:
+            self.error = NO_ANSWER if self.status is None else CUT
+        return self
 
     # -- convenience --------------------------------------------------------
     @property

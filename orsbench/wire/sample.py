@@ -6,14 +6,17 @@ its ``/delete``), so the sample is of sessions: a session is in or out by a hash
 request of it — and its ``/create_session``, whose answer hands the id out — is decided alike, with no
 per-session state. Requests in no session (discovery: ``/list_environments``, ``/{env}/tools``) are
 always graded; they are few. The counts say how many sessions were seen and how many graded.
+:class:`Sampled` puts the graders behind the sample as one observer (:mod:`orsbench.wire.observe`).
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 
 from orsbench import protocol
 from orsbench.wire.evidence import Exchange
+from orsbench.wire.observe import Observer, Wrapping
 
 _SESSION_HEADERS = (protocol.SESSION_HEADER.lower(), protocol.SESSION_HEADER)
 
@@ -53,6 +56,23 @@ class SessionSample:
 
     def as_dict(self) -> dict[str, float | int]:
         return {"fraction": self.fraction, "sessions_seen": self.sessions_seen, "sessions_graded": self.sessions_graded}
+
+
+class Sampled(Wrapping):
+    """``observers`` told only of the sessions in ``sample``: one decision per exchange, for all of them alike
+    (a session is graded whole, by every grader, or not at all)."""
+
+    def __init__(self, sample: SessionSample, observers: Sequence[Observer]) -> None:
+        super().__init__(observers)
+        self.sample = sample
+
+    def started(self, exchange: Exchange, path: str) -> None:
+        if self.sample.starting(exchange):
+            self.observers.started(exchange, path)
+
+    def ended(self, exchange: Exchange, path: str) -> None:
+        if self.sample(exchange, path):
+            self.observers.ended(exchange, path)
 
 
 def _session_header(exchange: Exchange) -> str | None:

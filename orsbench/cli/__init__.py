@@ -13,7 +13,7 @@ The conventions every subcommand follows, so the command line reads as one:
 * a command that produces a report adds its flags with
   :func:`.reporting.add_report_arguments` (``--json/--junit/--html/--markdown``,
   ``-`` for stdout, paths checked before the run, ``-q/-v``) and feeds its run's events to
-  :func:`.reporting.stream_of`, or writes with :func:`.reporting.write_reports` or :func:`.reporting.write_text`;
+  :func:`.reporting.stream_of` (a finished report alone: its end to :func:`.reporting.file_handlers`), or writes with :func:`.reporting.write_text`;
 * shared ideas are added by :mod:`.flags` — ``--scenario``, ``--server-cmd``,
   ``--client-cmd``, ``--jobs``, ``--tasks``, ``--api-key`` (``$ORSBENCH_API_KEY``) —
   and an old spelling stays a release through :func:`.flags.renamed`;

@@ -97,6 +97,7 @@ def _fraction(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from orsbench.clientcheck.proxy_grading import ProxyGrading
     from orsbench.servers.request_log import RequestLog
+    from orsbench.reports.events import EventStream
     from orsbench.reports.json_report import dumps
     from orsbench.servers.app import BindError, announce_ready, serve_forever
     from orsbench.servers.proxy_server import ProxyServer
@@ -121,13 +122,14 @@ def run(args: argparse.Namespace) -> int:
 
     def write_outputs() -> None:
         report = grading.report(final=True)
-        reporting.write_reports(report, args, title="orsbench proxy")
+        # the terminal and every report file render the run's end from one event stream, as in check
+        handlers = [*([] if args.quiet else [terminal]), *reporting.file_handlers(args, title="orsbench proxy")]
+        with EventStream(handlers, command="orsbench proxy") as stream:
+            stream.finish(report)
         if recorder is not None:
             data = recorder.save(args.record)
             calls = sum(len(e["calls"]) for env in data["environments"].values() for e in env["episodes"])
             print(f"orsbench: recorded {calls} call(s) to {args.record}", file=sys.stderr)
-        if not args.quiet:
-            terminal.finish(report)
         counts = report.summary()
         folded = f" ({report.folded:,} folded into counts)" if report.folded else ""
         sampled = (

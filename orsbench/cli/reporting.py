@@ -14,8 +14,8 @@ same meaning, added by one call to :func:`add_report_arguments`:
 
 A command that runs checks feeds its run's events to :func:`stream_of` (the terminal and a handler
 per report file, :mod:`orsbench.reports.events`); one that has only the finished
-:class:`~orsbench.checks.runner.Report` writes with :func:`write_reports`, one with a result of its
-own renderer with :func:`write_text`; and it prints for people on :func:`people`.
+:class:`~orsbench.checks.runner.Report` hands its end to the terminal and :func:`file_handlers` on one
+:class:`~orsbench.reports.events.EventStream`; one with a result of its own renderer writes with :func:`write_text`; and it prints for people on :func:`people`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from orsbench.cli import flags, types
 
@@ -140,17 +140,6 @@ def stream_of(args: argparse.Namespace, *, title: str, terminal: Handler | None 
     from orsbench.reports.events import EventStream
 
     return EventStream([terminal or terminal_of(args), *file_handlers(args, title=title)], command=title)
-
-
-def write_reports(report: Any, args: argparse.Namespace, *, title: str) -> None:
-    """Every report file the flags ask for, from the one :class:`~orsbench.checks.runner.Report` (``-``: stdout).
-
-    For a command that renders its own terminal: the file handlers of :func:`stream_of`, handed the run's end.
-    """
-    from orsbench.reports.events import EventStream
-
-    with EventStream(file_handlers(args, title=title), command=title) as stream:
-        stream.finish(report)
 
 
 def write_text(path: str | Path, text: str) -> None:

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.clients.targets import CLIENT_TARGETS, CLIENT_VARIANTS
 from orsbench.upstream.defects import DEFECTS, UPSTREAM_CLIENTS, Defect, Source
 
 #: Distributions of other Pythons: the command targets' virtual environment (platoon and benchflow need 3.12).
-_COMMAND_VENVS = {t.package: t.command.venv for t in CLIENT_TARGETS.values() if t.command is not None}
+_COMMAND_VENVS = {t.package: t.command.venv for t in (*CLIENT_TARGETS.values(), *CLIENT_VARIANTS.values()) if t.command is not None}
 #: The distribution each upstream label names (its first word; the SDK's client is the ``openreward`` package).
 _PACKAGES = {"openreward": "openreward", "ors-sdk": "ors-sdk", "trl": "trl", "inspect-openreward": "inspect-openreward",
-             "inspect_ai": "inspect_ai", "firehorse-cli": "firehorse-cli", "platoon": "platoon", "benchflow": "benchflow"}  # fmt: skip
+             "inspect_ai": "inspect_ai", "firehorse-cli": "firehorse-cli", "platoon": "platoon", "benchflow": "benchflow", "tasksets": "tasksets"}  # fmt: skip
 
 
 def _installed_file(source: Source) -> Path | None:

@@ -150,3 +150,40 @@ def test_tasksets_plays_sparse_reward_through_verifiers() -> None:
     calls = _calls(run)
     assert [c["tool"] for c in calls] == ["reveal", "reveal", "submit"] and calls[-1]["reward"] == 1.0
     assert any(line.get("episode_reward") == 1.0 for line in run.out.lines)
+
+
+def test_the_tasksets_environment_is_built_only_when_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """Its verifiers comes from GitHub (the index's build of that version lacks ``verifiers.v1.sandbox``): a plain
+    ``build`` (CI's) never reaches for it; ``build tasksets-3.12`` does."""
+    from orsbench.clients import interpreters
+
+    venv = CLIENT_VARIANTS["tasksets"].command.venv
+    assert venv is interpreters.TASKSETS_312 and venv in interpreters.ON_REQUEST and venv not in interpreters.VENVS
+    assert venv.version_of("tasksets") == "0.1.4" and CLIENT_VARIANTS["tasksets"].version == "0.1.4"
+    assert any(p.startswith("verifiers @ https://github.com/PrimeIntellect-ai/verifiers/archive/a079eafa2") for p in venv.packages)
+    assert interpreters.main(["build", "no-such-env"]) == 2
+    assert "tasksets-3.12" in capsys.readouterr().err
+
+
+@DEFECTS["verifiers-tool-failure-as-result"].mark()
+def test_tasksets_reports_a_tool_that_raised() -> None:
+    run, statuses = _play("tasksets", "sparse-reward+tool-raises")
+    assert statuses["client.failure_as_error"] is Status.PASS, [line.data for line in run.out.lines]
+
+
+@DEFECTS["verifiers-runs-the-whole-reply"].mark()
+def test_tasksets_stops_at_the_finishing_call_of_a_reply() -> None:
+    run, statuses = _play("tasksets", "sparse-reward+finish-mid-reply")
+    assert statuses["client.stops_at_finished"] is Status.PASS, [line.data for line in run.out.lines]
+
+
+@DEFECTS["tasksets-no-secrets"].mark()
+def test_tasksets_passes_the_sessions_secrets() -> None:
+    run, statuses = _play("tasksets", "secrets")
+    assert statuses["client.secrets"] is Status.PASS, [line.data for line in run.out.lines]
+
+
+@DEFECTS["tasksets-task-env-name"].mark()
+def test_tasksets_plays_in_the_environment_it_names() -> None:
+    run, statuses = _play("tasksets", "two-envs")
+    assert statuses["client.env_name"] is Status.PASS, [line.data for line in run.out.lines]

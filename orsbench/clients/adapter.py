@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             "usage: python -m orsbench.clients.adapter NAME\n\n"
             "Play one episode with a built-in ORS client under the adapter contract of docs/clients.md\n"
-            f"(run it through `orsbench check-client --client-cmd`). NAME: {', '.join(names)}",
+            f"(run it through `orsbench check-client --client-cmd`). NAME: a client target or variant: {', '.join(names)}",
             file=sys.stderr,
         )
         return 0 if argv and argv[0] in ("-h", "--help") else 2

@@ -216,6 +216,7 @@ BENCHFLOW = "benchflow 0.7.11"
 FIREHORSE_MCP = "firehorse-cli 0.1.4 MCP bridge"
 PLATOON_REACT = "platoon 0.4.0 platoon-react agent"
 TASKSETS = "tasksets 0.1.4"
+VERIFIERS = "verifiers 0.1.15.dev11"  # the tasksets variant's harness: its commit a079eafa2 (orsbench.clients.interpreters)
 
 # -- where each defect shows in the client matrix (the predicates its entry names) ---------------------
 # A predicate may name a client or a server where the defect's mechanism is that client's own use of an
@@ -362,6 +363,7 @@ UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
     FIREHORSE_MCP: ("firehorse-mcp",),
     PLATOON_REACT: ("platoon-react",),
     TASKSETS: ("tasksets",),
+    VERIFIERS: ("tasksets",),
     ORS_SERVER: (),  # a server defect: every client on that server meets it
 }
 
@@ -1079,6 +1081,47 @@ DEFECTS: dict[str, Defect] = {
             "row writes each error result as an error line, so only this agent path shows it)",
             "P8",
             at=Source("platoon", "platoon/envs/ors/session.py", 820, 'return Outcome(status="scored", rewards={"reward": 0.0}, reason="no_submit"'),
+        ),
+        Defect(
+            "verifiers-tool-failure-as-result",
+            VERIFIERS,
+            "the base harness runs each tool call of a reply inside 'except Exception as e: content = "
+            "tool_error_content(e)' (str(e)): whatever the taskset's call_tool raises — the openreward client's "
+            "ToolFailed (a tool raised), its ToolCallError (ok: false, input_validation), a 404 of a lost session, "
+            "State.add_step_reward's TypeError on a boolean reward — becomes that call's tool message, the rollout goes "
+            "on, and the state has no error: OpenRewardTaskset's rollout ends scored (its reward the sum so far, 0.0) "
+            "and is trained on as if the environment had answered",
+            "P8",
+            at=Source("verifiers", "verifiers/v1/harness.py", 518, "content = tool_error_content(e)"),
+        ),
+        Defect(
+            "verifiers-runs-the-whole-reply",
+            VERIFIERS,
+            "the base harness runs every tool call of a reply at once (asyncio.gather) and looks at the stop condition "
+            "only after all of them: a call the model makes after the finishing one in the same reply reaches the server, "
+            "concurrently with it, and OpenRewardTaskset's session sends it after finished: true (§13.14)",
+            "P8",
+            at=Source("verifiers", "verifiers/v1/harness.py", 522, "await asyncio.gather("),
+        ),
+        Defect(
+            "tasksets-no-secrets",
+            TASKSETS,
+            "OpenRewardSession.start opens each rollout's session as environment.session(task=...) with no secrets, and "
+            "OpenRewardTasksetConfig has no field for them: an environment that needs a secret (an API key for its "
+            "sandbox or judge) refuses every session (400 on /create), and the rollout fails before its prompt",
+            "P10",
+            at=Source("tasksets", "tasksets/openreward.py", 59, "self.session_context = environment.session("),
+        ),
+        Defect(
+            "tasksets-task-env-name",
+            TASKSETS,
+            "load_tasks lists the split through the openreward client's environment without a variant (config.variant is "
+            "None unless the user sets it), whose bare path the server answers from its default environment (see "
+            "env-name-not-sent), and each rollout's session is opened from that listed Task: on a server with several "
+            "environments /create names the default one ('two-envs-decoy' for environment='two-envs') and the rollout "
+            "plays there",
+            "P12",
+            at=Source("tasksets", "tasksets/openreward.py", 148, "environment.list_tasks(split=task_split)"),
         ),
     )
 }

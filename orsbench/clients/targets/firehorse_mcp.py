@@ -1,5 +1,6 @@
 """firehorse-cli's MCP bridge (``python -m firehorse.mcp``): the ORS session its CLI agents (claude-code, codex,
-gemini, hermes) act on, driven the way its ``claude-code`` agent drives it, on the scripted model.
+gemini, hermes) act on, driven the way its ``claude-code`` agent drives it, on the scripted model — a variant of the
+``firehorse`` target (:data:`~orsbench.clients.targets.CLIENT_VARIANTS`), whose react agent calls the SDK in process.
 
 A firehorse user who runs ``firehorse --agent claude-code`` gets this path: firehorse's orchestrator and
 ``run_trial`` open the trial's session (the prompt, the tools), then the agent writes an MCP config whose server

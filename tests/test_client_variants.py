@@ -173,8 +173,11 @@ def test_tasksets_reports_a_tool_that_raised() -> None:
 
 @DEFECTS["verifiers-runs-the-whole-reply"].mark()
 def test_tasksets_stops_at_the_finishing_call_of_a_reply() -> None:
-    run, statuses = _play("tasksets", "sparse-reward+finish-mid-reply")
-    assert statuses["client.stops_at_finished"] is Status.PASS, [line.data for line in run.out.lines]
+    """The call after the finishing one in the reply is sent at once with it: whether the server runs it or refuses it
+    (after finished) is a race, so what is judged is that it is sent at all — the script's three calls, no fourth."""
+    run, _ = _play("tasksets", "sparse-reward+finish-mid-reply")
+    sent = [e for e in run.log if protocol.is_call(str(e.get("path", ""))) and not 300 <= int(e.get("status") or 0) < 400]
+    assert len(sent) == 3, [(e.get("path"), e.get("status")) for e in run.log]
 
 
 @DEFECTS["tasksets-no-secrets"].mark()

@@ -1098,8 +1098,8 @@ DEFECTS: dict[str, Defect] = {
             "verifiers-runs-the-whole-reply",
             VERIFIERS,
             "the base harness runs every tool call of a reply at once (asyncio.gather) and looks at the stop condition "
-            "only after all of them: a call the model makes after the finishing one in the same reply reaches the server, "
-            "concurrently with it, and OpenRewardTaskset's session sends it after finished: true (§13.14)",
+            "only after all of them: a call the model makes after the finishing one in the same reply is sent to the "
+            "server with it, concurrently — run before the finish or refused after it, as the race goes (§13.14)",
             "P8",
             at=Source("verifiers", "verifiers/v1/harness.py", 522, "await asyncio.gather("),
         ),

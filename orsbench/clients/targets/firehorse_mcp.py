@@ -95,6 +95,7 @@ def _make_agent(episode: AdapterEpisode) -> type:
             return None
 
         async def run(self, ctx: Any) -> Any:
+            episode.finished = False  # each trial is an episode of its own (a run of ORSBENCH_EPISODES plays several)
             with tempfile.TemporaryDirectory(prefix="orsbench-firehorse-mcp-") as folder:
                 result_file = str(Path(folder) / "result.json")
                 server = StdioServerParameters(
@@ -141,7 +142,7 @@ def play(episode: AdapterEpisode) -> None:
     from firehorse.agents import AGENT_REGISTRY
     from firehorse.cli import main as firehorse
 
-    from orsbench.clients.transcript import ClientReported, UsageError
+    from orsbench.clients.transcript import ClientExited, ClientReported, UsageError
 
     if not episode.model_url:
         raise UsageError("the firehorse MCP bridge plays through a model: ORSBENCH_MODEL_URL is not set (orsbench check-client and matrix set it)")
@@ -161,7 +162,15 @@ def play(episode: AdapterEpisode) -> None:
     trials = summary.get("trials") or []
     if not trials:
         raise ClientReported(f"firehorse ran no trial (exit {code}, {summary.get('n_tasks')} task(s))")
-    if trials[0].get("error"):
+    if episode.episodes > 1 and len(trials) > 1:  # ORSBENCH_EPISODES (§13.15): each trial's failure, then its aggregate
+        failed = [t for t in sorted(trials, key=lambda t: t.get("task_index", 0)) if t.get("error")]
+        for trial in failed:
+            episode.error(f"firehorse: trial failed (exit {code}): {trial['error']}", raised=False)
+        averaged = sum(1 for t in trials if t.get("final_reward") is not None)
+        episode.aggregate(summary.get("avg_reward"), averaged, firehorse="run_result.json avg_reward", n_failed=summary.get("n_failed"))
+        if failed:
+            raise ClientExited(1)
+    elif trials[0].get("error"):
         raise ClientReported(f"firehorse: trial failed (exit {code}): {trials[0]['error']}")
     episode.stage = None
 
@@ -173,6 +182,7 @@ register_variant(
         "firehorse-cli's MCP bridge (python -m firehorse.mcp, as its claude-code agent runs it)",
         play,
         variant_of="firehorse",
+        plays_episodes=True,  # firehorse's orchestrator plays --max-tasks trials itself, as the firehorse target's
         modules=("openreward", "anthropic", "mcp", "firehorse.cli", "firehorse.orchestrator", "firehorse.mcp.bridge"),
         extra="firehorse",
         takes_model=True,

@@ -15,27 +15,40 @@ from pathlib import Path
 
 import pytest
 
-from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.clients.targets import CLIENT_TARGETS, CLIENT_VARIANTS
 from orsbench.upstream.defects import DEFECTS, UPSTREAM_CLIENTS, Defect, Source
 
 #: Distributions of other Pythons: the command targets' virtual environment (platoon and benchflow need 3.12).
-_COMMAND_VENVS = {t.package: t.command.venv for t in CLIENT_TARGETS.values() if t.command is not None}
+_COMMAND_VENVS = {t.package: t.command.venv for t in (*CLIENT_TARGETS.values(), *CLIENT_VARIANTS.values()) if t.command is not None}
+#: Distributions a command target's environment installs beside its client (tasksets' harness, verifiers from its commit).
+_BESIDE = {"verifiers": "tasksets"}
 #: The distribution each upstream label names (its first word; the SDK's client is the ``openreward`` package).
 _PACKAGES = {"openreward": "openreward", "ors-sdk": "ors-sdk", "trl": "trl", "inspect-openreward": "inspect-openreward",
-             "inspect_ai": "inspect_ai", "firehorse-cli": "firehorse-cli", "platoon": "platoon", "benchflow": "benchflow"}  # fmt: skip
+             "inspect_ai": "inspect_ai", "firehorse-cli": "firehorse-cli", "platoon": "platoon", "benchflow": "benchflow", "tasksets": "tasksets", "verifiers": "verifiers"}  # fmt: skip
 
 
 def _installed_file(source: Source) -> Path | None:
     try:
         root = Path(str(importlib.metadata.distribution(source.package).locate_file("")))
     except importlib.metadata.PackageNotFoundError:
-        venv = _COMMAND_VENVS.get(source.package)
+        venv = _COMMAND_VENVS.get(_BESIDE.get(source.package, source.package))
         found = glob.glob(str(venv.path / "lib" / "python3*" / "site-packages")) if venv is not None else []
         if not found:
             return None
         root = Path(found[0])
     path = root / source.path
     return path if path.is_file() else None
+
+
+def _installed_version(package: str, path: Path) -> str:
+    """The version of ``package`` where ``path`` (its file) is installed: this Python's, or a command environment's."""
+    if package in _COMMAND_VENVS:
+        return _COMMAND_VENVS[package].version_of(package)
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        site = next(parent for parent in path.parents if parent.name == "site-packages")
+        return next(importlib.metadata.distributions(name=package, path=[str(site)])).version
 
 
 @pytest.mark.parametrize("defect", list(DEFECTS.values()), ids=list(DEFECTS))
@@ -55,7 +68,7 @@ def test_the_named_line_does_what_the_pin_says(defect: Defect) -> None:
     if path is None:
         pytest.skip(f"{defect.at.package} is not installed here (nor in a command target's environment)")
     version = defect.upstream.split()[1]
-    installed = _COMMAND_VENVS[defect.at.package].version_of(defect.at.package) if defect.at.package in _COMMAND_VENVS else importlib.metadata.version(defect.at.package)
+    installed = _installed_version(defect.at.package, path)
     assert installed == version, f"[{defect.id}] pinned against {defect.upstream}, {installed} is installed"
     lines = path.read_text(encoding="utf-8").splitlines()
     assert defect.at.line <= len(lines), f"{path} has {len(lines)} lines"

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from orsbench.clients.offline import loopback_only
-from orsbench.clients.targets import CLIENT_TARGETS, ClientTarget
+from orsbench.clients.targets import ClientTarget, playable, playable_names
 from orsbench.clients.transcript import AdapterEpisode, ClientExited, ClientReported, UsageError
 
 
@@ -63,7 +63,7 @@ def play(name: str, episode: AdapterEpisode) -> int:
     run after another, as a user's loop over runs would call it (a command target loops in its own process);
     a run that raises ends the loop, as it would end the user's.
     """
-    target = CLIENT_TARGETS.get(name)
+    target = playable(name)
     episode.unsurfaced(dict(target.consumer.unsurfaced))  # what its user never sees call by call, said once
     if target.command is not None:
         return _play_once(target, episode)  # a command adapter loops its runs and episodes in its own process
@@ -104,19 +104,19 @@ def _play_once(target: ClientTarget, episode: AdapterEpisode) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    names = CLIENT_TARGETS.names()
+    names = playable_names()
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
         print(
             "usage: python -m orsbench.clients.adapter NAME\n\n"
             "Play one episode with a built-in ORS client under the adapter contract of docs/clients.md\n"
-            f"(run it through `orsbench check-client --client-cmd`). NAME: {', '.join(names)}",
+            f"(run it through `orsbench check-client --client-cmd`). NAME: a client target or variant: {', '.join(names)}",
             file=sys.stderr,
         )
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     if argv[0] not in names:
         print(f"orsbench adapter: error: unknown client target {argv[0]!r}; known: {', '.join(names)}", file=sys.stderr)
         return 2
-    target = CLIENT_TARGETS.get(argv[0])
+    target = playable(argv[0])
     if not target.installed:
         print(f"orsbench adapter: error: {target.title} is not installed: {target.install_hint}", file=sys.stderr)
         return 2

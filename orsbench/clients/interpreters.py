@@ -169,7 +169,7 @@ class Venv:
         pins = [*built.get("bare", []), *built.get("packages", [])] if built is not None else [*self.bare, *self.packages]
         for requirement in pins:
             name, _, version = requirement.partition("==")
-            if name.strip().lower().replace("_", "-") == distribution.lower() and version:
+            if name.split("[")[0].strip().lower().replace("_", "-") == distribution.lower() and version:
                 return version.strip()
         return "not pinned"
 
@@ -217,8 +217,28 @@ TRAINERS_312 = Venv(
     bare=("platoon==0.4.0", "benchflow==0.7.11"),
 )
 
+#: verifiers' tasksets (``OpenRewardTaskset``, the ``tasksets`` variant). tasksets 0.1.4 imports ``verifiers.v1.sandbox``,
+#: ``verifiers.v1.utils.sandbox_utils`` and ``verifiers.v1.config``, which only the verifiers of its own commit has:
+#: pip's resolution (verifiers 0.3.2.dev17: no ``verifiers.v1.utils.sandbox_utils``; 0.4.x: no ``verifiers.utils``) and
+#: the index's ``verifiers==0.1.15.dev11`` (an earlier build under the same version: no ``verifiers.v1.sandbox``) all
+#: fail ``from tasksets.openreward import OpenRewardTaskset``. So verifiers comes from its repository at the commit that
+#: released tasksets 0.1.4 (a079eafa2, 2026-05-29), which needs GitHub at build time: this environment is built only
+#: when named (``python -m orsbench.clients.interpreters build tasksets-3.12``), never by a plain ``build``.
+TASKSETS_312 = Venv(
+    "tasksets-3.12",
+    "3.12",
+    packages=(
+        "verifiers @ https://github.com/PrimeIntellect-ai/verifiers/archive/a079eafa21df1759a630ac9a2c6707f73802f01c.zip",
+        "tasksets[openreward]==0.1.4",
+        "openreward==0.1.167",
+    ),
+)
+
 #: Every environment a client target may run in (the targets name theirs; tests/test_platoon.py checks they are listed).
 VENVS: tuple[Venv, ...] = (TRAINERS_312,)
+#: Environments built only when named (their source is not on the package index alone): the variants that need them skip,
+#: saying how to build them, until then.
+ON_REQUEST: tuple[Venv, ...] = (TASKSETS_312,)
 
 
 @dataclass(frozen=True)
@@ -415,12 +435,12 @@ def _read_line(stream: IO[bytes], timeout: float) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     """``python -m orsbench.clients.interpreters build [NAME ...]``: build the environments the client targets need."""
     args = list(sys.argv[1:] if argv is None else argv)
-    venvs = {venv.name: venv for venv in VENVS}
+    venvs = {venv.name: venv for venv in (*VENVS, *ON_REQUEST)}
     if not args or args[0] != "build" or set(args[1:]) - set(venvs):
         print(f"usage: python -m orsbench.clients.interpreters build [{' | '.join(venvs)}]", file=sys.stderr)
         return 2
     status = 0
-    for name in args[1:] or list(venvs):
+    for name in args[1:] or [venv.name for venv in VENVS]:
         problem = venvs[name].ensure(progress=lambda line: print(line, file=sys.stderr, flush=True))
         print(f"{name}: {problem or f'ready in {venvs[name].path}'}")
         # No such Python here is not an error (the targets are skipped, saying why); a failed install is.

@@ -43,7 +43,7 @@ from orsbench.clientcheck.process import Fork
 from orsbench.clientcheck.runner import RunningCase
 from orsbench.clients import adapter
 from orsbench.clients.offline import loopback_only
-from orsbench.clients.targets import CLIENT_TARGETS
+from orsbench.clients.targets import CLIENT_TARGETS, playable
 from orsbench.clients.transcript import AdapterEpisode
 from orsbench.servers.launch import RunningServer
 from orsbench.verdict import Judgement, Verdict
@@ -153,7 +153,7 @@ def forked(client: str, prepare: Callable[[], None] | None = None) -> Fork:
     ``prepare`` runs in the child before the client starts (a test scaling a client's own timers). What a
     target observed beyond the contract (``episode.extras``) is left in the run's directory (``extras.json``).
     """
-    target = CLIENT_TARGETS.get(client)
+    target = playable(client)
 
     def body(workdir: Path) -> int:
         loopback_only()  # the client's code reaches 127.0.0.1 and nothing else (as the adapter's command line)
@@ -180,7 +180,7 @@ def preload(clients: list[str] | None = None) -> None:
     """Make every installed client start fast in children forked from this process: import its modules (seconds
     each), or warm a command target's fork server (:meth:`~orsbench.clients.targets.ClientTarget.preload`)."""
     for name in CLIENT_TARGETS.names() if clients is None else clients:
-        target = CLIENT_TARGETS.get(name)
+        target = playable(name)
         if target.installed:
             target.preload()
 
@@ -222,7 +222,7 @@ class ClientRun(RunningCase):
         case = replace(case_for(server, expect), sdk_urls=sdk_urls, runs=runs, episodes=episodes, terminate_on=terminate_on)
         if secrets:
             case = replace(case, secrets=tuple(secrets.items()))
-        takes_model = CLIENT_TARGETS.get(client).takes_model
+        takes_model = playable(client).takes_model
         super().__init__(forked(client, prepare), case, server, script=script, deadline=deadline, model=takes_model)
 
     def finish(self) -> ClientOutcome:  # type: ignore[override]

@@ -212,6 +212,11 @@ ORS_SERVER = "ors-sdk 0.1.0 server"
 FIREHORSE = "firehorse-cli 0.1.4"
 PLATOON = "platoon 0.4.0"
 BENCHFLOW = "benchflow 0.7.11"
+#: Client variants (``orsbench.clients.targets.CLIENT_VARIANTS``): another entry point of a client, graded case by case.
+FIREHORSE_MCP = "firehorse-cli 0.1.4 MCP bridge"
+PLATOON_REACT = "platoon 0.4.0 platoon-react agent"
+TASKSETS = "tasksets 0.1.4"
+VERIFIERS = "verifiers 0.1.15.dev11"  # the tasksets variant's harness: its commit a079eafa2 (orsbench.clients.interpreters)
 
 # -- where each defect shows in the client matrix (the predicates its entry names) ---------------------
 # A predicate may name a client or a server where the defect's mechanism is that client's own use of an
@@ -353,6 +358,12 @@ UPSTREAM_CLIENTS: dict[str, tuple[str, ...]] = {
     FIREHORSE: ("firehorse",),
     PLATOON: ("platoon",),
     BENCHFLOW: ("benchflow",),
+    # The variants are no rows of the matrix: their pins show in no cell (shows_in None) and are strict xfails of
+    # their own tests (tests/test_client_variants.py), each run through check-client's cases.
+    FIREHORSE_MCP: ("firehorse-mcp",),
+    PLATOON_REACT: ("platoon-react",),
+    TASKSETS: ("tasksets",),
+    VERIFIERS: ("tasksets",),
     ORS_SERVER: (),  # a server defect: every client on that server meets it
 }
 
@@ -1009,6 +1020,108 @@ DEFECTS: dict[str, Defect] = {
             "in-process, so its matrix episodes carry no secret on a command line)",
             "P13",
             at=Source('firehorse-cli', 'firehorse/cli.py', 105, '"--secret", action="append"'),
+        ),
+        Defect(
+            "firehorse-mcp-second-session",
+            FIREHORSE_MCP,
+            "the bridge opens a session of its own for the tool calls (OpenRewardBridge.initialize) and never reads its "
+            "prompt, while the model was given the prompt of the trial's session (firehorse/trial.py:101), which gets no "
+            "call: every episode of firehorse's CLI agents (claude-code, codex, gemini, hermes) acts on a session other "
+            "than the one whose prompt the model read — an environment that sets its task up in get_prompt, or draws it "
+            "per session, is played blind — and holds two sessions on the server",
+            "P8",
+            at=Source("firehorse-cli", "firehorse/mcp/bridge.py", 122, "self._session = env.session(task, secrets, toolset=self._toolset_name)"),
+        ),
+        Defect(
+            "firehorse-mcp-episode-complete-in-text",
+            FIREHORSE_MCP,
+            "the bridge appends '[EPISODE COMPLETE] The environment has signaled that this task is finished. Final reward: "
+            "R. Stop making tool calls.' to the finishing call's result, and the claude-code agent's rollout logger strips "
+            "only the [OR_REWARD:...] marker (agents/claude_code.py:296, strip_or_reward_marker; strip_bridge_markers, "
+            "which removes both, is used only on the environment's own text): the finishing call's recorded text is not "
+            "what the environment returned",
+            "P8",
+            at=Source("firehorse-cli", "firehorse/mcp/bridge.py", 546, '[EPISODE COMPLETE] The environment has signaled'),
+        ),
+        Defect(
+            "firehorse-mcp-failure-unreported",
+            FIREHORSE_MCP,
+            "a tool that raises (an SSE error event, ToolFailed) or a session lost mid-episode (404) reaches the model as an "
+            "isError 'Session terminated: ...' or 'Unexpected error: ...' result, and the claude-code agent reads only the "
+            "bridge's result file: the trial ends success=True with no error (agents/claude_code.py:821), its reward the "
+            "last one before the failure — the run's result never mentions it",
+            "P8",
+            at=Source("firehorse-cli", "firehorse/mcp/bridge.py", 443, "self._session_terminated = True"),
+        ),
+        Defect(
+            "firehorse-mcp-bool-reward",
+            FIREHORSE_MCP,
+            "parse_or_reward_marker keeps any int or float from the bridge's [OR_REWARD:{\"r\": ...}] marker, a JSON "
+            "boolean too (isinstance(True, int)): a reward sent as true (the openreward client hands it on as sent) is the "
+            "claude-code rollout's reward for the call and, through the result file's last_reward, the trial's",
+            "P7",
+            at=Source("firehorse-cli", "firehorse/mcp/convert.py", 62, "if reward is not None and not isinstance(reward, (int, float)):"),
+        ),
+        Defect(
+            "platoon-react-text-as-placeholders",
+            PLATOON_REACT,
+            "the react agent hands the model each tool result as ToolResult.as_text() (react.py:88): its text blocks "
+            "joined by newlines and an image block as the text '[image/png]' (platoon/envs/service.py:143), so the model "
+            "never sees the image and reads a text the environment did not send ('[image/png]\\nthe 4x4 image above')",
+            "P8",
+            at=Source("platoon", "platoon/harness/builtin/react.py", 88, '"content": result.as_text()'),
+        ),
+        Defect(
+            "platoon-react-raised-tool-trained-as-zero",
+            PLATOON_REACT,
+            "a tool that raises (an SSE error event: the openreward client's ToolFailed, which ends the session) reaches "
+            "the react agent's model as an error tool message, the agent goes on, and OrsSession.grade scores the episode "
+            "0.0 'no_submit' (a non-terminal tool's raise is the policy's call gone wrong, session.py:36-40): the "
+            "environment's failure is trained on as a zero reward and never reported (the ors+http adapter of the platoon "
+            "row writes each error result as an error line, so only this agent path shows it)",
+            "P8",
+            at=Source("platoon", "platoon/envs/ors/session.py", 820, 'return Outcome(status="scored", rewards={"reward": 0.0}, reason="no_submit"'),
+        ),
+        Defect(
+            "verifiers-tool-failure-as-result",
+            VERIFIERS,
+            "the base harness runs each tool call of a reply inside 'except Exception as e: content = "
+            "tool_error_content(e)' (str(e)): whatever the taskset's call_tool raises — the openreward client's "
+            "ToolFailed (a tool raised), its ToolCallError (ok: false, input_validation), a 404 of a lost session, "
+            "State.add_step_reward's TypeError on a boolean reward — becomes that call's tool message, the rollout goes "
+            "on, and the state has no error: OpenRewardTaskset's rollout ends scored (its reward the sum so far, 0.0) "
+            "and is trained on as if the environment had answered",
+            "P8",
+            at=Source("verifiers", "verifiers/v1/harness.py", 518, "content = tool_error_content(e)"),
+        ),
+        Defect(
+            "verifiers-runs-the-whole-reply",
+            VERIFIERS,
+            "the base harness runs every tool call of a reply at once (asyncio.gather) and looks at the stop condition "
+            "only after all of them: a call the model makes after the finishing one in the same reply is sent to the "
+            "server with it, concurrently — run before the finish or refused after it, as the race goes (§13.14)",
+            "P8",
+            at=Source("verifiers", "verifiers/v1/harness.py", 522, "await asyncio.gather("),
+        ),
+        Defect(
+            "tasksets-no-secrets",
+            TASKSETS,
+            "OpenRewardSession.start opens each rollout's session as environment.session(task=...) with no secrets, and "
+            "OpenRewardTasksetConfig has no field for them: an environment that needs a secret (an API key for its "
+            "sandbox or judge) refuses every session (400 on /create), and the rollout fails before its prompt",
+            "P10",
+            at=Source("tasksets", "tasksets/openreward.py", 59, "self.session_context = environment.session("),
+        ),
+        Defect(
+            "tasksets-task-env-name",
+            TASKSETS,
+            "load_tasks lists the split through the openreward client's environment without a variant (config.variant is "
+            "None unless the user sets it), whose bare path the server answers from its default environment (see "
+            "env-name-not-sent), and each rollout's session is opened from that listed Task: on a server with several "
+            "environments /create names the default one ('two-envs-decoy' for environment='two-envs') and the rollout "
+            "plays there",
+            "P12",
+            at=Source("tasksets", "tasksets/openreward.py", 148, "environment.list_tasks(split=task_split)"),
         ),
     )
 }

@@ -38,7 +38,10 @@ if TYPE_CHECKING:
     from orsbench.clients.interpreters import Command
     from orsbench.clients.transcript import AdapterEpisode
 
-__all__ = ["CLIENT_TARGETS", "ELSEWHERE", "MODULES", "WARM_STARTUP_S", "ClientTarget", "register"]
+__all__ = [
+    "CLIENT_TARGETS", "CLIENT_VARIANTS", "ELSEWHERE", "MODULES", "VARIANT_MODULES", "WARM_STARTUP_S", "ClientTarget",
+    "playable", "playable_names", "register", "register_variant",
+]  # fmt: skip
 
 #: Seconds of start-up a client forked warm gets at most (:meth:`ClientTarget.startup_allowance`): its imports are
 #: done in the parent, what is left is its own setting-up (an eval's task and model, a fork server's fork) — an
@@ -54,6 +57,14 @@ MODULES = (
     "orsbench.clients.targets.firehorse",
     "orsbench.clients.targets.platoon",
     "orsbench.clients.targets.benchflow",
+)
+
+#: The modules that register client *variants*: other entry points of a registered client (an agent of its own, an MCP
+#: bridge), each played by the adapter and graded by ``check-client`` like a target, but no row of the matrix.
+VARIANT_MODULES = (
+    "orsbench.clients.targets.platoon_react",
+    "orsbench.clients.targets.firehorse_mcp",
+    "orsbench.clients.targets.tasksets",
 )
 
 
@@ -100,6 +111,8 @@ class ClientTarget:
     #: samples, a run's trials), and writes the client's own aggregate; otherwise the adapter plays them one by one
     #: (a command target loops in its own process) and the client has no aggregate of its own (§13.15).
     plays_episodes: bool = False
+    #: A variant's client (the :data:`CLIENT_TARGETS` name it is another entry point of); ``""``: a target.
+    variant_of: str = ""
 
     def __post_init__(self) -> None:
         if self.play is None:
@@ -165,6 +178,22 @@ _PRELOADED: set[str] = set()
 
 CLIENT_TARGETS: Registry[ClientTarget] = Registry("client target", modules=MODULES)
 register = CLIENT_TARGETS.register
+
+#: Client variants (:data:`VARIANT_MODULES`). Why a registry of their own: the matrix, ``clients URL`` and the
+#: conformance suite predict every target's row from the pinned defects, cell by cell; a variant is graded case by
+#: case (``python -m orsbench.clients.adapter NAME`` under ``check-client``) and its defects pinned by its own tests.
+CLIENT_VARIANTS: Registry[ClientTarget] = Registry("client variant", modules=VARIANT_MODULES)
+register_variant = CLIENT_VARIANTS.register
+
+
+def playable(name: str) -> ClientTarget:
+    """The target or variant called ``name`` (what ``python -m orsbench.clients.adapter NAME`` plays)."""
+    return CLIENT_VARIANTS.get(name) if name in CLIENT_VARIANTS else CLIENT_TARGETS.get(name)
+
+
+def playable_names() -> list[str]:
+    """Every name the adapter plays: the targets, then the variants."""
+    return [*CLIENT_TARGETS.names(), *CLIENT_VARIANTS.names()]
 
 
 #: Trainers and harnesses said to consume ORS whose ORS code is not a package orsbench can install, and why

@@ -24,12 +24,12 @@ import statistics
 import sys
 import time
 
+from _common import end_to_end, spread
+from orsbench.bench.procstat import tree_cpu_seconds
 from orsbench.checks import Options, run_checks
 from orsbench.servers.launch import Deployment, start
 from orsbench.servers.replicas import nginx_path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from isolation_speed import _cpu_s, _stats, end_to_end  # noqa: E402  (a sibling script: the same measurement)
 
 WITHOUT = "[!d]*,d[!e]*"  # every check id but deployment.* (discovery and dataset start with "di", "da")
 
@@ -53,11 +53,11 @@ def main() -> int:
         for _ in range(args.runs):
             for side, only in (("with", None), ("without", WITHOUT.split(","))):
                 timed: dict[str, tuple[float, int]] = {}
-                before = _cpu_s(server.pid)
+                before = tree_cpu_seconds(server.pid) or 0.0
                 begin = time.perf_counter()
                 report = run_checks(server.url, Options(env=server.env_name), only=only, on_probe=lambda p, s, n: timed.__setitem__(p, (s, n)))
                 checks[side].append(time.perf_counter() - begin)
-                cpu[side].append(_cpu_s(server.pid) - before)
+                cpu[side].append((tree_cpu_seconds(server.pid) or 0.0) - before)
                 codes.append(report.exit_code)
                 if side == "with":
                     probe_s.append(timed["deployment"][0])
@@ -75,7 +75,7 @@ def main() -> int:
                 report = run_checks(front.url, Options(env=front.env_name), only=["deployment.*"], on_probe=lambda p, s, n: timed.__setitem__(p, (s, n)))
                 seen.append(timed["deployment"][0])
                 codes.append(report.exit_code)
-            behind["deployment_probe_s"] = _stats(seen)
+            behind["deployment_probe_s"] = spread(seen)
         finally:
             front.stop()
 
@@ -85,11 +85,11 @@ def main() -> int:
         "without": f"--only '{WITHOUT}'",
         "runs": args.runs,
         "load_average": round(os.getloadavg()[0], 1),
-        "end_to_end_s": {side: _stats(v) for side, v in e2e.items()},
+        "end_to_end_s": {side: spread(v) for side, v in e2e.items()},
         "group_adds_end_to_end_s": round(added, 3),
-        "checks_only_s": {side: _stats(v) for side, v in checks.items()},
-        "server_cpu_s": {side: _stats(v) for side, v in cpu.items()},
-        "deployment_probe_s": _stats(probe_s),
+        "checks_only_s": {side: spread(v) for side, v in checks.items()},
+        "server_cpu_s": {side: spread(v) for side, v in cpu.items()},
+        "deployment_probe_s": spread(probe_s),
         "deployment_probe_requests": probe_requests,
         "behind_nginx_3_replicas": behind,
         "bound_s": args.bound,

@@ -6,10 +6,10 @@
 Measures, side by side in one run (runs alternated, so a change in the machine's load falls on both sides):
 
 * **end to end** — ``orsbench check --scenario echo`` as a user types it, against the same command with every
-  check but the ``deployment.*`` group (``--only '[!d]*,d[!e]*'``; the deployment probe is a leaf, so the run
+  check but the ``deployment.*`` group (``--only '[!d]*,d[!e]*'``; both its probes are leaves, so the run
   skips it): the difference is what the group adds;
 * **checks only** — ``run_checks`` against one running mock with and without the group, the deployment
-  probe's own time and requests (as ``check`` prints them), and the server's CPU over each run (from /proc);
+  probes' own time and requests (``affinity`` and ``deployment``, as ``check`` prints them), and the server's CPU over each run (from /proc);
 * **behind nginx** — the probe's own time against ``serve echo --replicas 3`` (where nginx is installed).
 
 Exits 1 when the group adds more than the bound or a run did not pass.
@@ -32,6 +32,8 @@ from orsbench.servers.replicas import nginx_path
 
 
 WITHOUT = "[!d]*,d[!e]*"  # every check id but deployment.* (discovery and dataset start with "di", "da")
+#: The group's two probes: ``affinity`` (before the session probe) and ``deployment`` (after the call probe).
+PROBES = ("affinity", "deployment")
 
 
 def main() -> int:
@@ -60,8 +62,8 @@ def main() -> int:
                 cpu[side].append((tree_cpu_seconds(server.pid) or 0.0) - before)
                 codes.append(report.exit_code)
                 if side == "with":
-                    probe_s.append(timed["deployment"][0])
-                    probe_requests = timed["deployment"][1]
+                    probe_s.append(sum(timed[p][0] for p in PROBES))
+                    probe_requests = sum(timed[p][1] for p in PROBES)
     finally:
         server.stop()
 
@@ -73,7 +75,7 @@ def main() -> int:
             for _ in range(args.runs):
                 timed = {}
                 report = run_checks(front.url, Options(env=front.env_name), only=["deployment.*"], on_probe=lambda p, s, n: timed.__setitem__(p, (s, n)))
-                seen.append(timed["deployment"][0])
+                seen.append(sum(timed[p][0] for p in PROBES))
                 codes.append(report.exit_code)
             behind["deployment_probe_s"] = spread(seen)
         finally:

@@ -5,11 +5,13 @@ imports by its name; it is not part of the installed package (the figures it hel
 
 * :func:`spread` — min, median and max of repeated timings, as every ``*_speed.py`` prints them;
 * :func:`end_to_end` — ``orsbench check`` as a user types it, with and without one group, runs alternated;
+* :func:`emit` — the figures as JSON on stdout, and into ``--json`` when given;
 * :func:`start_plain_nginx` — nginx as a plain reverse proxy in front of one server, for the proxy benchmarks.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import subprocess
 import sys
@@ -39,6 +41,14 @@ def end_to_end(scenario: str, without: str, runs: int) -> tuple[dict[str, list[f
             if done.returncode != 0:
                 print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
     return e2e, codes
+
+
+def emit(figures: dict[str, object], json_path: str | None) -> None:
+    """Print ``figures`` as JSON, and write them to ``json_path`` too when one is given."""
+    print(json.dumps(figures, indent=2))
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump(figures, fh, indent=2)
 
 
 def start_plain_nginx(upstream: str) -> Nginx:

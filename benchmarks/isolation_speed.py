@@ -18,13 +18,12 @@ Exits 1 when the group adds more than the bound or a run did not pass.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 
-from _common import end_to_end, spread
+from _common import emit, end_to_end, spread
 from orsbench.bench.procstat import tree_cpu_seconds
 from orsbench.checks import Options, run_checks
 from orsbench.servers.launch import start
@@ -101,10 +100,7 @@ def main() -> int:
         "bound_s": args.bound,
         "all_passed": all(c == 0 for c in codes),
     }
-    print(json.dumps(figures, indent=2))
-    if args.json_path:
-        with open(args.json_path, "w") as fh:
-            json.dump(figures, fh, indent=2)
+    emit(figures, args.json_path)
     return 0 if figures["all_passed"] and added <= args.bound else 1
 
 

@@ -428,3 +428,19 @@ def test_a_knob_set_to_its_default_is_not_replaced_by_the_scenarios_own(ors_serv
     assert server.stats()["config"]["ping_interval"] == 10.0
     plain = ors_server_factory("slow", params={"long_call": 1, "setup": 0})
     assert plain.stats()["config"]["ping_interval"] == 0.25
+
+
+# -- a slow setup() is not a buffered stream ------------------------------------------------------------------
+def test_a_server_holding_calls_through_a_slow_setup_is_no_buffering_in_front():
+    """The SDK holds a call while the session's setup() runs, then sends task_id and end together: timed from the
+    send, that read as a stream buffered in front (a text adventure with 9 s of setup, served directly, failed
+    deployment.streams_unbuffered). The probe now waits the setup out before it times a call."""
+    from orsbench.servers import launch
+    from orsbench.servers.user_app import AppTarget
+
+    env = {"ORSBENCH_TEST_SETUP_SECONDS": "2"}
+    with launch.serve(AppTarget.parse("tests/envs/text_adventure.py:TextAdventure"), env=env) as server:
+        report = run_checks(server.url, Options(env=server.env_name, timeout=20, fuzz=0), only=["deployment.streams_unbuffered"])
+    result = report.result("deployment.streams_unbuffered")
+    assert result.status is Status.NOT_APPLICABLE, (result.status, result.message)  # its tool answers in milliseconds
+    assert result.measured["command"]["end_s"] < 1.0, result.measured

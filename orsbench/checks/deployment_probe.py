@@ -260,6 +260,9 @@ def _streams(col: Collector, found: Deployment, plan: list[tuple[str, Any]]) -> 
                 if created.status != 200:
                     break
             name = f"deployment.stream.{tool}{attempt}"
+            # Setup first: a server that holds the call while setup() runs sends task_id and end together after it,
+            # which is no buffering in front (a text adventure's 9 s setup read as a buffered stream).
+            col.wait_setup(sid)
             with col.keepalive(sid):
                 exchange = col.rec(name, _call(col, sid, tool, value))
             col.end_session(sid)

@@ -21,18 +21,14 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import time
 
+from _common import spread
 from orsbench.clientcheck import cases, check_client
 from orsbench.clientcheck.reference import command
 from orsbench.servers import launch
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    return {"min": round(min(values), 3), "median": round(statistics.median(values), 3), "max": round(max(values), 3)}
 
 
 def main() -> int:
@@ -76,8 +72,8 @@ def main() -> int:
         "end_to_end_cpu_s": round(cpu, 2),
         "in_process_s": round(in_process, 2),
         "in_process_exit": report.exit_code,
-        "client_s": _stats([float(c["client_s"]) for c in per_case]),
-        "overhead_s": _stats(overheads),
+        "client_s": spread([float(c["client_s"]) for c in per_case]),
+        "overhead_s": spread(overheads),
         "slowest_cases": sorted(per_case, key=lambda c: -float(c["wall_s"]))[:4],
     }
     print(json.dumps(figures, indent=2, default=lambda v: round(v, 2) if isinstance(v, float) else v))

@@ -24,13 +24,10 @@ import subprocess
 import sys
 import time
 
+from _common import spread
 from orsbench.checks import Options, run_checks
 from orsbench.servers.implementations import ors_servers
 from orsbench.servers.launch import start
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    return {"min": round(min(values), 3), "median": round(statistics.median(values), 3), "max": round(max(values), 3)}
 
 
 def main() -> int:
@@ -72,9 +69,9 @@ def main() -> int:
     figures = {
         "command": " ".join(["orsbench", *command[3:]]),
         "runs": args.runs,
-        "end_to_end_s": _stats(end_to_end),
-        "checks_only_s": _stats(checks),
-        "server_start_s": _stats(starts),
+        "end_to_end_s": spread(end_to_end),
+        "checks_only_s": spread(checks),
+        "server_start_s": spread(starts),
         "requests_per_run": requests,
         "target_s": args.target,
         "median_vs_target": round(statistics.median(end_to_end) / args.target, 3),

@@ -6,10 +6,10 @@
 Measures, side by side in one run (runs alternated, so a change in the machine's load falls on both sides):
 
 * **end to end** — ``orsbench check --scenario echo`` as a user types it, against the same command with every
-  check but the ``deployment.*`` group (``--only '[!d]*,d[!e]*'``; the deployment probe is a leaf, so the run
+  check but the ``deployment.*`` group (``--only '[!d]*,d[!e]*'``; both its probes are leaves, so the run
   skips it): the difference is what the group adds;
 * **checks only** — ``run_checks`` against one running mock with and without the group, the deployment
-  probe's own time and requests (as ``check`` prints them), and the server's CPU over each run (from /proc);
+  probes' own time and requests (``affinity`` and ``deployment``, as ``check`` prints them), and the server's CPU over each run (from /proc);
 * **behind nginx** — the probe's own time against ``serve echo --replicas 3`` (where nginx is installed).
 
 Exits 1 when the group adds more than the bound or a run did not pass.
@@ -18,20 +18,21 @@ Exits 1 when the group adds more than the bound or a run did not pass.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 
+from _common import emit, end_to_end, spread
+from orsbench.bench.procstat import tree_cpu_seconds
 from orsbench.checks import Options, run_checks
 from orsbench.servers.launch import Deployment, start
 from orsbench.servers.replicas import nginx_path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from isolation_speed import _cpu_s, _stats, end_to_end  # noqa: E402  (a sibling script: the same measurement)
 
 WITHOUT = "[!d]*,d[!e]*"  # every check id but deployment.* (discovery and dataset start with "di", "da")
+#: The group's two probes: ``affinity`` (before the session probe) and ``deployment`` (after the call probe).
+PROBES = ("affinity", "deployment")
 
 
 def main() -> int:
@@ -53,15 +54,15 @@ def main() -> int:
         for _ in range(args.runs):
             for side, only in (("with", None), ("without", WITHOUT.split(","))):
                 timed: dict[str, tuple[float, int]] = {}
-                before = _cpu_s(server.pid)
+                before = tree_cpu_seconds(server.pid) or 0.0
                 begin = time.perf_counter()
                 report = run_checks(server.url, Options(env=server.env_name), only=only, on_probe=lambda p, s, n: timed.__setitem__(p, (s, n)))
                 checks[side].append(time.perf_counter() - begin)
-                cpu[side].append(_cpu_s(server.pid) - before)
+                cpu[side].append((tree_cpu_seconds(server.pid) or 0.0) - before)
                 codes.append(report.exit_code)
                 if side == "with":
-                    probe_s.append(timed["deployment"][0])
-                    probe_requests = timed["deployment"][1]
+                    probe_s.append(sum(timed[p][0] for p in PROBES))
+                    probe_requests = sum(timed[p][1] for p in PROBES)
     finally:
         server.stop()
 
@@ -73,9 +74,9 @@ def main() -> int:
             for _ in range(args.runs):
                 timed = {}
                 report = run_checks(front.url, Options(env=front.env_name), only=["deployment.*"], on_probe=lambda p, s, n: timed.__setitem__(p, (s, n)))
-                seen.append(timed["deployment"][0])
+                seen.append(sum(timed[p][0] for p in PROBES))
                 codes.append(report.exit_code)
-            behind["deployment_probe_s"] = _stats(seen)
+            behind["deployment_probe_s"] = spread(seen)
         finally:
             front.stop()
 
@@ -85,20 +86,17 @@ def main() -> int:
         "without": f"--only '{WITHOUT}'",
         "runs": args.runs,
         "load_average": round(os.getloadavg()[0], 1),
-        "end_to_end_s": {side: _stats(v) for side, v in e2e.items()},
+        "end_to_end_s": {side: spread(v) for side, v in e2e.items()},
         "group_adds_end_to_end_s": round(added, 3),
-        "checks_only_s": {side: _stats(v) for side, v in checks.items()},
-        "server_cpu_s": {side: _stats(v) for side, v in cpu.items()},
-        "deployment_probe_s": _stats(probe_s),
+        "checks_only_s": {side: spread(v) for side, v in checks.items()},
+        "server_cpu_s": {side: spread(v) for side, v in cpu.items()},
+        "deployment_probe_s": spread(probe_s),
         "deployment_probe_requests": probe_requests,
         "behind_nginx_3_replicas": behind,
         "bound_s": args.bound,
         "all_passed": all(c == 0 for c in codes),
     }
-    print(json.dumps(figures, indent=2))
-    if args.json_path:
-        with open(args.json_path, "w") as fh:
-            json.dump(figures, fh, indent=2)
+    emit(figures, args.json_path)
     return 0 if figures["all_passed"] and added <= args.bound else 1
 
 

@@ -59,6 +59,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,48 +74,14 @@ HUB, SERVER_NS, MASTER_NS = "orsb-hub", "orsb-srv", "orsb-m"
 SUBNET = "10.77.0"
 SERVER_ADDR, MASTER_ADDR = f"{SUBNET}.2", f"{SUBNET}.3"
 
-NGINX_CONF = """
-worker_processes {workers};
-worker_rlimit_nofile 20000;
-daemon off;
-pid {root}/nginx.pid;
-error_log {root}/error.log warn;
-events {{ worker_connections 16000; }}
-http {{
-    access_log off;
-    client_body_temp_path {root}/body;
-    proxy_temp_path {root}/proxy;
-    fastcgi_temp_path {root}/fastcgi;
-    uwsgi_temp_path {root}/uwsgi;
-    scgi_temp_path {root}/scgi;
-    upstream replicas {{
-        hash $http_x_session_id consistent;
-{servers}
-        keepalive 256;
-    }}
-    server {{
-        listen {listen}:{port};
-        location / {{
-            proxy_pass http://replicas;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-            proxy_request_buffering off;
-            proxy_read_timeout 120s;
-            add_header X-ORSBench-Replica $upstream_addr always;
-        }}
-    }}
-}}
-"""
-
-
 # ------------------------------------------------------------------------------------------ server side
 def server_side(args: argparse.Namespace) -> int:
     """Replicas and nginx; a snapshot line every ``--every`` s into ``control/snapshots.jsonl`` until ``control/stop``."""
     import httpx
 
     from orsbench.config import ServerConfig
-    from orsbench.servers.launch import free_port, start
+    from orsbench.servers.launch import start
+    from orsbench.servers.replicas import start_nginx
 
     # SIGTERM (the parent's last resort, or `timeout`) still runs the finally below: replicas and nginx stop by PID.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -122,28 +89,17 @@ def server_side(args: argparse.Namespace) -> int:
     listen = args.listen
     replicas = []
     nginx = None
-    root = tempfile.mkdtemp(prefix="orsbench-nginx-")
     try:
         config = ServerConfig(ttl=3600.0)
         for _ in range(args.replicas):
             replicas.append(start("echo", impl="mock", config=config))
-        port = free_port(listen)
-        servers = "\n".join(f"        server {r.url.split('//')[1]};" for r in replicas)
-        conf = Path(root, "nginx.conf")
-        conf.write_text(NGINX_CONF.format(root=root, workers=args.nginx_workers, servers=servers, listen=listen, port=port))
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        nginx = subprocess.Popen([binary, "-p", root, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        url = f"http://{listen}:{port}"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(url + protocol.HEALTH, timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if nginx.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"nginx did not start: {nginx.stderr.read().decode() if nginx.stderr else ''}")
-            time.sleep(0.1)
+        # The one nginx configuration of orsbench (session hash, streams unbuffered), tuned for many held connections;
+        # replicas started without a name are named in X-ORSBench-Replica by their address.
+        nginx = start_nginx(
+            [urlsplit(r.url).port or 0 for r in replicas], host=listen, workers=args.nginx_workers, connections=16000,
+            keepalive=256, timeout_s=120.0, request_buffering=False, name_upstream=True, timeout=20.0,
+        )  # fmt: skip
+        url = nginx.url
         ready = {"url": url, "nginx_pid": nginx.pid, "replicas": {r.url.split("//")[1]: r.pid for r in replicas}}
         (control / "ready.tmp").write_text(json.dumps(ready))
         (control / "ready.tmp").rename(control / "ready.json")  # whole, or not there yet
@@ -166,15 +122,10 @@ def server_side(args: argparse.Namespace) -> int:
                 out.flush()
                 time.sleep(args.every)
     finally:
-        if nginx is not None and nginx.poll() is None:
-            nginx.send_signal(signal.SIGTERM)
-            try:
-                nginx.wait(10)
-            except subprocess.TimeoutExpired:
-                nginx.kill()
+        if nginx is not None:
+            nginx.stop(10)
         for r in replicas:
             r.stop()
-        shutil.rmtree(root, ignore_errors=True)
     return 0
 
 
@@ -237,14 +188,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     control = Path(tempfile.mkdtemp(prefix="orsbench-held-"))
     processes: list[subprocess.Popen[bytes]] = []
     users = -(-args.sessions // args.per_user)
-    names: dict[str, str] = {}
     out: dict[str, Any] = {"sessions_asked": args.sessions, "replicas": args.replicas, "workers": args.workers,
                            "per_user": args.per_user, "users": users, "ping_every_s": args.ping_every,
                            "hold_s": args.hold, "netns": args.netns, "loadavg_before": loadavg()}  # fmt: skip
     try:
         if args.netns:
             netns_down(args.workers)
-            names = netns_up(args.workers)
+            netns_up(args.workers)
         listen = SERVER_ADDR if args.netns else "127.0.0.1"
         master_host = MASTER_ADDR if args.netns else "127.0.0.1"
         side = [sys.executable, __file__, "--server-side", "--control", str(control), "--listen", listen,

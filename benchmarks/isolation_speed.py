@@ -18,47 +18,17 @@ Exits 1 when the group adds more than the bound or a run did not pass.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
+from _common import emit, end_to_end, spread
+from orsbench.bench.procstat import tree_cpu_seconds
 from orsbench.checks import Options, run_checks
 from orsbench.servers.launch import start
 
 WITHOUT = "[!i]*"  # every check id but isolation.* (no other group starts with "i")
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    return {"min": round(min(values), 3), "median": round(statistics.median(values), 3), "max": round(max(values), 3)}
-
-
-def _cpu_s(pid: int) -> float:
-    """The server process's user + system CPU seconds so far (/proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def end_to_end(scenario: str, without: str, runs: int) -> tuple[dict[str, list[float]], list[int]]:
-    """``orsbench check --scenario S -q`` as a user types it, with and without a group (``--only WITHOUT``), runs
-    alternated so a change in the machine's load falls on both sides: the seconds of each side, and every exit code.
-    (``deployment_speed.py`` measures its group the same way.)"""
-    base = [sys.executable, "-m", "orsbench", "check", "--scenario", scenario, "-q"]
-    e2e: dict[str, list[float]] = {"with": [], "without": []}
-    codes: list[int] = []
-    for _ in range(runs):
-        for side, extra in (("with", []), ("without", ["--only", without])):
-            begin = time.perf_counter()
-            done = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
-            e2e[side].append(time.perf_counter() - begin)
-            codes.append(done.returncode)
-            if done.returncode != 0:
-                print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
-    return e2e, codes
 
 
 def main() -> int:
@@ -85,13 +55,13 @@ def main() -> int:
         for _ in range(args.runs):
             for side, only in (("with", None), ("without", [WITHOUT])):
                 timed: dict[str, tuple[float, int]] = {}
-                before = _cpu_s(server.pid)
+                before = tree_cpu_seconds(server.pid) or 0.0
                 begin = time.perf_counter()
                 report = run_checks(
                     server.url, Options(env=server.env_name), only=only, on_probe=lambda p, s, n: timed.__setitem__(p, (s, n))
                 )
                 checks[side].append(time.perf_counter() - begin)
-                cpu[side].append(_cpu_s(server.pid) - before)
+                cpu[side].append((tree_cpu_seconds(server.pid) or 0.0) - before)
                 requests[side] = report.exchanges
                 codes.append(report.exit_code)
                 if side == "with":
@@ -114,26 +84,23 @@ def main() -> int:
         "without": f"--only '{WITHOUT}'",
         "runs": args.runs,
         "load_average": round(os.getloadavg()[0], 1),
-        "end_to_end_s": {side: _stats(v) for side, v in e2e.items()},
+        "end_to_end_s": {side: spread(v) for side, v in e2e.items()},
         "group_adds_end_to_end_s": round(added, 3),
-        "checks_only_s": {side: _stats(v) for side, v in checks.items()},
-        "server_cpu_s": {side: _stats(v) for side, v in cpu.items()},
+        "checks_only_s": {side: spread(v) for side, v in checks.items()},
+        "server_cpu_s": {side: spread(v) for side, v in cpu.items()},
         "requests": requests,
-        "isolation_probe_s": _stats(probe_s),
+        "isolation_probe_s": spread(probe_s),
         "isolation_probe_requests": probe_requests,
         "explorer": {
             "steps": steps,
-            "group_alone_s": _stats(plain_s),
-            "group_with_explorer_s": _stats(explore_s),
+            "group_alone_s": spread(plain_s),
+            "group_with_explorer_s": spread(explore_s),
             "seconds_per_100_steps": round(per_100, 3),
         },
         "bound_s": args.bound,
         "all_passed": all(c == 0 for c in codes),
     }
-    print(json.dumps(figures, indent=2))
-    if args.json_path:
-        with open(args.json_path, "w") as fh:
-            json.dump(figures, fh, indent=2)
+    emit(figures, args.json_path)
     return 0 if figures["all_passed"] and added <= args.bound else 1
 
 

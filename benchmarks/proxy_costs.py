@@ -156,7 +156,7 @@ def measure(variants: list[str], window: float, rounds: int, concurrency: int, i
     from orsbench.servers.launch import serve
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from proxy_scale import Nginx
+    from _common import start_plain_nginx
 
     out: dict[str, Any] = {"loadavg_before": loadavg(), "window_s": window, "rounds": rounds, "concurrency": concurrency, "upstream": impl}
     tmp = tempfile.mkdtemp(prefix="orsbench-costs-")
@@ -165,7 +165,7 @@ def measure(variants: list[str], window: float, rounds: int, concurrency: int, i
         try:
             for variant in variants:
                 if variant == "nginx":
-                    nginx = Nginx(mock.url)
+                    nginx = start_plain_nginx(mock.url)
                     running[variant] = (nginx, nginx.url, nginx.pid)
                     continue
                 ready = os.path.join(tmp, f"{variant}.url")

@@ -40,19 +40,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-
-import httpx
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import os
-import shutil
-import signal
-import subprocess
-import tempfile
-import time
-from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench.bench.driver import drive
@@ -60,74 +50,9 @@ from orsbench.bench.hold import DURATION_ARG, run_hold
 from orsbench.bench.plan import discover
 from orsbench.bench.procstat import loadavg, tree_cpu_seconds, tree_rss_bytes
 from orsbench.config import ServerConfig
-from orsbench.servers.launch import RunningServer, free_port, serve, start_proxy
+from orsbench.servers.launch import RunningServer, serve, start_proxy
 
-NGINX_CONF = """
-worker_processes 1;
-worker_rlimit_nofile 65536;
-daemon off;
-pid {root}/nginx.pid;
-error_log {root}/error.log warn;
-events {{ worker_connections 16384; }}
-http {{
-    access_log off;
-    client_body_temp_path {root}/body;
-    proxy_temp_path {root}/proxy;
-    fastcgi_temp_path {root}/fastcgi;
-    uwsgi_temp_path {root}/uwsgi;
-    scgi_temp_path {root}/scgi;
-    upstream mock {{ server {upstream}; keepalive 4096; }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            proxy_pass http://mock;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-            proxy_request_buffering off;
-            proxy_read_timeout 3600s;
-            proxy_send_timeout 3600s;
-        }}
-    }}
-}}
-"""
-
-
-class Nginx:
-    """Debian's nginx as a plain reverse proxy to ``upstream``, on 127.0.0.1, its config in a temp dir."""
-
-    def __init__(self, upstream: str) -> None:
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.root = tempfile.mkdtemp(prefix="orsbench-nginx-")
-        self.port = free_port()
-        conf = os.path.join(self.root, "nginx.conf")
-        with open(conf, "w") as handle:
-            handle.write(NGINX_CONF.format(root=self.root, upstream=urlsplit(upstream).netloc, port=self.port))
-        self.process = subprocess.Popen([binary, "-p", self.root, "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.pid = self.process.pid
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(self.url + protocol.HEALTH, timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode() if self.process.stderr else ''}")
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)  # fast shutdown; its workers go with it
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        shutil.rmtree(self.root, ignore_errors=True)
-
+from _common import start_plain_nginx
 
 @dataclass
 class Reading:
@@ -311,7 +236,7 @@ def main() -> int:
     def fronts_of(mock: RunningServer) -> Fronts:
         fronts: Fronts = {"proxy": start_proxy(mock.url)}
         if args.nginx:
-            fronts["nginx"] = Nginx(mock.url)
+            fronts["nginx"] = start_plain_nginx(mock.url)
         return fronts
 
     if args.sessions:

@@ -313,7 +313,10 @@ def ors_server_factory() -> Iterator[ServerFactory]:
         unknown = set(knobs) - _CONFIG_FIELDS
         if unknown:
             raise TypeError(f"unknown ServerConfig field(s) {sorted(unknown)}")
-        config = (config or ServerConfig()).replace(**knobs)
+        config = config or ServerConfig()
+        # A knob given is set on purpose, even to its default value (ping_interval=10.0): the scenario's own default
+        # (slow's 0.25 s keep-alives) must not replace it, as `orsbench serve --ping-interval 10` keeps it.
+        config = config.replace(**knobs, explicit=tuple(sorted({*config.explicit, *knobs}))) if knobs else config
         if params:
             config = config.replace(params={**config.params, **params})
         user = _user_target(app, cmd)

@@ -338,7 +338,7 @@ def test_a_probe_registers_itself_and_the_collector_runs_it_by_name():
     from orsbench.checks.evidence import Evidence
     from orsbench.registry import UnknownName
 
-    assert probe_names() == ("discovery", "dataset", "session", "call", "deployment", "play", "fuzz", "quality", "isolation", "timing")
+    assert probe_names() == ("discovery", "dataset", "affinity", "session", "call", "deployment", "play", "fuzz", "quality", "isolation", "timing")
     seen = []
     collector = Collector(None, Evidence("http://127.0.0.1:9", Options()))  # type: ignore[arg-type]  # the dummy sends nothing
     with PROBES.temporarily(Probe("dummy", lambda col: seen.append(col))):

@@ -9,6 +9,7 @@ is not installed (``.ci/run`` installs it).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import subprocess
 import sys
@@ -33,9 +34,9 @@ load_checks()
 
 needs_nginx = pytest.mark.skipif(replicas.nginx_path() is None, reason="nginx is not installed (apt-get install nginx-light)")
 DEPLOYMENT = ["deployment.*"]
-#: A slow tool that sends nothing for 6 s (keep-alives every 9 s; 9, not the default 10, so that it is set on purpose
-#: and the scenario's own 0.25 s does not replace it): what an idle timeout of 4 s cuts.
-SILENT_6S = {"scenario": "slow", "params": {"long_call": 6, "setup": 0}, "ping_interval": 9.0}
+#: A slow tool that sends nothing for 6 s (keep-alives every 10 s, the reference's; set, so the slow scenario's own
+#: 0.25 s does not replace it): what an idle timeout of 4 s cuts.
+SILENT_6S = {"scenario": "slow", "params": {"long_call": 6, "setup": 0}, "ping_interval": 10.0}
 #: A 2 s tool with keep-alives every 0.25 s: a stream that is not buffered shows its task_id 2 s before its end.
 SLOW_2S = {"scenario": "slow", "params": {"long_call": 2, "setup": 0}}
 ECHO = {"scenario": "echo"}
@@ -311,3 +312,135 @@ def test_replicas_and_nginx_leave_when_their_deployment_is_killed(front):
     while _alive(kids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert kids and _alive(kids) == []
+
+
+# -- a balancer without affinity: routing first, its consequences not judged -------------------------------------
+#: The session and call checks a round-robin front made fail on a correct server (issue 35: 7 of them, "nothing
+#: says routing"); each must now read "not judged", naming deployment.affinity.
+SCATTERED = ("call.resume_by_task_id", "call.unknown_tool_ok_false", "session.use_after_delete_404")
+
+
+@pytest.mark.parametrize("front", ["builtin", pytest.param("nginx", marks=needs_nginx)])
+def test_round_robin_fails_only_affinity_and_its_consequences_are_not_judged(ors_server_factory, front):
+    server = _serve(ors_server_factory, "round-robin", front, n=3)
+    report = run_checks(server.url, Options(timeout=20))
+    failed = [r.id for r in report.results if r.status in (Status.FAIL, Status.WARN)]
+    assert [f for f in failed if f != "quality.answer_leak"] == ["deployment.affinity"], failed  # echo leaks its target
+    voided = [r for r in report.results if r.depends_on == "deployment.affinity"]
+    assert voided and all(r.status is Status.SKIP for r in voided)
+    assert all(r.message.startswith("not judged: requests of one session reach different replicas (deployment.affinity)") for r in voided)
+    assert {r.id for r in voided} >= set(SCATTERED), sorted(r.id for r in voided)
+    # Listed before every check it voids, and a required one skipped so is a gap --strict fails.
+    ids = [r.id for r in report.results]
+    assert all(ids.index("deployment.affinity") < ids.index(r.id) for r in voided)
+    assert report.exit_code == 1 and report.ids(Status.FAIL) == ["deployment.affinity"]
+    assert {item["id"] for item in report.required_not_run()} & set(SCATTERED)
+
+
+def test_a_failure_without_sessions_stays_a_failure_after_affinity_fails():
+    """Only findings on sessions' requests are voided: an answer to a sessionless request is the server's own."""
+    from orsbench.checks.registry import CHECKS
+    from orsbench.checks.runner import grade
+    from orsbench.checks.model import CheckOutcome, CheckResult, Severity
+
+    ev = Evidence("http://127.0.0.1:9", Options())
+    affinity_failed = CheckResult("deployment.affinity", "", Status.FAIL, Severity.REQUIRED, "", None, [], "", "")
+    sessionless = Exchange("GET", "http://127.0.0.1:9/health", {}, b"", status=500, body=b"boom")
+    of_a_session = Exchange("GET", "http://127.0.0.1:9/echo/prompt", {protocol.SESSION_HEADER: "s"}, b"", status=404, body=b"{}")
+    check = CHECKS.get("session.prompt")
+    for shown, expected in ((sessionless, Status.FAIL), (of_a_session, Status.SKIP)):
+        plain = dataclasses.replace(check, fn=lambda ev, shown=shown: CheckOutcome(Status.FAIL, "seen", None, [shown]))
+        result = grade(plain, ev, {"deployment.affinity": affinity_failed})
+        assert result.status is expected, (shown.url, result.status, result.message)
+    passing = dataclasses.replace(check, fn=lambda ev: CheckOutcome(Status.PASS, "ok"))
+    assert grade(passing, ev, {"deployment.affinity": affinity_failed}).status is Status.PASS
+
+
+# -- a server that answers a lost session 400, not 404 -----------------------------------------------------------
+def _lost_400(i: int, status: int) -> Exchange:
+    body = b'{"detail": "Active environment not found"}' if status == 400 else b"[]"
+    exchange = Exchange("GET", "http://127.0.0.1:9/echo/prompt", {protocol.SESSION_HEADER: "s"}, b"", status=status, body=body)
+    exchange.started_at = float(i)
+    return exchange
+
+
+def test_a_lost_session_answered_400_is_not_found_when_the_server_says_so_for_unknown_sessions():
+    from orsbench.checks.deployment_probe import lost_answer, session_found
+
+    unknown = Exchange("GET", "http://127.0.0.1:9/echo/prompt", {protocol.SESSION_HEADER: "never"}, b"", status=400,
+                       body=b'{"detail": "Active environment not found"}')  # fmt: skip
+    learned = lost_answer(unknown)
+    assert learned == (400, '{"detail": "Active environment not found"}')
+    assert session_found(_lost_400(0, 400), learned) is False
+    # A 400 that says something else (an input refused) is the session found; and without learning, 400 tells nothing.
+    refused = Exchange("GET", "http://127.0.0.1:9/echo/prompt", {protocol.SESSION_HEADER: "s"}, b"", status=400, body=b'{"detail": "bad input"}')
+    assert session_found(refused, learned) is True and session_found(_lost_400(0, 400)) is True
+    trail = Trail("s", [(f"deployment.affinity.0.{i}", "prompt", _lost_400(i, st)) for i, st in enumerate((200, 400, 200))], span=3.0)
+    assert _graded(trail).status is Status.PASS  # what the check saw before: a 400 read as "found"
+    trail.lost = {"prompt": learned}
+    outcome = _graded(trail)
+    assert outcome.status is Status.FAIL and "reach different replicas" in outcome.message
+
+
+HANDMADE = [sys.executable, "tests/envs/sessions_handmade_server.py", "--lost-status", "400", "--port"]
+
+
+def _handmade(port: int) -> subprocess.Popen[bytes]:
+    from orsbench.servers import launch
+
+    process = subprocess.Popen([*HANDMADE, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not launch.healthy(f"http://127.0.0.1:{port}"):
+        assert process.poll() is None and time.monotonic() < deadline, "the handmade server did not start"
+        time.sleep(0.1)
+    return process
+
+
+@needs_nginx
+def test_a_server_answering_lost_sessions_400_is_caught_behind_round_robin_and_passes_alone():
+    from orsbench.servers import launch
+
+    ports = [launch.free_port(), launch.free_port()]
+    servers = [_handmade(p) for p in ports]
+    nginx = None
+    try:
+        alone = run_checks(f"http://127.0.0.1:{ports[0]}", Options(timeout=20), only=["deployment.affinity"])
+        assert alone.result("deployment.affinity").status is Status.PASS, alone.result("deployment.affinity").message
+        nginx = replicas.start_nginx(ports, faults=("round-robin",))
+        report = run_checks(nginx.url, Options(timeout=20), only=["deployment.affinity"])
+        result = report.result("deployment.affinity")
+        assert result.status is Status.FAIL and "reach different replicas" in result.message, result.message
+        assert " 400" in result.message  # the trail shows the server's own "not found"
+        trails = report.evidence.facts.deployment.trails
+        assert trails[0].lost["prompt"][0] == 400
+    finally:
+        if nginx is not None:
+            nginx.stop()
+        for process in servers:
+            process.terminate()
+            process.wait(10)
+
+
+# -- the fixture keeps a knob set to its default ------------------------------------------------------------------
+def test_a_knob_set_to_its_default_is_not_replaced_by_the_scenarios_own(ors_server_factory):
+    """ping_interval=10.0 is ServerConfig's default; the slow scenario's own default (0.25 s) used to win."""
+    server = ors_server_factory("slow", params={"long_call": 1, "setup": 0}, ping_interval=10.0)
+    assert server.stats()["config"]["ping_interval"] == 10.0
+    plain = ors_server_factory("slow", params={"long_call": 1, "setup": 0})
+    assert plain.stats()["config"]["ping_interval"] == 0.25
+
+
+# -- a slow setup() is not a buffered stream ------------------------------------------------------------------
+def test_a_server_holding_calls_through_a_slow_setup_is_no_buffering_in_front():
+    """The SDK holds a call while the session's setup() runs, then sends task_id and end together: timed from the
+    send, that read as a stream buffered in front (a text adventure with 9 s of setup, served directly, failed
+    deployment.streams_unbuffered). The probe now waits the setup out before it times a call."""
+    from orsbench.servers import launch
+    from orsbench.servers.user_app import AppTarget
+
+    env = {"ORSBENCH_TEST_SETUP_SECONDS": "2"}
+    with launch.serve(AppTarget.parse("tests/envs/text_adventure.py:TextAdventure"), env=env) as server:
+        report = run_checks(server.url, Options(env=server.env_name, timeout=20, fuzz=0), only=["deployment.streams_unbuffered"])
+    result = report.result("deployment.streams_unbuffered")
+    assert result.status is Status.NOT_APPLICABLE, (result.status, result.message)  # its tool answers in milliseconds
+    assert result.measured["command"]["end_s"] < 1.0, result.measured

@@ -15,7 +15,6 @@ replicas name themselves.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,10 +24,8 @@ from orsbench.bench.options import BenchOptions
 from orsbench.bench.pinghold import PingHoldResult, run_ping_hold
 from orsbench.bench.plan import discover
 from orsbench.bench.procstat import TreeReadings, loadavg, machine_facts
+from orsbench.bench.report import DRIVER_SATURATED, held_json, machine_line, optional, sessions_left
 from orsbench.bench.target import LoadTarget
-from orsbench.servers import stats as server_stats
-
-DRIVER_SATURATED = 0.9
 
 
 @dataclass
@@ -93,24 +90,14 @@ class PingedReport:
         return out
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "mode": "sessions-pinged",
-                "sessions": self.sessions,
-                "hold_s": self.hold_s,
-                "ping_interval_s": self.interval_s,
-                "servers": {name: f.as_dict() for name, f in self.servers.items()},
-                "machine": self.machine,
-            },
-            indent=2,
-        )
+        servers = {name: f.as_dict() for name, f in self.servers.items()}
+        return held_json("sessions-pinged", self.sessions, self.hold_s, self.interval_s, servers, self.machine)
 
     def render(self) -> str:
         lines = [
             f"held sessions: {self.sessions} per server, open {self.hold_s:g}s, each pinged every {self.interval_s:g}s "
             "(POST /ping, the reference client's cadence)",
-            f"machine: {self.machine.get('cpus')} CPUs, load average before {self.machine.get('loadavg_before')}, "
-            f"after {self.machine.get('loadavg_after')}",
+            machine_line(self.machine),
             "",
             f"{'server':<8} {'opened':>7} {'errors':>6} {'left':>5} {'KiB/sess':>9} {'CPU µs/ping':>11} {'pings/s':>8} "
             f"{'asked/s':>8} {'ping p50':>9} {'ping p99':>9} {'late p99':>9} {'drv CPU':>8}",
@@ -118,9 +105,9 @@ class PingedReport:
         for f in self.servers.values():
             d = f.as_dict()
             lines.append(
-                f"{f.name:<8} {d['opened']:>7} {d['errors']:>6} {_opt(d['sessions_left']):>5} "
-                f"{_opt(d['rss_kib_per_session'], '.2f'):>9} {_opt(d['server_cpu_us_per_ping'], '.0f'):>11} "
-                f"{d['pings_per_s']:>8.1f} {_opt(d['pings_per_s_asked'], '.1f'):>8} {d['ping_p50_ms']:>7.1f}ms "
+                f"{f.name:<8} {d['opened']:>7} {d['errors']:>6} {optional(d['sessions_left']):>5} "
+                f"{optional(d['rss_kib_per_session'], '.2f'):>9} {optional(d['server_cpu_us_per_ping'], '.0f'):>11} "
+                f"{d['pings_per_s']:>8.1f} {optional(d['pings_per_s_asked'], '.1f'):>8} {d['ping_p50_ms']:>7.1f}ms "
                 f"{d['ping_p99_ms']:>7.1f}ms {d['ping_late_p99_ms']:>7.0f}ms {f.driver_core_share:>7.0%}"
             )
         if self.hold_s < self.interval_s * 2:
@@ -141,10 +128,6 @@ class PingedReport:
         return "\n".join(lines)
 
 
-def _opt(value: Any, fmt: str = "") -> str:
-    return "n/a" if value is None else format(value, fmt)
-
-
 def measure_pinged(
     target: LoadTarget,
     sessions: int,
@@ -163,8 +146,7 @@ def measure_pinged(
         probe=server.probe, progress=lambda line: progress(f"{target.name}: {line}"),
     )  # fmt: skip
     figures = PingedFigures(target.name, target.url, result, server)
-    value = (server_stats.read_or_none(target.url, api_key=o.api_key) or {}).get("active_sessions")
-    figures.sessions_left = value if isinstance(value, int) else None
+    figures.sessions_left = sessions_left(target.url, o.api_key)
     if target.pid is None:
         figures.note = "no server PID: server memory and CPU not measured"
     return figures

@@ -15,9 +15,9 @@ from orsbench.bench.driver import drive
 from orsbench.bench.options import BenchOptions
 from orsbench.bench.plan import resolve_plan
 from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
+from orsbench.bench.report import sessions_left
 from orsbench.bench.runner import BenchReport, ServerFigures, record_window
 from orsbench.bench.target import LoadTarget
-from orsbench.servers import stats as server_stats
 
 
 def run_url_bench(
@@ -48,7 +48,6 @@ def run_url_bench(
         cpu = after - before if before is not None and after is not None else None
         record_window(figures, round_no, result, cpu, f"round {round_no}", progress)
     figures.rss_bytes = tree_rss_bytes(target.pid) if target.pid else None
-    value = (server_stats.read_or_none(target.url, api_key=api_key) or {}).get("active_sessions")
-    figures.active_sessions_after = value if isinstance(value, int) else None
+    figures.active_sessions_after = sessions_left(target.url, api_key)
     machine = machine_facts(loadavg_before, server_pid=target.pid)
     return BenchReport("(url)", plan.describe(), concurrency, window_seconds, rounds, {target.name: figures}, machine=machine)

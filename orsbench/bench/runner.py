@@ -24,13 +24,10 @@ from orsbench.bench.driver import DriverResult, drive
 from orsbench.bench.locust_run import LocustResult, run_locust
 from orsbench.bench.plan import EpisodePlan, resolve_plan
 from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
+from orsbench.bench.report import DRIVER_SATURATED, machine_line
 from orsbench.config import ServerConfig
 from orsbench.servers.implementations import benched_by_default
 from orsbench.servers.launch import RunningServer, ServerStartError, start
-
-#: Driver CPU over wall time at or above which the driver, not the server, set the pace.
-DRIVER_SATURATED = 0.9
-
 
 @dataclass
 class ServerFigures:
@@ -165,10 +162,7 @@ class BenchReport:
                 f"{self.rounds} x {self.window_seconds:g}s windows per server (alternating)"
             ),
             f"episode: {self.plan}",
-            (
-                f"machine: {self.machine.get('cpus')} CPUs, load average {self.machine.get('loadavg_before')} before, "
-                f"{self.machine.get('loadavg_after')} after"
-            ),
+            machine_line(self.machine),
             "",
             (
                 f"{'server':<8} {'episodes':>9} {'fail':>5} {'ep/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "

@@ -19,7 +19,6 @@ them, with a warning when it ran at a core's limit.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,18 +27,16 @@ from orsbench import protocol
 from orsbench.bench.hold import DURATION_ARG, HoldResult, duration_arg, run_hold
 from orsbench.bench.options import BenchOptions
 from orsbench.bench.plan import EpisodePlan, PlanError, discover
-from orsbench.bench.procstat import loadavg, machine_facts, tree_cpu_seconds, tree_rss_bytes
+from orsbench.bench.procstat import TreeReadings, loadavg, machine_facts
+from orsbench.bench.report import DRIVER_SATURATED, held_json, machine_line, optional, sessions_left
 from orsbench.bench.target import LoadTarget
 from orsbench.config import ServerConfig
 from orsbench.servers.implementations import holding_sessions
 from orsbench.servers.launch import RunningServer, ServerStartError, start
-from orsbench.servers import stats as server_stats
 from orsbench.wire import WireClient
 
 #: The scenario served for held sessions, and its long tool.
 HOLD_SCENARIO, HOLD_TOOL = "slow", "wait"
-#: Fraction of one core above which the driver, not the server, is what limits the run.
-DRIVER_SATURATED = 0.9
 
 
 def holdable_impls() -> tuple[str, ...]:
@@ -117,24 +114,14 @@ class HeldReport:
         return {name: {"ok": f.hold.sessions_ok / f.hold.sessions * 100 if f.hold.sessions else 0.0} for name, f in self.servers.items()}
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "mode": "sessions",
-                "sessions": self.sessions,
-                "hold_s": self.hold_s,
-                "ping_interval_s": self.ping_interval_s,
-                "servers": {name: f.as_dict() for name, f in self.servers.items()},
-                "machine": self.machine,
-            },
-            indent=2,
-        )
+        servers = {name: f.as_dict() for name, f in self.servers.items()}
+        return held_json("sessions", self.sessions, self.hold_s, self.ping_interval_s, servers, self.machine)
 
     def render(self) -> str:
         lines = [
             f"held sessions: {self.sessions} per server, each in one streaming call held {self.hold_s:g}s"
             + (f", keep-alives every {self.ping_interval_s:g}s" if self.ping_interval_s else ""),
-            f"machine: {self.machine.get('cpus')} CPUs, load average before {self.machine.get('loadavg_before')}, "
-            f"after {self.machine.get('loadavg_after')}",
+            machine_line(self.machine),
             "",
             f"{'server':<8} {'ok':>6} {'errors':>6} {'left':>5} {'KiB/sess':>9} {'CPU µs/sess':>11} "
             f"{'max gap s':>9} {'TTFB p50':>9} {'TTFB p99':>9} {'held s':>7} {'drv CPU':>8} {'drv MiB':>8}",
@@ -142,8 +129,8 @@ class HeldReport:
         for f in self.servers.values():
             d = f.as_dict()
             lines.append(
-                f"{f.name:<8} {d['sessions_ok']:>6} {d['errors']:>6} {_opt(d['sessions_left']):>5} "
-                f"{_opt(d['rss_kib_per_session'], '.1f'):>9} {_opt(d['cpu_us_per_session'], '.0f'):>11} "
+                f"{f.name:<8} {d['sessions_ok']:>6} {d['errors']:>6} {optional(d['sessions_left']):>5} "
+                f"{optional(d['rss_kib_per_session'], '.1f'):>9} {optional(d['cpu_us_per_session'], '.0f'):>11} "
                 f"{d['max_keepalive_gap_s']:>9.2f} {d['ttfb_ms']['p50']:>7.1f}ms {d['ttfb_ms']['p99']:>7.1f}ms "
                 f"{d['held_all_s']:>7.1f} {f.driver_core_share:>7.0%} "
                 f"{(f.hold.driver_rss_held_kib or 0) / 1024:>8.1f}"
@@ -169,10 +156,6 @@ class HeldReport:
             for kind, count in f.hold.error_kinds.most_common(5):
                 lines.append(f"  {f.name} error x{count}: {kind}")
         return "\n".join(lines)
-
-
-def _opt(value: Any, fmt: str = "") -> str:
-    return "n/a" if value is None else format(value, fmt)
 
 
 def hold_plan(
@@ -223,16 +206,7 @@ def measure_held(
     if warmup > 0:
         warm = run_hold(url, plan, warmup, hold=0.2, timed_arg=timed_arg, ramp_concurrency=ramp_concurrency, api_key=api_key)
         progress(f"{name}: warm-up {warm.sessions_ok}/{warmup} sessions ok")
-    rss: dict[str, int | None] = {}
-    cpu: dict[str, float | None] = {}
-
-    def probe(phase: str) -> None:
-        if pid is None:
-            return
-        value = tree_rss_bytes(pid)
-        rss[phase] = None if value is None else value // 1024
-        cpu[phase] = tree_cpu_seconds(pid)
-
+    server = TreeReadings(pid)
     result = run_hold(
         url,
         plan,
@@ -241,19 +215,14 @@ def measure_held(
         timed_arg=timed_arg,
         ramp_concurrency=ramp_concurrency,
         api_key=api_key,
-        probe=probe,
+        probe=server.probe,
         progress=lambda line: progress(f"{name}: {line}"),
     )
-    figures = HeldFigures(name, url, result, rss, cpu)
-    figures.sessions_left = _active_sessions(url, api_key)
+    figures = HeldFigures(name, url, result, server.rss_kib, server.cpu_s)
+    figures.sessions_left = sessions_left(url, api_key)
     if pid is None:
         figures.note = "no --server-pid: server memory and CPU not measured"
     return figures
-
-
-def _active_sessions(url: str, api_key: str | None = None) -> int | None:
-    value = (server_stats.read_or_none(url, api_key=api_key) or {}).get("active_sessions")
-    return value if isinstance(value, int) else None
 
 
 def run_held_bench(

@@ -29,6 +29,7 @@ import aiohttp
 from orsbench import protocol
 from orsbench.bench.driver import DriverResult, EpisodePlayer, drive, ors_client_session, percentile, run_async
 from orsbench.bench.plan import EpisodePlan
+from orsbench.bench.report import machine_line
 
 #: The share of ok episodes a concurrency must keep to be under the knee.
 KNEE_OK_SHARE = 0.99
@@ -280,8 +281,7 @@ class ShapeReport:
         lines = [
             f"orsbench bench --shape {self.shape}: {title}",
             f"episode: {self.plan}",
-            f"machine: {self.machine.get('cpus')} CPUs, load average {self.machine.get('loadavg_before')} before, "
-            f"{self.machine.get('loadavg_after')} after (a shared machine: compare servers measured in one run)",
+            machine_line(self.machine, "a shared machine: compare servers measured in one run"),
         ]
         for name, result in self.results.items():
             lines += ["", f"[{name}]", result.render()]

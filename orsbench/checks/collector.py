@@ -126,6 +126,28 @@ class Collector:
             exchange = send()
         return exchange
 
+    def wait_setup(self, sid: str) -> float:
+        """Wait until ``sid``'s ``setup()`` has run, as a client waits for its first prompt; the seconds waited.
+
+        ``/prompt`` (not recorded) until it answers anything but 503 "starting", each request and the whole wait
+        bounded by the longer of ``--timeout`` and the reference server's own setup wait (25 s): a server that holds
+        the prompt while setup runs would otherwise time out under a short ``--timeout``, and the first tool call
+        would carry the setup's seconds — a 9 s setup read as a tool that hangs on the first input it was sent.
+        """
+        bound = max(self.options.timeout, protocol.SETUP_WAIT_TIMEOUT_S)
+        path = protocol.env_path(self.ev.env or "", protocol.PROMPT)
+        started = time.monotonic()
+        deadline = started + bound
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            exchange = self.client.request("GET", path, sid=sid, read_timeout=left)
+            if exchange.status != 503:
+                break
+            time.sleep(0.05)
+        return time.monotonic() - started
+
     # -- sessions ----------------------------------------------------------------------------
     def new_sid(self) -> str:
         """A fresh session id: from ``/create_session`` when the server gives new ones, else a local uuid4."""

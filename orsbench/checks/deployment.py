@@ -23,6 +23,8 @@ from orsbench.wire.evidence import Exchange
 
 #: What every finding of this group begins with.
 NOT_THE_CODE = "the deployment in front of the server, not the environment's code"
+#: Why the findings on sessions' requests are not judged once ``deployment.affinity`` fails (``voids_sessions``).
+ROUTING_VOIDS = "requests of one session reach different replicas"
 #: A stream whose end came later than this after sending can show a buffered stream (task_id arriving with end).
 BUFFER_TELLS_S = 0.5
 #: task_id arriving this close to the end, as a share of the call's time, is a buffered stream.
@@ -86,8 +88,9 @@ def _lost(trail: Trail, skip: AbstractSet[str] = frozenset()) -> bool:
     "deployment.affinity",
     severity=Severity.REQUIRED,
     title="every request of a session reaches the process that holds it, whatever the connection",
-    probe="deployment",
+    probe="affinity",
     spec="§16.1, §8",
+    voids_sessions=ROUTING_VOIDS,
     remediation="Route every request of a session by its X-Session-ID header, never round-robin or by connection: nginx "
     "`hash $http_x_session_id consistent;` in the upstream; ingress-nginx the annotation "
     "`nginx.ingress.kubernetes.io/upstream-hash-by: \"$http_x_session_id\"`; Envoy `lb_policy: RING_HASH` with a route "

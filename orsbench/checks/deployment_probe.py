@@ -6,22 +6,25 @@ its idle timeout above the keep-alive interval and let a tool's large input thro
 §16). One process answering directly gets all of that for free; this probe asks for it the way a
 trainer does, and records what came back for the ``deployment.*`` checks:
 
-* *affinity*: ``--sessions N`` sessions (default 3), each used in rounds spread over time, every
-  request on a new connection (``Connection: close``) — so a balancer that routes by connection, or
-  by nothing at all, shows as a session answered "not found" after it worked, and found again later;
+* *affinity* (its own probe, ``affinity``, run before the ``session`` probe so that routing is judged before what
+  it breaks): ``--sessions N`` sessions (default 3), each used in rounds spread over time, every request on a new
+  connection (``Connection: close``) — so a balancer that routes by connection, or by nothing at all, shows as a
+  session answered "not found" after it worked, and found again later. "Not found" is 404, or whatever the server
+  answers a session it never opened (asked once per route first: a server may say 400);
 * *streams*: each tool with a known input called once on a fresh session (up to :data:`STREAM_TOOLS`),
   with the arrival of ``task_id`` and of ``end``; a stream closed without ``end`` is called once more,
   to see whether it is cut after the same time;
 * *body size*: one ``/call`` whose body is ``--max-body`` bytes (default 2 MiB).
 
-It runs right after the ``call`` probe (it needs a tool plan, nothing else), and is a leaf: no later
-probe reads what it found, so ``--only`` without ``deployment.*`` skips it.
+The streams and the large body run right after the ``call`` probe (they need its tool plan). Both probes are
+leaves: no later probe reads what they found, so ``--only`` without ``deployment.*`` skips them.
 """
 
 from __future__ import annotations
 
 import random
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +50,10 @@ STREAM_TOOLS = 6
 PADDING_KEY = "orsbench_padding"
 
 
+#: A server's answer to a session it does not hold: its status, and its body with the session id blanked out.
+LostAnswer = tuple[int, str]
+
+
 @dataclass
 class Trail:
     """One session of the affinity part: what each of its requests answered, in order."""
@@ -56,10 +63,12 @@ class Trail:
     steps: list[tuple[str, str, Exchange]] = field(default_factory=list)
     #: Seconds from the session's create to its last request.
     span: float = 0.0
+    #: What the server answers, per step, for a session it does not hold (:func:`lost_answer`; 404 where not learned).
+    lost: dict[str, LostAnswer] = field(default_factory=dict)
 
     def found(self) -> list[bool | None]:
         """Per step: the session was found (True), answered "not found" (False), or neither can be told (None)."""
-        return [session_found(ex) for _, _, ex in self.steps]
+        return [session_found(ex, self.lost.get(what)) for _, what, ex in self.steps]
 
 
 @dataclass
@@ -86,12 +95,30 @@ class Deployment:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def session_found(exchange: Exchange) -> bool | None:
-    """Whether a request of a session reached a process that holds it: 404 is "not found"; an answer
-    from the server otherwise is "found"; a transport failure or a proxy's 5xx tells nothing."""
+def _blanked(exchange: Exchange) -> str:
+    sid = protocol.session_in(exchange.request_headers) or ""
+    text = exchange.body.decode("utf-8", errors="replace").strip()
+    return text.replace(sid, "{sid}") if sid else text
+
+
+def lost_answer(exchange: Exchange) -> LostAnswer | None:
+    """The server's "not found" for a session it never opened, where it is a 4xx other than 404 (a server may answer
+    400 "no such session"); ``None`` for a 404 (always "not found") or anything that is not a client error."""
+    if exchange.status is None or not 400 <= exchange.status < 500 or exchange.status == 404:
+        return None
+    return exchange.status, _blanked(exchange)
+
+
+def session_found(exchange: Exchange, lost: LostAnswer | None = None) -> bool | None:
+    """Whether a request of a session reached a process that holds it: 404 is "not found", and so is the very answer
+    the server gives a session it never opened (``lost``: same status, same body but for the session id — a 400 for
+    an input it refuses says something else); an answer from the server otherwise is "found"; a transport failure or
+    a proxy's 5xx tells nothing."""
     if exchange.status is None or exchange.status >= 500:
         return None
     if exchange.status == 404:
+        return False
+    if lost is not None and exchange.status == lost[0] and _blanked(exchange) == lost[1]:
         return False
     return True
 
@@ -107,18 +134,35 @@ def event_times(exchange: Exchange) -> tuple[float | None, float | None]:
     return (first.at - start if first else None), (last.at - start if last else None)
 
 
+def found_of(col: Collector) -> Deployment:
+    """What the deployment probes found so far (made on first use: ``--only`` may run one of them alone)."""
+    if not isinstance(col.ev.facts.deployment, Deployment):
+        col.ev.facts.deployment = Deployment()
+    return col.ev.facts.deployment
+
+
+def affinity(col: Collector, plan: list[tuple[str, Any]]) -> None:
+    """The affinity part (the ``affinity`` probe, :mod:`orsbench.checks.probes`): first what the server answers a
+    session it never opened, per route, then sessions used over time and connections. ``plan``: tool inputs built
+    from the shared listing (a call is one of the steps; without one, a ping stands in)."""
+    found = found_of(col)
+    if col.ev.env is None:
+        found.skipped["affinity"] = "no environment to use"
+        return
+    _affinity(col, found, plan)
+
+
 @probe("deployment", leaf=True)
 def probe_deployment(col: Collector) -> None:
-    """Sessions over time and connections, each tool's stream, one large body: the deployment in front."""
+    """Each tool's stream and one large body: what the front does to streams and bodies."""
     ev = col.ev
-    found = ev.facts.deployment = Deployment()
+    found = found_of(col)
     if ev.env is None:
-        found.skipped = dict.fromkeys(("affinity", "streams", "body"), "no environment to use")
+        found.skipped.update(dict.fromkeys(("streams", "body"), "no environment to use"))
         return
     plan = list(ev.facts.call_plan)
-    # The large call's session is created first, so that its setup() runs while the sessions below are used.
+    # The large call's session is created first, so that its setup() runs while the streams are timed.
     body_session = _create(col, "deployment.body.create") if plan and col.options.max_body > 0 else None
-    _affinity(col, found, plan)
     if plan:
         _streams(col, found, plan)
         _body(col, found, plan, body_session)
@@ -173,6 +217,17 @@ def _affinity(col: Collector, found: Deployment, plan: list[tuple[str, Any]]) ->
     if not found.trails:
         found.skipped["affinity"] = "/create refused every session it asked for"
         return
+    # What the server answers a session it never opened, per route: "not found" is that answer, whatever its status.
+    lost: dict[str, LostAnswer] = {}
+    for what in STEPS:
+        if what == "call" and not plan:
+            continue
+        name = f"deployment.affinity.unknown.{what}"
+        answer = lost_answer(col.rec(name, _step(col, f"orsbench-never-opened-{uuid.uuid4()}", what, plan)))
+        if answer is not None:
+            lost[what] = answer
+    for trail in found.trails:
+        trail.lost = lost
     draw = random.Random(options.seed)
     for r in range(rounds):
         if r:
@@ -205,6 +260,9 @@ def _streams(col: Collector, found: Deployment, plan: list[tuple[str, Any]]) -> 
                 if created.status != 200:
                     break
             name = f"deployment.stream.{tool}{attempt}"
+            # Setup first: a server that holds the call while setup() runs sends task_id and end together after it,
+            # which is no buffering in front (a text adventure's 9 s setup read as a buffered stream).
+            col.wait_setup(sid)
             with col.keepalive(sid):
                 exchange = col.rec(name, _call(col, sid, tool, value))
             col.end_session(sid)

@@ -470,6 +470,9 @@ class _ToolFuzz:
             if self.sid is None:
                 return None
             self.fresh = True
+            # A fresh session's setup() is waited out before its first call, and is not the fuzz's time: a slow setup
+            # (9 s on a text adventure) must neither read as a hang nor spend the budget the boundaries need.
+            self.deadline += self.c.wait_setup(self.sid)
         self.calls += 1
         name = f"fuzz.{self.tool}.{self.calls}"
         exchange = self.c.rec(name, self.c.kept_call(self.sid, self.tool, value))

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from orsbench import protocol
 from orsbench import schema_examples as schema_input
+from orsbench.checks import deployment_probe
 from orsbench.checks.collector import Collector, probe
 from orsbench.checks.evidence import (
     NO_SUCH_ENV,
@@ -208,6 +209,16 @@ def _empty_split(col: Collector, env: str, split: str, names: list[str]) -> str:
             others.append(f"{name} ({body['num_tasks']} tasks)")
     where = f"choose one with --split: {', '.join(others)}" if others else "no split of it has any task"
     return f"split {split!r} of environment {env!r} has no tasks, so no session can be opened to check; {where}"
+
+
+# -- affinity: routing is judged before the probes whose requests it would scatter ----------------------
+@probe("affinity", leaf=True)
+def probe_affinity(col: Collector) -> None:
+    """Sessions used over time, each request on a new connection: does every request of a session reach the process
+    that holds it? Run before the session probe, so that ``deployment.affinity`` is listed (and judged) before the
+    session and call checks a balancer without affinity makes fail (:mod:`orsbench.checks.deployment_probe`)."""
+    plan, _ = _plan(col.ev.facts.tools)
+    deployment_probe.affinity(col, [(spec["name"], value) for spec, value in plan])
 
 
 # -- sessions -----------------------------------------------------------------------

@@ -19,6 +19,8 @@ every fact about it, so a new check is one decorated function:
   follows what a real client does, not what one reference happens to send.
   The check function itself never sees its severity: tightening or relaxing a
   verdict never touches the logic.
+* whether its failure **voids the findings on sessions' requests** graded after it (``voids_sessions``: a
+  balancer without affinity makes the session and call checks fail for the front's sake, not the code's);
 * whether it can be judged **passively** from traffic a proxy saw
   (:mod:`orsbench.checks.passive`): ``passive`` names the evidence it needs
   (any one suffices; ``a+b`` needs both); ``None`` for a check that needs a
@@ -65,6 +67,10 @@ class Check:
     severity: Severity
     #: Evidence names that make it judgeable from observed traffic (``None``: it never is).
     passive: tuple[str, ...] | None = None
+    #: What this check's failure says about every session's requests (``deployment.affinity``: "requests of one
+    #: session reach different replicas"): a later finding of another group on sessions' requests is then not judged
+    #: — a skip naming this check, never a verdict on the environment (:func:`orsbench.checks.runner.grade`).
+    voids_sessions: str | None = None
 
     @property
     def group(self) -> str:
@@ -101,6 +107,7 @@ def check(
     remediation: str,
     requires: Iterable[str] = (),
     passive: tuple[str, ...] | None = None,
+    voids_sessions: str | None = None,
 ) -> Callable[[CheckFn], CheckFn]:
     """Register ``fn`` as the check ``id`` (decorator); see the module docstring for each fact."""
     if probe not in PROBES:
@@ -109,7 +116,9 @@ def check(
         raise TypeError(f"check {id!r}: severity must be a Severity, got {severity!r}")
 
     def decorate(fn: CheckFn) -> CheckFn:
-        CHECKS.register(Check(id, title, probe, spec, remediation, tuple(requires), fn, severity, passive), origin=fn.__module__)
+        CHECKS.register(
+            Check(id, title, probe, spec, remediation, tuple(requires), fn, severity, passive, voids_sessions), origin=fn.__module__
+        )
         return fn
 
     return decorate

@@ -21,7 +21,8 @@ from orsbench.verdict import Judgement
 from orsbench.checks.evidence import Evidence, Options
 from orsbench.checks.model import CheckResult, CheckOutcome, Severity, Status, evidence_summaries
 from orsbench.checks.collector import Collector, probe_names, probes_for
-from orsbench.checks.registry import SPEC_DOCUMENT, Check, closure, load_checks, select
+from orsbench import protocol
+from orsbench.checks.registry import CHECKS, SPEC_DOCUMENT, Check, closure, load_checks, select
 from orsbench.wire.cassette import miss_of
 from orsbench.wire.client import WireClient
 from orsbench.wire.redact import scrub
@@ -220,7 +221,7 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
     elif check.probe in ev.probe_errors:
         outcome = CheckOutcome(Status.ERROR, f"the {check.probe} probe crashed: {ev.probe_errors[check.probe]}")
     else:
-        outcome = _unrecorded(call_check(check.fn, ev))
+        outcome = _voided(check, _unrecorded(call_check(check.fn, ev)), earlier)
     reproduce = None
     if outcome.status in (Status.FAIL, Status.WARN) and outcome.evidence:
         try:
@@ -236,6 +237,33 @@ def grade(check: Check, ev: Evidence, earlier: dict[str, CheckResult]) -> CheckR
         except Exception as exc:  # noqa: BLE001 - a reproducer bug must not cost the run its verdict
             reproduce = f"# no reproducer: orsbench could not build one ({type(exc).__name__}: {exc})"
     return result_of(check, outcome, time.monotonic() - start, reproduce)
+
+
+def _on_sessions(outcome: CheckOutcome) -> bool:
+    """Whether a finding rests on sessions' requests: one of its exchanges names a session, or it shows none."""
+    shown = [*outcome.evidence, *(outcome.replay or ())]
+    return not shown or any(protocol.session_in(ex.request_headers) for ex in shown)
+
+
+def _voided(check: Check, outcome: CheckOutcome, earlier: dict[str, CheckResult]) -> CheckOutcome:
+    """A finding on sessions' requests after a check that voids them failed (``Check.voids_sessions``:
+    ``deployment.affinity`` — a session's requests reach different replicas) is a consequence of the front, not the
+    environment's code: "not judged", a skip naming that check (``--strict`` fails it), with what it saw kept."""
+    if outcome.status not in (Status.FAIL, Status.WARN):
+        return outcome
+    gate = next(
+        (g for r in earlier.values() if r.status is Status.FAIL and (g := CHECKS.get(r.id)).voids_sessions and g.group != check.group),
+        None,
+    )
+    if gate is None or not _on_sessions(outcome):
+        return outcome
+    return CheckOutcome(
+        Status.SKIP,
+        f"not judged: {gate.voids_sessions} ({gate.id}); what it saw: {outcome.message}",
+        outcome.measured,
+        outcome.evidence,
+        depends_on=gate.id,
+    )
 
 
 def call_check(fn: Callable[[Any], CheckOutcome | None], evidence: Any) -> CheckOutcome | None:

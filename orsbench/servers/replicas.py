@@ -30,9 +30,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orsbench import protocol
 from orsbench.config import ServerConfig
 from orsbench.servers import launch
 from orsbench.servers.fronts import BODY_LIMIT, ERROR_PAGE, FAULT_IDLE_TIMEOUT_S, HTML_ERROR_STATUSES, check_faults
@@ -66,14 +68,40 @@ def exit_with_parent() -> None:
 
 
 # -- nginx ---------------------------------------------------------------------------------------------------
-def nginx_config(prefix: Path, listen: tuple[str, int], ports: Sequence[int], faults: Sequence[str] = (), dead_port: int | None = None) -> str:
+#: The header a front that names the replica itself sets (``name_upstream``): the upstream's address, for replicas
+#: started without a name of their own (the benchmarks' plain servers).
+UPSTREAM_NAME = "$upstream_addr"
+
+
+def nginx_config(
+    prefix: Path,
+    listen: tuple[str, int],
+    ports: Sequence[int],
+    faults: Sequence[str] = (),
+    dead_port: int | None = None,
+    *,
+    workers: int = 1,
+    connections: int = 8192,
+    keepalive: int = 64,
+    timeout_s: float = 3600.0,
+    request_buffering: bool = True,
+    name_upstream: bool = False,
+) -> str:
     """nginx.conf for a deployment: sessions hashed by ``X-Session-ID`` onto ``ports``, sessionless requests spread
-    round-robin, streams unbuffered, timeouts far above the keep-alive interval — less what ``faults`` plant."""
+    round-robin, streams unbuffered, timeouts far above the keep-alive interval — less what ``faults`` plant.
+
+    The one nginx configuration of orsbench: ``serve --replicas``, the held-sessions and proxy benchmarks read it.
+    Their tuning: ``workers`` processes of ``connections`` connections each (file limit twice that: a client's and an
+    upstream's), ``keepalive`` idle upstream connections kept per worker, read/send ``timeout_s`` (the
+    ``idle-timeout`` fault's 4 s replaces it), ``request_buffering`` off to pass bodies on as they arrive, and
+    ``name_upstream`` to name the replica that answered in ``X-ORSBench-Replica`` from its address (for replicas that
+    do not name themselves).
+    """
     fault = set(faults)
     servers = "".join(f"        server 127.0.0.1:{p} max_fails=0;\n" for p in ports)
     dead = f"        server 127.0.0.1:{dead_port} max_fails=0;\n" if dead_port and "dead-replica" in fault else ""
     hashing = "" if "round-robin" in fault else "        hash $http_x_session_id consistent;\n"
-    timeout = f"{FAULT_IDLE_TIMEOUT_S:g}s" if "idle-timeout" in fault else "3600s"
+    timeout = f"{FAULT_IDLE_TIMEOUT_S:g}s" if "idle-timeout" in fault else f"{timeout_s:g}s"
     body = "1m" if "body-limit" in fault else f"{BODY_LIMIT >> 20}m"
     location = [
         "proxy_pass http://$ors_pool;",
@@ -84,6 +112,10 @@ def nginx_config(prefix: Path, listen: tuple[str, int], ports: Sequence[int], fa
         f"proxy_send_timeout {timeout};",
         "proxy_pass_header X-Accel-Buffering;",  # the server's own header reaches the client (call.sse_no_buffering)
     ]
+    if not request_buffering:
+        location += ["proxy_request_buffering off;"]
+    if name_upstream:
+        location += [f"add_header {protocol.REPLICA_HEADER} {UPSTREAM_NAME} always;"]
     if "buffering" in fault:
         # Buffered, and (as a CDN or a compressing front does) nothing sent on before a full buffer or the end.
         location += ["proxy_buffering on;", "proxy_ignore_headers X-Accel-Buffering;", "gzip on;", "gzip_proxied any;", "gzip_min_length 0;", "gzip_types text/event-stream;"]
@@ -100,22 +132,23 @@ def nginx_config(prefix: Path, listen: tuple[str, int], ports: Sequence[int], fa
         if "gzip-stream" in fault
         else "    gzip off;\n"
     )
-    temp = "".join(f"    {kind}_temp_path {prefix / 'tmp' / kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    temp = "".join(f"    {kind}_temp_path {prefix / 'tmp' / kind};\n" for kind in TEMP_KINDS)
     inner = "".join(f"            {line}\n" for line in location)
     # Run as root (a container), nginx would hand its worker to "nobody", who cannot write our 0700 folder.
     user = f"user {pwd.getpwuid(os.geteuid()).pw_name};\n" if os.geteuid() == 0 else ""
     return (
-        f"{user}worker_processes 1;\n"
+        f"{user}worker_processes {workers};\n"
+        f"worker_rlimit_nofile {2 * connections};\n"
         f"pid {prefix / 'nginx.pid'};\n"
         f"error_log {prefix / 'error.log'} warn;\n"
-        "events { worker_connections 8192; }\n"
+        f"events {{ worker_connections {connections}; }}\n"
         "http {\n"
         "    access_log off;\n"
         f"{temp}{gzip}"
         f"    client_max_body_size {body};\n"
         "    map $http_x_session_id $ors_pool { \"\" ors_any; default ors_sessions; }\n"
-        f"    upstream ors_sessions {{\n{hashing}{servers}{dead}        keepalive 64;\n    }}\n"
-        f"    upstream ors_any {{\n{servers}        keepalive 64;\n    }}\n"
+        f"    upstream ors_sessions {{\n{hashing}{servers}{dead}        keepalive {keepalive};\n    }}\n"
+        f"    upstream ors_any {{\n{servers}        keepalive {keepalive};\n    }}\n"
         "    server {\n"
         f"        listen {listen[0]}:{listen[1]};\n"
         f"        location / {{\n{inner}        }}\n"
@@ -123,6 +156,10 @@ def nginx_config(prefix: Path, listen: tuple[str, int], ports: Sequence[int], fa
         "    }\n"
         "}\n"
     )
+
+
+#: nginx's temporary folders (each under ``prefix/tmp``, made before it starts).
+TEMP_KINDS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
 
 
 def _die_with_parent() -> None:
@@ -136,15 +173,26 @@ def _die_with_parent() -> None:
 
 @dataclass
 class Nginx:
-    """nginx as our own process (``daemon off``, master and one worker), with its config in ``prefix``."""
+    """nginx as our own process (``daemon off``, master and its workers), with its config in ``prefix`` — a folder of
+    its own, removed when it stops."""
 
     prefix: Path
     process: subprocess.Popen[bytes]
     port: int
+    host: str = "127.0.0.1"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        """The master's PID (its workers are its children: ``procstat.tree_*`` reads them all)."""
+        return self.process.pid
 
     @classmethod
-    def start(cls, binary: str, config_text: str, prefix: Path, port: int, timeout: float = 15.0) -> Nginx:
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+    def start(cls, binary: str, config_text: str, prefix: Path, port: int, timeout: float = 15.0, *, host: str = "127.0.0.1") -> Nginx:
+        for kind in TEMP_KINDS:
             (prefix / "tmp" / kind).mkdir(parents=True, exist_ok=True)
         (prefix / "html").mkdir(exist_ok=True)
         (prefix / "html" / "orsbench-error.html").write_text(ERROR_PAGE)
@@ -156,12 +204,13 @@ class Nginx:
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
         )  # fmt: skip
         log.close()
-        nginx = cls(prefix, process, port)
+        nginx = cls(prefix, process, port, host)
         deadline = time.monotonic() + timeout
-        while not launch.healthy(f"http://127.0.0.1:{port}"):
+        while not launch.healthy(nginx.url):
             if process.poll() is not None or time.monotonic() > deadline:
+                said = nginx.log()[-2000:]
                 nginx.stop()
-                raise ServerStartError(f"nginx did not start: {nginx.log()[-2000:]}")
+                raise ServerStartError(f"nginx did not start: {said}")
             time.sleep(0.05)
         return nginx
 
@@ -171,7 +220,8 @@ class Nginx:
         )
 
     def stop(self, timeout: float = 5.0) -> None:
-        """SIGTERM to the master by its PID (a fast shutdown: it stops its worker), SIGKILL after ``timeout``."""
+        """SIGTERM to the master by its PID (a fast shutdown: it stops its workers), SIGKILL after ``timeout``; then its
+        folder is removed."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -179,6 +229,36 @@ class Nginx:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(5)
+        shutil.rmtree(self.prefix, ignore_errors=True)
+
+
+def start_nginx(
+    ports: Sequence[int],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    faults: Sequence[str] = (),
+    dead_port: int | None = None,
+    timeout: float = 15.0,
+    **tuning: Any,
+) -> Nginx:
+    """Our own nginx in front of the servers on ``ports`` of 127.0.0.1, listening on ``host:port`` (0: a free port),
+    configured by :func:`nginx_config` (``tuning``: its keyword options) in a temporary folder of its own; ``timeout``
+    seconds to answer ``/health``.
+
+    ``ServerStartError`` when nginx is not installed or does not start (its log says why).
+    """
+    binary = nginx_path()
+    if binary is None:
+        raise ServerStartError("nginx is not installed (apt-get install nginx-light)")
+    listen = port or launch.free_port(host)
+    prefix = Path(tempfile.mkdtemp(prefix="orsbench-nginx-"))
+    try:
+        config = nginx_config(prefix, (host, listen), ports, faults, dead_port, **tuning)
+    except BaseException:
+        shutil.rmtree(prefix, ignore_errors=True)
+        raise
+    return Nginx.start(binary, config, prefix, listen, timeout, host=host)
 
 
 # -- the replicas --------------------------------------------------------------------------------------------
@@ -295,7 +375,7 @@ def serve_deployment(
     ``on_ready(url, front_description)`` is called once the front answers ``/health``.
     """
     check_faults(faults)
-    kind, binary = pick_front(front)
+    kind, _ = pick_front(front)
     launch.use_zygote(False)  # replicas are this process's own children, stopped with it
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -306,11 +386,8 @@ def serve_deployment(
     try:
         dead_port = launch.free_port() if "dead-replica" in faults else None
         if kind == "nginx":
-            assert binary is not None
-            listen = port or launch.free_port(host)
-            prefix = Path(tempfile.mkdtemp(prefix="orsbench-nginx-"))
-            nginx = Nginx.start(binary, nginx_config(prefix, (host, listen), group.ports, faults, dead_port), prefix, listen)
-            url = f"http://{host}:{listen}"
+            nginx = start_nginx(group.ports, host=host, port=port, faults=faults, dead_port=dead_port)
+            url = nginx.url
             routing = "round-robin, no affinity" if "round-robin" in faults else "hash $http_x_session_id consistent"
             described = f"nginx (pid {nginx.process.pid}, {routing})"
             if on_ready is not None:
@@ -344,6 +421,4 @@ def serve_deployment(
             roller.stop()
         if nginx is not None:
             nginx.stop()
-            with contextlib.suppress(OSError):
-                shutil.rmtree(nginx.prefix)
         group.stop()

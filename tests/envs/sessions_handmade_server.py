@@ -13,7 +13,10 @@ clock, the finish latch — so they cannot be written as an ``Environment`` clas
 ``finish-by-sid``    the finish latch is a dict keyed by sid that ``/delete`` forgets to clear: an id created
                      again starts finished                                          (``isolation.recreated_sid_fresh``)
 
-Run: ``python tests/envs/sessions_handmade_server.py --port 8080 [--bug NAME] [--ttl S]`` (``orsbench check
+``--lost-status 400`` answers a request for a session it does not hold 400 instead of 404 (a server some authors
+write; the deployment checks must still tell such a "not found" from a found session: tests/test_deployment.py).
+
+Run: ``python tests/envs/sessions_handmade_server.py --port 8080 [--bug NAME] [--ttl S] [--lost-status N]`` (``orsbench check
 --server-cmd "python tests/envs/sessions_handmade_server.py --port {port} --bug racy-ids"``).
 """
 
@@ -56,8 +59,8 @@ KEEP_RESULTS_S = 60.0
 
 
 class Server:
-    def __init__(self, bug: str | None, ttl: float) -> None:
-        self.bug, self.ttl = bug, ttl
+    def __init__(self, bug: str | None, ttl: float, lost_status: int = 404) -> None:
+        self.bug, self.ttl, self.lost_status = bug, ttl, lost_status
         self.sessions: dict[str, dict[str, Any]] = {}
         self.finished: dict[str, bool] = {}  # sid -> its episode finished (the latch)
         self.results: dict[str, tuple[float, str]] = {}  # task id -> (when, result JSON)
@@ -76,7 +79,7 @@ class Server:
         sid = self.sid(request)
         session = self.sessions.get(sid)
         if session is None:
-            raise _Error(404, "Active environment not found")
+            raise _Error(self.lost_status, "Active environment not found")
         session["seen"] = self.last_activity = time.monotonic()
         return sid, session
 
@@ -245,8 +248,8 @@ def _sse(body: bytes) -> Response:
     return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
 
-def build(bug: str | None, ttl: float) -> Starlette:
-    server = Server(bug, ttl)
+def build(bug: str | None, ttl: float, lost_status: int = 404) -> Starlette:
+    server = Server(bug, ttl, lost_status)
 
     def handled(fn: Any) -> Any:
         async def endpoint(request: Request) -> Response:
@@ -317,8 +320,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--bug", choices=("task-id-counter", "racy-ids", "global-idle-timer", "finish-by-sid"))
     parser.add_argument("--ttl", type=float, default=900.0)
+    parser.add_argument("--lost-status", type=int, default=404, help="the status of an answer for a session not held")
     args = parser.parse_args()
-    uvicorn.run(build(args.bug, args.ttl), host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(build(args.bug, args.ttl, args.lost_status), host="127.0.0.1", port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

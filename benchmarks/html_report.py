@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orsbench.reports import render_check, render_matrix  # noqa: E402
+from orsbench.reports import render_matrix  # noqa: E402
 from tests.browser import CHECK_FACTS, Chromium  # noqa: E402
 
 

@@ -11,8 +11,6 @@ with one connection per session (TRL's topology) and with one shared pool.
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 
 import httpx
 import pytest

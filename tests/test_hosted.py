@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path

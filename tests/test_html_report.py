@@ -173,7 +173,7 @@ def test_the_markdown_summary_has_a_fix_column_and_absolute_links_under_a_config
 def client_report(failing: dict[str, list[str]], *, verdict_fail: bool = True) -> dict:
     """A check-client report document as the real model makes it: every case of the catalogue, every client
     check passing, except ``failing`` (case → checks), each with a message, evidence and the client's words."""
-    from orsbench.checks.model import CheckResult, Severity, Status
+    from orsbench.checks.model import CheckResult, Status
     from orsbench.checks.runner import Report
     from orsbench.clientcheck import CLIENT_CHECKS, cases, scoped
     from orsbench.checks.evidence import Options

@@ -20,7 +20,7 @@ import subprocess
 import pytest
 
 from orsbench.checks import Options, Status, run_checks
-from orsbench.checks.scenes import Scene, Step, judge, through_batch
+from orsbench.checks.scenes import judge, through_batch
 from orsbench.servers.faults.violations import ROUTER_PREFIX, VIOLATIONS
 from orsbench.wire.evidence import Exchange
 from orsbench.wire.sse import parse

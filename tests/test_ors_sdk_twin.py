@@ -13,7 +13,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import httpx
 import pytest
 
 pytest.importorskip("ors")

@@ -73,7 +73,6 @@ def no_crash(ev: Evidence) -> CheckOutcome:
     found = _failures(ev, ("raise", "http", "stream"))
     calls = _calls(ev)
     if found:
-        first = found[0]
         kinds = {"raise": "raised", "http": "answered 5xx", "stream": "broke the stream"}
         text = "; ".join(f"{_shown(f)} {kinds[f.kind]} ({f.found_by}): {f.detail[:100]}" for f in found[:3])
         return failed(
@@ -129,7 +128,7 @@ def no_hang(ev: Evidence) -> CheckOutcome:
     "before a tool that matters can be called (or remove tools no episode needs).",
     requires=("call.tool_inputs",),
 )
-def exercised(ev: Evidence) -> Outcome:
+def exercised(ev: Evidence) -> CheckOutcome:
     """The play report per tool: played (in an episode, or once on a fresh session), fuzzed, won with it."""
     report = ev.facts.tool_play
     if not report:

@@ -87,12 +87,11 @@ feature                         in 0.1.33?       a scenario that needs it
 ``list_task_tools``
 ``num_tasks``/``get_task``      no (0.1.80 has)  lists its tasks only by index
                                                  (``schema-zoo-index``)
-``GroupCandidate``,             no (0.1.160      overrides ``score_group``
-``score_group``                 has, 0.1.150
-                                not)
+``GroupCandidate``,             no (from 0.1.157) overrides ``score_group``
+``score_group``
 ``environments.session``        no (0.1.100 has) none: only its logger is patched
-``_SETUP_WAIT_TIMEOUT_S``       no (0.1.160      none: ``setup_wait_timeout`` does
-                                has)             nothing where it is absent
+``_SETUP_WAIT_TIMEOUT_S``       no (from 0.1.156) none: ``setup_wait_timeout`` does
+                                                 nothing where it is absent
 ==============================  ===============  =====================================
 
 A scenario that needs what the installed release lacks is left out: the twin

@@ -253,3 +253,19 @@ def test_the_servable_probe_reads_the_installed_release(capsys: pytest.CaptureFi
     assert servable.main(["sdk", "echo,task-tool,schema-zoo-index"]) == 0
     said = json.loads(capsys.readouterr().out)
     assert said == {"version": importlib.metadata.version("openreward"), "left_out": {}}
+
+
+def test_a_release_is_checked_over_http_by_this_interpreter_against_the_server_its_environment_starts() -> None:
+    """The real path, on this interpreter as the "release environment": the probe, then ``orsbench check --server-cmd``
+    against ``orsbench serve`` (the mock here, so it is quick), its JSON read back into cells."""
+    import sys
+
+    from orsbench.versions.servers import check_in_env, servable_in_env
+
+    built = Built(Release(Series("server:openreward", "openreward"), "0"), Path(sys.executable))
+    assert servable_in_env(built, "sdk", ["echo"])["left_out"] == {}
+    ran = check_in_env(built, "mock", "echo")
+    assert ran.get("error") is None and ran["reason"] is None
+    assert ran["checks"]["discovery.health"]["verdict"] == "pass"
+    assert ran["checks"]["call.finish_latch"]["verdict"] == "pass"
+    assert {c["verdict"] for c in ran["checks"].values()} <= {"pass", "warn", "skip", "n/a"}

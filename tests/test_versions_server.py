@@ -36,8 +36,9 @@ def _n(version: str) -> int:
 
 #: A made-up server history: ``discovery.version`` fails before 0.1.14 (it appears), ``call.finish_latch`` fails from
 #: 0.1.4 up to 0.1.23 (it is fixed at 0.1.24), ``dataset.num_tasks`` never fails; ``task-tool`` cannot be served before
-#: 0.1.7 (the release lacks task-scoped tools); and on 0.1.1 the checker stops before the session checks (an old
-#: /create), so ``echo:session.create`` is not checked there.
+#: 0.1.7 (the release lacks task-scoped tools); on 0.1.1 the checker stops before the session checks (an old
+#: /create), so ``echo:session.create`` is not checked there; and ``http.error_detail`` goes through three statuses
+#: inside one gap — skip up to 0.1.22, fail 0.1.23–0.1.26, pass from 0.1.27 — so both of its changes must be placed.
 def _status(version: str, check: str) -> str | None:
     n = _n(version)
     if check == "discovery.version":
@@ -46,10 +47,12 @@ def _status(version: str, check: str) -> str | None:
         return "fail" if 4 <= n <= 23 else "pass"
     if check == "session.create":
         return None if n == 1 else "pass"
+    if check == "http.error_detail":
+        return "skip" if n <= 22 else "fail" if n <= 26 else "pass"
     return "pass"
 
 
-CHECKS = ("discovery.version", "call.finish_latch", "dataset.num_tasks", "session.create")
+CHECKS = ("discovery.version", "call.finish_latch", "dataset.num_tasks", "session.create", "http.error_detail")
 CASES = tuple(f"{s}:{c}" for s in ("echo", "task-tool") for c in CHECKS)
 
 
@@ -103,7 +106,10 @@ def test_bisection_finds_where_each_check_changes_with_the_fewest_runs(tmp_path:
         ("echo:call.finish_latch", "0.1.23", "0.1.24", "fail", "pass"),
         ("task-tool:call.finish_latch", "0.1.23", "0.1.24", "fail", "pass"),
         # task-tool is served from 0.1.7: its checks change from "not served" there, and bisection places it.
-        *{(f"task-tool:{c}", "0.1.6", "0.1.7", NOT_SERVED, "pass" if c not in ("discovery.version", "call.finish_latch") else "fail") for c in CHECKS},
+        *{(f"task-tool:{c}", "0.1.6", "0.1.7", NOT_SERVED, _status("0.1.7", c)) for c in CHECKS},
+        # Three statuses in the gap 0.1.20–0.1.30: the first change is placed, then the rest of the gap is searched.
+        *{(f"{s}:http.error_detail", "0.1.22", "0.1.23", "skip", "fail") for s in ("echo", "task-tool")},
+        *{(f"{s}:http.error_detail", "0.1.26", "0.1.27", "fail", "pass") for s in ("echo", "task-tool")},
         # "not checked" is a state of its own: bisection places it too.
         ("echo:session.create", "0.1.1", "0.1.2", NOT_CHECKED, "pass"),
     }
@@ -115,6 +121,8 @@ def test_bisection_finds_where_each_check_changes_with_the_fewest_runs(tmp_path:
         "task-tool:discovery.version": ("0.1.7", "0.1.13", False, False),
         "echo:call.finish_latch": ("0.1.4", "0.1.23", False, False),
         "task-tool:call.finish_latch": ("0.1.7", "0.1.23", False, False),
+        "echo:http.error_detail": ("0.1.23", "0.1.26", False, False),
+        "task-tool:http.error_detail": ("0.1.23", "0.1.26", False, False),
     }
     # The fewest runs: each release is installed once; the anchors run every case; a gap's changing checks share
     # each bisection step (ceil(log2(g + 1)) for a gap of g); every change is confirmed on its two anchors, and each
@@ -122,7 +130,7 @@ def test_bisection_finds_where_each_check_changes_with_the_fewest_runs(tmp_path:
     assert sorted(set(world.installs), key=_n) == sorted(world.installs, key=_n)
     steps = math.ceil(math.log2(8 + 1))  # gaps of 8 releases
     bisected = {v for v, _ in world.checks} - set(ANCHORS)
-    assert len(bisected) <= 3 * steps  # three gaps change (1–10 twice over, 10–20, 20–30)
+    assert len(bisected) <= 5 * steps  # five searches: 1–10 twice over, 10–20, 20–30 twice over (three statuses)
     counts = history.counts()
     assert counts["cells_bisected"] > 0 and counts["cells_run"] < counts["cells_spanned"] / 2
     # The pinned release is the yardstick: the newest agrees with it, so --strict has nothing to say.

@@ -50,10 +50,14 @@ def change_link(package: str, older: str, newer: str) -> str:
 
 
 def _telling(facts: SeriesFacts, seen: dict[tuple[str, str], str]) -> list[str]:
-    """A server's columns: the checks whose status is not one and the same at every release run, or that fail."""
+    """A server's columns: the checks that fail somewhere, or whose status differs between releases that checked them.
+
+    A check that only goes from ``not served``/``not checked`` to one status is left out: every check of a scenario
+    an old release cannot serve does that, and the per-release tally (Markdown, terminal) says it once."""
     by_case: dict[str, set[str]] = {}
     for (_, case), verdict in seen.items():
-        by_case.setdefault(case, set()).add(verdict)
+        if verdict not in (NOT_SERVED, NOT_CHECKED, NOT_RUN):
+            by_case.setdefault(case, set()).add(verdict)
     return [c for c in facts.cases if len(by_case.get(c, ())) > 1 or "fail" in by_case.get(c, ())]
 
 

@@ -19,6 +19,13 @@ if TYPE_CHECKING:
 _CLIENTS = ("openreward", "trl", "inspect", "firehorse", "ors", "platoon", "benchflow")
 
 
+def _targets() -> tuple[str, ...]:
+    """The clients, then the servers whose releases run under ``orsbench check`` (``server:openreward``)."""
+    from orsbench.versions.servers import SERVERS
+
+    return (*_CLIENTS, *SERVERS)
+
+
 @subcommand("versions")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -30,17 +37,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "there with the matrix's runner, and read each cell against the pinned matrix. Between two releases run, a "
         "case whose verdict changes is bisected over the package index's releases in between, running only that case. "
         "Default releases per client: the floors its consumers pin, the releases where behaviour changed, the newest "
-        "(about 30 in all). See docs/versions.md.",
+        "(about 30 in all). A server (server:openreward, server:ors-sdk) runs the other way round: each release's SDK "
+        "twin under `orsbench check`, a case per scenario and check (SCENARIO:CHECK_ID). See docs/versions.md.",
         epilog="examples:\n"
         "  orsbench versions openreward --html history.html\n"
         "  orsbench versions trl --releases 1.9.0,1.16.0 --with openreward==0.1.109\n"
         "  orsbench versions openreward,trl,inspect,firehorse --recent 1 --markdown $GITHUB_STEP_SUMMARY   # newest.yml\n"
         "  orsbench versions openreward --shard 2/4 --json shard-2.json && orsbench versions --merge shards/ --html h.html\n"
-        "  orsbench versions firehorse --record && orsbench matrix --predicted --markdown docs/compatibility.md   # the since column",
+        "  orsbench versions firehorse --record && orsbench matrix --predicted --markdown docs/compatibility.md   # the since column\n"
+        "  orsbench versions server:openreward --releases 0.1.33,0.1.115,0.1.167 --cases echo,task-tool --html servers.html",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("clients", nargs="?", type=types.one_of(lambda: _CLIENTS, "client"), default=None, metavar="CLIENT[,CLIENT...]",
-                        help=f"client targets whose releases to run ({', '.join(_CLIENTS)})")  # fmt: skip
+    parser.add_argument("clients", nargs="?", type=types.one_of(_targets, "client or server"), default=None, metavar="CLIENT[,CLIENT...]",
+                        help=f"client targets whose releases to run ({', '.join(_CLIENTS)}), or server:openreward / server:ors-sdk: "
+                        "the server's releases under orsbench check")  # fmt: skip
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--releases", type=types.names, default=None, metavar="A,B",
                        help="these releases (VERSION or VERSION+PACKAGE==VERSION, e.g. 1.16.0+openreward==0.1.109)")  # fmt: skip
@@ -50,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="hold a companion package at this release in every environment (repeatable): TRL with the SDK floor")  # fmt: skip
     parser.add_argument("--vary", default=None, metavar="PACKAGE", help="vary this package instead of the client's own (trl --vary openreward --with trl==1.16.0)")
     parser.add_argument("--cases", type=types.names, default=None, metavar="A,B",
-                        help="matrix cases (mock:reward-nan, mock:two-envs, ...); 'all' for every one (default: where a pinned defect shows, and one plain case)")  # fmt: skip
+                        help="matrix cases (mock:reward-nan, mock:two-envs, ...); 'all' for every one (default: where a pinned defect shows, and one plain case); "
+                        "for a server: scenarios (every check of each) or SCENARIO:CHECK_ID (default: echo, task-tool, schema-zoo-index)")  # fmt: skip
     parser.add_argument("--shard", type=_shard, default=(1, 1), metavar="K/N", help="run shard K of N of the releases (a CI matrix), then --merge")
     parser.add_argument("--cache", type=types.output_folder, default=None, metavar="DIR",
                         help="where the release environments live (default: $ORSBENCH_VERSIONS_CACHE, else ~/.cache/orsbench/versions)")  # fmt: skip
@@ -112,7 +123,19 @@ def _flags_agree(args: argparse.Namespace) -> None:
         raise flags.UsageError("--releases names one client's releases: give one client (run the command once per client)")
     if args.vary and len(args.clients) > 1:
         raise flags.UsageError("--vary changes one client's series: give one client")
-    if args.cases and args.cases != ["all"]:
+    from orsbench.versions.servers import is_server, parse_cases
+
+    servers = [c for c in args.clients if is_server(c)]
+    if servers and args.vary:
+        raise flags.UsageError(f"--vary varies a client's companion; {servers[0]} varies only its own releases: leave out --vary")
+    if servers and len(servers) < len(args.clients) and args.cases and args.cases != ["all"]:
+        raise flags.UsageError("--cases means matrix cases for a client and scenarios for a server: run clients and servers separately")
+    for server in servers:
+        try:
+            parse_cases(args.cases)
+        except ValueError as exc:
+            raise flags.UsageError(f"--cases: {exc}") from None
+    if args.cases and args.cases != ["all"] and not servers:
         from orsbench.versions.run import all_cases
 
         for client in args.clients:
@@ -199,15 +222,23 @@ def _run(args: argparse.Namespace) -> History | None:
     """Plan each client's series from the flags and run them; None (after saying why) where the releases cannot be listed."""
     from orsbench.versions.envs import Cache, cache_root, client_python
     from orsbench.versions.releases import DEFAULTS, PACKAGES, Index, Series, parse_release
+    from orsbench.versions.history import merge
     from orsbench.versions.run import Plan, all_cases, default_cases, run_versions
+    from orsbench.versions.servers import DEFAULTS as SERVER_DEFAULTS
+    from orsbench.versions.servers import SERVERS, parse_cases, run_servers
 
     folder = Path(args.cache) if args.cache else cache_root()
     progress = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     index = Index(folder)
-    plans = []
+    plans, server_plans = [], []
     for client in args.clients:
-        cases = all_cases(client) if args.cases == ["all"] else args.cases or default_cases(client)
-        package = args.vary or PACKAGES[client]
+        server = SERVERS.get(client)
+        if server is not None:
+            cases = parse_cases(args.cases)
+            package = server.package
+        else:
+            cases = all_cases(client) if args.cases == ["all"] else args.cases or default_cases(client)
+            package = args.vary or PACKAGES[client]
         if args.releases is not None:
             specs = args.releases
         elif args.recent is not None:
@@ -217,7 +248,7 @@ def _run(args: argparse.Namespace) -> History | None:
                 print(f"orsbench versions: cannot list {package}'s releases ({exc}); name them with --releases", file=sys.stderr)
                 return None
         else:
-            specs = list(DEFAULTS.get(client, ()))
+            specs = list(DEFAULTS.get(client) or SERVER_DEFAULTS.get(client, ()))
             if not specs or args.vary:
                 print(f"orsbench versions: no default releases for {client}{' varying ' + args.vary if args.vary else ''}: name them with --releases or --recent", file=sys.stderr)
                 return None
@@ -225,6 +256,13 @@ def _run(args: argparse.Namespace) -> History | None:
         for spec in specs:
             release = parse_release(client, spec, package=package, pins=tuple(args.pins))
             by_series.setdefault(release.series, []).append(release.version)
-        plans += [Plan(series, tuple(versions), tuple(cases)) for series, versions in by_series.items()]
-    progress(f"orsbench versions: {sum(len(p.anchors) for p in plans)} release(s) in {len(plans)} series; environments in {folder}")
-    return run_versions(plans, cache=Cache(folder, progress=progress), index=index, progress=progress, shard=args.shard)
+        (server_plans if server else plans).extend(Plan(series, tuple(versions), tuple(cases)) for series, versions in by_series.items())
+    every = plans + server_plans
+    progress(f"orsbench versions: {sum(len(p.anchors) for p in every)} release(s) in {len(every)} series; environments in {folder}")
+    cache = Cache(folder, progress=progress)
+    histories = [run(ps, cache=cache, index=index, progress=progress, shard=args.shard) for run, ps in ((run_versions, plans), (run_servers, server_plans)) if ps]
+    if len(histories) == 1:
+        return histories[0]
+    history = merge(histories)
+    history.seconds = sum(h.seconds for h in histories)
+    return history

@@ -143,4 +143,5 @@ def build_app(scenarios: list[Scenario], config: ServerConfig) -> ASGIApp:
         server_class=ors.Server,
         environment_class=environment_class,
         apply_config=apply_config,
+        sdk=SDK,
     )

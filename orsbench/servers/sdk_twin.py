@@ -73,6 +73,33 @@ equivalent for and are ignored; ``faults`` and ``api_key`` would change what
 the reference does, so :func:`build_app` refuses a config that sets them. Calling :func:`build_app`
 twice in one process re-patches: the last config wins for every app.
 
+Older releases
+--------------
+``orsbench versions --server openreward`` serves the same scenarios on SDK
+releases back to 0.1.33, so nothing the twin imports from the SDK may be
+assumed beyond what 0.1.33 ships. What a release lacks is found by looking
+(an import, a signature), never by its version number:
+
+==============================  ===============  =====================================
+feature                         in 0.1.33?       a scenario that needs it
+==============================  ===============  =====================================
+``@tool(shared=False)``,        no (0.1.80 has)  has a task-scoped tool (``task-tool``)
+``list_task_tools``
+``num_tasks``/``get_task``      no (0.1.80 has)  lists its tasks only by index
+                                                 (``schema-zoo-index``)
+``GroupCandidate``,             no (from 0.1.157) overrides ``score_group``
+``score_group``
+``environments.session``        no (0.1.100 has) none: only its logger is patched
+``_SETUP_WAIT_TIMEOUT_S``       no (from 0.1.156) none: ``setup_wait_timeout`` does
+                                                 nothing where it is absent
+==============================  ===============  =====================================
+
+A scenario that needs what the installed release lacks is left out: the twin
+serves the rest, prints one line per scenario left out, and lists them in the
+stats' ``left_out`` (:func:`~orsbench.servers.twin_support.left_out`); with
+none left, :class:`~orsbench.servers.twin_support.NothingToServe` (a
+``ValueError``: ``orsbench serve`` exits 2 naming what is missing).
+
 Stats
 -----
 ``GET /_orsbench/stats`` is answered by
@@ -84,8 +111,10 @@ scenario → ``Environment`` plumbing both twins use
 
 from __future__ import annotations
 
+import importlib.metadata
+import inspect
 import os
-from typing import Sequence
+from typing import Any, Sequence
 
 from starlette.types import ASGIApp
 
@@ -94,11 +123,16 @@ from orsbench.config import ServerConfig
 from orsbench.scenarios.base import Scenario
 from orsbench.servers.twin_support import (
     EPISODE_ATTR,
+    Lack,
+    NothingToServe,
     SdkTypes,
     ToolNameError,
     TwinStats,
     build_twin_app,
     generated_environment,
+    needs_index_api,
+    needs_score_group,
+    needs_task_tools,
     patch_timings,
     resolve,
 )
@@ -111,17 +145,43 @@ from openreward.environments import Environment, Server  # noqa: E402  (after th
 from openreward.environments import environment as sdk_environment  # noqa: E402
 from openreward.environments import reconnect as sdk_reconnect  # noqa: E402
 from openreward.environments import server as sdk_server  # noqa: E402
-from openreward.environments import session as sdk_session  # noqa: E402
 from openreward.environments import tool as sdk_tool  # noqa: E402
-from openreward.environments.types import (  # noqa: E402
-    GroupCandidate,
-    ListToolsOutput,
-    Split,
-    ToolOutput,
-    ToolSpec,
-)
+from openreward.environments.types import ListToolsOutput, Split, ToolOutput, ToolSpec  # noqa: E402
 
-__all__ = ["RESERVED_TOOL_NAMES", "SDK", "ToolNameError", "TwinStats", "build_app", "environment_class"]
+# What older releases lack (see "Older releases" in the module docstring): looked for, never assumed.
+try:
+    from openreward.environments.types import GroupCandidate  # noqa: E402
+except ImportError:  # before score_group existed
+    GroupCandidate = None  # type: ignore[assignment,misc]
+try:
+    from openreward.environments import session as sdk_session  # noqa: E402
+except ImportError:  # before 0.1.100 the session logic lived in the server module
+    sdk_session = None  # type: ignore[assignment]
+
+__all__ = ["LACKS", "NothingToServe", "RESERVED_TOOL_NAMES", "SDK", "ToolNameError", "TwinStats", "build_app", "environment_class"]
+
+
+def _takes_shared(decorator: Any) -> bool:
+    try:
+        return "shared" in inspect.signature(decorator).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+#: ``@tool(shared=False)`` and ``list_task_tools`` (task-scoped tools).
+TASK_TOOLS = _takes_shared(sdk_tool) and hasattr(Environment, "list_task_tools")
+#: The index API a scenario that lists tasks only by index needs.
+INDEX_API = hasattr(Environment, "num_tasks") and hasattr(Environment, "get_task")
+#: What the installed release lacks, and the scenarios that need it.
+LACKS: tuple[Lack, ...] = tuple(
+    lack
+    for lack, present in (
+        (Lack("task-scoped tools (@tool(shared=False), list_task_tools)", needs_task_tools), TASK_TOOLS),
+        (Lack("index API (Environment.num_tasks/get_task)", needs_index_api), INDEX_API),
+        (Lack("score_group (GroupCandidate)", needs_score_group), GroupCandidate is not None),
+    )
+    if not present
+)
 
 #: Attribute names the SDK (or the twin) already uses on an environment class or
 #: instance; a tool cannot have one of these names.
@@ -139,7 +199,7 @@ RESERVED_TOOL_NAMES: frozenset[str] = frozenset(dir(Environment)) | {
 
 #: What a generated environment is made of, in openreward's names.
 SDK = SdkTypes(
-    label="the openreward SDK",
+    label=f"the openreward SDK {importlib.metadata.version('openreward')}",
     environment=Environment,
     tool=sdk_tool,
     tool_output=ToolOutput,
@@ -147,6 +207,9 @@ SDK = SdkTypes(
     list_tools_output=ListToolsOutput,
     split=Split,
     reserved_names=RESERVED_TOOL_NAMES,
+    lacks=LACKS,
+    task_tools=TASK_TOOLS,
+    index_api=INDEX_API,
 )
 
 
@@ -159,7 +222,7 @@ def environment_class(
     config = config or ServerConfig()
     stats = stats if stats is not None else TwinStats()
     extra: dict[str, object] = {}
-    if type(scenario).score_group is not Scenario.score_group:
+    if GroupCandidate is not None and needs_score_group(scenario):
 
         async def score_group(self: Environment, candidates: Sequence[GroupCandidate]) -> list[float]:
             wire = [c.model_dump(mode="json") for c in candidates]
@@ -175,8 +238,8 @@ def environment_class(
 # -- config patches ----------------------------------------------------------------
 def apply_config(server: Server, config: ServerConfig) -> None:
     """Patch the SDK's hard-coded timings with ``config`` (see the module docstring)."""
-    sdk_server._SETUP_WAIT_TIMEOUT_S = config.setup_wait_timeout
-    logs = (sdk_server, sdk_environment, sdk_session)
+    sdk_server._SETUP_WAIT_TIMEOUT_S = config.setup_wait_timeout  # read by the releases that have it
+    logs = tuple(m for m in (sdk_server, sdk_environment, sdk_session) if m is not None)
     patch_timings(server.app, config, reconnect=sdk_reconnect, server_module=sdk_server, log_modules=logs)
 
 
@@ -190,4 +253,5 @@ def build_app(scenarios: list[Scenario], config: ServerConfig) -> ASGIApp:
         server_class=Server,
         environment_class=environment_class,
         apply_config=apply_config,
+        sdk=SDK,
     )

@@ -15,7 +15,11 @@ the parts that do not depend on which SDK is installed live here, once:
 * :func:`patch_timings` applies the knobs both SDKs hard-code alike (chunk
   size, resume linger, the literal ``ping=10`` keep-alive, the reaper's TTL and
   interval, log level); :func:`refuse_unsupported` refuses ``faults`` and
-  ``api_key``.
+  ``api_key``;
+* :class:`Lack` and :func:`left_out`: what an older SDK release does not have
+  (task-scoped tools, the index API, ``score_group``) and the scenarios that need
+  it — the twin serves the rest and says which it left out and why
+  (``orsbench versions --server``, docs/versions.md).
 
 Nothing here imports either SDK: each twin passes in its own names
 (:class:`SdkTypes`) and modules.
@@ -28,6 +32,7 @@ import contextvars
 import inspect
 import json
 import logging
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -44,6 +49,8 @@ from orsbench.servers.stats import StatsSnapshot, snapshot
 
 __all__ = [
     "EPISODE_ATTR",
+    "Lack",
+    "NothingToServe",
     "SdkTypes",
     "StatsMiddleware",
     "ToolNameError",
@@ -53,6 +60,7 @@ __all__ = [
     "input_model",
     "input_schema",
     "keepalive_response",
+    "left_out",
     "lifespan_closure_function",
     "patch_timings",
     "refuse_unsupported",
@@ -89,6 +97,8 @@ class TwinStats:
     calls: Counter[str] = field(default_factory=Counter)
     requests: Counter[str] = field(default_factory=Counter)
     shutting_down: bool = False
+    #: Scenarios asked for that this SDK release cannot serve, and why (:func:`left_out`); shown in the stats.
+    left_out: dict[str, str] = field(default_factory=dict)
     #: The served ServerConfig (API key masked), as the mock reports it: checkers read ttl and ping_interval.
     config: JSON = field(default_factory=dict)
 
@@ -96,6 +106,8 @@ class TwinStats:
         """A twin's answer to ``GET /_orsbench/stats``: the common counters plus ``sse_pings``."""
         out = snapshot(self, impl=self.impl, active_sessions=active_sessions, config=self.config)
         out["sse_pings"] = self.sse_pings
+        if self.left_out:
+            out["left_out"] = dict(self.left_out)
         return out
 
     def count_teardown(self) -> None:
@@ -217,9 +229,10 @@ def tool_method(
     config: ServerConfig,
     stats: TwinStats,
     *,
-    decorator: Callable[..., Callable[[Callable[..., Any]], Any]],
+    decorator: Callable[..., Any],
     output_type: type,
     to_output: Callable[[ToolResult], Any],
+    task_tools: bool = True,
 ) -> Callable[..., Any]:
     """An ``@tool`` method the SDK introspects exactly like a hand-written one.
 
@@ -227,7 +240,9 @@ def tool_method(
     parameter is annotated with the input model (none for ``params=None``) and
     its return annotation is the SDK's ``output_type`` — both SDKs check that
     annotation before they accept a method as a tool. Each call sleeps
-    ``config.latency`` first and is counted in ``stats.calls``.
+    ``config.latency`` first and is counted in ``stats.calls``. ``task_tools``:
+    the SDK's decorator takes ``shared=`` (a release before task-scoped tools
+    takes the bare function, and is handed only shared tools: :func:`left_out`).
     """
     takes_args = spec.params is not None
 
@@ -254,10 +269,48 @@ def tool_method(
         method.__annotations__ = {"args": model, "return": output_type}
     method.__name__ = method.__qualname__ = spec.name
     method.__doc__ = spec.description
-    return decorator(shared=spec.shared)(method)
+    return decorator(shared=spec.shared)(method) if task_tools else decorator(method)
 
 
 # -- scenario → Environment namespace ------------------------------------------------
+@dataclass(frozen=True)
+class Lack:
+    """Something the installed SDK release does not have, and which scenarios need it.
+
+    Why: ``orsbench versions --server`` serves the same scenarios on SDK releases from long before the twin was
+    written (openreward 0.1.33 has no task-scoped tools, no index API and no ``score_group``). A release that
+    lacks what a scenario needs cannot serve that scenario at all — its checks would judge the twin's plumbing,
+    not the server — so the twin leaves it out, says why, and serves the rest.
+    """
+
+    #: What is missing, in the SDK's words (``@tool(shared=False)``, the index API ``num_tasks``/``get_task``).
+    feature: str
+    #: Whether a scenario needs it.
+    needed_by: Callable[[Scenario], bool]
+
+
+def needs_task_tools(scenario: Scenario) -> bool:
+    """The scenario has a task-scoped tool (``shared=False``)."""
+    return any(not t.shared for t in scenario.all_tools.values())
+
+
+def needs_index_api(scenario: Scenario) -> bool:
+    """The scenario serves its tasks only by index (``list_tasks`` raises ``NotImplementedError``)."""
+    for split in scenario.splits():
+        try:
+            scenario.list_tasks(split.name)
+        except NotImplementedError:
+            return True
+        except Exception:
+            return False  # a scenario whose listing fails on purpose still lists through the SDK's list_tasks
+    return False
+
+
+def needs_score_group(scenario: Scenario) -> bool:
+    """The scenario scores groups of candidates (overrides ``Scenario.score_group``)."""
+    return type(scenario).score_group is not Scenario.score_group
+
+
 @dataclass(frozen=True)
 class SdkTypes:
     """The names one SDK gives to what a generated environment is made of."""
@@ -271,6 +324,26 @@ class SdkTypes:
     split: type
     #: Attribute names the SDK already uses on an environment class or instance.
     reserved_names: frozenset[str]
+    #: What this installed release does not have (empty for a release the twin was written for).
+    lacks: tuple[Lack, ...] = ()
+    #: The ``@tool`` decorator takes ``shared=`` (task-scoped tools exist).
+    task_tools: bool = True
+    #: Its base class has the index API (``num_tasks``, ``get_task``).
+    index_api: bool = True
+
+
+class NothingToServe(ValueError):
+    """Every scenario asked for needs something the installed SDK release does not have; the message says what."""
+
+
+def left_out(scenarios: Sequence[Scenario], sdk: SdkTypes) -> dict[str, str]:
+    """``{scenario name: why}`` for each scenario the installed release cannot serve (see :class:`Lack`)."""
+    out: dict[str, str] = {}
+    for scenario in scenarios:
+        missing = [lack.feature for lack in sdk.lacks if lack.needed_by(scenario)]
+        if missing:
+            out[scenario.name] = f"{sdk.label} has no {' and no '.join(missing)}, which scenario {scenario.name!r} needs"
+    return out
 
 
 class ToolNameError(ValueError):
@@ -328,6 +401,8 @@ def environment_namespace(scenario: Scenario, config: ServerConfig, stats: TwinS
     def list_splits(cls: type) -> list[Any]:
         return [sdk.split(name=s.name, type=s.type) for s in scenario.splits()]
 
+    # A release without the index API gets no num_tasks/get_task (no route calls them; see left_out).
+
     def list_tasks(cls: type, split: str) -> Sequence[JSON]:
         return scenario.list_tasks(split)
 
@@ -368,8 +443,7 @@ def environment_namespace(scenario: Scenario, config: ServerConfig, stats: TwinS
         "__init__": __init__,
         "list_splits": classmethod(list_splits),
         "list_tasks": classmethod(list_tasks),
-        "num_tasks": classmethod(num_tasks),
-        "get_task": classmethod(get_task),
+        **({"num_tasks": classmethod(num_tasks), "get_task": classmethod(get_task)} if sdk.index_api else {}),
         "get_prompt": get_prompt,
         "list_task_tools": list_task_tools,
         "setup": setup,
@@ -378,7 +452,7 @@ def environment_namespace(scenario: Scenario, config: ServerConfig, stats: TwinS
     for spec in scenario.all_tools.values():
         namespace[spec.name] = tool_method(
             spec, models[spec.name], scenario, config, stats,
-            decorator=sdk.tool, output_type=sdk.tool_output, to_output=to_output,
+            decorator=sdk.tool, output_type=sdk.tool_output, to_output=to_output, task_tools=sdk.task_tools,
         )  # fmt: skip
     return namespace
 
@@ -426,12 +500,24 @@ def build_twin_app(
     server_class: Callable[[list[Any]], Any],
     environment_class: Callable[[Scenario, ServerConfig, TwinStats], type],
     apply_config: Callable[[Any, ServerConfig], None],
+    sdk: SdkTypes | None = None,
 ) -> StatsMiddleware:
     """How either twin builds its app: refuse what it cannot serve, generate one environment class per
-    scenario, hand them to the SDK's own ``Server``, patch its timings, and count behind the stats route."""
+    scenario, hand them to the SDK's own ``Server``, patch its timings, and count behind the stats route.
+
+    ``sdk``: the installed release's types; a scenario it lacks a feature for is left out (said once on stderr and
+    in the stats' ``left_out``), and :class:`NothingToServe` is raised when that leaves nothing.
+    """
     refuse_unsupported(config, twin)
     stats = stats_for(impl, config)
-    server = server_class([environment_class(s, config, stats) for s in scenarios])
+    skipped = left_out(scenarios, sdk) if sdk is not None else {}
+    served = [s for s in scenarios if s.name not in skipped]
+    if not served:
+        raise NothingToServe("; ".join(skipped.values()) + ": serve another scenario, or a newer release")
+    for why in skipped.values():
+        print(f"orsbench: the {twin} leaves a scenario out: {why}", file=sys.stderr, flush=True)
+    stats.left_out = skipped
+    server = server_class([environment_class(s, config, stats) for s in served])
     apply_config(server, config)
     return twin_app(server, stats)
 

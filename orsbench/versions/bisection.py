@@ -106,11 +106,13 @@ def _gap(done: Search, between: list[str], a: str, b: str, cases: list[str], obs
     # Per changing case: the releases still in question, and the newest known to keep a's verdict / oldest with b's.
     open_: dict[str, list[str]] = {}
     edges: dict[str, tuple[str, str]] = {}
+    #: Per case, the verdict whose last release is sought (a's; after a third verdict was placed, that one's).
+    since: dict[str, str] = {}
     for case in cases:
         va, vb = done.seen.get((a, case)), done.seen.get((b, case))
         if va is None or vb is None or NOT_RUN in (va, vb) or va == vb:
             continue
-        open_[case], edges[case] = list(between), (a, b)
+        open_[case], edges[case], since[case] = list(between), (a, b), va
     while open_:
         # The midpoint of each case's interval; cases whose midpoints agree share one run.
         by_mid: dict[str, list[str]] = {}
@@ -119,6 +121,10 @@ def _gap(done: Search, between: list[str], a: str, b: str, cases: list[str], obs
                 lo, hi = edges[case]
                 done.boundaries.append(Boundary(case, lo, hi, done.seen[(lo, case)], done.seen[(hi, case)]))
                 del open_[case]
+                if hi != b and done.seen[(hi, case)] != done.seen[(b, case)]:
+                    # A third verdict between a's and b's (not checked → fail → pass): the rest of the gap changes
+                    # again, so it is searched too, from the release just placed.
+                    open_[case], edges[case], since[case] = between[between.index(hi) + 1 :], (hi, b), done.seen[(hi, case)]
                 continue
             by_mid.setdefault(candidates[len(candidates) // 2], []).append(case)
         for mid, group in by_mid.items():
@@ -132,9 +138,9 @@ def _gap(done: Search, between: list[str], a: str, b: str, cases: list[str], obs
                 lo, hi = edges[case]
                 if verdict == NOT_RUN:  # cannot tell here: drop it, try its neighbours
                     del candidates[at]
-                elif verdict == done.seen[(a, case)]:
+                elif verdict == since[case]:
                     edges[case] = (mid, hi)
                     del candidates[: at + 1]
-                else:  # b's verdict (or a third one: the boundary of a's verdict is still before it)
+                else:  # b's verdict, or a third one: the boundary of the sought verdict is before it either way
                     edges[case] = (lo, mid)
                     del candidates[at:]

@@ -89,6 +89,9 @@ class SeriesFacts:
     defects: list[dict[str, Any]] = field(default_factory=list)
     #: Cells that gave two verdicts in two runs of one release: left out of changes and defects.
     unstable: list[dict[str, Any]] = field(default_factory=list)
+    #: A server series (``server:openreward``): per check that fails at some release run, its ``first_failing`` and
+    #: ``last_failing`` release and its ``ranges`` (:mod:`orsbench.versions.servers`); empty for a client's series.
+    checks: list[dict[str, Any]] = field(default_factory=list)
 
     def label(self, version: str) -> str:
         return version + "".join(f"+{pin}" for pin in self.pins)
@@ -139,7 +142,22 @@ class History:
                     runs.append({"from": this, "to": this, "verdict": verdict})
                 segments[case] = runs
             facts.defects = self._defects(facts, segments)
+            facts.checks = self._failing_checks(facts, segments) if facts.client.startswith("server:") else []
         return self
+
+    @staticmethod
+    def _failing_checks(facts: SeriesFacts, segments: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """A server's checks in the defects' vocabulary: where each one fails (``fail``), first and last."""
+        order = {v: i for i, v in enumerate(facts.versions)}
+        newest = max((run["to"] for runs in segments.values() for run in runs), key=order.__getitem__, default=None)
+        out = []
+        for case in facts.cases:
+            runs = segments.get(case, [])
+            ranges = [{"case": case, "from": r["from"], "to": r["to"]} for r in runs if r["verdict"] == "fail"]
+            if ranges:
+                out.append({"id": case, "first_failing": ranges[0]["from"], "last_failing": ranges[-1]["to"], "ranges": ranges,
+                            "since_oldest_tested": runs[0]["verdict"] == "fail", "still_failing": runs[-1]["verdict"] == "fail" and runs[-1]["to"] == newest})  # fmt: skip
+        return out
 
     @staticmethod
     def _defects(facts: SeriesFacts, segments: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:

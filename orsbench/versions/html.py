@@ -21,6 +21,7 @@ from orsbench.versions.history import History, SeriesFacts
 from orsbench.versions.play import CANNOT_DRIVE
 from orsbench.versions.report import differs_from_pinned
 from orsbench.versions.since import FirstRelease, since_of
+from orsbench.versions.servers import NOT_CHECKED, NOT_SERVED, is_server
 
 __all__ = ["render_history"]
 
@@ -32,11 +33,27 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
 )
 
-_CLASS = {"works": "works", "fails clearly": "clearly", "fails silently": "silently", "hangs": "hangs", NOT_RUN: "notrun", CANNOT_DRIVE: "notrun"}
+_CLASS = {"works": "works", "fails clearly": "clearly", "fails silently": "silently", "hangs": "hangs", NOT_RUN: "notrun", CANNOT_DRIVE: "notrun",
+          # a server's check statuses (orsbench versions server:openreward)
+          "pass": "works", "warn": "clearly", "fail": "silently", "error": "hangs", "skip": "notrun", "n/a": "notrun",
+          NOT_SERVED: "notrun", NOT_CHECKED: "notrun"}  # fmt: skip
+
+
+def _telling(facts: SeriesFacts, seen: dict[tuple[str, str], str]) -> list[str]:
+    """A server's columns: the checks that fail somewhere, or whose status differs between releases that checked them.
+
+    A check that only goes from ``not served``/``not checked`` to one status is left out: every check of a scenario
+    an old release cannot serve does that, and the per-release tally (Markdown, terminal) says it once."""
+    by_case: dict[str, set[str]] = {}
+    for (_, case), verdict in seen.items():
+        if verdict not in (NOT_SERVED, NOT_CHECKED, NOT_RUN):
+            by_case.setdefault(case, set()).add(verdict)
+    return [c for c in facts.cases if len(by_case.get(c, ())) > 1 or "fail" in by_case.get(c, ())]
 
 
 def _series_view(history: History, name: str, facts: SeriesFacts, first_release: FirstRelease) -> dict[str, Any]:
     seen = history.seen(name)
+    cases = _telling(facts, seen) if is_server(facts.client) else facts.cases
     errors = {(r.version, r.case): r.error for r in history.rows if r.series == name}
     bisected = {(r.version, r.case) for r in history.rows if r.series == name and r.bisected}
     flipped = {(r.version, r.case): r.again for r in history.rows if r.series == name and not r.stable}
@@ -44,7 +61,7 @@ def _series_view(history: History, name: str, facts: SeriesFacts, first_release:
     rows, before = [], {}
     for v in releases:
         cells = []
-        for case in facts.cases:
+        for case in cases:
             verdict = seen.get((v, case))
             if verdict is None:
                 cells.append({"text": "", "cls": "empty", "title": "not run at this release (unchanged either side)", "bisected": False})
@@ -61,7 +78,7 @@ def _series_view(history: History, name: str, facts: SeriesFacts, first_release:
         skipped = facts.versions.index(v) - facts.versions.index(rows[-1]["version"]) - 1 if rows else 0
         rows.append({"version": v, "label": facts.label(v), "cells": cells, "skipped": skipped, "anchor": v in facts.anchors,
                      "install": facts.installs.get(v, {})})  # fmt: skip
-    pinned = [{"text": facts.pinned[c]["verdict"], "cls": _CLASS.get(facts.pinned[c]["verdict"], "other")} for c in facts.cases]
+    pinned = [{"text": facts.pinned[c]["verdict"], "cls": _CLASS.get(facts.pinned[c]["verdict"], "other")} for c in cases]
     order = facts.versions.index
     defects = []
     for d in facts.defects:
@@ -77,6 +94,10 @@ def _series_view(history: History, name: str, facts: SeriesFacts, first_release:
     return {
         "name": name,
         "facts": facts,
+        "cases": cases,
+        "hidden": len(facts.cases) - len(cases),
+        "checks": [{**c, "links": [{"text": f"{ch['last']} → {ch['first']}", "url": change_link(facts.package, ch["last"], ch["first"])}
+                                   for ch in facts.changes if ch["case"] == c["id"]]} for c in facts.checks],  # fmt: skip
         "rows": rows,
         "pinned": pinned,
         "defects": defects,

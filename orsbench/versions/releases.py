@@ -23,7 +23,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["DEFAULTS", "PACKAGES", "Release", "Series", "index_versions", "parse_release", "sort_versions"]
+__all__ = ["DEFAULTS", "PACKAGES", "Release", "Series", "index_versions", "package_of", "parse_release", "sort_versions"]
 
 #: The distribution each client target's releases are of (what ``--releases`` versions name by default).
 PACKAGES: dict[str, str] = {
@@ -57,6 +57,11 @@ DEFAULTS: dict[str, tuple[str, ...]] = {
 }
 
 
+def package_of(client: str) -> str:
+    """The package a client's releases are of; a server series (``server:openreward``) is its own package's."""
+    return PACKAGES.get(client) or client.removeprefix("server:")
+
+
 def sort_versions(versions: Iterable[str]) -> list[str]:
     """Versions oldest first by PEP 440 (an unparsable one sorts first, as text)."""
 
@@ -80,7 +85,7 @@ class Series:
     @property
     def name(self) -> str:
         """``trl``, ``trl+openreward==0.1.109``; ``trl over openreward+trl==1.16.0`` where another package varies."""
-        varied = "" if PACKAGES.get(self.client) == self.package else f" over {self.package}"
+        varied = "" if package_of(self.client) == self.package else f" over {self.package}"
         return self.client + varied + "".join(f"+{pin}" for pin in self.pins)
 
     def release(self, version: str) -> Release:
@@ -118,7 +123,7 @@ def parse_release(client: str, spec: str, *, package: str | None = None, pins: t
         Version(version)
     except InvalidVersion:
         raise ValueError(f"{spec!r}: {version!r} is not a version") from None
-    return Release(Series(client, package or PACKAGES[client], tuple(sorted({*pins, *extra}))), version)
+    return Release(Series(client, package or package_of(client), tuple(sorted({*pins, *extra}))), version)
 
 
 #: Seconds a cached list of a package's releases is trusted.

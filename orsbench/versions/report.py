@@ -10,6 +10,7 @@ from __future__ import annotations
 from orsbench.versions.bisection import NOT_RUN
 from orsbench.versions.history import History, SeriesFacts
 from orsbench.versions.play import CANNOT_DRIVE
+from orsbench.versions.servers import is_server, per_release
 
 __all__ = ["differs_from_pinned", "markdown", "summary"]
 
@@ -51,6 +52,10 @@ def _errors(history: History, name: str) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
+def _tally(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda item: -item[1]))
+
+
 def summary(history: History) -> list[str]:
     """The terminal's lines."""
     lines = []
@@ -60,6 +65,9 @@ def summary(history: History) -> list[str]:
         lines.append(f"{name}: {len(releases)} release(s) run ({', '.join(releases)}) on {len(facts.cases)} case(s)")
         for entry in facts.defects:
             lines.append(f"  {entry['id']}: {_span(entry)}")
+        if is_server(facts.client):
+            lines += [f"  {label}: {_tally(counts)}{' — failed: ' + ', '.join(failed) if failed else ''}" for label, counts, failed in per_release(history, name)]
+            lines += [f"  {c['id']} fails: {_span(c)}" for c in facts.checks]
         for change in facts.changes:
             exact = "" if change["exact"] else " (releases between not run)"
             lines.append(f"  {change['case']}: {change['before']} up to {change['last']}, {change['after']} from {change['first']}{exact}")
@@ -99,7 +107,14 @@ def markdown(history: History) -> str:
             out += ["| case | last with | first with | exact |", "|---|---|---|---|"]
             out += [f"| {c['case']} | {c['last']}: {c['before']} | {c['first']}: {c['after']} | {'yes' if c['exact'] else 'no'} |" for c in facts.changes]
             out.append("")
-        out += _grid(history, name, facts)
+        if is_server(facts.client):  # a column per check would be hundreds wide: per release, its tally and failures
+            out += ["| check | first failing | last failing |", "|---|---|---|"]
+            out += [f"| `{c['id']}` | {('≤ ' if c['since_oldest_tested'] else '') + c['first_failing']} | {c['last_failing']}{' (still)' if c['still_failing'] else ''} |" for c in facts.checks]
+            out += ["", "| release | cells | failed |", "|---|---|---|"]
+            out += [f"| {label} | {_tally(counts)} | {', '.join(f'`{f}`' for f in failed) or '—'} |" for label, counts, failed in per_release(history, name)]
+            out.append("")
+        else:
+            out += _grid(history, name, facts)
         for release, error in _errors(history, name):
             out.append(f"- **{release}**: {error}")
         for u in facts.unstable:

@@ -25,7 +25,7 @@ from orsbench.versions.envs import Built, Cache, client_python
 from orsbench.versions.history import History, Row, SeriesFacts
 from orsbench.versions.releases import Index, Release, Series, sort_versions
 
-__all__ = ["Plan", "Runner", "all_cases", "default_cases", "pinned_facts", "play_in_env", "run_versions", "shard_of"]
+__all__ = ["Plan", "Runner", "all_cases", "default_cases", "pinned_facts", "play_in_env", "release_environ", "run_versions", "shard_of"]
 
 #: ``runner(built, client, cases) -> {case: {"verdict", "error", "elapsed"}}`` — play one release's cases in its environment.
 Runner = Callable[[Built, str, list[str]], dict[str, dict[str, Any]]]
@@ -76,12 +76,17 @@ def pinned_facts(client: str, cases: list[str]) -> tuple[dict[str, str], dict[st
     return expected, pinned, summaries
 
 
+def release_environ() -> dict[str, str]:
+    """The environment a release's process runs in: orsbench (this checkout) first on ``PYTHONPATH``, nothing online."""
+    root = str(Path(orsbench.__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+            "OPENREWARD_DISABLE_UPDATE_CHECK": "1", "TRL_EXPERIMENTAL_SILENCE": "1", "HF_HUB_OFFLINE": "1"}  # fmt: skip
+
+
 def play_in_env(built: Built, client: str, cases: list[str], *, log: Path | None = None) -> dict[str, dict[str, Any]]:
     """Run ``python -m orsbench.versions.play`` in the release's environment, orsbench on its ``PYTHONPATH``."""
     assert built.python is not None
-    root = str(Path(orsbench.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
-           "OPENREWARD_DISABLE_UPDATE_CHECK": "1", "TRL_EXPERIMENTAL_SILENCE": "1", "HF_HUB_OFFLINE": "1", **built.environ}  # fmt: skip
+    env = {**release_environ(), **built.environ}  # a 3.12 release environment names itself to the target
     timeout = RUN_BASE_S + RUN_PER_CASE_S * len(cases)
     with tempfile.TemporaryDirectory(prefix="orsbench-versions-") as tmp:
         out = Path(tmp) / "out.json"

@@ -88,7 +88,7 @@ class FakeServerWorld:
 
 
 def _history(tmp_path: Path, world: FakeServerWorld, *, anchors=ANCHORS, cases=CASES, shard=(1, 1)) -> History:
-    index = Index(tmp_path, lister=lambda package: list(reversed(RELEASES)))
+    index = Index(tmp_path, lister=lambda package, python: list(reversed(RELEASES)))
     plan = Plan(Series("server:openreward", "openreward"), tuple(anchors), tuple(cases))
     return run_servers([plan], cache=Cache(tmp_path, installer=world.install), index=index, servable=world.servable,
                        checker=world.check, shard=shard, pinned=lambda package: PINNED)  # fmt: skip

@@ -109,10 +109,15 @@ def _script(episode: Episode, reward: float | None) -> Script:
     return Script("url", tuple(steps), reward=reward, finished=episode.finished)
 
 
+def listed_envs(evidence: Evidence) -> list[str]:
+    """The environments the user's server lists, its default (what a ``/create`` without ``env_name`` plays) first."""
+    ok, envs = json_of(evidence.get("list_environments"))
+    return [e for e in envs if isinstance(e, str)] if ok and isinstance(envs, list) else []
+
+
 def facts(client: str, evidence: Evidence, tools: list[dict[str, Any]], script: Script, rewards: Sequence[Any] = ()) -> D.CellFacts:
     """What the pinned defects' predicates know of the user's server, from what the player learnt of it."""
-    ok, envs = json_of(evidence.get("list_environments"))
-    names = [e for e in envs if isinstance(e, str)] if ok and isinstance(envs, list) else []
+    names = listed_envs(evidence)
     listing = evidence.get("dataset.tasks")
     defaults = {t.get("name"): ((t.get("input_schema") or {}).get("properties") or {}) for t in tools}
     omits = any(
@@ -222,6 +227,7 @@ def _row(
     case: Case,
     script: Script,
     env: str,
+    default_env: str,
     timeout: float,
     cell: D.CellFacts,
     overrides: Mapping[str, str],
@@ -230,7 +236,7 @@ def _row(
 ) -> tuple[LiveRow, str | None]:
     """One client's row, and the environment's own error it met (``None``: none)."""
     assert player.launch is not None
-    run = play(player.launch, case, proxy, script=script, env=env, deadline=timeout, overrides=overrides)
+    run = play(player.launch, case, proxy, script=script, env=env, default_env=default_env, deadline=timeout, overrides=overrides)
     secrets = [value for _, value in case.secrets]
     judgement = _scrubbed(judge(run, grade(run), subject=player.name), secrets)
     reported = [line.get("reward") for line in run.out.lines if line.is_call and line.get("reward") is not None]
@@ -306,6 +312,7 @@ def play_on_url(
     budget_cut = f"the player stopped at its budget ({episode.stopped})" if _budget_cut(episode) and script.steps else None
     result.notes += [note for note in (nothing, budget_cut) if note]
     met: dict[str, str | None] = {}
+    default = next(iter(listed_envs(evidence)), evidence.env or "")
     case = Case(
         "url", "", "the user's server", split=evidence.split or "", index=evidence.index or 0, secrets=tuple(secrets.items())
     )
@@ -333,7 +340,7 @@ def play_on_url(
                 assert proxy is not None
                 say(f"{player.name}: playing {len(script.steps)} call(s)")
                 cell = facts(player.name, evidence, tools, script, sent)
-                row, met[player.name] = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys, expected, budget_cut)
+                row, met[player.name] = _row(player, proxy, case, script, evidence.env or "", default, timeout, cell, keys, expected, budget_cut)
                 result.rows.append(row)
             result.rows[-1].predicted = predictions.get(player.name, [])
     finally:

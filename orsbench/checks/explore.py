@@ -469,6 +469,7 @@ class _ToolFuzz:
             self.sid = self.c.open_session()
             if self.sid is None:
                 return None
+            _fetch_prompt(self.c, self.sid)  # as every real client does: an environment may deal its game in get_prompt
             self.fresh = True
         self.calls += 1
         name = f"fuzz.{self.tool}.{self.calls}"

@@ -265,6 +265,23 @@ def test_an_empty_player_episode_is_nothing_to_replay_not_a_failing_client():
     assert result.notes and result.notes[0].startswith("nothing to replay"), result.notes
 
 
+def test_an_environment_whose_every_call_raises_is_named_in_the_one_note():
+    """A real GSM8K environment (math_verify's signal.alarm in the SDK's worker thread) raised on every call: nothing
+    to replay, and the note names the environment's own error, so the user reads whose it is."""
+    from orsbench.clients import live
+    from orsbench.clientcheck.results import NOT_PLAYED
+    from orsbench.servers.user_app import AppTarget
+
+    server = start(AppTarget.parse("tests/envs/always_raises.py:AlwaysRaises"))
+    try:
+        result = live.play_on_url(server.url, clients=[], commands=[reference_command()], timeout=30)
+    finally:
+        server.stop()
+    [row] = result.rows
+    assert row.verdict == NOT_PLAYED and row.why.startswith("nothing to replay"), row
+    assert "the environment's own error: submit(" in row.why and "grader crashed" in row.why, row.why
+
+
 def test_one_record_no_strings_parsed_back():
     """The verdict travels typed: findings are (check, message), failed checks are read from them, never split."""
     judged = Judgement(

@@ -32,7 +32,7 @@ from typing import Any
 from orsbench.bench.learn import FAILED_ANSWERS, CannotPlay, player_episode
 from orsbench.bench.target import TargetError, local_target
 from orsbench.checks import binding
-from orsbench.checks.evidence import Episode, Evidence, Options, json_of
+from orsbench.checks.evidence import Episode, Evidence, Options, json_of, short
 from orsbench.clientcheck import grade
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import did_not_run, refused_placeholders
@@ -154,6 +154,17 @@ def _sent_rewards(episode: Episode) -> list[Any]:
         for answer, reward in zip(episode.answers, sent)
         if not _failed(answer)
     ]
+
+
+def _nothing_to_replay(evidence: Evidence, episode: Episode) -> str:
+    """Why no client is played: the player found no call the server answered — with the environment's own error where
+    a tool failed on the server (raised, answered 5xx), so the one note names the environment, not a client."""
+    why = f"nothing to replay: the checker's player found no call the server answered ({episode.stopped or 'no call made'})"
+    failure = next((f for f in evidence.facts.tool_failures if f.found_by == "play"), None)
+    if failure is None:
+        return why
+    kinds = {"raise": "raised", "http": "answered 5xx", "stream": "broke its stream", "hang": "hung"}
+    return f"{why}; the environment's own error: {failure.tool}({short(failure.input, 80)}) {kinds.get(failure.kind, failure.kind)}: {failure.detail[:200]}"
 
 
 def _failed(answer: str) -> bool:
@@ -308,7 +319,7 @@ def play_on_url(
     result = LiveResult(
         url, evidence.env, evidence.split, evidence.index, PlayerEpisode(len(script.steps), episode.finished, reward, episode.stopped)
     )
-    nothing = None if script.steps else f"nothing to replay: the checker's player found no call the server answered ({episode.stopped or 'no call made'})"
+    nothing = None if script.steps else _nothing_to_replay(evidence, episode)
     budget_cut = f"the player stopped at its budget ({episode.stopped})" if _budget_cut(episode) and script.steps else None
     result.notes += [note for note in (nothing, budget_cut) if note]
     met: dict[str, str | None] = {}

@@ -252,10 +252,15 @@ def _row(
     judgement = _scrubbed(judge(run, grade(run), subject=player.name), secrets)
     reported = [line.get("reward") for line in run.out.lines if line.is_call and line.get("reward") is not None]
     reward = reported[-1] if reported else None
-    refused = expected is not None and expected.refused is not None
     # Where the player stopped at its budget, the episode is unfinished because of the player: a user that refuses an
-    # unfinished episode (its consumer profile) rightly fails clearly on it, and no client is blamed for that.
-    rightly = Verdict.FAILS_CLEARLY if budget_cut is not None and refused else Verdict.WORKS
+    # unfinished episode (its consumer profile) rightly fails clearly on it, and no client is blamed for that — but only
+    # where the refusal is for the missing end: one it makes of the same rewards finished (a reward outside its range,
+    # as benchflow refuses mobile-env's -1.0) is the client's own, whatever the player's budget.
+    unfinished_only = (
+        budget_cut is not None and player.consumer is not None and expected is not None and expected.refused is not None
+        and player.consumer.predict(list(cell.rewards), True).refused is None
+    )  # fmt: skip
+    rightly = Verdict.FAILS_CLEARLY if unfinished_only else Verdict.WORKS
     row = LiveRow(player.name, player.version, judgement.verdict, "", command=player.command, seconds=round(run.duration_s, 1))
     row.expected, row.judgement = rightly, judgement
     if player.command is not None:

@@ -314,7 +314,7 @@ def play_on_url(
             raise LiveUsageError(f"--client-cmd uses {', '.join(refused)}: secrets never go on a command line; the adapter reads ORSBENCH_SECRETS")
     say = progress or (lambda _line: None)
     secrets = dict(secrets or {})
-    options = Options(env=env, secrets=secrets, timeout=min(timeout, 30.0), api_key=api_key)
+    options = Options(env=env, secrets=secrets, timeout=timeout, api_key=api_key)
     say(f"playing {url} with the checker's player")
     evidence, episode, tools = _player_episode(url, options)
     reward = episode.reward if episode.finished else (episode.rewards[-1] if episode.rewards else None)

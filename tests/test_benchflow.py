@@ -224,6 +224,19 @@ def test_matrix_url_predicts_benchflow_rejects_reward_minus_one(benchflow_ready:
     assert [d.id for d in row.defects] == ["benchflow-reward-outside-unit-refused"], row
 
 
+def test_a_refusal_the_players_budget_did_not_cause_is_benchflows_own(benchflow_ready: None) -> None:
+    """mobile-env's shape: a signed reward on every step and no end, so the player stops at its budget. benchflow refuses
+    the first -1.0 whatever the end: its own pinned defect, named — not "fails clearly (right)" put on the budget."""
+    from orsbench.servers.user_app import AppTarget
+
+    result = _row(AppTarget.parse(str(Path(__file__).parent / "envs" / "signed_steps.py") + ":SignedSteps"))
+    [row] = result.rows
+    assert any(note.startswith("the player stopped at its budget") for note in result.notes), result.notes
+    assert row.words == "fails clearly" and not row.right, row
+    assert row.consumer == "refuses: reward -1.0 is outside [0, 1]" and row.consumer_confirmed, row
+    assert [d.id for d in row.defects] == ["benchflow-reward-outside-unit-refused"], row
+
+
 def test_matrix_url_on_sparse_reward_names_the_unscored_reveal(benchflow_ready: None) -> None:
     """On sparse-reward the player reveals (reward null) before it submits: that null is what benchflow refuses first."""
     result = _row("sparse-reward")
@@ -240,9 +253,11 @@ def test_check_client_on_benchflows_adapter(benchflow_ready: None, tmp_path: Pat
     code = main(["check-client", "--client-cmd", f"{sys.executable} -m orsbench.clients.adapter benchflow", "--cases",
                  "echo,sparse-reward+tool-raises", "--timeout", "90", "--json", str(out)])  # fmt: skip
     status = {r["id"]: r["status"] for r in json.loads(out.read_text())["checks"]}
-    assert code == 1
+    assert code == 0
     failed = sorted(k for k, v in status.items() if v in ("fail", "error"))
-    # The openreward SDK's rule (env-name-not-sent) on both; a raising tool ends the session before benchflow judges.
-    assert failed == ["client.env_name[echo]", "client.env_name[sparse-reward+tool-raises]"], failed
+    # The openreward SDK's rule (env-name-not-sent) on both, a warning (the server's default environment is the case's);
+    # a raising tool ends the session before benchflow judges.
+    assert failed == [], failed
+    assert status["client.env_name[echo]"] == status["client.env_name[sparse-reward+tool-raises]"] == "warn"
     assert status["client.failure_as_error[sparse-reward+tool-raises]"] == "pass"
     assert status["client.tool_runs[sparse-reward+tool-raises]"] == "pass"

@@ -116,7 +116,8 @@ TRAFFIC_RULE_BROKEN = [
     ("retry-4xx", "echo+missing-task", "client.no_4xx_retry"),
     ("ignore-retry-after", "sparse-reward+rate-limit", "client.retry_after"),
     ("no-resume", "sparse-reward+stream-drop", "client.resume_by_task_id"),
-    ("drop-env-name", "echo", "client.env_name"),
+    # a missing env_name fails where the server's default environment is another one (on echo it is a warning)
+    ("drop-env-name", "two-envs", "client.env_name"),
     ("call-after-finished", "echo", "client.stops_at_finished"),
     ("no-secrets", "secrets", "client.secrets"),
 ]
@@ -130,7 +131,6 @@ ONE_RULE_BROKEN = [
     ("call-after-finished", "echo", "client.stops_at_finished"),
     ("skip-first-call", "sparse-reward", "client.script_followed"),
     ("bool-reward", "echo+reward-bool", "client.reward_as_sent"),
-    ("drop-env-name", "echo", "client.env_name"),
     ("error-as-text", "sparse-reward+tool-raises", "client.failure_as_error"),
     ("garbage", "sparse-reward", "client.out_valid"),
     # the hazard cases (docs/protocol.md §13)
@@ -295,14 +295,14 @@ def test_a_flooding_client_is_stopped_as_a_request_storm(monkeypatch):
 def test_the_cli_reports_a_faulty_client_with_exit_1_and_names_the_case(tmp_path, capsys):
     out = tmp_path / "report.json"
     html, md = tmp_path / "r.html", tmp_path / "r.md"
-    argv = ["check-client", "--client-cmd", faulty("drop-env-name"), "--cases", "echo", "--timeout", str(SLACK_S)]
+    argv = ["check-client", "--client-cmd", faulty("drop-env-name"), "--cases", "two-envs", "--timeout", str(SLACK_S)]
     code = main([*argv, "--json", str(out), "--junit", str(tmp_path / "j.xml"), "--html", str(html), "--markdown", str(md)])
     assert code == 1
-    assert 'id="check-client-env_name-echo" open' in html.read_text()  # the same report model, the same page
-    assert "orsbench check-client: FAIL" in md.read_text() and "`client.env_name[echo]`" in md.read_text()
+    assert 'id="check-client-env_name-two-envs" open' in html.read_text()  # the same report model, the same page
+    assert "orsbench check-client: FAIL" in md.read_text() and "`client.env_name[two-envs]`" in md.read_text()
     report = json.loads(out.read_text())
-    assert report["summary"]["failed_required"] == ["client.env_name[echo]"]
-    assert 'name="client.env_name[echo]"' in (tmp_path / "j.xml").read_text()
+    assert report["summary"]["failed_required"] == ["client.env_name[two-envs]"]
+    assert 'name="client.env_name[two-envs]"' in (tmp_path / "j.xml").read_text()
     assert "client.env_name" in capsys.readouterr().out
 
 

@@ -159,7 +159,7 @@ def test_bad_inputs_are_a_usage_error_naming_the_fix(tmp_path: Path, capsys: pyt
 def test_client_cmd_runs_check_client_with_every_report(tmp_path: Path) -> None:
     """client-cmd runs ``orsbench check-client --client-cmd`` on a faulty client: exit 1, its summary and HTML written."""
     client = ROOT / "tests" / "clients" / "faulty.py"  # tests/test_check_client.py's faulty client
-    code, summary, outputs, out = _run(tmp_path, client_cmd=f"{sys.executable} {client} drop-env-name", client_args="--cases echo")
+    code, summary, outputs, out = _run(tmp_path, client_cmd=f"{sys.executable} {client} drop-env-name", client_args="--cases two-envs")
     assert code == 1
     assert "orsbench check-client: FAIL" in summary and "client.env_name" in summary
     assert outputs["client-verdict"] == "fail" and Path(outputs["client-html"]).is_file()

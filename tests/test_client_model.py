@@ -81,7 +81,7 @@ _ON_THE_WIRE = [
     ("ignore-retry-after", "sparse-reward+rate-limit", "client.retry_after"),
     ("no-delete", "echo", "client.session_deleted"),
     ("call-after-finished", "echo", "client.stops_at_finished"),
-    ("drop-env-name", "echo", "client.env_name"),
+    ("drop-env-name", "two-envs", "client.env_name"),
     ("rerun-uncut", "sparse-reward+cut-before-task-id", "client.tool_runs"),
     ("no-secrets", "secrets", "client.secrets"),
 ]

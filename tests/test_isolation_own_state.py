@@ -25,7 +25,7 @@ from orsbench.wire.evidence import Exchange
 
 pytest.importorskip("openreward")
 
-OWN_STATE = ["Counter", "Board", "Chat", "StepCount", "PromptSetup"]
+OWN_STATE = ["Counter", "Board", "Chat", "StepCount", "PromptSetup", "PromptDealt"]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -139,7 +139,7 @@ def test_the_openreward_sdk_on_echo_gets_one_verdict_from_every_front_end(tmp_pa
     for rules in (direct["rules"], hosted_case["rules"], proxied_case["rules"], list(row.rules), cell.rules):
         assert "client.env_name" in rules, words
     assert row.rules["client.env_name"] == "env-name-not-sent" and cell.rule_defects["client.env_name"] == "env-name-not-sent"
-    assert code == 1 and proxied["exit_code"] == 0  # check-client holds a user's own client to the rule; the proxy warns
+    assert code == 0 and proxied["exit_code"] == 0  # one rule: a warning where the default environment is the case's
     env_name = next(c for c in proxied["checks"] if c["id"] == "client.env_name")
     assert env_name["status"] == "warn" and "env-name-not-sent" in env_name["message"], env_name
 
@@ -210,6 +210,21 @@ def test_hosted_never_shows_a_pass_for_a_report_the_client_did_not_post(tmp_path
     assert code == 1  # --strict: a required check not judged
 
 
+def test_a_missing_env_name_is_held_by_one_rule_with_one_exit_code_on_every_front_end(tmp_path):
+    """Where the server's default environment is the one the case plays (echo), a /create without env_name is the same
+    episode: a warning naming the pinned defect, exit 0, from check-client, hosted, the proxy and `clients URL` alike.
+    Where the default is another environment (two-envs), the episode ran in the wrong one: a failure, exit 1."""
+    command = faulty("drop-env-name")
+    for case, status, exit_code in (("echo", "warn", 0), ("two-envs", "fail", 1)):
+        direct = check_client(command, [get_case(case)], timeout=SLACK_S)
+        code, hosted = via_hosted(command, case, tmp_path)
+        statuses = {direct.result(f"client.env_name[{case}]").status.value, next(c["status"] for c in hosted["checks"] if c["id"] == f"client.env_name[{case}]")}
+        assert statuses == {status} and (direct.exit_code, code) == (exit_code, exit_code), (case, statuses, direct.exit_code, code)
+        if status == "warn":
+            assert "pinned upstream defects that do this: env-name-not-sent" in direct.result(f"client.env_name[{case}]").message
+            assert direct.cases[0].words == "works" and direct.cases[0].rules == ("client.env_name",), direct.cases[0]
+
+
 def test_the_proxy_holds_a_missing_env_name_as_clients_url_does(tmp_path):
     report = via_proxy(faulty("drop-env-name"), "echo", tmp_path)
     env_name = next(c for c in report["checks"] if c["id"] == "client.env_name")
@@ -248,6 +263,23 @@ def test_an_empty_player_episode_is_nothing_to_replay_not_a_failing_client():
     [row] = result.rows
     assert row.verdict == NOT_PLAYED and row.why.startswith("nothing to replay"), row
     assert result.notes and result.notes[0].startswith("nothing to replay"), result.notes
+
+
+def test_an_environment_whose_every_call_raises_is_named_in_the_one_note():
+    """A real GSM8K environment (math_verify's signal.alarm in the SDK's worker thread) raised on every call: nothing
+    to replay, and the note names the environment's own error, so the user reads whose it is."""
+    from orsbench.clients import live
+    from orsbench.clientcheck.results import NOT_PLAYED
+    from orsbench.servers.user_app import AppTarget
+
+    server = start(AppTarget.parse("tests/envs/always_raises.py:AlwaysRaises"))
+    try:
+        result = live.play_on_url(server.url, clients=[], commands=[reference_command()], timeout=30)
+    finally:
+        server.stop()
+    [row] = result.rows
+    assert row.verdict == NOT_PLAYED and row.why.startswith("nothing to replay"), row
+    assert "the environment's own error: submit(" in row.why and "grader crashed" in row.why, row.why
 
 
 def test_one_record_no_strings_parsed_back():

@@ -104,7 +104,7 @@ def echo_checks(platoon_ready: None) -> dict[str, str]:
 
 def test_check_client_passes_platoon_on_echo_but_the_env_name_rule(echo_checks: dict[str, str]) -> None:
     failed = sorted(k for k, v in echo_checks.items() if v in ("fail", "error") and k.endswith("[echo]"))
-    assert failed == ["client.env_name[echo]"], failed
+    assert failed == [] and echo_checks["client.env_name[echo]"] == "warn", (failed, echo_checks["client.env_name[echo]"])
 
 
 @D.DEFECTS["env-name-not-sent"].mark()

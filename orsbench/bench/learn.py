@@ -62,9 +62,9 @@ def player_episode(url: str, options: Options) -> tuple[Evidence, Episode, list[
             problem = evidence.unreachable or evidence.not_ors or evidence.usage_error
             if problem:
                 raise CannotPlay(f"cannot play {url}: {problem}")
-        sid = collector.open_session()
+        sid = collector.open_session("live.create")
         if sid is None:
-            raise CannotPlay(f"cannot play {url}: /create refused a session on {evidence.split}[{evidence.index}] (missing --secret?)")
+            raise CannotPlay(f"cannot play {url}: {_create_failed(evidence, options)}")
         episode = play_one(collector, sid, evidence.index, "live.")
         collector.end_session(sid)
         ok, body = json_of(evidence.get("tools"))
@@ -75,6 +75,21 @@ def player_episode(url: str, options: Options) -> tuple[Evidence, Episode, list[
             collector.close()
         finally:
             client.close()
+
+
+def _create_failed(evidence: Evidence, options: Options) -> str:
+    """Why the player's ``/create`` gave no session, in the words that name the fix: a refusal (with the server's own
+    status and detail: a missing secret, a bad task) is not a setup that outlasted ``--timeout`` (a puzzle generated in
+    ``__init__``)."""
+    where = f"{evidence.split}[{evidence.index}]"
+    exchange = evidence.get("live.create")
+    if exchange is None or exchange.status is None:
+        error = exchange.error if exchange is not None and exchange.error else "no answer"
+        return f"/create of a session on {where} did not answer within {options.timeout:g} s ({error}): a slow setup? raise --timeout"
+    ok, body = json_of(exchange)
+    detail = body.get("detail") if ok and isinstance(body, dict) else None
+    said = f": {str(detail)[:200]}" if detail else ""
+    return f"/create refused a session on {where} with {exchange.status}{said} (missing --secret?)"
 
 
 def replayable_calls(episode: Episode) -> list[tuple[str, dict[str, Any]]]:

@@ -82,7 +82,7 @@ def add_live_arguments(group: argparse.ArgumentParser | argparse._ArgumentGroup,
     """The flags of a live run on the user's server (``prefix``: how ``matrix --url``'s help introduces them)."""
     group.add_argument("--env", default=None, metavar="E", help=f"{prefix}the environment to play (default: the server's first)")
     group.add_argument(
-        "--timeout", type=types.positive(float), default=60.0, metavar="S", help=f"{prefix}seconds each client's episode may take (default 60)"
+        "--timeout", type=types.positive(float), default=60.0, metavar="S", help=f"{prefix}seconds each client's episode may take, and each request of the checker's player (default 60)"
     )
     flags.add_client_cmd(
         group,

@@ -84,6 +84,14 @@ class Case:
         """Times the script is played in the case: each run's episodes, one session each."""
         return self.runs * self.episodes
 
+    @property
+    def default_env(self) -> str:
+        """The environment a ``/create`` without ``env_name`` plays on this case's server (its first served one);
+        ``""`` where the case serves no scenario of ours (a user's server: the caller knows its listing)."""
+        if self.scenario not in SCENARIOS:
+            return ""
+        return get_scenario(self.scenario, **dict(self.params)).served()[0].name
+
     def with_deadline(self, seconds: float) -> Case:
         return replace(self, deadline=seconds)
 

@@ -338,31 +338,42 @@ def out_valid(ctx: Context) -> CheckOutcome | None:
     effect=Effect.RULE,
 )
 def env_name(ctx: Context) -> CheckOutcome | None:
+    """One rule on every front end (check-client, hosted, the proxy, the matrix, ``clients URL``): a ``/create``
+    without ``env_name`` is a warning where the server's default environment is the one played — the same episode,
+    exit 0, the pinned upstream defects that do it named — and a failure where the default is another environment
+    (the episode ran in the wrong one). Behind the proxy, where no case says which environment was meant, a warning."""
     creates = ctx.traffic.creates
     if not creates:
         return None  # not provoked: the client never sent POST /create
+    bare = [c for c in creates if not body_json(c).get("env_name")]
     if ctx.run is None:  # no case: which environment the client meant is unknown, but it must name one
-        bare = [c for c in creates if not body_json(c).get("env_name")]
         if bare:
-            # As the matrix and `orsbench clients URL` hold it: a rule broken beside the verdict (on a server with one
-            # environment the episode is the same), named with the pinned upstream defects that break it — a warning.
-            pinned = [d for d in defects.DEFECTS.values() if any(check == "client.env_name" for check, _ in d.breaks)]
-            named = "; ".join(f"{d.id} ({d.upstream}: {', '.join(d.clients)})" for d in pinned)
-            return warned(
-                f"{len(bare)} of {len(creates)} /create request(s) sent no env_name: the server's default environment answered "
-                f"(the same episode on a server with one environment; on one with several, the wrong one)"
-                + (f"; pinned upstream defects that do this: {named}" if named else ""),
-                {"sent": None, "pinned": [d.id for d in pinned]},
-                bare[0],
-            )
+            return _no_env_name(bare, creates, "the same episode on a server with one environment; on one with several, the wrong one")
         return passed(f"every /create named an environment ({body_json(creates[0]).get('env_name')!r})", {"creates": len(creates)})
     wanted = ctx.run.env.lower()
-    wrong = [(c, body_json(c).get("env_name")) for c in creates if str(body_json(c).get("env_name") or "").lower() != wanted]
+    named = [(c, body_json(c).get("env_name")) for c in creates if body_json(c).get("env_name")]
+    wrong = [(c, sent) for c, sent in named if str(sent).lower() != wanted]
+    if bare and not wrong and ctx.run.default_env.lower() == wanted:
+        return _no_env_name(bare, creates, f"it is {ctx.run.env!r}, the environment this case plays: the same episode")
+    wrong = [(c, None) for c in bare] + wrong
     if wrong:
         exchange, sent = wrong[0]
         what = "no env_name" if sent is None else f"env_name {sent!r}"
         return failed(f"{len(wrong)} of {len(creates)} /create request(s) sent {what}; the case's environment is {ctx.run.env!r}", {"sent": sent}, exchange)
     return passed(f"every /create named {ctx.run.env!r}", {"creates": len(creates)})
+
+
+def _no_env_name(bare: list[Exchange], creates: list[Exchange], episode: str) -> CheckOutcome:
+    """A missing ``env_name`` that did not change the episode: a rule broken beside the verdict (as the matrix and
+    ``orsbench clients URL`` hold it), named with the pinned upstream defects that break it — a warning."""
+    pinned = [d for d in defects.DEFECTS.values() if any(check == "client.env_name" for check, _ in d.breaks)]
+    named = "; ".join(f"{d.id} ({d.upstream}: {', '.join(d.clients)})" for d in pinned)
+    return warned(
+        f"{len(bare)} of {len(creates)} /create request(s) sent no env_name: the server's default environment answered "
+        f"({episode})" + (f"; pinned upstream defects that do this: {named}" if named else ""),
+        {"sent": None, "pinned": [d.id for d in pinned]},
+        bare[0],
+    )
 
 
 @client_check(

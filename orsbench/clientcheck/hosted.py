@@ -195,6 +195,7 @@ class HostedCase(Observing):
             f"(hosted) {label(episode)}",
             url=self.url,
             env=self.env,
+            default_env=self.case.default_env,
             deadline=self.case.deadline,
             started_at=episode.started_at,
             duration_s=episode.last_at - episode.started_at,

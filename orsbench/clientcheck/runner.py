@@ -109,6 +109,8 @@ class CaseRun:
     command: str
     url: str = ""
     env: str = ""
+    #: The server's default environment: what a ``/create`` without ``env_name`` plays (``""``: not known).
+    default_env: str = ""
     exit_code: int | None = None
     #: Seconds the client was given.
     deadline: float = 0.0
@@ -242,6 +244,8 @@ class RunningCase:
     ``server`` is where it plays: a case server, a shared matrix server, or a proxy to the user's server; it
     must keep a request log (``ServerConfig(request_log=True)``), which is graded from the entries this
     episode added. ``deadline`` defaults to the case's own; the launch's ``startup_s`` is added to it.
+    ``default_env``: what a ``/create`` without ``env_name`` plays on ``server`` (default: the case's own, its
+    scenario's first environment; a caller on a user's server passes the first one it lists).
     ``extra_env`` adds variables to the client's environment; ``overrides`` replaces contract ones (the
     user's API key for the SDK's ``OPENREWARD_API_KEY`` on the user's server). ``model``: register the script
     with the scripted model (``ORSBENCH_MODEL_URL``) — always for a user's command, which may be an agent harness.
@@ -255,6 +259,7 @@ class RunningCase:
         *,
         script: Script | None = None,
         env: str | None = None,
+        default_env: str | None = None,
         deadline: float | None = None,
         extra_env: Mapping[str, str] | None = None,
         overrides: Mapping[str, str] | None = None,
@@ -263,6 +268,7 @@ class RunningCase:
         self.case, self.server = case, server
         self.script = script if script is not None else case.script
         self.env = env if env is not None else server.env_name
+        self.default_env = default_env if default_env is not None else case.default_env
         self.deadline = (deadline if deadline is not None else case.deadline) + launch.startup_s
         self.workdir = Path(tempfile.mkdtemp(prefix="orsbench-client-"))  # 0700: only this user reads the script and output
         script_path, self.out_path = self.workdir / "script.json", self.workdir / "out.jsonl"
@@ -365,6 +371,7 @@ class RunningCase:
             self.command,
             url=self.server.url,
             env=self.env,
+            default_env=self.default_env,
             exit_code=self.process.returncode,
             deadline=self.deadline,
             stopped_for=self.stopped_for,

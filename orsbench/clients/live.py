@@ -32,7 +32,7 @@ from typing import Any
 from orsbench.bench.learn import FAILED_ANSWERS, CannotPlay, player_episode
 from orsbench.bench.target import TargetError, local_target
 from orsbench.checks import binding
-from orsbench.checks.evidence import Episode, Evidence, Options, json_of
+from orsbench.checks.evidence import Episode, Evidence, Options, json_of, short
 from orsbench.clientcheck import grade
 from orsbench.clientcheck.cases import Case
 from orsbench.clientcheck.contract import did_not_run, refused_placeholders
@@ -109,10 +109,15 @@ def _script(episode: Episode, reward: float | None) -> Script:
     return Script("url", tuple(steps), reward=reward, finished=episode.finished)
 
 
+def listed_envs(evidence: Evidence) -> list[str]:
+    """The environments the user's server lists, its default (what a ``/create`` without ``env_name`` plays) first."""
+    ok, envs = json_of(evidence.get("list_environments"))
+    return [e for e in envs if isinstance(e, str)] if ok and isinstance(envs, list) else []
+
+
 def facts(client: str, evidence: Evidence, tools: list[dict[str, Any]], script: Script, rewards: Sequence[Any] = ()) -> D.CellFacts:
     """What the pinned defects' predicates know of the user's server, from what the player learnt of it."""
-    ok, envs = json_of(evidence.get("list_environments"))
-    names = [e for e in envs if isinstance(e, str)] if ok and isinstance(envs, list) else []
+    names = listed_envs(evidence)
     listing = evidence.get("dataset.tasks")
     defaults = {t.get("name"): ((t.get("input_schema") or {}).get("properties") or {}) for t in tools}
     omits = any(
@@ -149,6 +154,17 @@ def _sent_rewards(episode: Episode) -> list[Any]:
         for answer, reward in zip(episode.answers, sent)
         if not _failed(answer)
     ]
+
+
+def _nothing_to_replay(evidence: Evidence, episode: Episode) -> str:
+    """Why no client is played: the player found no call the server answered — with the environment's own error where
+    a tool failed on the server (raised, answered 5xx), so the one note names the environment, not a client."""
+    why = f"nothing to replay: the checker's player found no call the server answered ({episode.stopped or 'no call made'})"
+    failure = next((f for f in evidence.facts.tool_failures if f.found_by == "play"), None)
+    if failure is None:
+        return why
+    kinds = {"raise": "raised", "http": "answered 5xx", "stream": "broke its stream", "hang": "hung"}
+    return f"{why}; the environment's own error: {failure.tool}({short(failure.input, 80)}) {kinds.get(failure.kind, failure.kind)}: {failure.detail[:200]}"
 
 
 def _failed(answer: str) -> bool:
@@ -222,6 +238,7 @@ def _row(
     case: Case,
     script: Script,
     env: str,
+    default_env: str,
     timeout: float,
     cell: D.CellFacts,
     overrides: Mapping[str, str],
@@ -230,15 +247,20 @@ def _row(
 ) -> tuple[LiveRow, str | None]:
     """One client's row, and the environment's own error it met (``None``: none)."""
     assert player.launch is not None
-    run = play(player.launch, case, proxy, script=script, env=env, deadline=timeout, overrides=overrides)
+    run = play(player.launch, case, proxy, script=script, env=env, default_env=default_env, deadline=timeout, overrides=overrides)
     secrets = [value for _, value in case.secrets]
     judgement = _scrubbed(judge(run, grade(run), subject=player.name), secrets)
     reported = [line.get("reward") for line in run.out.lines if line.is_call and line.get("reward") is not None]
     reward = reported[-1] if reported else None
-    refused = expected is not None and expected.refused is not None
     # Where the player stopped at its budget, the episode is unfinished because of the player: a user that refuses an
-    # unfinished episode (its consumer profile) rightly fails clearly on it, and no client is blamed for that.
-    rightly = Verdict.FAILS_CLEARLY if budget_cut is not None and refused else Verdict.WORKS
+    # unfinished episode (its consumer profile) rightly fails clearly on it, and no client is blamed for that — but only
+    # where the refusal is for the missing end: one it makes of the same rewards finished (a reward outside its range,
+    # as benchflow refuses mobile-env's -1.0) is the client's own, whatever the player's budget.
+    unfinished_only = (
+        budget_cut is not None and player.consumer is not None and expected is not None and expected.refused is not None
+        and player.consumer.predict(list(cell.rewards), True).refused is None
+    )  # fmt: skip
+    rightly = Verdict.FAILS_CLEARLY if unfinished_only else Verdict.WORKS
     row = LiveRow(player.name, player.version, judgement.verdict, "", command=player.command, seconds=round(run.duration_s, 1))
     row.expected, row.judgement = rightly, judgement
     if player.command is not None:
@@ -292,7 +314,7 @@ def play_on_url(
             raise LiveUsageError(f"--client-cmd uses {', '.join(refused)}: secrets never go on a command line; the adapter reads ORSBENCH_SECRETS")
     say = progress or (lambda _line: None)
     secrets = dict(secrets or {})
-    options = Options(env=env, secrets=secrets, timeout=min(timeout, 30.0), api_key=api_key)
+    options = Options(env=env, secrets=secrets, timeout=timeout, api_key=api_key)
     say(f"playing {url} with the checker's player")
     evidence, episode, tools = _player_episode(url, options)
     reward = episode.reward if episode.finished else (episode.rewards[-1] if episode.rewards else None)
@@ -302,10 +324,11 @@ def play_on_url(
     result = LiveResult(
         url, evidence.env, evidence.split, evidence.index, PlayerEpisode(len(script.steps), episode.finished, reward, episode.stopped)
     )
-    nothing = None if script.steps else f"nothing to replay: the checker's player found no call the server answered ({episode.stopped or 'no call made'})"
+    nothing = None if script.steps else _nothing_to_replay(evidence, episode)
     budget_cut = f"the player stopped at its budget ({episode.stopped})" if _budget_cut(episode) and script.steps else None
     result.notes += [note for note in (nothing, budget_cut) if note]
     met: dict[str, str | None] = {}
+    default = next(iter(listed_envs(evidence)), evidence.env or "")
     case = Case(
         "url", "", "the user's server", split=evidence.split or "", index=evidence.index or 0, secrets=tuple(secrets.items())
     )
@@ -333,7 +356,7 @@ def play_on_url(
                 assert proxy is not None
                 say(f"{player.name}: playing {len(script.steps)} call(s)")
                 cell = facts(player.name, evidence, tools, script, sent)
-                row, met[player.name] = _row(player, proxy, case, script, evidence.env or "", timeout, cell, keys, expected, budget_cut)
+                row, met[player.name] = _row(player, proxy, case, script, evidence.env or "", default, timeout, cell, keys, expected, budget_cut)
                 result.rows.append(row)
             result.rows[-1].predicted = predictions.get(player.name, [])
     finally:

@@ -162,6 +162,19 @@ class PromptSetup(ThreeTasks):
         return text(f"Trail: {' > '.join(self.game['trail'])}.", reward=1.0 if done else None, finished=done)
 
 
+class PromptDealt(PromptSetup):
+    """PromptSetup whose tool raises before the prompt was fetched, as a textarena game served by the SDK does (its board
+    exists only once ``get_prompt`` reset it: ``'MinesweeperEnv' object has no attribute 'state'``). Correct: every real
+    client fetches the prompt first, so no probe may call a tool of a session that has not (the fuzz included)."""
+
+    @tool
+    def step(self, params: NoParams) -> ToolOutput:
+        """Take one step; the answer shows the trail so far."""
+        if self.game is None:
+            raise AttributeError("'Walk' object has no attribute 'state'")
+        return super().step(params)
+
+
 class Direction(BaseModel):
     direction: str = Field(description="which way to walk: left or right")
 

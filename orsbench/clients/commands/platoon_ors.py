@@ -40,16 +40,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
-import time
-import traceback
 import uuid
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from command_contract import Out, episodes, runs  # a sibling (see its docstring): these adapters import nothing of orsbench
+from command_contract import Out, play_episodes  # a sibling (see its docstring): these adapters import nothing of orsbench
 
 REQUIRED = ("ORSBENCH_URL", "ORSBENCH_ENV", "ORSBENCH_SCRIPT", "ORSBENCH_OUT")
 
@@ -65,10 +62,11 @@ def text_of(result: Any) -> str:
     return "".join(str(block.get("text", "")) for block in result.content if block.get("type") == "text")
 
 
-async def play(environ: dict[str, str], out: Out) -> int:
+async def open_session(environ: dict[str, str], out: Out) -> tuple[Any, Any] | None:
+    """The task and the session platoon opens for task INDEX of SPLIT, as its ors+http service does; ``None`` when
+    it fails (the error line written, with platoon's ``failure_kind``: the rollout fails there)."""
     from platoon.envs.service import get_service
 
-    calls = json.loads(open(environ["ORSBENCH_SCRIPT"], encoding="utf-8").read())["calls"]
     secrets = json.loads(environ.get("ORSBENCH_SECRETS") or "{}")
     split, index = environ.get("ORSBENCH_SPLIT") or "train", int(environ.get("ORSBENCH_INDEX") or 0)
     service = get_service(service_uri(environ["ORSBENCH_URL"], environ["ORSBENCH_ENV"]), secrets=secrets)
@@ -78,7 +76,16 @@ async def play(environ: dict[str, str], out: Out) -> int:
     except Exception as exc:  # noqa: BLE001 - the rollout fails here: platoon's EnvSetupError and its kind
         kind = getattr(exc, "failure_kind", None)
         out.write({"error": f"{type(exc).__name__}: {exc}", "raised": True, "stage": "session", "failure_kind": kind})
+        return None
+    return task, session
+
+
+async def play(environ: dict[str, str], out: Out) -> int:
+    calls = json.loads(open(environ["ORSBENCH_SCRIPT"], encoding="utf-8").read())["calls"]
+    opened = await open_session(environ, out)
+    if opened is None:
         return 1
+    _, session = opened
     try:
         visible = {tool.name for tool in await session.tools()}
         finished = False
@@ -164,41 +171,10 @@ def unwind_on_sigterm() -> None:
 
 
 def main() -> int:
-    environ = dict(os.environ)
-    missing = [name for name in REQUIRED if not environ.get(name)]
-    if missing:
-        print(f"platoon adapter: error: {', '.join(missing)} not set: run it under orsbench check-client or matrix", file=sys.stderr)
-        return 2
-    try:
-        import platoon.envs.ors  # noqa: F401 - the client under test must be importable
-    except ImportError as exc:
-        print(f"platoon adapter: error: platoon is not installed in {sys.executable}: {exc}", file=sys.stderr)
-        return 2
-    out = Out(environ["ORSBENCH_OUT"])
-    started = time.monotonic()
-    unwind_on_sigterm()
-    try:
-        # ORSBENCH_RUNS (docs/protocol.md §13.16): the rollout run that many times in this one process, each run
-        # its own asyncio.run, as a script looping over runs calls platoon; whatever platoon caches carries over.
-        # ORSBENCH_EPISODES (§13.15): tasks INDEX .. INDEX+N-1 one by one, going on after one that fails. platoon's own
-        # aggregate lives in its eval runner (platoon/eval/runner.py), which the ors+http service does not drive: no
-        # aggregate line is written here.
-        code, first = 0, int(environ.get("ORSBENCH_INDEX") or 0)
-        for _ in range(runs(environ)):
-            for number in range(episodes(environ)):
-                code = max(code, asyncio.run(play({**environ, "ORSBENCH_INDEX": str(first + number)}, out)))
-        return code
-    except SystemExit:
-        out.write({"error": "ended by SIGTERM before the episode's end", "raised": True})
-        raise
-    except Exception as exc:  # noqa: BLE001 - a crash of platoon (or of this adapter) is reported, then exits 1
-        out.write({"error": f"{type(exc).__name__}: {exc}", "raised": True})
-        traceback.print_exc()
-        return 1
-    finally:
-        out.handle.close()
-        print(f"platoon adapter: {time.monotonic() - started:.2f}s", file=sys.stderr)
-
+    # platoon's own aggregate lives in its eval runner (platoon/eval/runner.py), which the ors+http service does not
+    # drive: no aggregate line is written here.
+    return play_episodes("platoon", play, required=REQUIRED, client="platoon.envs.ors",
+                         not_importable="platoon is not installed", on_start=unwind_on_sigterm)  # fmt: skip
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -30,19 +30,15 @@ where platoon's own record of the call says so (``ToolCallRecord.is_error``); th
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
-import os
 import sys
-import time
-import traceback
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from command_contract import Out, episodes, runs
-from platoon_ors import REQUIRED, grade, service_uri, unwind_on_sigterm
+from command_contract import Out, play_episodes
+from platoon_ors import REQUIRED, grade, open_session, unwind_on_sigterm
 
 #: Seconds one model request may take (the scripted model answers at once, or after a case's pause).
 MODEL_REQUEST_S = 120.0
@@ -135,20 +131,13 @@ class ScriptedContext:
 
 
 async def play(environ: dict[str, str], out: Out) -> int:
-    from platoon.envs.service import get_service
     from platoon.harness.builtin.react import react
 
     calls = json.loads(open(environ["ORSBENCH_SCRIPT"], encoding="utf-8").read())["calls"]
-    secrets = json.loads(environ.get("ORSBENCH_SECRETS") or "{}")
-    split, index = environ.get("ORSBENCH_SPLIT") or "train", int(environ.get("ORSBENCH_INDEX") or 0)
-    service = get_service(service_uri(environ["ORSBENCH_URL"], environ["ORSBENCH_ENV"]), secrets=secrets)
-    try:
-        task = await service.get_task(f"{split}:{index}")
-        session = await service.open(task, rollout_id=f"orsbench-{uuid.uuid4().hex[:12]}")
-    except Exception as exc:  # noqa: BLE001 - the rollout fails here: platoon's EnvSetupError and its kind
-        kind = getattr(exc, "failure_kind", None)
-        out.write({"error": f"{type(exc).__name__}: {exc}", "raised": True, "stage": "session", "failure_kind": kind})
+    opened = await open_session(environ, out)
+    if opened is None:
         return 1
+    task, session = opened
     try:
         # max_steps bounds the agent as an environment's config does: the script's replies and the final one.
         ctx = ScriptedContext(session, task, environ["ORSBENCH_MODEL_URL"], out, max_steps=len(calls) + 2)
@@ -171,37 +160,8 @@ async def play(environ: dict[str, str], out: Out) -> int:
 
 
 def main() -> int:
-    environ = dict(os.environ)
-    missing = [name for name in (*REQUIRED, "ORSBENCH_MODEL_URL") if not environ.get(name)]
-    if missing:
-        print(f"platoon-react adapter: error: {', '.join(missing)} not set: run it under orsbench check-client or matrix", file=sys.stderr)
-        return 2
-    try:
-        import platoon.harness.builtin.react  # noqa: F401 - the agent under test must be importable
-    except ImportError as exc:
-        print(f"platoon-react adapter: error: platoon is not installed in {sys.executable}: {exc}", file=sys.stderr)
-        return 2
-    out = Out(environ["ORSBENCH_OUT"])
-    started = time.monotonic()
-    unwind_on_sigterm()
-    try:
-        # ORSBENCH_RUNS and ORSBENCH_EPISODES as platoon_ors.py plays them: one asyncio.run per rollout, one process.
-        code, first = 0, int(environ.get("ORSBENCH_INDEX") or 0)
-        for _ in range(runs(environ)):
-            for number in range(episodes(environ)):
-                code = max(code, asyncio.run(play({**environ, "ORSBENCH_INDEX": str(first + number)}, out)))
-        return code
-    except SystemExit:
-        out.write({"error": "ended by SIGTERM before the episode's end", "raised": True})
-        raise
-    except Exception as exc:  # noqa: BLE001 - a crash of platoon (or of this adapter) is reported, then exits 1
-        out.write({"error": f"{type(exc).__name__}: {exc}", "raised": True})
-        traceback.print_exc()
-        return 1
-    finally:
-        out.handle.close()
-        print(f"platoon-react adapter: {time.monotonic() - started:.2f}s", file=sys.stderr)
-
+    return play_episodes("platoon-react", play, required=(*REQUIRED, "ORSBENCH_MODEL_URL"), client="platoon.harness.builtin.react",
+                         not_importable="platoon is not installed", on_start=unwind_on_sigterm)  # fmt: skip
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -24,15 +24,12 @@ Exit status 0 when the rollout ended without an error, 1 when it did not, 2 for 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
-import time
-import traceback
 from typing import Any
 
-from command_contract import Out, episodes, runs
+from command_contract import Out, play_episodes
 
 REQUIRED = ("ORSBENCH_URL", "ORSBENCH_ENV", "ORSBENCH_SCRIPT", "ORSBENCH_OUT", "ORSBENCH_MODEL_URL")
 
@@ -102,33 +99,9 @@ async def play(environ: dict[str, str], out: Out) -> int:
 
 
 def main() -> int:
-    environ = dict(os.environ)
-    missing = [name for name in REQUIRED if not environ.get(name)]
-    if missing:
-        print(f"tasksets adapter: error: {', '.join(missing)} not set: run it under orsbench check-client or matrix", file=sys.stderr)
-        return 2
-    try:
-        import tasksets.openreward  # noqa: F401 - the client under test must be importable
-    except ImportError as exc:
-        print(f"tasksets adapter: error: tasksets[openreward] does not import in {sys.executable}: {exc}", file=sys.stderr)
-        return 2
-    out = Out(environ["ORSBENCH_OUT"])  # the unsurfaced line is the target's (its consumer profile), written by orsbench
-    started = time.monotonic()
-    try:
-        # ORSBENCH_RUNS and ORSBENCH_EPISODES as the other command adapters play them: one asyncio.run each, one process.
-        code, first = 0, int(environ.get("ORSBENCH_INDEX") or 0)
-        for _ in range(runs(environ)):
-            for number in range(episodes(environ)):
-                code = max(code, asyncio.run(play({**environ, "ORSBENCH_INDEX": str(first + number)}, out)))
-        return code
-    except Exception as exc:  # noqa: BLE001 - a crash of verifiers (or of this adapter) is reported, then exits 1
-        out.write({"error": f"{type(exc).__name__}: {exc}", "raised": True})
-        traceback.print_exc()
-        return 1
-    finally:
-        out.handle.close()
-        print(f"tasksets adapter: {time.monotonic() - started:.2f}s", file=sys.stderr)
-
+    # the unsurfaced line is the target's (its consumer profile), written by orsbench
+    return play_episodes("tasksets", play, required=REQUIRED, client="tasksets.openreward",
+                         not_importable="tasksets[openreward] does not import")  # fmt: skip
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -32,3 +32,18 @@ def test_a_create_slower_than_the_timeout_is_said_as_a_slow_setup_not_a_refusal(
         assert "openreward  works" in capsys.readouterr().out
     finally:
         server.stop()
+
+
+def test_check_says_a_create_slower_than_the_timeout_is_a_slow_setup_naming_the_flag() -> None:
+    """The same shape under ``orsbench check``: ``session.create`` fails (a trainer's client with that timeout would
+    too), and the finding names ``--timeout`` and says why, instead of a bare transport error."""
+    from orsbench.checks import Options, Status, run_checks
+
+    server = start(AppTarget.parse("tests/envs/slow_init.py:SlowInit"), env={"ORSBENCH_TEST_INIT_SECONDS": "3"})
+    try:
+        report = run_checks(server.url, Options(timeout=1.0, fuzz=0), only=["session.create"])
+        result = next(r for r in report.results if r.id == "session.create")
+        assert result.status is Status.FAIL, result
+        assert "took longer than --timeout 1 s" in result.message and "longer --timeout" in result.message, result.message
+    finally:
+        server.stop()

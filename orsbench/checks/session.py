@@ -113,6 +113,14 @@ def create(ev: Evidence) -> CheckOutcome:
         return skipped("not probed")
     ok, body = json_of(ex)
     sid = ev.facts.sid
+    if ex.status is None and "timeout" in (ex.error or "").lower():
+        # a slow setup, not a refusal: say which knob bounds it (a real environment building its puzzle in setup took 75 s)
+        return failed(
+            f"expected 200, got {answer(ex)}: /create took longer than --timeout {ev.options.timeout:g} s — if the "
+            "environment's setup is that slow by design, run again with a longer --timeout (trainers' clients wait too)",
+            ex.status,
+            ex,
+        )
     if ex.status != 200:
         return failed(f"expected 200, got {answer(ex)}", ex.status, ex)
     if not ok or not isinstance(body, dict) or body.get("sid") != sid:

@@ -451,7 +451,7 @@ def start(
             env = {**(env or {}), APP_PATH_ENV: os.pathsep.join(scenario.path)}
         server = _launch(argv, f"serving {scenario} (app)", str(scenario), "app", config, timeout, env)
         _forget_private_files(server)
-        server.env_name = _first_env(server)
+        server.env_name = _listed_env(server) or server.scenario  # the default environment, served at / too
         return server
     server = _launch(argv, f"serving {scenario} ({impl})", scenario, impl, config, timeout, env)
     _forget_private_files(server)
@@ -633,15 +633,6 @@ def _launch(
     return server
 
 
-def _first_env(server: RunningServer) -> str:
-    """The first environment a served app lists (its default, served at ``/`` too)."""
-    try:
-        names = httpx.get(server.url + protocol.LIST_ENVIRONMENTS, timeout=10).json()
-        return str(names[0]) if names else server.scenario
-    except (httpx.HTTPError, ValueError, IndexError, KeyError, TypeError):
-        return server.scenario
-
-
 def healthy(url: str) -> bool:
     """Whether ``GET /health`` answers 200 now; a refused or timed-out connection is "not yet", not an error.
 
@@ -761,7 +752,7 @@ def start_command(
 
 
 def _listed_env(server: RunningServer) -> str | None:
-    """The first name ``/list_environments`` gives, if it gives one."""
+    """The first name ``/list_environments`` gives (a served app's default, served at ``/`` too), if it gives one."""
     try:
         names = httpx.get(server.url + protocol.LIST_ENVIRONMENTS, timeout=10).json()
     except (httpx.HTTPError, ValueError):

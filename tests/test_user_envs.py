@@ -238,3 +238,29 @@ def test_the_same_game_without_the_cache_passes_what_it_failed() -> None:
     for check_id in STARVED:
         assert report.result(check_id).status is Status.PASS, (check_id, report.result(check_id).message)
     assert not report.evidence.facts.refusals
+
+
+@pytest.fixture(scope="module")
+def stop_iteration_report() -> Report:
+    # only the tool checks: every call of the tool hangs, and the whole check's probes would wait out --timeout on
+    # each of their calls one by one (71 s against 13 s)
+    with launch.serve(AppTarget.parse("tests/envs/raises_stop_iteration.py:RaisesStopIteration")) as server:
+        return run_checks(server.url, Options(env=server.env_name, timeout=TIMEOUT, fuzz=0), only=["tool.no_hang", "tool.no_crash_on_valid_input"])
+
+
+def test_a_tool_raising_stop_iteration_is_caught_as_a_hang_under_the_sdk(stop_iteration_report: Report) -> None:
+    """A real routing environment's ``next()`` on an exhausted iterator: under the openreward SDK server the call never
+    ends (keep-alives forever), and ``tool.no_hang`` is what tells its author."""
+    assert stop_iteration_report.exit_code == 1
+    assert failure(stop_iteration_report, "tool.no_hang"), stop_iteration_report.result("tool.no_hang").message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="openreward 0.1.167 server: a sync tool's StopIteration is lost crossing asyncio.to_thread "
+    "(openreward/environments/utils.py:71, run_user_callable): asyncio cannot set StopIteration on a Future, so the "
+    "call's stream sends keep-alives and never an error event — where any other exception is answered as one",
+)
+def test_the_sdk_answers_a_tool_raising_stop_iteration_as_it_answers_any_raise(stop_iteration_report: Report) -> None:
+    found = failure(stop_iteration_report, "tool.no_crash_on_valid_input")["failures"]
+    assert found[0]["kind"] == "raise"

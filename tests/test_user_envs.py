@@ -253,6 +253,7 @@ def test_a_tool_raising_stop_iteration_is_caught_as_a_hang_under_the_sdk(stop_it
     ends (keep-alives forever), and ``tool.no_hang`` is what tells its author."""
     assert stop_iteration_report.exit_code == 1
     assert failure(stop_iteration_report, "tool.no_hang"), stop_iteration_report.result("tool.no_hang").message
+    assert "StopIteration" in stop_iteration_report.result("tool.no_hang").remediation  # the author is told the likely cause
 
 
 @pytest.mark.xfail(

@@ -99,7 +99,8 @@ def no_crash(ev: Evidence) -> CheckOutcome:
     probe="fuzz",
     spec="§5, §7",
     remediation="Bound the tool's work (a time limit, an input length limit in the params model) and answer within the "
-    "client's patience; a long task should still end with a ToolOutput.",
+    "client's patience; a long task should still end with a ToolOutput. On the openreward SDK, a sync tool that raises "
+    "StopIteration (a next() on an exhausted iterator) hangs too: the SDK cannot hand that exception back, so catch it.",
     requires=("call.tool_inputs",),
 )
 def no_hang(ev: Evidence) -> CheckOutcome:

@@ -18,13 +18,10 @@ Exits 1 when the group adds more than the bound or a run did not pass.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import time
 
-from _common import emit, end_to_end, spread
-from orsbench.bench.procstat import tree_cpu_seconds
+from _common import emit, end_to_end, group_figures, group_runs, spread
 from orsbench.checks import Options, run_checks
 from orsbench.servers.launch import Deployment, start
 from orsbench.servers.replicas import nginx_path
@@ -44,27 +41,12 @@ def main() -> int:
     args = parser.parse_args()
 
     e2e, codes = end_to_end(args.scenario, WITHOUT, args.runs)
-
-    checks: dict[str, list[float]] = {"with": [], "without": []}
-    cpu: dict[str, list[float]] = {"with": [], "without": []}
-    probe_s: list[float] = []
-    probe_requests = 0
     server = start(args.scenario)
     try:
-        for _ in range(args.runs):
-            for side, only in (("with", None), ("without", WITHOUT.split(","))):
-                timed: dict[str, tuple[float, int]] = {}
-                before = tree_cpu_seconds(server.pid) or 0.0
-                begin = time.perf_counter()
-                report = run_checks(server.url, Options(env=server.env_name), only=only, on_probe=lambda p, s, n: timed.__setitem__(p, (s, n)))
-                checks[side].append(time.perf_counter() - begin)
-                cpu[side].append((tree_cpu_seconds(server.pid) or 0.0) - before)
-                codes.append(report.exit_code)
-                if side == "with":
-                    probe_s.append(sum(timed[p][0] for p in PROBES))
-                    probe_requests = sum(timed[p][1] for p in PROBES)
+        measured = group_runs(server, WITHOUT.split(","), args.runs, PROBES)
     finally:
         server.stop()
+    codes += measured.codes
 
     behind: dict[str, object] = {"nginx": nginx_path() is not None}
     if nginx_path() is not None:
@@ -80,18 +62,11 @@ def main() -> int:
         finally:
             front.stop()
 
-    added = statistics.median(e2e["with"]) - statistics.median(e2e["without"])
-    figures = {
-        "command": f"orsbench check --scenario {args.scenario} -q",
-        "without": f"--only '{WITHOUT}'",
-        "runs": args.runs,
-        "load_average": round(os.getloadavg()[0], 1),
-        "end_to_end_s": {side: spread(v) for side, v in e2e.items()},
-        "group_adds_end_to_end_s": round(added, 3),
-        "checks_only_s": {side: spread(v) for side, v in checks.items()},
-        "server_cpu_s": {side: spread(v) for side, v in cpu.items()},
-        "deployment_probe_s": spread(probe_s),
-        "deployment_probe_requests": probe_requests,
+    figures = group_figures(args.scenario, WITHOUT, args.runs, e2e, measured)
+    added = statistics.median(e2e["with"]) - statistics.median(e2e["without"])  # unrounded, against --bound
+    figures |= {
+        "deployment_probe_s": spread(measured.probe_s),
+        "deployment_probe_requests": measured.probe_requests,
         "behind_nginx_3_replicas": behind,
         "bound_s": args.bound,
         "all_passed": all(c == 0 for c in codes),

@@ -18,13 +18,11 @@ Exits 1 when the group adds more than the bound or a run did not pass.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
 
-from _common import emit, end_to_end, spread
-from orsbench.bench.procstat import tree_cpu_seconds
+from _common import emit, end_to_end, group_figures, group_runs, spread
 from orsbench.checks import Options, run_checks
 from orsbench.servers.launch import start
 
@@ -41,56 +39,34 @@ def main() -> int:
     args = parser.parse_args()
 
     e2e, codes = end_to_end(args.scenario, WITHOUT, args.runs)
-
-    checks: dict[str, list[float]] = {"with": [], "without": []}
-    cpu: dict[str, list[float]] = {"with": [], "without": []}
-    requests: dict[str, int] = {}
-    probe_s: list[float] = []
-    probe_requests = 0
     explore_s: list[float] = []
     plain_s: list[float] = []
     steps = 0
     server = start(args.scenario)
+
+    def explorer() -> None:  # the group alone, then with the explorer: after each pair, as before
+        nonlocal steps
+        for explore, into in ((0, plain_s), (args.explore, explore_s)):
+            begin = time.perf_counter()
+            report = run_checks(server.url, Options(env=server.env_name, fuzz=0, explore=explore), only=["isolation.*"])
+            into.append(time.perf_counter() - begin)
+            codes.append(report.exit_code)
+            if explore:
+                steps = report.evidence.facts.isolation.explored.steps
+
     try:
-        for _ in range(args.runs):
-            for side, only in (("with", None), ("without", [WITHOUT])):
-                timed: dict[str, tuple[float, int]] = {}
-                before = tree_cpu_seconds(server.pid) or 0.0
-                begin = time.perf_counter()
-                report = run_checks(
-                    server.url, Options(env=server.env_name), only=only, on_probe=lambda p, s, n: timed.__setitem__(p, (s, n))
-                )
-                checks[side].append(time.perf_counter() - begin)
-                cpu[side].append((tree_cpu_seconds(server.pid) or 0.0) - before)
-                requests[side] = report.exchanges
-                codes.append(report.exit_code)
-                if side == "with":
-                    probe_s.append(timed["isolation"][0])
-                    probe_requests = timed["isolation"][1]
-            for explore, into in ((0, plain_s), (args.explore, explore_s)):
-                begin = time.perf_counter()
-                report = run_checks(server.url, Options(env=server.env_name, fuzz=0, explore=explore), only=["isolation.*"])
-                into.append(time.perf_counter() - begin)
-                codes.append(report.exit_code)
-                if explore:
-                    steps = report.evidence.facts.isolation.explored.steps
+        measured = group_runs(server, [WITHOUT], args.runs, ("isolation",), each_run=explorer)
     finally:
         server.stop()
+    codes += measured.codes
 
-    added = statistics.median(e2e["with"]) - statistics.median(e2e["without"])
     per_100 = (statistics.median(explore_s) - statistics.median(plain_s)) / max(steps, 1) * 100
-    figures = {
-        "command": f"orsbench check --scenario {args.scenario} -q",
-        "without": f"--only '{WITHOUT}'",
-        "runs": args.runs,
-        "load_average": round(os.getloadavg()[0], 1),
-        "end_to_end_s": {side: spread(v) for side, v in e2e.items()},
-        "group_adds_end_to_end_s": round(added, 3),
-        "checks_only_s": {side: spread(v) for side, v in checks.items()},
-        "server_cpu_s": {side: spread(v) for side, v in cpu.items()},
-        "requests": requests,
-        "isolation_probe_s": spread(probe_s),
-        "isolation_probe_requests": probe_requests,
+    figures = group_figures(args.scenario, WITHOUT, args.runs, e2e, measured)
+    added = statistics.median(e2e["with"]) - statistics.median(e2e["without"])  # unrounded, against --bound
+    figures |= {
+        "requests": measured.requests,
+        "isolation_probe_s": spread(measured.probe_s),
+        "isolation_probe_requests": measured.probe_requests,
         "explorer": {
             "steps": steps,
             "group_alone_s": spread(plain_s),

@@ -469,10 +469,10 @@ class _ToolFuzz:
             self.sid = self.c.open_session()
             if self.sid is None:
                 return None
-            _fetch_prompt(self.c, self.sid)  # as every real client does: an environment may deal its game in get_prompt
             self.fresh = True
-            # A fresh session's setup() is waited out before its first call, and is not the fuzz's time: a slow setup
-            # (9 s on a text adventure) must neither read as a hang nor spend the budget the boundaries need.
+            # The prompt first, as every real client does (an environment may deal its game in get_prompt), fetched by
+            # waiting out the session's setup(): that wait is not the fuzz's time — a slow setup (9 s on a text
+            # adventure) must neither read as a hang nor spend the budget the boundaries need.
             self.deadline += self.c.wait_setup(self.sid)
         self.calls += 1
         name = f"fuzz.{self.tool}.{self.calls}"

@@ -265,3 +265,15 @@ def test_a_tool_raising_stop_iteration_is_caught_as_a_hang_under_the_sdk(stop_it
 def test_the_sdk_answers_a_tool_raising_stop_iteration_as_it_answers_any_raise(stop_iteration_report: Report) -> None:
     found = failure(stop_iteration_report, "tool.no_crash_on_valid_input")["failures"]
     assert found[0]["kind"] == "raise"
+
+
+def test_a_correct_game_whose_setup_outlasts_the_timeout_fails_only_the_check_that_names_it() -> None:
+    """A clean text adventure with 3 s of setup against ``--timeout 2``: the SDK holds ``/prompt`` through setup, so
+    ``session.starting_503`` says the prompt blocked past the timeout — and nothing else fails. The isolation scenes
+    used to read the same unanswered prompt as state shared between sessions ("Likely shared: state kept outside the
+    session's own object") although the task's control, alone, was not answered either."""
+    with launch.serve(AppTarget.parse("tests/envs/text_adventure.py:PatientAdventure"), env={"ORSBENCH_TEST_SETUP_SECONDS": "3"}) as server:
+        report = run_checks(server.url, Options(env=server.env_name, timeout=2.0))
+    failing = {r.id for r in report.results if r.status is Status.FAIL}
+    assert failing == {"session.starting_503"}, [(r.id, r.message) for r in report.results if r.status is Status.FAIL]
+    assert not [r for r in report.results if r.id.startswith("isolation.") and r.status in (Status.WARN, Status.ERROR)]

@@ -242,6 +242,7 @@ def _control(col: Collector, index: int | None, script: list[tuple[str, JSON]]) 
         control.setup_s = round(time.monotonic() - waited, 3)
         control.exchanges.append(shown)
         control.prompt = prompt_text(shown) or ""
+        control.prompt_answered = prompt_text(shown) is not None
         texts: list[str] = []
         rewards: list[Any] = []  # each call's (reward, finished), as the episode keeps them beside its answers
         for tool, value in script:

@@ -71,6 +71,9 @@ class Control:
     #: The calls every session on the task makes, in order: the played episode's, then its last one again.
     script: list[tuple[str, JSON]]
     prompt: str = ""
+    #: Whether its own ``/prompt`` answered (200) at all: where it did not (a setup longer than ``--timeout``), another
+    #: session's unanswered prompt on the task is the task's, not a sign of shared state.
+    prompt_answered: bool = True
     #: Whether the prompt is a fingerprint of the task: two solo sessions saw the same one.
     prompt_stable: bool = False
     #: The control's answer at each step of the script (see :func:`signature`).
@@ -310,7 +313,7 @@ def judge(scene: Scene, controls: dict[int | None, Control], timeout: float, ttl
         found: Problem | None = None
         if step.action == "prompt":
             text = prompt_text(ex)
-            if text is None:
+            if text is None and (control is None or control.prompt_answered):  # as for calls: judged where alone it answered
                 found = Problem("unusable", step.session, n, f"session {step.session}'s /prompt answered {_answer(ex)}")
             elif follows and control is not None and control.prompt_stable and text != control.prompt:
                 found = Problem(

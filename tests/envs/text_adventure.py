@@ -101,3 +101,13 @@ class TextAdventure(ThreeTasks):
                 return text(f"The {thing} is locked.")
             return text(f"The {thing} opens and you step outside. You are free!", reward=1.0, finished=True)
         return text(f"I do not know the verb {verb!r}. Type help.")
+
+
+class PatientAdventure(TextAdventure):
+    """Clean: the same slow-setup game whose interpreter drops control characters (as a line editor does) — a correct
+    environment of this shape, which every check must pass however long its setup takes against ``--timeout``."""
+
+    @tool
+    async def command(self, params: Command) -> ToolOutput:
+        """Run one command of the game, as you would type it at its prompt. Type `help` to list the commands."""
+        return self.respond("".join(ch for ch in params.command if ch.isprintable()))
